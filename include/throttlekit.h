@@ -1,0 +1,286 @@
+/*
+ * throttlekit.h - exact, lock-free rate limiting.
+ *
+ * The one public header of libthrottlekit.  A limiter binds a policy (the
+ * algorithm and its parameters, written as a policy string), a store (where
+ * per-key state lives) and a clock.  Every call returns 0 on success or a
+ * negative errno value; tk_strerror() turns such a value into text.
+ *
+ * All times are integer nanoseconds: absolute times count from the Unix
+ * epoch, durations are plain counts of nanoseconds.  No call takes or
+ * returns a floating-point number.
+ *
+ * Handles are opaque.  Structures whose layout is public (tk_decision,
+ * tk_options, tk_request, tk_stats) only ever grow by appending fields.
+ */
+#ifndef THROTTLEKIT_H
+#define THROTTLEKIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TK_BUILDING_LIBRARY)
+#define TK_API __attribute__((visibility("default")))
+#else
+#define TK_API
+#endif
+
+#define TK_VERSION_MAJOR 0
+#define TK_VERSION_MINOR 1
+#define TK_VERSION_PATCH 0
+#define TK_VERSION_STRING "0.1.0"
+/* 0xMMmmpp: compare with TK_VERSION_HEX >= 0x000100. */
+#define TK_VERSION_HEX \
+	((TK_VERSION_MAJOR << 16) | (TK_VERSION_MINOR << 8) | TK_VERSION_PATCH)
+
+/* Longest key accepted, in bytes, not counting the limiter's prefix. */
+#define TK_KEY_MAX 1024
+/* Longest key prefix accepted, in bytes. */
+#define TK_PREFIX_MAX 256
+
+struct tk_limiter;
+struct tk_store;
+struct tk_clock;
+
+/*
+ * The outcome of one check.  All fields are integers so that every store
+ * reports the same decision, bit for bit, for the same timeline.
+ */
+struct tk_decision {
+	bool allowed;
+	uint64_t limit;       /* effective ceiling: burst, capacity or quota */
+	uint64_t remaining;   /* whole units admissible right now */
+	uint64_t reset_at;    /* ns since the epoch: key fully replenished */
+	uint64_t retry_after; /* ns until this request could pass; 0 if allowed */
+};
+
+/*
+ * Options for tk_store_open() and tk_limiter_open().  Always start from
+ * TK_OPTIONS_INIT so that .size tells the library which fields exist;
+ * fields left zero take their defaults.
+ */
+struct tk_options {
+	size_t size;               /* sizeof(struct tk_options), see TK_OPTIONS_INIT */
+	struct tk_clock *clock;    /* NULL: the system clock */
+	const char *prefix;        /* prepended to every key; NULL: none */
+	struct tk_store *store;    /* an open store to use instead of a spec */
+	uint64_t max_keys;         /* memory store: bound on keys; 0: unbounded */
+	uint64_t reclaim_interval; /* ns between background sweeps; 0: 1 s */
+	unsigned int flags;        /* TK_OPT_* */
+};
+
+#define TK_OPTIONS_INIT { .size = sizeof(struct tk_options) }
+
+/* Do not start a background reclaimer thread; reclaim on access instead. */
+#define TK_OPT_NO_RECLAIMER 0x1u
+
+/* One element of a tk_limiter_check_many() batch. */
+struct tk_request {
+	const char *key;
+	size_t key_len;
+	uint64_t cost;
+};
+
+/* Store counters, read with tk_store_stats() or tk_limiter_stats(). */
+struct tk_stats {
+	uint64_t keys;        /* keys holding state now */
+	uint64_t capacity;    /* bound on keys; 0 if unbounded */
+	uint64_t inserts;     /* keys created */
+	uint64_t expirations; /* keys reclaimed because their state expired */
+	uint64_t evictions;   /* live keys dropped to stay within capacity */
+	uint64_t resets;      /* keys removed by reset */
+};
+
+/*
+ * tk_version() - the run-time library version, e.g. "0.1.0".
+ *
+ * Concurrency: safe from any thread; never fails.
+ */
+TK_API const char *tk_version(void);
+
+/*
+ * tk_strerror() - describe an error code returned by this library.
+ *
+ * @err may be negative (as returned) or positive.  Returns a static string;
+ * unknown codes give "Unknown error".
+ *
+ * Concurrency: safe from any thread; async-signal-safe.
+ */
+TK_API const char *tk_strerror(int err);
+
+/*
+ * tk_strerrorname() - the symbolic name of an error code, e.g. "ERANGE".
+ *
+ * Returns a static string; unknown codes give "EUNKNOWN".
+ */
+TK_API const char *tk_strerrorname(int err);
+
+/*
+ * Clocks.  The system clock reads CLOCK_REALTIME and is the only place the
+ * library reads time.  A manual clock holds a value set by its owner; a
+ * custom clock calls back into the application.
+ */
+
+/* The process-wide system clock.  Never NULL; never freed. */
+TK_API struct tk_clock *tk_clock_system(void);
+
+/*
+ * tk_clock_manual_new() - a clock that reads @start_ns until moved.
+ *
+ * Returns 0, or -EINVAL if @out is NULL, -ENOMEM.
+ */
+TK_API int tk_clock_manual_new(struct tk_clock **out, uint64_t start_ns);
+
+/*
+ * tk_clock_custom_new() - a clock that calls @now_fn(@ctx, &ns).
+ *
+ * @now_fn returns 0 and stores the time, or a negative errno that the
+ * reading call then returns.  It may be called from several threads at once.
+ * Returns 0, or -EINVAL, -ENOMEM.
+ */
+TK_API int tk_clock_custom_new(struct tk_clock **out,
+			       int (*now_fn)(void *ctx, uint64_t *ns),
+			       void *ctx);
+
+/*
+ * tk_clock_set() - move a manual clock to @ns, backwards if need be.
+ *
+ * Returns 0, or -EINVAL if @c is not a manual clock.
+ * Concurrency: safe against concurrent readers (one atomic store).
+ */
+TK_API int tk_clock_set(struct tk_clock *c, uint64_t ns);
+
+/*
+ * tk_clock_advance() - move a manual clock forward by @delta_ns.
+ *
+ * Returns 0, -EINVAL if @c is not a manual clock, -ERANGE if the time
+ * would overflow 64 bits (the clock is then unchanged).
+ */
+TK_API int tk_clock_advance(struct tk_clock *c, uint64_t delta_ns);
+
+/*
+ * tk_clock_now() - read a clock.
+ *
+ * Returns 0 and stores ns since the epoch in *@out, -EINVAL for NULL
+ * arguments, or the error of the underlying source.
+ */
+TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out);
+
+/* tk_clock_free() - free a manual or custom clock; NULL and the system
+ * clock are ignored.  No limiter or store may still use @c. */
+TK_API void tk_clock_free(struct tk_clock *c);
+
+/*
+ * Stores.  A spec names a backend: "memory" is the in-process, lock-free
+ * store.  Later backends add their own spec forms.
+ */
+
+/*
+ * tk_store_open() - open a store from a spec string.
+ *
+ * @opts may be NULL.  Returns 0, -EINVAL for a malformed spec or options,
+ * -ENOTSUP for a backend this build lacks, -ENOMEM.
+ */
+TK_API int tk_store_open(struct tk_store **out, const char *spec,
+			 const struct tk_options *opts);
+
+/* tk_store_stats() - copy up to @size bytes of counters into @out. */
+TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
+			  size_t size);
+
+/*
+ * tk_store_close() - close a store opened with tk_store_open().
+ *
+ * Stops its reclaimer thread and frees all state.  No limiter may still
+ * use @s.  NULL is ignored.
+ */
+TK_API void tk_store_close(struct tk_store *s);
+
+/*
+ * tk_limiter_open() - bind a policy, a store and a clock.
+ *
+ * @policy is a policy string such as "gcra:100/s,burst=20".  @store is a
+ * store spec ("memory"), or NULL when @opts->store names an open store (the
+ * limiter then never closes it).  @opts may be NULL.
+ *
+ * Returns 0, -EINVAL for an invalid policy, spec or option, -ENOTSUP for
+ * an unknown algorithm or backend, -ENOMEM.
+ */
+TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
+			   const char *store, const struct tk_options *opts);
+
+/*
+ * tk_limiter_check() - decide whether @cost units for @key are admitted now.
+ *
+ * Returns 0 and fills *out (out->allowed says admit or deny; a denial is
+ * not an error), -EINVAL for bad arguments (NULL, empty key, cost 0),
+ * -ENAMETOOLONG for a key longer than TK_KEY_MAX, -ERANGE if @cost can never
+ * be admitted under this policy, -EPROTO if the key holds state written by
+ * a policy of another shape, or the clock's error.
+ *
+ * Concurrency: safe from any thread; lock-free (one CAS on the key's state
+ * in the common case).  After fork(): usable in the child as is.
+ */
+TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
+			    size_t key_len, uint64_t cost,
+			    struct tk_decision *out);
+
+/*
+ * tk_limiter_peek() - report the key's state without consuming anything.
+ *
+ * out->remaining is what could be admitted now, out->allowed is
+ * remaining >= 1 and out->retry_after the ns until one unit is available.
+ * Returns as tk_limiter_check(), without -ERANGE.
+ */
+TK_API int tk_limiter_peek(struct tk_limiter *l, const char *key,
+			   size_t key_len, struct tk_decision *out);
+
+/*
+ * tk_limiter_forecast() - when would @cost units be admitted, without
+ * consuming them.  out->allowed says "now"; out->retry_after says how long
+ * until then.  Returns as tk_limiter_check().
+ */
+TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
+			       size_t key_len, uint64_t cost,
+			       struct tk_decision *out);
+
+/*
+ * tk_limiter_check_many() - check @n requests at one clock reading.
+ *
+ * Each request is checked in order, as by tk_limiter_check().  @rcs, if
+ * not NULL, receives each request's return code.  Returns 0 if every
+ * request succeeded, otherwise the first failing request's code (the
+ * remaining requests are still checked).
+ */
+TK_API int tk_limiter_check_many(struct tk_limiter *l,
+				 const struct tk_request *reqs, size_t n,
+				 struct tk_decision *out, int *rcs);
+
+/*
+ * tk_limiter_reset() - forget @key's state, as if it had never been seen.
+ *
+ * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG.
+ */
+TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
+			    size_t key_len);
+
+/* tk_limiter_stats() - the counters of the limiter's store. */
+TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
+			    size_t size);
+
+/*
+ * tk_limiter_close() - free a limiter, and its store if the limiter opened
+ * it.  No other thread may still use @l.  NULL is ignored.
+ */
+TK_API void tk_limiter_close(struct tk_limiter *l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* THROTTLEKIT_H */

@@ -1,0 +1,69 @@
+/*
+ * error.c - error codes are part of the API.
+ *
+ * Every public entry point returns through tk__rc(), which lets only the
+ * documented codes pass; anything else becomes -EIO, so a caller can rely
+ * on the ERRORS section of the man pages being complete.
+ */
+#include "internal.h"
+
+#include <errno.h>
+
+static const struct {
+	int code;
+	const char *name;
+	const char *text;
+} errors[] = {
+	{ 0, "OK", "Success" },
+	{ EINVAL, "EINVAL", "Invalid argument" },
+	{ ERANGE, "ERANGE", "Cost exceeds what the policy can ever admit" },
+	{ ENOMEM, "ENOMEM", "Out of memory" },
+	{ ENOTSUP, "ENOTSUP", "Not supported by this build" },
+	{ ENAMETOOLONG, "ENAMETOOLONG", "Key or prefix too long" },
+	{ EPROTO, "EPROTO", "Key holds state of another policy shape" },
+	{ ENOSPC, "ENOSPC", "Store full" },
+	{ EIO, "EIO", "Input/output error" },
+};
+
+#define N_ERRORS (sizeof(errors) / sizeof(errors[0]))
+
+int tk__rc(int rc)
+{
+	size_t i;
+
+	if (rc >= 0)
+		return rc;
+	for (i = 1; i < N_ERRORS; i++)
+		if (-rc == errors[i].code)
+			return rc;
+	return -EIO;
+}
+
+TK_API const char *tk_strerror(int err)
+{
+	size_t i;
+
+	if (err < 0)
+		err = -err;
+	for (i = 0; i < N_ERRORS; i++)
+		if (err == errors[i].code)
+			return errors[i].text;
+	return "Unknown error";
+}
+
+TK_API const char *tk_strerrorname(int err)
+{
+	size_t i;
+
+	if (err < 0)
+		err = -err;
+	for (i = 0; i < N_ERRORS; i++)
+		if (err == errors[i].code)
+			return errors[i].name;
+	return "EUNKNOWN";
+}
+
+TK_API const char *tk_version(void)
+{
+	return PACKAGE_VERSION;
+}

@@ -1,0 +1,51 @@
+/*
+ * store.c - open a store from its spec string; the store-level API.
+ *
+ * A spec names a backend: "memory" is the in-process store.  Backends
+ * implement tk__store_ops and nothing else; all rate-limiting math stays
+ * in the algorithms.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+TK_API int tk_store_open(struct tk_store **out, const char *spec,
+			 const struct tk_options *opts)
+{
+	struct tk_options o;
+	int rc;
+
+	if (!out || !spec)
+		return -EINVAL;
+	rc = tk__options_read(&o, opts);
+	if (rc)
+		return tk__rc(rc);
+	if (o.store)
+		return -EINVAL;
+	if (strcmp(spec, "memory") == 0)
+		return tk__rc(tk__memory_open(out, &o));
+	/* Known backends this build does not have yet. */
+	if (strncmp(spec, "shm:", 4) == 0 || strncmp(spec, "redis://", 8) == 0)
+		return -ENOTSUP;
+	return -EINVAL;
+}
+
+TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
+			  size_t size)
+{
+	struct tk_stats st;
+
+	if (!s || !out)
+		return -EINVAL;
+	memset(&st, 0, sizeof(st));
+	s->ops->stats(s, &st);
+	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
+	return 0;
+}
+
+TK_API void tk_store_close(struct tk_store *s)
+{
+	if (s)
+		s->ops->close(s);
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Every test, from a fresh Debian 12 machine: installs what is missing,
+# then builds out of tree three times and runs the whole suite in each:
+#   build/plain   -Werror, make check and make distcheck
+#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
+#   build/tsan    ThreadSanitizer
+# Any failure stops the run with a non-zero exit.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+sh tools/setup-debian.sh
+autoreconf -fi >/dev/null 2>&1
+jobs=$(nproc 2>/dev/null || echo 2)
+
+build() {
+	name=$1
+	shift
+	echo "=== $name: configure $*"
+	rm -rf "build/$name"
+	mkdir -p "build/$name"
+	(cd "build/$name" && "$top/configure" --enable-werror "$@" >configure.out ||
+		{ cat configure.out; exit 1; })
+	echo "=== $name: make check"
+	make -C "build/$name" -j"$jobs" >/dev/null
+	if ! make -C "build/$name" -j"$jobs" check; then
+		find "build/$name/tests" -name '*.log' -exec grep -l -E '^(not ok|FAIL|ERROR)|(ThreadSanitizer|AddressSanitizer|runtime error)' {} + |
+			while read -r log; do echo "--- $log"; tail -n 60 "$log"; done
+		exit 1
+	fi
+}
+
+build plain
+echo "=== plain: make distcheck"
+make -C build/plain -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >build/plain/distcheck.out 2>&1 ||
+	{ tail -n 80 build/plain/distcheck.out; exit 1; }
+echo "distcheck: ok"
+build asan --enable-sanitizers=address,undefined
+build tsan --enable-sanitizers=thread
+echo "run-tests: all builds passed"

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Install what building and testing throttlekit needs on Debian 12, and
+# nothing that is already there.  Safe to run again.
+set -eu
+pkgs="build-essential autoconf automake libtool pkg-config
+liburcu-dev libck-dev libcmocka-dev libhiredis-dev mandoc g++ clang"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "setup-debian: installing$missing"
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null

@@ -1,0 +1,66 @@
+/*
+ * throttlectl - the admin tool.  It uses only the public API, which makes
+ * it the library's first client.  Exit codes: 0 ok (for checks: allowed),
+ * 1 denied, 2 bad usage, 3 any other error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "throttlectl.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;
+} commands[] = {
+	{ "simulate", ctl_simulate,
+	  "simulate --policy SPEC [--store memory] < replay.jsonl" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+void ctl_print_decision(FILE *f, const struct tk_decision *d)
+{
+	fprintf(f,
+		"{\"allowed\":%s,\"limit\":%llu,\"remaining\":%llu,"
+		"\"reset_at\":%llu,\"retry_after\":%llu}\n",
+		d->allowed ? "true" : "false", (unsigned long long)d->limit,
+		(unsigned long long)d->remaining,
+		(unsigned long long)d->reset_at,
+		(unsigned long long)d->retry_after);
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: throttlectl COMMAND [ARGS]\n"
+		   "       throttlectl --version\n\ncommands:\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %s\n", commands[i].usage);
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return CTL_USAGE;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("throttlectl %s (libthrottlekit %s)\n", TK_VERSION_STRING,
+		       tk_version());
+		return CTL_OK;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return CTL_OK;
+	}
+	for (i = 0; i < N_COMMANDS; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "throttlectl: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return CTL_USAGE;
+}
