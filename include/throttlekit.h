@@ -12,6 +12,13 @@
  *
  * Handles are opaque.  Structures whose layout is public (tk_decision,
  * tk_options, tk_request, tk_stats) only ever grow by appending fields.
+ *
+ * Concurrency: unless a comment says otherwise, every function may be
+ * called from any thread at any time on the same handles, except that a
+ * handle must not be used during or after its close/free call.
+ *
+ * Clock failures: a clock that cannot be read makes the calling function
+ * return -EIO; a reading at or past 2^63 ns (the year 2262) -EOVERFLOW.
  */
 #ifndef THROTTLEKIT_H
 #define THROTTLEKIT_H
@@ -132,16 +139,16 @@ TK_API struct tk_clock *tk_clock_system(void);
 /*
  * tk_clock_manual_new() - a clock that reads @start_ns until moved.
  *
- * Returns 0, or -EINVAL if @out is NULL, -ENOMEM.
+ * Returns 0, or -EINVAL if @out is NULL or @start_ns >= 2^63, -ENOMEM.
  */
 TK_API int tk_clock_manual_new(struct tk_clock **out, uint64_t start_ns);
 
 /*
  * tk_clock_custom_new() - a clock that calls @now_fn(@ctx, &ns).
  *
- * @now_fn returns 0 and stores the time, or a negative errno that the
- * reading call then returns.  It may be called from several threads at once.
- * Returns 0, or -EINVAL, -ENOMEM.
+ * @now_fn returns 0 and stores the time, or non-zero on failure (the
+ * reading call then returns -EIO).  It may be called from several threads
+ * at once.  Returns 0, or -EINVAL, -ENOMEM.
  */
 TK_API int tk_clock_custom_new(struct tk_clock **out,
 			       int (*now_fn)(void *ctx, uint64_t *ns),
@@ -150,8 +157,8 @@ TK_API int tk_clock_custom_new(struct tk_clock **out,
 /*
  * tk_clock_set() - move a manual clock to @ns, backwards if need be.
  *
- * Returns 0, or -EINVAL if @c is not a manual clock.
- * Concurrency: safe against concurrent readers (one atomic store).
+ * Returns 0, -EINVAL if @c is not a manual clock, -ERANGE if @ns >= 2^63.
+ * Concurrency: one atomic store; safe against readers and other movers.
  */
 TK_API int tk_clock_set(struct tk_clock *c, uint64_t ns);
 
@@ -159,7 +166,8 @@ TK_API int tk_clock_set(struct tk_clock *c, uint64_t ns);
  * tk_clock_advance() - move a manual clock forward by @delta_ns.
  *
  * Returns 0, -EINVAL if @c is not a manual clock, -ERANGE if the time
- * would overflow 64 bits (the clock is then unchanged).
+ * would reach 2^63 ns (the clock is then unchanged).  Concurrent advances
+ * all take effect (a CAS loop).
  */
 TK_API int tk_clock_advance(struct tk_clock *c, uint64_t delta_ns);
 
@@ -167,7 +175,7 @@ TK_API int tk_clock_advance(struct tk_clock *c, uint64_t delta_ns);
  * tk_clock_now() - read a clock.
  *
  * Returns 0 and stores ns since the epoch in *@out, -EINVAL for NULL
- * arguments, or the error of the underlying source.
+ * arguments, -EIO if the source fails, -EOVERFLOW for a reading >= 2^63.
  */
 TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out);
 
@@ -183,13 +191,23 @@ TK_API void tk_clock_free(struct tk_clock *c);
 /*
  * tk_store_open() - open a store from a spec string.
  *
- * @opts may be NULL.  Returns 0, -EINVAL for a malformed spec or options,
- * -ENOTSUP for a backend this build lacks, -ENOMEM.
+ * @opts may be NULL; the store uses opts->clock (for its reclaimer),
+ * opts->max_keys, opts->reclaim_interval and opts->flags.  Limiters that
+ * share the store should use the same clock: expiry follows the store's.
+ * Returns 0, -EINVAL for an unknown spec or invalid options (max_keys above
+ * 2^32, unknown flags, opts->store set), -ENOTSUP for a backend this build
+ * lacks ("shm:", "redis://"), -ENOMEM, or a clock error.
  */
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts);
 
-/* tk_store_stats() - copy up to @size bytes of counters into @out. */
+/*
+ * tk_store_stats() - copy up to @size bytes of counters into @out.
+ *
+ * Pass sizeof(struct tk_stats); an older, smaller structure gets its
+ * prefix.  Counters are read one by one, not as one snapshot.
+ * Returns 0, or -EINVAL for NULL arguments.
+ */
 TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
 			  size_t size);
 
@@ -206,10 +224,15 @@ TK_API void tk_store_close(struct tk_store *s);
  *
  * @policy is a policy string such as "gcra:100/s,burst=20".  @store is a
  * store spec ("memory"), or NULL when @opts->store names an open store (the
- * limiter then never closes it).  @opts may be NULL.
+ * limiter then never closes it); exactly one of the two must be given.
+ * @opts may be NULL.  The prefix is copied; keys of limiters with
+ * different prefixes never meet, and limiters sharing a store and a prefix
+ * share keys, so give each policy its own prefix.
  *
- * Returns 0, -EINVAL for an invalid policy, spec or option, -ENOTSUP for
- * an unknown algorithm or backend, -ENOMEM.
+ * Returns 0, -EINVAL for an invalid policy, spec or option, -ENAMETOOLONG
+ * for a prefix longer than TK_PREFIX_MAX, -ENOTSUP for an unknown
+ * algorithm or a backend this build lacks, -ENOMEM, or (when it opens the
+ * store) a clock error.
  */
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			   const char *store, const struct tk_options *opts);
@@ -220,8 +243,10 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * Returns 0 and fills *out (out->allowed says admit or deny; a denial is
  * not an error), -EINVAL for bad arguments (NULL, empty key, cost 0),
  * -ENAMETOOLONG for a key longer than TK_KEY_MAX, -ERANGE if @cost can never
- * be admitted under this policy, -EPROTO if the key holds state written by
- * a policy of another shape, or the clock's error.
+ * be admitted under this policy, -EPROTO if the key holds state of another
+ * algorithm (a shared store and prefix), -ENOMEM if a new key cannot be
+ * stored, -ENOSPC if a bounded store finds no slot even by eviction (only
+ * when more threads insert at once than it has keys), or a clock error.
  *
  * Concurrency: safe from any thread; lock-free (one CAS on the key's state
  * in the common case).  After fork(): usable in the child as is.
@@ -253,9 +278,11 @@ TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
  * tk_limiter_check_many() - check @n requests at one clock reading.
  *
  * Each request is checked in order, as by tk_limiter_check().  @rcs, if
- * not NULL, receives each request's return code.  Returns 0 if every
- * request succeeded, otherwise the first failing request's code (the
- * remaining requests are still checked).
+ * not NULL, receives each request's return code; out[i] is meaningful only
+ * where that code is 0.  Returns 0 if every request succeeded, otherwise
+ * the first failing request's code (the remaining requests are still
+ * checked).  If the clock cannot be read, nothing is checked, @rcs is not
+ * written and the clock error is returned.  @n may be 0.
  */
 TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 const struct tk_request *reqs, size_t n,
@@ -265,11 +292,13 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
  * tk_limiter_reset() - forget @key's state, as if it had never been seen.
  *
  * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG.
+ * A check racing a reset is ordered entirely before or after it.
  */
 TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
 			    size_t key_len);
 
-/* tk_limiter_stats() - the counters of the limiter's store. */
+/* tk_limiter_stats() - the counters of the limiter's store; as
+ * tk_store_stats(). */
 TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
 			    size_t size);
 

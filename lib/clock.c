@@ -108,10 +108,10 @@ int tk__clock_read(struct tk_clock *c, uint64_t *ns)
 	default:
 		rc = c->now_fn(c->ctx, ns);
 		if (rc)
-			return rc < 0 ? rc : -EIO;
+			return -EIO;
 		break;
 	}
-	return *ns < TK__NOW_MAX ? 0 : -ERANGE;
+	return *ns < TK__NOW_MAX ? 0 : -EOVERFLOW;
 }
 
 TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out)

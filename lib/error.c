@@ -23,6 +23,7 @@ static const struct {
 	{ EPROTO, "EPROTO", "Key holds state of another policy shape" },
 	{ ENOSPC, "ENOSPC", "Store full" },
 	{ EIO, "EIO", "Input/output error" },
+	{ EOVERFLOW, "EOVERFLOW", "Clock reading at or past 2^63 ns" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))
