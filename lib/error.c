@@ -40,7 +40,8 @@ int tk__rc(int rc)
 	return -EIO;
 }
 
-TK_API const char *tk_strerror(int err)
+/* The table row of @err (negative or positive), or NULL. */
+static const char *const *lookup(int err, int text)
 {
 	size_t i;
 
@@ -48,20 +49,22 @@ TK_API const char *tk_strerror(int err)
 		err = -err;
 	for (i = 0; i < N_ERRORS; i++)
 		if (err == errors[i].code)
-			return errors[i].text;
-	return "Unknown error";
+			return text ? &errors[i].text : &errors[i].name;
+	return NULL;
+}
+
+TK_API const char *tk_strerror(int err)
+{
+	const char *const *s = lookup(err, 1);
+
+	return s ? *s : "Unknown error";
 }
 
 TK_API const char *tk_strerrorname(int err)
 {
-	size_t i;
+	const char *const *s = lookup(err, 0);
 
-	if (err < 0)
-		err = -err;
-	for (i = 0; i < N_ERRORS; i++)
-		if (err == errors[i].code)
-			return errors[i].name;
-	return "EUNKNOWN";
+	return s ? *s : "EUNKNOWN";
 }
 
 TK_API const char *tk_version(void)

@@ -125,23 +125,9 @@ fail:
 	return tk__rc(rc);
 }
 
-TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
-			    size_t key_len, uint64_t cost,
-			    struct tk_decision *out)
-{
-	uint64_t now;
-	int rc;
-
-	if (!l || !out || cost == 0)
-		return -EINVAL;
-	rc = tk__clock_read(l->clock, &now);
-	if (rc)
-		return tk__rc(rc);
-	return tk__rc(run(l, key, key_len, OP_CHECK, now, cost, out));
-}
-
-TK_API int tk_limiter_peek(struct tk_limiter *l, const char *key,
-			   size_t key_len, struct tk_decision *out)
+/* One clock reading, one step: the common body of the single calls. */
+static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
+		   enum op op, uint64_t cost, struct tk_decision *out)
 {
 	uint64_t now;
 	int rc;
@@ -151,22 +137,28 @@ TK_API int tk_limiter_peek(struct tk_limiter *l, const char *key,
 	rc = tk__clock_read(l->clock, &now);
 	if (rc)
 		return tk__rc(rc);
-	return tk__rc(run(l, key, key_len, OP_FORECAST, now, 0, out));
+	return tk__rc(run(l, key, key_len, op, now, cost, out));
+}
+
+TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
+			    size_t key_len, uint64_t cost,
+			    struct tk_decision *out)
+{
+	return cost ? run_now(l, key, key_len, OP_CHECK, cost, out) : -EINVAL;
+}
+
+TK_API int tk_limiter_peek(struct tk_limiter *l, const char *key,
+			   size_t key_len, struct tk_decision *out)
+{
+	return run_now(l, key, key_len, OP_FORECAST, 0, out);
 }
 
 TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 			       size_t key_len, uint64_t cost,
 			       struct tk_decision *out)
 {
-	uint64_t now;
-	int rc;
-
-	if (!l || !out || cost == 0)
-		return -EINVAL;
-	rc = tk__clock_read(l->clock, &now);
-	if (rc)
-		return tk__rc(rc);
-	return tk__rc(run(l, key, key_len, OP_FORECAST, now, cost, out));
+	return cost ? run_now(l, key, key_len, OP_FORECAST, cost, out) :
+		      -EINVAL;
 }
 
 TK_API int tk_limiter_check_many(struct tk_limiter *l,

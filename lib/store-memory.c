@@ -536,26 +536,38 @@ static int insert(struct mem_store *s, uint64_t hash,
 	return 1;
 }
 
+/* A stack entry holding just a key: what match_key() compares against. */
+union probe {
+	struct mem_entry e;
+	unsigned char bytes[sizeof(struct mem_entry) + 2 + TK_PREFIX_MAX +
+			    TK_KEY_MAX];
+};
+
+static int make_probe(struct mem_store *s, union probe *p,
+		      const unsigned char *key, size_t len, uint64_t *hash)
+{
+	if (len > sizeof(p->bytes) - sizeof(struct mem_entry))
+		return -ENAMETOOLONG;
+	p->e.key_len = len;
+	memcpy(p->e.key, key, len);
+	*hash = tk__siphash(s->seed, key, len);
+	return 0;
+}
+
 static int memory_apply(struct tk_store *base, const unsigned char *key,
 			size_t len, uint64_t now, const struct tk__transform *t)
 {
 	struct mem_store *s = (struct mem_store *)base;
-	union {
-		struct mem_entry e;
-		unsigned char bytes[sizeof(struct mem_entry) + 2 + TK_PREFIX_MAX +
-				    TK_KEY_MAX];
-	} probe;
+	union probe probe;
 	uint64_t hash, cell[2], snap[2], next[1], expires;
 	struct mem_entry *e;
 	int rc;
 
 	if (t->words != 1)
 		return -ENOTSUP;
-	if (len > sizeof(probe.bytes) - sizeof(struct mem_entry))
-		return -ENAMETOOLONG;
-	probe.e.key_len = len;
-	memcpy(probe.e.key, key, len);
-	hash = tk__siphash(s->seed, key, len);
+	rc = make_probe(s, &probe, key, len, &hash);
+	if (rc)
+		return rc;
 	if (s->use_thread)
 		ensure_reclaimer(s);
 
@@ -622,19 +634,14 @@ static int memory_reset(struct tk_store *base, const unsigned char *key,
 			size_t len)
 {
 	struct mem_store *s = (struct mem_store *)base;
-	union {
-		struct mem_entry e;
-		unsigned char bytes[sizeof(struct mem_entry) + 2 + TK_PREFIX_MAX +
-				    TK_KEY_MAX];
-	} probe;
+	union probe probe;
 	struct mem_entry *e;
 	uint64_t hash, cell[2];
+	int rc;
 
-	if (len > sizeof(probe.bytes) - sizeof(struct mem_entry))
-		return -ENAMETOOLONG;
-	probe.e.key_len = len;
-	memcpy(probe.e.key, key, len);
-	hash = tk__siphash(s->seed, key, len);
+	rc = make_probe(s, &probe, key, len, &hash);
+	if (rc)
+		return rc;
 	tk__rcu_read_lock();
 	while ((e = lookup(s, hash, &probe.e)) != NULL) {
 		tk_cell_read(&e->cell, cell);
