@@ -42,7 +42,7 @@ extern "C" {
 #define TK_VERSION_PATCH 0
 #define TK_VERSION_STRING "0.1.0"
 /* 0xMMmmpp: compare with TK_VERSION_HEX >= 0x000100. */
-#define TK_VERSION_HEX \
+#define TK_VERSION_HEX                                                         \
 	((TK_VERSION_MAJOR << 16) | (TK_VERSION_MINOR << 8) | TK_VERSION_PATCH)
 
 /* Longest key accepted, in bytes, not counting the limiter's prefix. */
@@ -60,10 +60,11 @@ struct tk_clock;
  */
 struct tk_decision {
 	bool allowed;
-	uint64_t limit;       /* effective ceiling: burst, capacity or quota */
+	uint64_t limit;	      /* effective ceiling: burst, capacity or quota */
 	uint64_t remaining;   /* whole units admissible right now */
 	uint64_t reset_at;    /* ns since the epoch: key fully replenished */
-	uint64_t retry_after; /* ns until this request could pass; 0 if allowed */
+	uint64_t retry_after; /* ns until this request could pass; 0 if allowed
+			       */
 };
 
 /*
@@ -72,16 +73,19 @@ struct tk_decision {
  * fields left zero take their defaults.
  */
 struct tk_options {
-	size_t size;               /* sizeof(struct tk_options), see TK_OPTIONS_INIT */
-	struct tk_clock *clock;    /* NULL: the system clock */
-	const char *prefix;        /* prepended to every key; NULL: none */
-	struct tk_store *store;    /* an open store to use instead of a spec */
-	uint64_t max_keys;         /* memory store: bound on keys; 0: unbounded */
+	size_t size; /* sizeof(struct tk_options), see TK_OPTIONS_INIT */
+	struct tk_clock *clock; /* NULL: the system clock */
+	const char *prefix;	/* prepended to every key; NULL: none */
+	struct tk_store *store; /* an open store to use instead of a spec */
+	uint64_t max_keys;	/* memory store: bound on keys; 0: unbounded */
 	uint64_t reclaim_interval; /* ns between background sweeps; 0: 1 s */
-	unsigned int flags;        /* TK_OPT_* */
+	unsigned int flags;	   /* TK_OPT_* */
 };
 
-#define TK_OPTIONS_INIT { .size = sizeof(struct tk_options) }
+#define TK_OPTIONS_INIT                                                        \
+	{                                                                      \
+		.size = sizeof(struct tk_options)                              \
+	}
 
 /* Do not start a background reclaimer thread; reclaim on access instead. */
 #define TK_OPT_NO_RECLAIMER 0x1u
@@ -95,7 +99,7 @@ struct tk_request {
 
 /* Store counters, read with tk_store_stats() or tk_limiter_stats(). */
 struct tk_stats {
-	uint64_t keys;        /* keys holding state now */
+	uint64_t keys;	      /* keys holding state now */
 	uint64_t capacity;    /* bound on keys; 0 if unbounded */
 	uint64_t inserts;     /* keys created */
 	uint64_t expirations; /* keys reclaimed because their state expired */

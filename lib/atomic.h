@@ -130,8 +130,7 @@ static inline bool tk_cell_cas(struct tk_cell *c, uint64_t expect[2],
 	uint64_t set[2] = { desired[0], desired[1] };
 	bool ok;
 
-	ok = ck_pr_cas_64_2_value((uint64_t *)(void *)c->w, expect, set,
-				  seen);
+	ok = ck_pr_cas_64_2_value((uint64_t *)(void *)c->w, expect, set, seen);
 	if (!ok) {
 		expect[0] = seen[0];
 		expect[1] = seen[1];

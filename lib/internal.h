@@ -54,7 +54,7 @@ struct tk__algorithm {
 struct tk__policy {
 	const struct tk__algorithm *alg;
 	uint32_t state_words; /* 64-bit words of per-key state */
-	uint64_t limit;       /* the decision's .limit */
+	uint64_t limit;	      /* the decision's .limit */
 	union {
 		struct {
 			uint64_t t;   /* ns per unit: floor(P / L) */
@@ -89,8 +89,7 @@ struct tk__store_ops {
 	 * result (TK__KEEP or TK__PERSIST) or a negative errno. */
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
-	int (*reset)(struct tk_store *s, const unsigned char *key,
-		     size_t len);
+	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
 	void (*close)(struct tk_store *s);
 };

@@ -68,9 +68,11 @@ static int run(struct tk_limiter *l, const char *key, size_t key_len,
 	       enum op op, uint64_t now, uint64_t cost, struct tk_decision *out)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
-	struct step s = { .policy = &l->policy, .op = op, .now = now,
-			  .cost = cost };
-	struct tk__transform t = { .fn = step_fn, .ctx = &s,
+	struct step s = {
+		.policy = &l->policy, .op = op, .now = now, .cost = cost
+	};
+	struct tk__transform t = { .fn = step_fn,
+				   .ctx = &s,
 				   .words = l->policy.state_words };
 	size_t len;
 	int rc;
@@ -157,8 +159,8 @@ TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 			       size_t key_len, uint64_t cost,
 			       struct tk_decision *out)
 {
-	return cost ? run_now(l, key, key_len, OP_FORECAST, cost, out) :
-		      -EINVAL;
+	return cost ? run_now(l, key, key_len, OP_FORECAST, cost, out)
+		    : -EINVAL;
 }
 
 TK_API int tk_limiter_check_many(struct tk_limiter *l,
@@ -175,9 +177,10 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	if (rc)
 		return tk__rc(rc);
 	for (i = 0; i < n; i++) {
-		rc = reqs[i].cost == 0 ? -EINVAL :
-			run(l, reqs[i].key, reqs[i].key_len, OP_CHECK, now,
-			    reqs[i].cost, &out[i]);
+		rc = reqs[i].cost == 0
+			     ? -EINVAL
+			     : run(l, reqs[i].key, reqs[i].key_len, OP_CHECK,
+				   now, reqs[i].cost, &out[i]);
 		rc = tk__rc(rc);
 		if (rcs)
 			rcs[i] = rc;

@@ -75,8 +75,9 @@ static int parse_duration(struct parser *ps, uint64_t *out)
 		if (rc)
 			return rc;
 	}
-	for (len = 0; ps->text[ps->pos + len] >= 'a' &&
-		      ps->text[ps->pos + len] <= 'z'; len++)
+	for (len = 0;
+	     ps->text[ps->pos + len] >= 'a' && ps->text[ps->pos + len] <= 'z';
+	     len++)
 		;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strlen(units[i].name) != len ||
@@ -106,8 +107,7 @@ static int parse_rate(struct parser *ps, uint64_t *limit, uint64_t *period)
 }
 
 /* Reads ",NAME=" and leaves ps->pos on the value. */
-static int parse_option_name(struct parser *ps, const char **name,
-			     size_t *len)
+static int parse_option_name(struct parser *ps, const char **name, size_t *len)
 {
 	if (ps->text[ps->pos] != ',')
 		return fail(ps, "',' or the end of the policy");
@@ -158,7 +158,8 @@ static int parse_gcra(struct tk__policy *p, struct parser *ps)
 	rc = tk__gcra_init(p, limit, period, burst ? burst : limit);
 	if (rc) {
 		ps->pos = strchr(ps->text, ':') - ps->text + 1;
-		return fail(ps, "at least 1 ns per unit and a burst below 2^62 ns");
+		return fail(ps,
+			    "at least 1 ns per unit and a burst below 2^62 ns");
 	}
 	return 0;
 }

@@ -54,7 +54,7 @@
 
 #define WHEEL_SLOTS 512
 #define WHEEL_TICK_SHIFT 27 /* a tick is 2^27 ns, about 134 ms */
-#define SWEEP_BUDGET 64     /* entries an applier sweeps per turn */
+#define SWEEP_BUDGET 64	    /* entries an applier sweeps per turn */
 #define RETIRE_BATCH 128    /* retired entries freed per grace period */
 #define DEFAULT_INTERVAL UINT64_C(1000000000)
 #define INITIAL_BUCKETS 1024
@@ -81,8 +81,8 @@ struct mem_store {
 	struct tk_store base;
 	struct cds_lfht *ht;
 	uint64_t seed[2];
-	uint64_t buckets;       /* current hash table size */
-	uint64_t interval;      /* ns between background sweeps */
+	uint64_t buckets;  /* current hash table size */
+	uint64_t interval; /* ns between background sweeps */
 	int use_thread;
 
 	/* CLOCK ring; NULL when unbounded. */
@@ -91,7 +91,7 @@ struct mem_store {
 	tk_atomic_u64 hand;
 
 	tk_atomic_ptr wheel[WHEEL_SLOTS];
-	tk_atomic_u64 cursor;       /* first tick not yet processed */
+	tk_atomic_u64 cursor;	    /* first tick not yet processed */
 	tk_atomic_u64 drain_cursor; /* next slot of a draining pass */
 	/* 0 when free, else (fork generation << 1) | 1 of the holder. */
 	tk_atomic_u64 sweeper;
@@ -141,8 +141,7 @@ static int match_key(struct cds_lfht_node *node, const void *arg)
 	       memcmp(e->key, k->key, k->key_len) == 0;
 }
 
-static void wheel_push(struct mem_store *s, struct mem_entry *e,
-		       uint64_t tick)
+static void wheel_push(struct mem_store *s, struct mem_entry *e, uint64_t tick)
 {
 	tk_atomic_ptr *head = &s->wheel[tick % WHEEL_SLOTS];
 	void *old = tk_atomic_load_ptr(head, TK_MO_RELAXED);
@@ -162,8 +161,8 @@ static struct mem_entry *wheel_take(struct mem_store *s, uint64_t slot)
 static void unlink_step(struct mem_store *s, struct mem_entry *e)
 {
 	/* The last step makes e unreachable: the wheel may then retire it. */
-	if (atomic_fetch_sub_explicit(&e->unlink_pending, 1,
-				      TK_MO_ACQ_REL) == 1)
+	if (atomic_fetch_sub_explicit(&e->unlink_pending, 1, TK_MO_ACQ_REL) ==
+	    1)
 		tk_atomic_add_u64(&s->dead_pending, 1, TK_MO_RELAXED);
 }
 
@@ -225,8 +224,7 @@ static void free_retired(struct mem_store *s)
 }
 
 /* Handle one entry taken from the wheel at a tick already past. */
-static void sweep_entry(struct mem_store *s, struct mem_entry *e,
-			uint64_t now)
+static void sweep_entry(struct mem_store *s, struct mem_entry *e, uint64_t now)
 {
 	uint64_t cell[2];
 
@@ -316,9 +314,10 @@ static void sweep_locked(struct mem_store *s, uint64_t now, uint64_t budget)
 	if (t > cur)
 		tk_atomic_store_u64(&s->cursor, t, TK_MO_RELAXED);
 	/* Too many killed entries waiting in the future: drain the wheel. */
-	for (i = 0; i < WHEEL_SLOTS && budget > 0 &&
-		    tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) >
-			    drain_limit; i++) {
+	for (i = 0;
+	     i < WHEEL_SLOTS && budget > 0 &&
+	     tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) > drain_limit;
+	     i++) {
 		d = tk_atomic_add_u64(&s->drain_cursor, 1, TK_MO_RELAXED);
 		sweep_slot(s, d % WHEEL_SLOTS, now, &budget);
 	}
@@ -485,9 +484,9 @@ static struct mem_entry *new_entry(const unsigned char *key, size_t len,
  * Insert a new key with its first state.  Returns 1 if inserted, 0 if
  * another thread inserted the key first (the caller retries), or -errno.
  */
-static int insert(struct mem_store *s, uint64_t hash,
-		  const unsigned char *key, size_t len, uint32_t words,
-		  uint64_t word, uint64_t expires, uint64_t now)
+static int insert(struct mem_store *s, uint64_t hash, const unsigned char *key,
+		  size_t len, uint32_t words, uint64_t word, uint64_t expires,
+		  uint64_t now)
 {
 	struct cds_lfht_node *node;
 	struct mem_entry *e;
@@ -755,8 +754,8 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	rc = -ENOMEM;
 	if (!s->ht)
 		goto fail;
-	s->interval = o->reclaim_interval ? o->reclaim_interval :
-					    DEFAULT_INTERVAL;
+	s->interval =
+		o->reclaim_interval ? o->reclaim_interval : DEFAULT_INTERVAL;
 	s->use_thread = !(o->flags & TK_OPT_NO_RECLAIMER);
 	tk_atomic_store_u64(&s->cursor, tick_of(now), TK_MO_RELAXED);
 	pthread_mutex_init(&s->lock, NULL);

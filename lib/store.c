@@ -31,8 +31,7 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 	return -EINVAL;
 }
 
-TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
-			  size_t size)
+TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out, size_t size)
 {
 	struct tk_stats st;
 

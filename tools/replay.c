@@ -61,17 +61,31 @@ static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len)
 		if (ch == '\\') {
 			ch = c->s[++c->pos];
 			switch (ch) {
-			case '"': case '\\': case '/': break;
-			case 'b': ch = '\b'; break;
-			case 'f': ch = '\f'; break;
-			case 'n': ch = '\n'; break;
-			case 'r': ch = '\r'; break;
-			case 't': ch = '\t'; break;
+			case '"':
+			case '\\':
+			case '/':
+				break;
+			case 'b':
+				ch = '\b';
+				break;
+			case 'f':
+				ch = '\f';
+				break;
+			case 'n':
+				ch = '\n';
+				break;
+			case 'r':
+				ch = '\r';
+				break;
+			case 't':
+				ch = '\t';
+				break;
 			case 'u':
 				for (u = 0, i = 1; i <= 4; i++) {
 					h = hex(c->s[c->pos + (size_t)i]);
 					if (h < 0)
-						return fail(c, "four hex digits");
+						return fail(c,
+							    "four hex digits");
 					u = u * 16 + (unsigned int)h;
 				}
 				c->pos += 4;
@@ -80,10 +94,14 @@ static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len)
 					if (n + 3 > cap)
 						return fail(c, "a shorter key");
 					if (u < 0x800) {
-						buf[n++] = (char)(0xc0 | (u >> 6));
+						buf[n++] =
+							(char)(0xc0 | (u >> 6));
 					} else {
-						buf[n++] = (char)(0xe0 | (u >> 12));
-						buf[n++] = (char)(0x80 | ((u >> 6) & 0x3f));
+						buf[n++] = (char)(0xe0 |
+								  (u >> 12));
+						buf[n++] = (char)(0x80 |
+								  ((u >> 6) &
+								   0x3f));
 					}
 					ch = (char)(0x80 | (u & 0x3f));
 				} else {
@@ -158,7 +176,8 @@ int replay_parse(const char *line, struct replay_line *out, char *err,
 			if (read_uint(&c, &out->cost))
 				return -1;
 		} else if (strcmp(name, "key") == 0 && !seen_key++) {
-			if (read_string(&c, out->key, TK_KEY_MAX, &out->key_len))
+			if (read_string(&c, out->key, TK_KEY_MAX,
+					&out->key_len))
 				return -1;
 		} else if (strcmp(name, "op") == 0 && !seen_op++) {
 			if (read_string(&c, op, sizeof(op) - 1, &len))
@@ -173,7 +192,9 @@ int replay_parse(const char *line, struct replay_line *out, char *err,
 			else
 				return fail(&c, "op check, peek or reset");
 		} else {
-			return fail(&c, "one each of \"t\", \"key\", \"cost\", \"op\"");
+			return fail(
+				&c,
+				"one each of \"t\", \"key\", \"cost\", \"op\"");
 		}
 		skip_ws(&c);
 		if (line[c.pos] == ',') {

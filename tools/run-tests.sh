@@ -30,6 +30,8 @@ build() {
 }
 
 build plain
+echo "=== plain: make check-style"
+make -C build/plain check-style
 echo "=== plain: make distcheck"
 make -C build/plain -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >build/plain/distcheck.out 2>&1 ||
 	{ tail -n 80 build/plain/distcheck.out; exit 1; }

@@ -3,7 +3,8 @@
 # nothing that is already there.  Safe to run again.
 set -eu
 pkgs="build-essential autoconf automake libtool pkg-config
-liburcu-dev libck-dev libcmocka-dev libhiredis-dev mandoc g++ clang"
+liburcu-dev libck-dev libcmocka-dev libhiredis-dev mandoc g++ clang
+clang-format"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -49,8 +49,8 @@ int main(int argc, char **argv)
 		return CTL_USAGE;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("throttlectl %s (libthrottlekit %s)\n", TK_VERSION_STRING,
-		       tk_version());
+		printf("throttlectl %s (libthrottlekit %s)\n",
+		       TK_VERSION_STRING, tk_version());
 		return CTL_OK;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
