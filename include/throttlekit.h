@@ -10,8 +10,10 @@
  * epoch, durations are plain counts of nanoseconds.  No call takes or
  * returns a floating-point number.
  *
- * Handles are opaque.  Structures whose layout is public (tk_decision,
- * tk_options, tk_request, tk_stats) only ever grow by appending fields.
+ * Handles are opaque.  Structures whose layout is public grow only by
+ * appending fields: tk_options and tk_stats carry their size, so programs
+ * built against an older header keep working; tk_decision, filled by the
+ * library, grows only with a new soname (a 0.x release may add fields).
  *
  * Concurrency: unless a comment says otherwise, every function may be
  * called from any thread at any time on the same handles, except that a
@@ -53,6 +55,7 @@ extern "C" {
 struct tk_limiter;
 struct tk_store;
 struct tk_clock;
+struct tk_policy;
 
 /*
  * The outcome of one check.  All fields are integers so that every store
@@ -65,6 +68,8 @@ struct tk_decision {
 	uint64_t reset_at;    /* ns since the epoch: key fully replenished */
 	uint64_t retry_after; /* ns until this request could pass; 0 if allowed
 			       */
+	/* Appended fields. */
+	uint64_t delay; /* shaper (leaky): ns to wait before proceeding */
 };
 
 /*
@@ -80,6 +85,11 @@ struct tk_options {
 	uint64_t max_keys;	/* memory store: bound on keys; 0: unbounded */
 	uint64_t reclaim_interval; /* ns between background sweeps; 0: 1 s */
 	unsigned int flags;	   /* TK_OPT_* */
+	/*
+	 * ns an expired state is kept before its memory is reclaimed; a
+	 * backward clock step of up to this much stays exact.  0: 60 s.
+	 */
+	uint64_t reclaim_grace;
 };
 
 #define TK_OPTIONS_INIT                                                        \
@@ -95,6 +105,18 @@ struct tk_request {
 	const char *key;
 	size_t key_len;
 	uint64_t cost;
+};
+
+/* One key of a composite check: one per dimension, in declaration order. */
+struct tk_key {
+	const char *key;
+	size_t key_len;
+};
+
+/* Where and why a policy string did not parse. */
+struct tk_parse_error {
+	size_t position;   /* byte offset of the offending character */
+	char message[128]; /* "expected ..." */
 };
 
 /* Store counters, read with tk_store_stats() or tk_limiter_stats(). */
@@ -130,6 +152,45 @@ TK_API const char *tk_strerror(int err);
  * Returns a static string; unknown codes give "EUNKNOWN".
  */
 TK_API const char *tk_strerrorname(int err);
+
+/*
+ * Policies.  A policy string names an algorithm and its parameters:
+ *
+ *   gcra:L/P[,burst=B]                    token-bucket:capacity=C,refill=R/P
+ *   fixed-window:L/W                      sliding-window:L/W[,buckets=S]
+ *   sliding-log:L/W                       leaky:R/P,max-queue=Q
+ *   quota:L/month|week|day[,offset=+HH:MM][,week-start=mon..sun]
+ *   quota:L/P[,anchor=NS]
+ *   all(POLICY,POLICY...)                 any(POLICY,POLICY...)
+ *
+ * Durations are an integer and a unit (ns, us, ms, s, m, h, d); a bare
+ * unit means one of it.  Every value is checked at parse time, so a check
+ * never fails because of its policy.  See throttlekit(7).
+ */
+
+/*
+ * tk_policy_parse() - parse a policy string.
+ *
+ * Returns 0, -EINVAL for a malformed or invalid policy (then, if @err is
+ * not NULL, err->position and err->message say where and what was
+ * expected), -ENOTSUP for an unknown algorithm, -ENOMEM.
+ */
+TK_API int tk_policy_parse(struct tk_policy **out, const char *text,
+			   struct tk_parse_error *err);
+
+/*
+ * tk_policy_format() - the canonical string of a policy, as snprintf(3):
+ * writes at most @len bytes including the NUL and returns the length the
+ * whole string needs (without the NUL), or -EINVAL.  Parsing the result
+ * gives the same policy.
+ */
+TK_API int tk_policy_format(const struct tk_policy *p, char *buf, size_t len);
+
+/* tk_policy_dimensions() - 1 for a simple policy, N for all()/any(). */
+TK_API size_t tk_policy_dimensions(const struct tk_policy *p);
+
+/* tk_policy_free() - free a parsed policy; NULL is ignored. */
+TK_API void tk_policy_free(struct tk_policy *p);
 
 /*
  * Clocks.  The system clock reads CLOCK_REALTIME and is the only place the
@@ -291,6 +352,37 @@ TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 const struct tk_request *reqs, size_t n,
 				 struct tk_decision *out, int *rcs);
+
+/*
+ * tk_limiter_check_keys() - a composite check with one key per dimension.
+ *
+ * @n must equal tk_policy_dimensions() of the limiter's policy.  all()
+ * admits only if every dimension admits, and then every dimension
+ * consumes; any() admits if one does, and only the admitting dimensions
+ * consume.  On the memory store the whole step is one atomic transition
+ * over all keys.  tk_limiter_check() on a composite uses its one key for
+ * every dimension.  Returns as tk_limiter_check(), and -EINVAL if @n is
+ * wrong.
+ */
+TK_API int tk_limiter_check_keys(struct tk_limiter *l,
+				 const struct tk_key *keys, size_t n,
+				 uint64_t cost, struct tk_decision *out);
+
+/*
+ * tk_limiter_wait() - shaper (leaky) policies: reserve @cost units and
+ * sleep until their departure time.
+ *
+ * Sleeps in chunks of at most 100 ms, calling @cancelled(@ctx) (if not
+ * NULL) between chunks.  Returns 0 with out->allowed true once the wait
+ * is over; 0 with out->allowed false (nothing reserved, nothing slept) if
+ * the queue would exceed max-queue; -ECANCELED if @cancelled returned
+ * non-zero (the reservation stays consumed); -EINVAL for a policy that is
+ * not a shaper.  Blocks; never call it from a signal handler.
+ */
+TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
+			   size_t key_len, uint64_t cost,
+			   int (*cancelled)(void *ctx), void *ctx,
+			   struct tk_decision *out);
 
 /*
  * tk_limiter_reset() - forget @key's state, as if it had never been seen.

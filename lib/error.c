@@ -23,7 +23,9 @@ static const struct {
 	{ EPROTO, "EPROTO", "Key holds state of another policy shape" },
 	{ ENOSPC, "ENOSPC", "Store full" },
 	{ EIO, "EIO", "Input/output error" },
-	{ EOVERFLOW, "EOVERFLOW", "Clock reading at or past 2^63 ns" },
+	{ EOVERFLOW, "EOVERFLOW",
+	  "Time outside what the clock or policy can express" },
+	{ ECANCELED, "ECANCELED", "Wait cancelled by the caller" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))

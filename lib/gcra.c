@@ -1,28 +1,32 @@
 /*
- * gcra.c - the Generic Cell Rate Algorithm (the default policy).
+ * gcra.c - the Generic Cell Rate Algorithm (the default policy), and the
+ * token bucket, which is the same algorithm spelled differently.
  *
  * One word of state: the theoretical arrival time (TAT), in ns since the
- * epoch.  A unit costs T = floor(P / L) ns of "emission interval"; a burst
- * of B units is the tolerance tau = T * B.  A request of @cost units is
- * admitted iff now >= max(TAT, now) + T * cost - tau (allow on equality),
- * and then the TAT moves to that new value.  Taking max(TAT, now) is what
- * makes a backward clock step harmless: a TAT stamped in the future still
- * counts in full, so the key never admits more than if the clock had
- * stood still.  A denial writes nothing.
+ * epoch; 0 for a key never seen.  A unit costs T = floor(P / L) ns of
+ * "emission interval"; a burst of B units is the tolerance tau = T * B.
+ * A request of @cost units is admitted iff now >= max(TAT, now) + T * cost
+ * - tau (allow on equality), and then the TAT moves to that new value.
+ * Taking max(TAT, now) makes a backward clock step harmless: a TAT
+ * stamped in the future still counts in full, so the key never admits
+ * more than if the clock had stood still.  A denial writes nothing.
  *
- * Overflow: parsing bounds tau by TK__GCRA_TAU_MAX (2^62 ns) and cost by
- * the burst, and clock readings are below 2^63, so every sum below fits
- * in 64 bits; differences that can go negative are taken in int64_t.
+ * A token bucket of capacity C refilled with R tokens per P starts full
+ * and refills one token every floor(P / R) ns: decision for decision it is
+ * gcra:R/P,burst=C, so it stores its state as a TAT too.
  *
- * References: ITU-T I.371 (the virtual scheduling algorithm); Brandur
- * Leach, "Rate limiting, cells, and GCRA".  The exact rounding is our
- * contract, not theirs (see throttlekit(7)).
+ * Overflow: parsing bounds tau by 2^62 ns and cost by the burst, and
+ * clock readings are below 2^63, so every sum below fits in 64 bits;
+ * differences that can go negative are taken in int64_t.
+ *
+ * References: ITU-T I.371 (the virtual scheduling algorithm).
  */
 #include "internal.h"
+#include "parse.h"
 
 #include <errno.h>
 
-#define TK__GCRA_TAU_MAX (UINT64_C(1) << 62)
+#define TAU_MAX (UINT64_C(1) << 62)
 
 int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 		  uint64_t burst)
@@ -32,14 +36,102 @@ int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 	if (limit == 0 || period == 0 || burst == 0)
 		return -EINVAL;
 	t = period / limit;
-	if (t < 1 || burst > TK__GCRA_TAU_MAX / t)
+	if (t < 1 || burst > TAU_MAX / t)
 		return -EINVAL;
-	p->alg = &tk__gcra;
 	p->state_words = 1;
 	p->limit = burst;
+	p->u.gcra.rate = limit;
+	p->u.gcra.period = period;
 	p->u.gcra.t = t;
 	p->u.gcra.tau = t * burst;
 	return 0;
+}
+
+static int gcra_parse(struct tk__policy *p, struct tk__parser *ps)
+{
+	uint64_t limit, period, burst = 0;
+	size_t start = ps->pos, at;
+	const char *name;
+	size_t len;
+	int rc;
+
+	rc = tk__parse_rate(ps, &limit, &period);
+	if (rc)
+		return rc;
+	while ((rc = tk__parse_option(ps, 0, &name, &len)) == 1) {
+		at = ps->pos - len - 1;
+		if (!tk__option_is(name, len, "burst") || burst)
+			return tk__parse_fail(ps, at, "one option burst=B");
+		rc = tk__parse_uint(ps, &burst);
+		if (rc)
+			return rc;
+		if (burst == 0)
+			return tk__parse_fail(ps, at + len + 1,
+					      "a burst of at least 1");
+	}
+	if (rc)
+		return rc;
+	if (tk__gcra_init(p, limit, period, burst ? burst : limit))
+		return tk__parse_fail(ps, start,
+				      "a positive rate of at most 1 per ns, "
+				      "burst tolerance below 2^62 ns");
+	return 0;
+}
+
+static void gcra_format(const struct tk__policy *p, struct tk__fmt *f)
+{
+	tk__fmt(f, "gcra:%llu/", (unsigned long long)p->u.gcra.rate);
+	tk__fmt_duration(f, p->u.gcra.period);
+	if (p->limit != p->u.gcra.rate)
+		tk__fmt(f, ",burst=%llu", (unsigned long long)p->limit);
+}
+
+/* token-bucket:capacity=C,refill=R/P, options in any order, both needed. */
+static int bucket_parse(struct tk__policy *p, struct tk__parser *ps)
+{
+	uint64_t capacity = 0, rate = 0, period = 0;
+	size_t start = ps->pos, at;
+	const char *name;
+	size_t len;
+	int rc;
+
+	while ((rc = tk__parse_option(ps, ps->pos == start, &name, &len)) ==
+	       1) {
+		at = ps->pos - len - 1;
+		if (tk__option_is(name, len, "capacity") && !capacity) {
+			rc = tk__parse_uint(ps, &capacity);
+			if (!rc && capacity == 0)
+				return tk__parse_fail(
+					ps, at, "a capacity of at least 1");
+		} else if (tk__option_is(name, len, "refill") && !rate) {
+			rc = tk__parse_rate(ps, &rate, &period);
+			if (!rc && rate == 0)
+				return tk__parse_fail(ps, at,
+						      "a refill of at least 1");
+		} else {
+			return tk__parse_fail(
+				ps, at, "one each of capacity= and refill=");
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	if (!capacity || !rate)
+		return tk__parse_fail(ps, start, "capacity=C,refill=R/P");
+	if (tk__gcra_init(p, rate, period, capacity))
+		return tk__parse_fail(ps, start,
+				      "a refill of at most 1 per ns, "
+				      "capacity below 2^62 ns of refill");
+	return 0;
+}
+
+static void bucket_format(const struct tk__policy *p, struct tk__fmt *f)
+{
+	tk__fmt(f, "token-bucket:capacity=%llu,refill=%llu/",
+		(unsigned long long)p->limit,
+		(unsigned long long)p->u.gcra.rate);
+	tk__fmt_duration(f, p->u.gcra.period);
 }
 
 /* Whole units left when the TAT stands @ahead ns after now; never < 0. */
@@ -52,12 +144,12 @@ static uint64_t units_left(const struct tk__policy *p, int64_t ahead)
 
 static uint64_t current_tat(const uint64_t *state, uint64_t now)
 {
-	return state && state[0] > now ? state[0] : now;
+	return state[0] > now ? state[0] : now;
 }
 
 static int gcra_check(const struct tk__policy *p, const uint64_t *state,
 		      uint64_t now, uint64_t cost, uint64_t *next,
-		      uint64_t *expires_at, struct tk_decision *d)
+		      struct tk_decision *d)
 {
 	uint64_t tat, tat_new;
 
@@ -72,8 +164,6 @@ static int gcra_check(const struct tk__policy *p, const uint64_t *state,
 		d->reset_at = tat_new;
 		d->retry_after = 0;
 		next[0] = tat_new;
-		/* From tat_new on the key is as good as never seen. */
-		*expires_at = tat_new;
 		return TK__PERSIST;
 	}
 	d->allowed = false;
@@ -86,14 +176,12 @@ static int gcra_check(const struct tk__policy *p, const uint64_t *state,
 static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
 			 uint64_t now, uint64_t cost, struct tk_decision *d)
 {
-	uint64_t tat, need, allow_at;
+	uint64_t tat, allow_at;
 
 	if (cost > p->limit)
 		return -ERANGE;
 	tat = current_tat(state, now);
-	/* A peek (cost 0) asks when one unit is available. */
-	need = cost ? cost : 1;
-	allow_at = tat + p->u.gcra.t * need;
+	allow_at = tat + p->u.gcra.t * (cost ? cost : 1);
 	allow_at = allow_at > p->u.gcra.tau ? allow_at - p->u.gcra.tau : 0;
 	d->limit = p->limit;
 	d->remaining = units_left(p, (int64_t)(tat - now));
@@ -103,8 +191,27 @@ static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
 	return TK__KEEP;
 }
 
+/* From the TAT on, the key is as good as never seen. */
+static uint64_t gcra_expires(const struct tk__policy *p, const uint64_t *state)
+{
+	(void)p;
+	return state[0];
+}
+
 const struct tk__algorithm tk__gcra = {
 	.name = "gcra",
+	.parse = gcra_parse,
+	.format = gcra_format,
 	.check = gcra_check,
 	.forecast = gcra_forecast,
+	.expires = gcra_expires,
+};
+
+const struct tk__algorithm tk__token_bucket = {
+	.name = "token-bucket",
+	.parse = bucket_parse,
+	.format = bucket_format,
+	.check = gcra_check,
+	.forecast = gcra_forecast,
+	.expires = gcra_expires,
 };

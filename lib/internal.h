@@ -29,26 +29,39 @@ static const int tk__debug = 0;
 #define TK__KEEP 0    /* leave the state as it was */
 #define TK__PERSIST 1 /* write the new state */
 
-/* Most state words any algorithm uses; a transition's scratch space. */
-#define TK__STATE_WORDS_MAX 64
+/* Most 64-bit state words one key may hold (composites add up). */
+#define TK__STATE_WORDS_MAX 1024
 
 struct tk__policy;
+struct tk__parser;
+struct tk__fmt;
 
+/*
+ * An algorithm: pure functions over a fixed number of state words.  A key
+ * with no state is handed all-zero words, which every algorithm treats as
+ * "never seen"; stale state is harmless too (a past TAT, an old window),
+ * so expiry is only ever a memory optimisation.
+ */
 struct tk__algorithm {
 	const char *name;
+	/* Parse the text after "NAME:"; fills everything but .alg. */
+	int (*parse)(struct tk__policy *p, struct tk__parser *ps);
+	void (*format)(const struct tk__policy *p, struct tk__fmt *f);
 	/*
-	 * check() - consume @cost at @now.  @state is NULL for a key with no
-	 * (or expired) state.  On TK__PERSIST, @next and *@expires_at (ns at
-	 * which the new state is equivalent to no state) are filled.  Returns
-	 * TK__PERSIST, TK__KEEP (a denial), or -ERANGE.
+	 * check() - consume @cost at @now.  Returns TK__PERSIST (and fills
+	 * @next), TK__KEEP (a denial: nothing changes) or -ERANGE.
 	 */
 	int (*check)(const struct tk__policy *p, const uint64_t *state,
 		     uint64_t now, uint64_t cost, uint64_t *next,
-		     uint64_t *expires_at, struct tk_decision *d);
-	/* forecast() - what check() would say, without consuming.  @cost 0
-	 * asks for one unit with peek semantics. */
+		     struct tk_decision *d);
+	/*
+	 * forecast() - what check() would say, without consuming.  @cost 0
+	 * is a peek: about one unit, with remaining = units available now.
+	 */
 	int (*forecast)(const struct tk__policy *p, const uint64_t *state,
 			uint64_t now, uint64_t cost, struct tk_decision *d);
+	/* From when on @state is equivalent to no state (ns). */
+	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
 };
 
 struct tk__policy {
@@ -57,17 +70,61 @@ struct tk__policy {
 	uint64_t limit;	      /* the decision's .limit */
 	union {
 		struct {
-			uint64_t t;   /* ns per unit: floor(P / L) */
-			uint64_t tau; /* ns of burst tolerance: t * burst */
-		} gcra;
+			uint64_t rate;	 /* L (or R) as written */
+			uint64_t period; /* P as written, ns */
+			uint64_t t;	 /* ns per unit: floor(P / L) */
+			uint64_t tau;	 /* ns of burst tolerance: t * burst */
+		} gcra;			 /* gcra and token-bucket */
+		struct {
+			uint64_t window; /* ns */
+		} window;		 /* fixed-window and sliding-log */
+		struct {
+			uint64_t window;  /* W, ns */
+			uint64_t width;	  /* w = W / S, ns */
+			uint32_t buckets; /* S */
+		} sliding;
+		struct {
+			int cadence; /* TK__CADENCE_*, or -1: fixed period */
+			int32_t offset_s;    /* seconds east of UTC */
+			uint32_t week_start; /* 0 Monday .. 6 Sunday */
+			uint64_t period;     /* ns, fixed periods */
+			uint64_t anchor;     /* ns, fixed periods */
+		} quota;
+		struct {
+			uint64_t rate;	    /* R as written */
+			uint64_t period;    /* P as written, ns */
+			uint64_t t;	    /* ns per unit: floor(P / R) */
+			uint64_t max_queue; /* Q, ns */
+		} leaky;
 	} u;
 };
 
-/* policy.c */
-int tk__policy_parse(struct tk__policy *p, const char *text);
+enum tk__composite { TK__SINGLE, TK__ALL, TK__ANY };
 
-/* gcra.c */
-extern const struct tk__algorithm tk__gcra;
+/* The public handle: one policy, or the dimensions of all()/any(). */
+struct tk_policy {
+	enum tk__composite kind;
+	uint32_t state_words; /* sum over the dimensions */
+	size_t n;
+	struct tk__policy dim[];
+};
+
+extern const struct tk__algorithm tk__gcra, tk__token_bucket, tk__fixed_window,
+	tk__sliding_window, tk__sliding_log, tk__quota, tk__leaky;
+
+/* policy.c */
+int tk__policy_parse(struct tk_policy **out, const char *text,
+		     struct tk_parse_error *err);
+
+/* fixed-window.c: counting in a window [start, end), shared by quota.c. */
+int tk__window_check(uint64_t limit, const uint64_t *state, uint64_t start,
+		     uint64_t end, uint64_t now, uint64_t cost, uint64_t *next,
+		     struct tk_decision *d);
+int tk__window_forecast(uint64_t limit, const uint64_t *state, uint64_t start,
+			uint64_t end, uint64_t now, uint64_t cost,
+			struct tk_decision *d);
+
+/* gcra.c: the GCRA core that token-bucket shares. */
 int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 		  uint64_t burst);
 
@@ -83,12 +140,33 @@ struct tk__transform {
 	uint32_t words;
 };
 
+/*
+ * A transition over several keys at once (composite policies): fn() sees
+ * every key's state (NULL: none) and, on TK__PERSIST, writes next[i] and
+ * expires_at[i] for each key whose persist[i] it sets.  The store applies
+ * all of it in one atomic step, or nothing.
+ */
+#define TK__MULTI_MAX 8
+
+struct tk__multi {
+	size_t n;
+	const unsigned char *key[TK__MULTI_MAX];
+	size_t len[TK__MULTI_MAX];
+	uint32_t words[TK__MULTI_MAX];
+	int (*fn)(void *ctx, const uint64_t *const *old, uint64_t *const *next,
+		  int *persist, uint64_t *expires_at);
+	void *ctx;
+};
+
 struct tk__store_ops {
 	const char *name;
 	/* Run @t atomically on @key's state at @now.  Returns fn's final
 	 * result (TK__KEEP or TK__PERSIST) or a negative errno. */
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
+	/* Run @m atomically over all its keys at @now; as apply(). */
+	int (*apply_multi)(struct tk_store *s, uint64_t now,
+			   const struct tk__multi *m);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
 	void (*close)(struct tk_store *s);

@@ -3,16 +3,20 @@
  *
  * The limiter reads the clock exactly once per call (a batch included),
  * joins prefix and key in the one place that does so, and hands the
- * store a pure transition built from the policy.
+ * store a pure transition built from the policy.  Each dimension of a
+ * composite policy keeps its state under its own store key (the same key
+ * for every dimension of tk_limiter_check()), and the store's multi-key
+ * step (apply_multi) decides them together, atomically.
  */
 #include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct tk_limiter {
-	struct tk__policy policy;
+	struct tk_policy *policy;
 	struct tk_store *store;
 	struct tk_clock *clock;
 	int owns_store;
@@ -23,64 +27,170 @@ struct tk_limiter {
 /*
  * The store key is [prefix length: 2 bytes][prefix][key], so that no two
  * (prefix, key) pairs can produce the same bytes ("a" + "b:c" differs from
- * "a:b" + "c").
+ * "a:b" + "c").  A composite's dimension i keeps its state under
+ * [0x80 | prefix length high byte][low byte][prefix][i][key].
  */
-#define TK__STORE_KEY_MAX (2 + TK_PREFIX_MAX + TK_KEY_MAX)
+#define TK__STORE_KEY_MAX (3 + TK_PREFIX_MAX + TK_KEY_MAX)
+#define SINGLE (-1)
 
-static int compose_key(const struct tk_limiter *l, const char *key,
+static int compose_key(const struct tk_limiter *l, int dim, const char *key,
 		       size_t key_len, unsigned char *buf, size_t *len)
 {
+	size_t n = 0;
+
 	if (!key || key_len == 0)
 		return -EINVAL;
 	if (key_len > TK_KEY_MAX)
 		return -ENAMETOOLONG;
-	buf[0] = (unsigned char)(l->prefix_len >> 8);
-	buf[1] = (unsigned char)l->prefix_len;
-	memcpy(buf + 2, l->prefix, l->prefix_len);
-	memcpy(buf + 2 + l->prefix_len, key, key_len);
-	*len = 2 + l->prefix_len + key_len;
+	buf[n++] = (unsigned char)((l->prefix_len >> 8) |
+				   (dim == SINGLE ? 0 : 0x80));
+	buf[n++] = (unsigned char)l->prefix_len;
+	memcpy(buf + n, l->prefix, l->prefix_len);
+	n += l->prefix_len;
+	if (dim != SINGLE)
+		buf[n++] = (unsigned char)dim;
+	memcpy(buf + n, key, key_len);
+	*len = n + key_len;
 	return 0;
 }
 
 enum op { OP_CHECK, OP_FORECAST };
 
 struct step {
-	const struct tk__policy *policy;
+	const struct tk_policy *policy;
 	enum op op;
 	uint64_t now;
 	uint64_t cost; /* 0 with OP_FORECAST: a peek */
 	struct tk_decision d;
 };
 
+static const uint64_t zeros[TK__STATE_WORDS_MAX];
+
+/*
+ * The representative decision of a composite (semantics: all() reports
+ * the tightest admitting or the longest-waiting denying dimension, any()
+ * the loosest admitting or the soonest-ready denying one; ties go to the
+ * first dimension).  @usable[i] is 0 for a dimension that failed.
+ */
+static void represent(enum tk__composite kind, size_t n,
+		      const struct tk_decision *dd, const int *usable,
+		      int allowed, struct tk_decision *out)
+{
+	size_t i, best = n;
+
+	for (i = 0; i < n; i++) {
+		if (!usable[i] || dd[i].allowed != allowed)
+			continue;
+		if (best == n) {
+			best = i;
+		} else if (allowed) {
+			if (kind == TK__ALL
+				    ? dd[i].remaining < dd[best].remaining
+				    : dd[i].remaining > dd[best].remaining)
+				best = i;
+		} else {
+			if (kind == TK__ALL
+				    ? dd[i].retry_after > dd[best].retry_after
+				    : dd[i].retry_after < dd[best].retry_after)
+				best = i;
+		}
+	}
+	*out = dd[best];
+}
+
+/* One dimension: its algorithm on its state. */
+static int run_dim(const struct step *s, const struct tk__policy *p,
+		   const uint64_t *state, uint64_t *next, struct tk_decision *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (!state)
+		state = zeros;
+	if (s->op == OP_CHECK)
+		return p->alg->check(p, state, s->now, s->cost, next, d);
+	return p->alg->forecast(p, state, s->now, s->cost, d);
+}
+
 static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		   uint64_t *expires_at)
 {
 	struct step *s = ctx;
-	const struct tk__algorithm *alg = s->policy->alg;
+	const struct tk__policy *p = &s->policy->dim[0];
+	int rc = run_dim(s, p, old, next, &s->d);
 
-	if (s->op == OP_CHECK)
-		return alg->check(s->policy, old, s->now, s->cost, next,
-				  expires_at, &s->d);
-	return alg->forecast(s->policy, old, s->now, s->cost, &s->d);
+	if (rc == TK__PERSIST)
+		*expires_at = p->alg->expires(p, next);
+	return rc;
 }
 
-static int run(struct tk_limiter *l, const char *key, size_t key_len,
-	       enum op op, uint64_t now, uint64_t cost, struct tk_decision *out)
+/*
+ * A composite over one state per dimension.  all() consumes in every
+ * dimension or in none; any() only in those that admit.
+ */
+static int composite_fn(void *ctx, const uint64_t *const *old,
+			uint64_t *const *next, int *persist,
+			uint64_t *expires_at)
 {
-	unsigned char buf[TK__STORE_KEY_MAX];
-	struct step s = {
-		.policy = &l->policy, .op = op, .now = now, .cost = cost
-	};
+	struct step *s = ctx;
+	const struct tk_policy *pol = s->policy;
+	struct tk_decision dd[TK__MULTI_MAX];
+	int rc[TK__MULTI_MAX], usable[TK__MULTI_MAX];
+	size_t i, admitted = 0, failed = 0;
+	int first_err = 0, allowed;
+
+	for (i = 0; i < pol->n; i++) {
+		rc[i] = run_dim(s, &pol->dim[i], old[i], next[i], &dd[i]);
+		usable[i] = rc[i] >= 0;
+		if (rc[i] < 0 && !failed++)
+			first_err = rc[i];
+		if (rc[i] >= 0 && dd[i].allowed)
+			admitted++;
+	}
+	if ((pol->kind == TK__ALL && failed) || failed == pol->n)
+		return first_err;
+	allowed = pol->kind == TK__ALL ? admitted == pol->n : admitted > 0;
+	represent(pol->kind, pol->n, dd, usable, allowed, &s->d);
+	if (s->op != OP_CHECK || !allowed)
+		return TK__KEEP;
+	for (i = 0; i < pol->n; i++) {
+		persist[i] = rc[i] == TK__PERSIST;
+		if (persist[i])
+			expires_at[i] =
+				pol->dim[i].alg->expires(&pol->dim[i], next[i]);
+	}
+	return TK__PERSIST;
+}
+
+/* @keys: one per dimension, or NULL for @key in every dimension. */
+static int run(struct tk_limiter *l, const char *key, size_t key_len,
+	       const struct tk_key *keys, enum op op, uint64_t now,
+	       uint64_t cost, struct tk_decision *out)
+{
+	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
+	const struct tk_policy *pol = l->policy;
+	struct step s = { .policy = pol, .op = op, .now = now, .cost = cost };
 	struct tk__transform t = { .fn = step_fn,
 				   .ctx = &s,
-				   .words = l->policy.state_words };
-	size_t len;
+				   .words = pol->state_words };
+	struct tk__multi m = { .n = pol->n, .fn = composite_fn, .ctx = &s };
+	size_t i, len;
 	int rc;
 
-	rc = compose_key(l, key, key_len, buf, &len);
-	if (rc)
-		return rc;
-	rc = l->store->ops->apply(l->store, buf, len, now, &t);
+	if (pol->kind == TK__SINGLE) {
+		rc = compose_key(l, SINGLE, key, key_len, buf[0], &len);
+		if (rc == 0)
+			rc = l->store->ops->apply(l->store, buf[0], len, now,
+						  &t);
+	} else {
+		for (i = 0, rc = 0; i < pol->n && rc == 0; i++) {
+			rc = compose_key(l, (int)i, keys ? keys[i].key : key,
+					 keys ? keys[i].key_len : key_len,
+					 buf[i], &m.len[i]);
+			m.key[i] = buf[i];
+			m.words[i] = pol->dim[i].state_words;
+		}
+		if (rc == 0)
+			rc = l->store->ops->apply_multi(l->store, now, &m);
+	}
 	if (rc < 0)
 		return rc;
 	*out = s.d;
@@ -104,7 +214,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	rc = tk__policy_parse(&l->policy, policy);
+	rc = tk__policy_parse(&l->policy, policy, NULL);
 	if (rc)
 		goto fail;
 	l->clock = o.clock ? o.clock : tk_clock_system();
@@ -123,6 +233,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	*out = l;
 	return 0;
 fail:
+	tk_policy_free(l->policy);
 	free(l);
 	return tk__rc(rc);
 }
@@ -139,7 +250,7 @@ static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
 	rc = tk__clock_read(l->clock, &now);
 	if (rc)
 		return tk__rc(rc);
-	return tk__rc(run(l, key, key_len, op, now, cost, out));
+	return tk__rc(run(l, key, key_len, NULL, op, now, cost, out));
 }
 
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
@@ -173,14 +284,16 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 
 	if (!l || (n && (!reqs || !out)))
 		return -EINVAL;
+	if (n == 0)
+		return 0;
 	rc = tk__clock_read(l->clock, &now);
 	if (rc)
 		return tk__rc(rc);
 	for (i = 0; i < n; i++) {
 		rc = reqs[i].cost == 0
 			     ? -EINVAL
-			     : run(l, reqs[i].key, reqs[i].key_len, OP_CHECK,
-				   now, reqs[i].cost, &out[i]);
+			     : run(l, reqs[i].key, reqs[i].key_len, NULL,
+				   OP_CHECK, now, reqs[i].cost, &out[i]);
 		rc = tk__rc(rc);
 		if (rcs)
 			rcs[i] = rc;
@@ -190,19 +303,94 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	return first;
 }
 
+TK_API int tk_limiter_check_keys(struct tk_limiter *l,
+				 const struct tk_key *keys, size_t n,
+				 uint64_t cost, struct tk_decision *out)
+{
+	uint64_t now;
+	int rc;
+
+	if (!l || !keys || !out || cost == 0 || n != l->policy->n)
+		return -EINVAL;
+	if (l->policy->kind == TK__SINGLE)
+		return tk_limiter_check(l, keys[0].key, keys[0].key_len, cost,
+					out);
+	rc = tk__clock_read(l->clock, &now);
+	if (rc)
+		return tk__rc(rc);
+	return tk__rc(run(l, NULL, 0, keys, OP_CHECK, now, cost, out));
+}
+
+#define WAIT_CHUNK_NS UINT64_C(100000000)
+
+/*
+ * Sleep @ns on the monotonic clock, in chunks of at most 100 ms so that
+ * @cancelled is asked often and no single sleep exceeds what the
+ * platform can express; a signal (EINTR) only shortens a chunk.
+ */
+static int sleep_for(uint64_t ns, int (*cancelled)(void *ctx), void *ctx)
+{
+	struct timespec now, end, chunk;
+	uint64_t left;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)(ns / 1000000000u);
+	end.tv_nsec += (long)(ns % 1000000000u);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			return 0;
+		if (cancelled && cancelled(ctx))
+			return -ECANCELED;
+		left = (uint64_t)(end.tv_sec - now.tv_sec) * 1000000000u +
+		       (uint64_t)end.tv_nsec - (uint64_t)now.tv_nsec;
+		if (left > WAIT_CHUNK_NS)
+			left = WAIT_CHUNK_NS;
+		chunk.tv_sec = (time_t)(left / 1000000000u);
+		chunk.tv_nsec = (long)(left % 1000000000u);
+		nanosleep(&chunk, NULL);
+	}
+}
+
+TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
+			   size_t key_len, uint64_t cost,
+			   int (*cancelled)(void *ctx), void *ctx,
+			   struct tk_decision *out)
+{
+	int rc;
+
+	if (!l || !out || l->policy->kind != TK__SINGLE ||
+	    l->policy->dim[0].alg != &tk__leaky)
+		return -EINVAL;
+	rc = tk_limiter_check(l, key, key_len, cost, out);
+	if (rc || !out->allowed || out->delay == 0)
+		return rc;
+	return sleep_for(out->delay, cancelled, ctx);
+}
+
 TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
 			    size_t key_len)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
-	size_t len;
-	int rc;
+	const struct tk_policy *pol;
+	size_t i, len;
+	int rc = 0;
 
 	if (!l)
 		return -EINVAL;
-	rc = compose_key(l, key, key_len, buf, &len);
-	if (rc)
-		return tk__rc(rc);
-	return tk__rc(l->store->ops->reset(l->store, buf, len));
+	pol = l->policy;
+	for (i = 0; i < pol->n && rc == 0; i++) {
+		rc = compose_key(l, pol->kind == TK__SINGLE ? SINGLE : (int)i,
+				 key, key_len, buf, &len);
+		if (rc == 0)
+			rc = l->store->ops->reset(l->store, buf, len);
+	}
+	return tk__rc(rc);
 }
 
 TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
@@ -219,5 +407,6 @@ TK_API void tk_limiter_close(struct tk_limiter *l)
 		return;
 	if (l->owns_store)
 		tk_store_close(l->store);
+	tk_policy_free(l->policy);
 	free(l);
 }

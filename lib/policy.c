@@ -1,195 +1,161 @@
 /*
- * policy.c - policy strings: "ALGORITHM:ARGUMENTS".
+ * policy.c - policy strings: "ALGORITHM:ARGUMENTS", or all(...)/any(...)
+ * of several, parsed once into an immutable struct tk_policy.
  *
- *   gcra:L/P[,burst=B]        L units per duration P, bursts of B (= L)
- *
- * A duration is an unsigned integer followed by a unit (ns, us, ms, s, m,
- * h, d); a bare unit means one of it, so "100/s" is "100/1s".  Every value
- * is checked here, once, so that a check can never fail on a policy that
- * parsed.  Errors remember the offending position and what was expected.
+ * Everything a check could trip over is rejected here (limit 0, period 0,
+ * T < 1 ns, a window not divisible by its buckets, an offset beyond
+ * 14:00, overflow), so a check never fails because of its policy.  An
+ * error names the byte offset of the offending character and what was
+ * expected there.  tk_policy_format() writes the canonical form, which
+ * parses back to the same policy.
  */
 #include "internal.h"
+#include "parse.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-struct parser {
-	const char *text;
-	size_t pos;
-	size_t err_pos;
-	const char *expected;
+#define DIMENSIONS_MAX 8
+
+static const struct tk__algorithm *const algorithms[] = {
+	&tk__gcra,	     &tk__token_bucket, &tk__fixed_window,
+	&tk__sliding_window, &tk__sliding_log,	&tk__quota,
+	&tk__leaky,
 };
 
-static int fail(struct parser *ps, const char *expected)
+static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
 {
-	ps->err_pos = ps->pos;
-	ps->expected = expected;
-	return -EINVAL;
-}
-
-static int is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int parse_uint(struct parser *ps, uint64_t *out)
-{
-	uint64_t v = 0;
-	const char *s = ps->text;
-
-	if (!is_digit(s[ps->pos]))
-		return fail(ps, "a digit");
-	while (is_digit(s[ps->pos])) {
-		unsigned d = (unsigned)(s[ps->pos] - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return fail(ps, "a number below 2^64");
-		v = v * 10 + d;
-		ps->pos++;
-	}
-	*out = v;
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	uint64_t ns;
-} units[] = {
-	{ "ns", 1 },
-	{ "us", 1000 },
-	{ "ms", 1000000 },
-	{ "s", 1000000000 },
-	{ "m", UINT64_C(60) * 1000000000 },
-	{ "h", UINT64_C(3600) * 1000000000 },
-	{ "d", UINT64_C(86400) * 1000000000 },
-};
-
-static int parse_duration(struct parser *ps, uint64_t *out)
-{
-	uint64_t n = 1;
-	size_t start = ps->pos, i, len;
-	int rc;
-
-	if (is_digit(ps->text[ps->pos])) {
-		rc = parse_uint(ps, &n);
-		if (rc)
-			return rc;
-	}
-	for (len = 0;
-	     ps->text[ps->pos + len] >= 'a' && ps->text[ps->pos + len] <= 'z';
-	     len++)
-		;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strlen(units[i].name) != len ||
-		    memcmp(units[i].name, ps->text + ps->pos, len) != 0)
-			continue;
-		if (n > UINT64_MAX / units[i].ns) {
-			ps->pos = start;
-			return fail(ps, "a duration below 2^64 ns");
-		}
-		ps->pos += len;
-		*out = n * units[i].ns;
-		return 0;
-	}
-	return fail(ps, "a unit: ns, us, ms, s, m, h or d");
-}
-
-static int parse_rate(struct parser *ps, uint64_t *limit, uint64_t *period)
-{
-	int rc = parse_uint(ps, limit);
-
-	if (rc)
-		return rc;
-	if (ps->text[ps->pos] != '/')
-		return fail(ps, "'/'");
-	ps->pos++;
-	return parse_duration(ps, period);
-}
-
-/* Reads ",NAME=" and leaves ps->pos on the value. */
-static int parse_option_name(struct parser *ps, const char **name, size_t *len)
-{
-	if (ps->text[ps->pos] != ',')
-		return fail(ps, "',' or the end of the policy");
-	ps->pos++;
-	*name = ps->text + ps->pos;
-	for (*len = 0; (*name)[*len] >= 'a' && (*name)[*len] <= 'z'; (*len)++)
-		;
-	if (*len == 0 || (*name)[*len] != '=')
-		return fail(ps, "an option NAME=VALUE");
-	ps->pos += *len + 1;
-	return 0;
-}
-
-static int option_is(const char *name, size_t len, const char *want)
-{
-	return strlen(want) == len && memcmp(name, want, len) == 0;
-}
-
-static int parse_gcra(struct tk__policy *p, struct parser *ps)
-{
-	uint64_t limit, period, burst = 0;
-	const char *name;
-	size_t len, at;
-	int rc;
-
-	rc = parse_rate(ps, &limit, &period);
-	if (rc)
-		return rc;
-	while (ps->text[ps->pos]) {
-		at = ps->pos;
-		rc = parse_option_name(ps, &name, &len);
-		if (rc)
-			return rc;
-		if (!option_is(name, len, "burst")) {
-			ps->pos = at + 1;
-			return fail(ps, "the option burst");
-		}
-		rc = parse_uint(ps, &burst);
-		if (rc)
-			return rc;
-		if (burst == 0)
-			return fail(ps, "a burst of at least 1");
-	}
-	if (limit == 0 || period == 0) {
-		ps->pos = strchr(ps->text, ':') - ps->text + 1;
-		return fail(ps, "a positive rate");
-	}
-	rc = tk__gcra_init(p, limit, period, burst ? burst : limit);
-	if (rc) {
-		ps->pos = strchr(ps->text, ':') - ps->text + 1;
-		return fail(ps,
-			    "at least 1 ns per unit and a burst below 2^62 ns");
-	}
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	int (*parse)(struct tk__policy *p, struct parser *ps);
-} algorithms[] = {
-	{ "gcra", parse_gcra },
-};
-
-int tk__policy_parse(struct tk__policy *p, const char *text)
-{
-	struct parser ps = { .text = text };
-	const char *colon;
+	const char *s = ps->text + ps->pos;
 	size_t i, len;
 
-	if (!text)
-		return -EINVAL;
-	colon = strchr(text, ':');
-	if (!colon)
-		return fail(&ps, "ALGORITHM:ARGUMENTS");
-	len = (size_t)(colon - text);
+	for (len = 0; (s[len] >= 'a' && s[len] <= 'z') || s[len] == '-'; len++)
+		;
+	if (len == 0 || s[len] != ':')
+		return tk__parse_fail(ps, ps->pos + len,
+				      len ? "':'" : "ALGORITHM:ARGUMENTS");
 	for (i = 0; i < sizeof(algorithms) / sizeof(algorithms[0]); i++) {
-		if (strlen(algorithms[i].name) != len ||
-		    memcmp(algorithms[i].name, text, len) != 0)
+		if (strlen(algorithms[i]->name) != len ||
+		    memcmp(algorithms[i]->name, s, len) != 0)
 			continue;
 		memset(p, 0, sizeof(*p));
-		ps.pos = len + 1;
-		return algorithms[i].parse(p, &ps);
+		p->alg = algorithms[i];
+		ps->pos += len + 1;
+		return algorithms[i]->parse(p, ps);
 	}
-	return len == 0 ? fail(&ps, "an algorithm name") : -ENOTSUP;
+	tk__parse_fail(ps, ps->pos, "a known algorithm");
+	return -ENOTSUP;
+}
+
+/* all(P,P...) or any(P,P...): dimensions separated by ',' */
+static int parse_composite(struct tk_policy *pol, struct tk__parser *ps)
+{
+	int rc;
+
+	ps->pos += 4;
+	for (;;) {
+		if (pol->n == DIMENSIONS_MAX)
+			return tk__parse_fail(ps, ps->pos,
+					      "at most 8 dimensions");
+		if (strncmp(ps->text + ps->pos, "all(", 4) == 0 ||
+		    strncmp(ps->text + ps->pos, "any(", 4) == 0)
+			return tk__parse_fail(ps, ps->pos,
+					      "a simple policy (no nesting)");
+		rc = parse_simple(&pol->dim[pol->n], ps);
+		if (rc)
+			return rc;
+		pol->state_words += pol->dim[pol->n].state_words;
+		pol->n++;
+		if (ps->text[ps->pos] == ')')
+			break;
+		if (ps->text[ps->pos] != ',')
+			return tk__parse_fail(ps, ps->pos, "',' or ')'");
+		/* parse_option() stopped on the ',' before "NAME:". */
+		ps->pos++;
+	}
+	ps->pos++;
+	if (pol->n < 2)
+		return tk__parse_fail(ps, ps->pos - 1,
+				      "',' and a second policy");
+	return 0;
+}
+
+int tk__policy_parse(struct tk_policy **out, const char *text,
+		     struct tk_parse_error *err)
+{
+	struct tk__parser ps = { .text = text };
+	struct tk_policy *pol;
+	size_t size;
+	int rc;
+
+	if (!out || !text)
+		return -EINVAL;
+	size = sizeof(*pol) + DIMENSIONS_MAX * sizeof(pol->dim[0]);
+	pol = calloc(1, size);
+	if (!pol)
+		return -ENOMEM;
+	if (strncmp(text, "all(", 4) == 0 || strncmp(text, "any(", 4) == 0) {
+		pol->kind = text[1] == 'l' ? TK__ALL : TK__ANY;
+		rc = parse_composite(pol, &ps);
+	} else {
+		pol->kind = TK__SINGLE;
+		rc = parse_simple(&pol->dim[0], &ps);
+		pol->n = 1;
+		pol->state_words = pol->dim[0].state_words;
+	}
+	if (rc == 0 && text[ps.pos] != '\0')
+		rc = tk__parse_fail(&ps, ps.pos, "the end of the policy");
+	if (rc == 0 && pol->state_words > TK__STATE_WORDS_MAX)
+		rc = tk__parse_fail(&ps, 0, "less state: at most 1024 words");
+	if (rc) {
+		if (err) {
+			err->position = ps.err_pos;
+			tk__fmt(&(struct tk__fmt){ err->message,
+						   sizeof(err->message), 0 },
+				"expected %s at position %zu",
+				ps.expected ? ps.expected : "a policy",
+				ps.err_pos);
+		}
+		free(pol);
+		return rc;
+	}
+	*out = pol;
+	return 0;
+}
+
+TK_API int tk_policy_parse(struct tk_policy **out, const char *text,
+			   struct tk_parse_error *err)
+{
+	return tk__rc(tk__policy_parse(out, text, err));
+}
+
+TK_API int tk_policy_format(const struct tk_policy *p, char *buf, size_t len)
+{
+	struct tk__fmt f = { buf, len, 0 };
+	size_t i;
+
+	if (!p || (!buf && len))
+		return -EINVAL;
+	if (p->kind != TK__SINGLE)
+		tk__fmt(&f, "%s(", p->kind == TK__ALL ? "all" : "any");
+	for (i = 0; i < p->n; i++) {
+		if (i)
+			tk__fmt(&f, ",");
+		p->dim[i].alg->format(&p->dim[i], &f);
+	}
+	if (p->kind != TK__SINGLE)
+		tk__fmt(&f, ")");
+	if (len && f.len >= len)
+		buf[len - 1] = '\0';
+	return f.len > INT32_MAX ? -EINVAL : (int)f.len;
+}
+
+TK_API size_t tk_policy_dimensions(const struct tk_policy *p)
+{
+	return p ? p->n : 0;
+}
+
+TK_API void tk_policy_free(struct tk_policy *p)
+{
+	free(p);
 }

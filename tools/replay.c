@@ -89,9 +89,12 @@ static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len)
 					u = u * 16 + (unsigned int)h;
 				}
 				c->pos += 4;
+				/* Lone UTF-16 halves are no characters. */
+				if (u >= 0xd800 && u <= 0xdfff)
+					return fail(c, "no surrogate escapes");
 				if (u >= 0x80) {
 					/* Encode as UTF-8 (2 or 3 bytes). */
-					if (n + 3 > cap)
+					if (n + (u < 0x800 ? 2 : 3) > cap)
 						return fail(c, "a shorter key");
 					if (u < 0x800) {
 						buf[n++] =
@@ -163,6 +166,8 @@ int replay_parse(const char *line, struct replay_line *out, char *err,
 	while (line[c.pos] != '}') {
 		if (read_string(&c, name, sizeof(name) - 1, &len))
 			return -1;
+		if (memchr(name, '\0', len))
+			return fail(&c, "a member name without NUL");
 		name[len] = '\0';
 		skip_ws(&c);
 		if (line[c.pos] != ':')
@@ -200,6 +205,8 @@ int replay_parse(const char *line, struct replay_line *out, char *err,
 		if (line[c.pos] == ',') {
 			c.pos++;
 			skip_ws(&c);
+			if (line[c.pos] != '"')
+				return fail(&c, "a member after ','");
 			continue;
 		}
 		if (line[c.pos] != '}')

@@ -4,6 +4,7 @@
 #   build/plain   -Werror, make check and make distcheck
 #   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
 #   build/tsan    ThreadSanitizer
+# and a short libFuzzer run of the policy parser (with clang).
 # Any failure stops the run with a non-zero exit.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +37,8 @@ echo "=== plain: make distcheck"
 make -C build/plain -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >build/plain/distcheck.out 2>&1 ||
 	{ tail -n 80 build/plain/distcheck.out; exit 1; }
 echo "distcheck: ok"
+echo "=== fuzz: the policy parser, 30 s"
+sh tests/fuzz/run.sh "$top/build/plain" 30
 build asan --enable-sanitizers=address,undefined
 build tsan --enable-sanitizers=thread
 echo "run-tests: all builds passed"

@@ -65,6 +65,13 @@ static int replay_one(struct tk_limiter *l, struct tk_clock *clock,
 	return rc;
 }
 
+/* A malformed line still gets its output line, so outputs stay aligned. */
+static void print_bad_line(size_t lineno, const char *why)
+{
+	fprintf(stderr, "throttlectl: line %zu: %s\n", lineno, why);
+	printf("{\"error\":\"EINVAL\"}\n");
+}
+
 int ctl_simulate(int argc, char **argv)
 {
 	const char *policy = NULL, *store = "memory";
@@ -100,16 +107,24 @@ int ctl_simulate(int argc, char **argv)
 		lineno++;
 		if (n > 0 && line[n - 1] == '\n')
 			line[--n] = '\0';
+		if ((size_t)n != strlen(line)) {
+			snprintf(err, sizeof(err), "a NUL byte in the line");
+			print_bad_line(lineno, err);
+			status = CTL_ERROR;
+			continue;
+		}
 		if (replay_parse(line, &r, err, sizeof(err))) {
-			fprintf(stderr, "throttlectl: line %zu: %s\n", lineno,
-				err);
-			printf("{\"error\":\"EINVAL\"}\n");
+			print_bad_line(lineno, err);
 			status = CTL_ERROR;
 			continue;
 		}
 		rc = replay_one(l, clock, &r);
 		if (rc)
 			printf("{\"error\":\"%s\"}\n", tk_strerrorname(rc));
+	}
+	if (ferror(stdin) || fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "throttlectl: I/O error\n");
+		status = CTL_ERROR;
 	}
 	free(line);
 	tk_limiter_close(l);

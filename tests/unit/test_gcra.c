@@ -88,16 +88,37 @@ struct fx {
 	struct tk_limiter *l;
 };
 
-static void fx_open(struct fx *f, const char *policy, uint64_t start)
+/*
+ * The memory store keeps an expired state for reclaim_grace before it
+ * reclaims it, and backward clock steps of up to the grace are exact.
+ * The timelines here step back by up to hours, so they ask for a day.
+ */
+#define GRACE (UINT64_C(86400) * SEC)
+
+static void fx_open_grace(struct fx *f, const char *policy, uint64_t start,
+			  unsigned int flags, uint64_t grace)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 
 	assert_rc(tk_clock_manual_new(&f->clk, start), 0);
 	o.clock = f->clk;
+	o.flags = flags;
+	o.reclaim_grace = grace;
 	f->l = NULL;
 	if (tk_limiter_open(&f->l, policy, "memory", &o) != 0)
 		fail_msg("tk_limiter_open(\"%s\") failed", policy);
 	assert_non_null(f->l);
+}
+
+static void fx_open_flags(struct fx *f, const char *policy, uint64_t start,
+			  unsigned int flags)
+{
+	fx_open_grace(f, policy, start, flags, GRACE);
+}
+
+static void fx_open(struct fx *f, const char *policy, uint64_t start)
+{
+	fx_open_flags(f, policy, start, 0);
 }
 
 static void fx_close(struct fx *f)
@@ -491,6 +512,78 @@ static void test_backward_jump_stays_denied(void **state)
 }
 
 /*
+ * Reading a key (or serving another key) at a time past its TAT does not
+ * license forgetting the TAT: once the clock steps back below it, the key
+ * is still bound by it (tat = max(state, now)), so it admits no more than
+ * if the clock had stood still.  A store that drops state it judges
+ * expired at a later reading admits a cold burst here.  No reclaimer
+ * thread, so that any reclaiming happens deterministically inside the
+ * calls.
+ */
+static void test_backward_jump_after_expiry(void **state)
+{
+	struct tk_decision d;
+	struct fx f;
+	int i;
+
+	(void)state;
+	/* T = tau = 1 s. */
+	fx_open_flags(&f, "gcra:1/s,burst=1", 10 * SEC, TK_OPT_NO_RECLAIMER);
+	d = chk(&f, "k", 1);
+	assert_decision(d, true, 1, 0, 11 * SEC, 0);
+	d = chk(&f, "j", 1);
+	assert_decision(d, true, 1, 0, 11 * SEC, 0);
+
+	/* The same key read at 11.5 s: full again at that time. */
+	fx_at(&f, 11500 * MS);
+	d = peek(&f, "k");
+	assert_decision(d, true, 1, 1, 11500 * MS, 0);
+	/* Another key served at 11.5 s, and later still. */
+	for (i = 0; i < 10; i++) {
+		fx_at(&f, 11500 * MS + (uint64_t)i * 3600 * SEC);
+		assert_true(chk(&f, "other", 1).allowed);
+	}
+
+	/* Back to 10.2 s: both TATs (11 s) still count. */
+	fx_at(&f, 10200 * MS);
+	d = chk(&f, "k", 1);
+	assert_decision(d, false, 1, 0, 11 * SEC, 800 * MS);
+	d = chk(&f, "j", 1);
+	assert_decision(d, false, 1, 0, 11 * SEC, 800 * MS);
+	fx_close(&f);
+}
+
+/*
+ * Past the grace the state is gone: a step back further than reclaim_grace
+ * finds a key that was reclaimed cold again (documented in
+ * tk_store_open(3)).  This pins that trade-off so it cannot change silently.
+ */
+static void test_backward_jump_beyond_grace(void **state)
+{
+	struct tk_decision d;
+	struct fx f;
+
+	(void)state;
+	fx_open_grace(&f, "gcra:1/s,burst=1", 10 * SEC, TK_OPT_NO_RECLAIMER,
+		      SEC);
+	d = chk(&f, "k", 1);
+	assert_decision(d, true, 1, 0, 11 * SEC, 0);
+	/* Within the grace (expired at 11 s, kept until 12 s): exact. */
+	fx_at(&f, 11900 * MS);
+	assert_true(chk(&f, "other", 1).allowed);
+	fx_at(&f, 10200 * MS);
+	d = chk(&f, "k", 1);
+	assert_decision(d, false, 1, 0, 11 * SEC, 800 * MS);
+	/* Well past it: another key's check sweeps "k" away. */
+	fx_at(&f, 20 * SEC);
+	assert_true(chk(&f, "other", 1).allowed);
+	fx_at(&f, 10200 * MS);
+	d = chk(&f, "k", 1);
+	assert_decision(d, true, 1, 0, 11200 * MS, 0);
+	fx_close(&f);
+}
+
+/*
  * Over random timelines with backward jumps, a key never admits more than
  * the same requests on the monotonic timeline (the clock standing still at
  * the latest time seen).  Unit costs: with mixed costs a cumulative count
@@ -520,9 +613,13 @@ static void test_backward_jumps_never_over_admit(void **state)
 	for (p = 0; p < sizeof(cases) / sizeof(cases[0]); p++) {
 		seed = 0x5eed0000 + p;
 		T = cases[p].T;
-		/* Two separate stores: neither key can affect the other. */
-		fx_open(&jumpy, cases[p].policy, T0);
-		fx_open(&mono, cases[p].policy, T0);
+		/*
+		 * Two separate stores, so neither key can affect the other;
+		 * no reclaimer threads, so a failure reproduces.
+		 */
+		fx_open_flags(&jumpy, cases[p].policy, T0,
+			      TK_OPT_NO_RECLAIMER);
+		fx_open_flags(&mono, cases[p].policy, T0, TK_OPT_NO_RECLAIMER);
 		now = latest = T0;
 		admitted_j = admitted_m = 0;
 		for (i = 0; i < 3000; i++) {
@@ -1027,9 +1124,9 @@ static void test_clock_error_propagates(void **state)
  * of every check and peek, and allowed/limit/retry_after of every
  * forecast, must match.  Time mostly moves forward by up to a few T,
  * sometimes stands still, sometimes idles for a while, and sometimes jumps
- * back.  One key per limiter: with several keys, a store may reclaim one
- * key's expired state while serving another at a later time, which a
- * backward jump could then observe; that freedom is not the subject here.
+ * back.  No reclaimer thread: a background sweep reads the clock at
+ * moments the test does not control, and a failure must reproduce from
+ * its seed alone.  (For a correct store the thread changes no decision.)
  */
 static void test_property_vs_reference(void **state)
 {
@@ -1074,7 +1171,7 @@ static void test_property_vs_reference(void **state)
 		}
 		ref_init(&ref, L, P, B);
 		now = T0 + rnd_range(&seed, 0, 100 * SEC);
-		fx_open(&f, policy, now);
+		fx_open_flags(&f, policy, now, TK_OPT_NO_RECLAIMER);
 
 		for (i = 0; i < nops; i++) {
 			back = 0;
@@ -1185,6 +1282,8 @@ int main(void)
 		cmocka_unit_test(test_hand_worked_cost_gt_1),
 		cmocka_unit_test(test_deny_never_consumes),
 		cmocka_unit_test(test_backward_jump_stays_denied),
+		cmocka_unit_test(test_backward_jump_after_expiry),
+		cmocka_unit_test(test_backward_jump_beyond_grace),
 		cmocka_unit_test(test_backward_jumps_never_over_admit),
 		cmocka_unit_test(test_cost_over_burst_is_erange),
 		cmocka_unit_test(test_invalid_arguments),

@@ -30,12 +30,16 @@ struct fixture {
 	struct tk_limiter *lim;
 };
 
+/* Reclaim 1 s after expiry, so that the tests need not wait a minute. */
+#define GRACE SEC
+
 static void open_fixture(struct fixture *f, const char *policy,
 			 uint64_t max_keys, unsigned int flags,
 			 uint64_t interval)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 
+	o.reclaim_grace = GRACE;
 	assert_int_equal(tk_clock_manual_new(&f->clock, T0), 0);
 	o.clock = f->clock;
 	o.max_keys = max_keys;
@@ -155,6 +159,31 @@ static void test_threads_system_clock(void **state)
 	tk_limiter_close(lim);
 }
 
+/* States of several words (a block per update) are exact too. */
+static void test_multiword_states_under_threads(void **state)
+{
+	static const struct {
+		const char *policy;
+		unsigned int per_thread, limit;
+	} cases[] = {
+		{ "fixed-window:20000/1h", 10000, 20000 },
+		{ "sliding-window:20000/1h,buckets=12", 10000, 20000 },
+		{ "sliding-log:500/1h", 300, 500 },
+		{ "quota:3000/day", 1000, 3000 },
+	};
+	struct fixture f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		open_fixture(&f, cases[i].policy, 0, 0, 0);
+		assert_int_equal(hammer(f.lim, "hot", 4, cases[i].per_thread),
+				 cases[i].limit);
+		assert_false(check(&f, "hot", 1));
+		close_fixture(&f);
+	}
+}
+
 static void test_flood_stays_bounded(void **state)
 {
 	struct fixture f;
@@ -197,7 +226,7 @@ static void test_incremental_expiry(void **state)
 		assert_true(check(&f, key, 1));
 	}
 	assert_int_equal(stats_of(&f).keys, 300);
-	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC), 0);
+	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC + GRACE), 0);
 	/* Each access sweeps a bounded chunk; a few accesses finish it. */
 	for (i = 0; i < 20; i++)
 		check(&f, "trigger", 1);
@@ -226,7 +255,7 @@ static void test_incremental_expiry(void **state)
 		check(&f, key, 1);
 	}
 	before = tk__memory_visited(f.store);
-	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC), 0);
+	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC + GRACE), 0);
 	for (i = 0; i < 20; i++)
 		check(&f, "trigger", 1);
 	st = stats_of(&f);
@@ -249,7 +278,7 @@ static void test_reclaimer_thread(void **state)
 		snprintf(key, sizeof(key), "k-%u", i);
 		assert_true(check(&f, key, 1));
 	}
-	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC), 0);
+	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC + GRACE), 0);
 	assert_true(wait_for(&f, 500));
 	assert_int_equal(stats_of(&f).keys, 0);
 	/* Reclaimed keys are as good as new. */
@@ -365,6 +394,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads_admit_exactly_limit),
 		cmocka_unit_test(test_threads_system_clock),
+		cmocka_unit_test(test_multiword_states_under_threads),
 		cmocka_unit_test(test_flood_stays_bounded),
 		cmocka_unit_test(test_incremental_expiry),
 		cmocka_unit_test(test_reclaimer_thread),

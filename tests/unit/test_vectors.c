@@ -41,20 +41,20 @@
  * Strategy kind -> policy template.  "{name}" is replaced by the integer
  * option "name"; "{a|b}" takes option a, or b if a is absent (a vector may
  * leave gcra's burst at its default, which is the limit).  tokenBucket
- * with capacity C and refillPerSec R is gcra:R/1s,burst=C by semantics.md.
- *
- * Not yet supported (their suites are skipped); each will be one row:
- *	{ "fixedWindow", "fixed-window:{limit}/{windowMs}ms" },
- *	{ "slidingWindow",
- *	  "sliding-window:{limit}/{windowMs}ms,buckets={buckets}" },
- *	{ "slidingWindowLog", "sliding-log:{limit}/{windowMs}ms" },
+ * with capacity C and refillPerSec R is token-bucket:capacity=C,refill=R/1s,
+ * which semantics.md makes decision-for-decision gcra:R/1s,burst=C.
  */
 static const struct policy_map {
 	const char *kind;
 	const char *tmpl;
 } policy_map[] = {
 	{ "gcra", "gcra:{limit}/{periodMs}ms,burst={burst|limit}" },
-	{ "tokenBucket", "gcra:{refillPerSec}/1s,burst={capacity}" },
+	{ "tokenBucket",
+	  "token-bucket:capacity={capacity},refill={refillPerSec}/1s" },
+	{ "fixedWindow", "fixed-window:{limit}/{windowMs}ms" },
+	{ "slidingWindow",
+	  "sliding-window:{limit}/{windowMs}ms,buckets={buckets}" },
+	{ "slidingWindowLog", "sliding-log:{limit}/{windowMs}ms" },
 };
 
 #define NKINDS (sizeof(policy_map) / sizeof(policy_map[0]))
@@ -181,6 +181,7 @@ static char *find_vectors(void)
 struct replay_stats {
 	unsigned long ops_expected; /* ops in suites with a policy mapping */
 	unsigned long ops_checked;
+	unsigned long ops_simulated; /* through throttlectl simulate */
 	unsigned long mismatches;
 	unsigned long suites_run;
 	unsigned long suites_skipped; /* rateLimit suites without a mapping */
@@ -280,6 +281,96 @@ static void replay_suite(struct replay_stats *st, const struct tkj_value *suite,
 	tk_clock_free(clk);
 }
 
+/*
+ * The same suite through "throttlectl simulate": the replay format in,
+ * one decision line out per op, compared field by field like the C API.
+ * Keys are written as \u escapes (the vectors' keys are ASCII).
+ */
+static void simulate_suite(struct replay_stats *st,
+			   const struct tkj_value *suite, const char *name,
+			   const char *policy)
+{
+	const struct tkj_value *ops = tkj_get(suite, "ops"), *op, *expect;
+	const char *top = getenv("top_builddir"), *key;
+	char in_path[] = "/tmp/tk-vectors-XXXXXX", cmd[1024], line[512];
+	char err[128];
+	uint64_t now_ms, cost, want_limit, want_remaining, want_reset,
+		want_retry, got;
+	struct tkj_value *out;
+	bool want_allowed, got_allowed;
+	size_t key_len, i, j;
+	FILE *in, *pipe;
+	int fd;
+
+	key = tkj_str(tkj_get(suite, "key"), &key_len);
+	if (!key) {
+		key = "k";
+		key_len = 1;
+	}
+	fd = mkstemp(in_path);
+	assert_true(fd >= 0);
+	in = fdopen(fd, "w");
+	assert_non_null(in);
+	for (i = 0; i < tkj_len(ops); i++) {
+		op = tkj_at(ops, i);
+		if (!field_u64(op, "now", &now_ms))
+			fail_msg("suite %s op %zu: bad \"now\"", name, i);
+		if (!tkj_get(op, "cost"))
+			cost = 1;
+		else if (!field_u64(op, "cost", &cost))
+			fail_msg("suite %s op %zu: bad \"cost\"", name, i);
+		fprintf(in, "{\"t\": %llu, \"key\": \"",
+			(unsigned long long)(now_ms * NS_PER_MS));
+		for (j = 0; j < key_len; j++) {
+			if ((unsigned char)key[j] >= 0x80)
+				fail_msg("suite %s: non-ASCII key", name);
+			fprintf(in, "\\u%04x", (unsigned char)key[j]);
+		}
+		fprintf(in, "\", \"cost\": %llu}\n", (unsigned long long)cost);
+	}
+	fclose(in);
+	snprintf(cmd, sizeof(cmd), "'%s/tools/throttlectl' simulate "
+		 "--policy '%s' < '%s'", top ? top : ".", policy, in_path);
+	pipe = popen(cmd, "r");
+	assert_non_null(pipe);
+	for (i = 0; i < tkj_len(ops); i++) {
+		op = tkj_at(ops, i);
+		expect = tkj_get(op, "expect");
+		if (!fgets(line, sizeof(line), pipe))
+			fail_msg("suite %s: simulate stopped after %zu lines",
+				 name, i);
+		out = tkj_parse(line, strlen(line), err, sizeof(err));
+		if (!out)
+			fail_msg("suite %s op %zu: simulate printed %s (%s)",
+				 name, i, line, err);
+		if (tkj_bool(tkj_get(expect, "allowed"), &want_allowed) != 0 ||
+		    !field_u64(expect, "limit", &want_limit) ||
+		    !field_u64(expect, "remaining", &want_remaining) ||
+		    !field_u64(expect, "resetAt", &want_reset) ||
+		    !field_u64(expect, "retryAfterMs", &want_retry) ||
+		    tkj_bool(tkj_get(out, "allowed"), &got_allowed) != 0)
+			fail_msg("suite %s op %zu: bad line %s", name, i, line);
+		st->ops_simulated++;
+		expect_field(st, name, i, "simulate allowed", want_allowed,
+			     got_allowed);
+		if (field_u64(out, "limit", &got))
+			expect_field(st, name, i, "simulate limit", want_limit,
+				     got);
+		if (field_u64(out, "remaining", &got))
+			expect_field(st, name, i, "simulate remaining",
+				     want_remaining, got);
+		if (field_u64(out, "reset_at", &got))
+			expect_field(st, name, i, "simulate reset_at",
+				     want_reset, ceil_ms(got));
+		if (field_u64(out, "retry_after", &got))
+			expect_field(st, name, i, "simulate retry_after",
+				     want_retry, ceil_ms(got));
+		tkj_free(out);
+	}
+	assert_int_equal(pclose(pipe), 0);
+	unlink(in_path);
+}
+
 /* Set by main(): the vectors file, or NULL if none was found. */
 static char *vectors_path;
 
@@ -348,6 +439,7 @@ static void test_golden_vectors(void **state)
 		st.suites_run++;
 		st.ops_expected += tkj_len(tkj_get(suite, "ops"));
 		replay_suite(&st, suite, name, policy);
+		simulate_suite(&st, suite, name, policy);
 	}
 	diag("%lu suites replayed (%lu ops), %lu rateLimit suites skipped "
 	     "(%lu ops), %lu suites of other primitives ignored",
@@ -358,6 +450,7 @@ static void test_golden_vectors(void **state)
 
 	assert_true(st.ops_checked > 0);
 	assert_int_equal(st.ops_checked, st.ops_expected);
+	assert_int_equal(st.ops_simulated, st.ops_expected);
 	/* A mapping that matches no suite is most likely a misspelt kind. */
 	for (k = 0; k < NKINDS; k++)
 		if (st.kind_used[k] == 0)

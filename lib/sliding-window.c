@@ -1,0 +1,215 @@
+/*
+ * sliding-window.c - the sliding window, estimated from S sub-buckets.
+ *
+ * The window W is cut into S buckets of width w = W / S.  At now, with
+ * c = floor(now / w) and e = now - c * w, the buckets of ticks
+ * c - S + 1 .. c count in full and the bucket of tick c - S counts for
+ * the part of it still inside the window, (w - e) / w.  The estimate
+ * est = full + old * (w - e) / w is compared exactly, as integers scaled
+ * by w (128-bit): (full + cost) * w + old * (w - e) <= L * w.
+ *
+ * State: a ring of S + 1 buckets {tick, count}, bucket of tick t at index
+ * t mod (S + 1).  After a backward clock step a bucket may carry a tick
+ * above c: it counts in full (it is "later" than now), and a request that
+ * would land in its ring slot is added to it rather than overwrite it, so
+ * nothing counted is ever forgotten early.
+ */
+#include "internal.h"
+#include "parse.h"
+
+#include <errno.h>
+
+#define BUCKETS_MAX 100
+#define WINDOW_MAX (UINT64_C(1) << 62)
+/* A sum over S + 1 <= 101 buckets of counts up to L stays far below 2^64. */
+#define LIMIT_MAX (UINT64_C(1) << 48)
+
+typedef __int128 i128;
+
+struct view {
+	uint64_t c, e; /* current tick, ns into it */
+	uint64_t full; /* counted in full */
+	uint64_t old;  /* the bucket half out of the window */
+	uint64_t top;  /* highest tick with a count, at least c */
+};
+
+static void look(const struct tk__policy *p, const uint64_t *state,
+		 uint64_t now, struct view *v)
+{
+	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets, i, t, n;
+
+	v->c = now / w;
+	v->e = now - v->c * w;
+	v->full = v->old = 0;
+	v->top = v->c;
+	for (i = 0; i <= s; i++) {
+		t = state[2 * i];
+		n = state[2 * i + 1];
+		if (n == 0)
+			continue;
+		if (t + s - 1 >= v->c) /* t in [c - S + 1, c], or later */
+			v->full += n;
+		else if (t + s == v->c)
+			v->old += n;
+		if (t > v->top)
+			v->top = t;
+	}
+}
+
+/* L*w - (est + cost)*w: the room left, scaled by w. */
+static i128 room(const struct tk__policy *p, const struct view *v,
+		 uint64_t cost)
+{
+	uint64_t w = p->u.sliding.width;
+
+	return (i128)p->limit * w - (i128)(v->full + cost) * w -
+	       (i128)v->old * (w - v->e);
+}
+
+static uint64_t whole_units(const struct tk__policy *p, i128 r)
+{
+	return r > 0 ? (uint64_t)(r / p->u.sliding.width) : 0;
+}
+
+/* ns until @cost more would fit: the exact formula of the contract. */
+static uint64_t wait_for(const struct tk__policy *p, const struct view *v,
+			 uint64_t now, uint64_t cost)
+{
+	uint64_t w = p->u.sliding.width, retry;
+	i128 dw = -room(p, v, cost); /* D * w, positive here */
+
+	if (v->old > 0 && dw <= (i128)v->old * (w - v->e))
+		retry = (uint64_t)((dw + v->old - 1) / v->old);
+	else
+		retry = (v->c + 1) * w - now;
+	return retry > 0 ? retry : 1;
+}
+
+static void report(const struct tk__policy *p, const struct view *v,
+		   struct tk_decision *d)
+{
+	d->limit = p->limit;
+	d->reset_at = (v->top + 1) * p->u.sliding.width + p->u.sliding.window;
+}
+
+static int sw_check(const struct tk__policy *p, const uint64_t *state,
+		    uint64_t now, uint64_t cost, uint64_t *next,
+		    struct tk_decision *d)
+{
+	uint64_t s = p->u.sliding.buckets, i, words = 2 * (s + 1);
+	struct view v;
+
+	if (cost > p->limit)
+		return -ERANGE;
+	look(p, state, now, &v);
+	report(p, &v, d);
+	if (room(p, &v, cost) < 0) {
+		d->allowed = false;
+		d->remaining = whole_units(p, room(p, &v, 0));
+		d->retry_after = wait_for(p, &v, now, cost);
+		return TK__KEEP;
+	}
+	d->allowed = true;
+	d->remaining = whole_units(p, room(p, &v, cost));
+	d->retry_after = 0;
+	for (i = 0; i < words; i++)
+		next[i] = state[i];
+	i = 2 * (v.c % (s + 1));
+	if (next[i] == v.c || (next[i] > v.c && next[i + 1] > 0)) {
+		/* This tick's bucket, or a later one in its slot. */
+		next[i + 1] += cost;
+	} else {
+		next[i] = v.c;
+		next[i + 1] = cost;
+	}
+	return TK__PERSIST;
+}
+
+static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
+		       uint64_t now, uint64_t cost, struct tk_decision *d)
+{
+	struct view v;
+
+	if (cost > p->limit)
+		return -ERANGE;
+	look(p, state, now, &v);
+	report(p, &v, d);
+	d->remaining = whole_units(p, room(p, &v, 0));
+	d->allowed = room(p, &v, cost ? cost : 1) >= 0;
+	d->retry_after = d->allowed ? 0 : wait_for(p, &v, now, cost ? cost : 1);
+	return TK__KEEP;
+}
+
+static uint64_t sw_expires(const struct tk__policy *p, const uint64_t *state)
+{
+	uint64_t i, top = 0, any = 0;
+
+	for (i = 0; i <= p->u.sliding.buckets; i++) {
+		if (state[2 * i + 1] == 0)
+			continue;
+		any = 1;
+		if (state[2 * i] > top)
+			top = state[2 * i];
+	}
+	return any ? (top + 1) * p->u.sliding.width + p->u.sliding.window : 0;
+}
+
+static int sw_parse(struct tk__policy *p, struct tk__parser *ps)
+{
+	uint64_t limit, window, buckets = 0;
+	size_t start = ps->pos, at;
+	const char *name;
+	size_t len;
+	int rc;
+
+	rc = tk__parse_rate(ps, &limit, &window);
+	if (rc)
+		return rc;
+	while ((rc = tk__parse_option(ps, 0, &name, &len)) == 1) {
+		at = ps->pos - len - 1;
+		if (!tk__option_is(name, len, "buckets") || buckets)
+			return tk__parse_fail(ps, at, "one option buckets=S");
+		rc = tk__parse_uint(ps, &buckets);
+		if (rc)
+			return rc;
+		if (buckets < 1 || buckets > BUCKETS_MAX)
+			return tk__parse_fail(ps, at + len + 1,
+					      "1 to 100 buckets");
+	}
+	if (rc)
+		return rc;
+	if (!buckets)
+		buckets = 10;
+	if (limit == 0 || limit > LIMIT_MAX || window == 0 ||
+	    window > WINDOW_MAX)
+		return tk__parse_fail(ps, start,
+				      "a limit of 1 to 2^48 and a window of "
+				      "1 ns to 2^62 ns");
+	if (window % buckets != 0)
+		return tk__parse_fail(ps, start,
+				      "a window that is a whole number of ns "
+				      "per bucket");
+	p->state_words = 2 * ((uint32_t)buckets + 1);
+	p->limit = limit;
+	p->u.sliding.window = window;
+	p->u.sliding.width = window / buckets;
+	p->u.sliding.buckets = (uint32_t)buckets;
+	return 0;
+}
+
+static void sw_format(const struct tk__policy *p, struct tk__fmt *f)
+{
+	tk__fmt(f, "sliding-window:%llu/", (unsigned long long)p->limit);
+	tk__fmt_duration(f, p->u.sliding.window);
+	if (p->u.sliding.buckets != 10)
+		tk__fmt(f, ",buckets=%u", p->u.sliding.buckets);
+}
+
+const struct tk__algorithm tk__sliding_window = {
+	.name = "sliding-window",
+	.parse = sw_parse,
+	.format = sw_format,
+	.check = sw_check,
+	.forecast = sw_forecast,
+	.expires = sw_expires,
+};

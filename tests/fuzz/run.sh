@@ -1,0 +1,30 @@
+#!/bin/sh
+# Build the libFuzzer harnesses with clang (AddressSanitizer and UBSan on)
+# and run each for a short while from its seed corpus.  Skips without
+# clang.  Usage: tests/fuzz/run.sh BUILDDIR [SECONDS]
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=$1
+secs=${2:-30}
+if ! command -v clang >/dev/null 2>&1; then
+	echo "fuzz: no clang, skipped"
+	exit 0
+fi
+out="$build/fuzz"
+mkdir -p "$out"
+libs="$(pkg-config --libs liburcu-bp liburcu-cds) -lck -lpthread"
+for h in "$src"/tests/fuzz/fuzz-*.c; do
+	name=$(basename "$h" .c)
+	corpus="$src/tests/fuzz/corpus-${name#fuzz-}"
+	clang -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -std=gnu11 \
+		-DTK_BUILDING_LIBRARY -I"$build" -I"$src/include" -I"$src/lib" \
+		"$h" "$src"/lib/*.c $libs -o "$out/$name"
+	work="$out/$name-corpus"
+	mkdir -p "$work"
+	echo "fuzz: $name for ${secs}s"
+	"$out/$name" -max_total_time="$secs" -seed=1 -print_final_stats=1 \
+		"$work" "$corpus" 2>"$out/$name.log" ||
+		{ tail -n 40 "$out/$name.log"; exit 1; }
+	grep -E "stat::number_of_executed_units|Done" "$out/$name.log" || true
+done
