@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <throttlekit.h>
@@ -178,6 +179,81 @@ static void test_wait_cancel_and_errors(void **state)
 	tk_limiter_close(g);
 }
 
+/*
+ * Random timelines against a straightforward model of the shaper written
+ * from the contract: departure = max(next, now), accepted iff the wait is
+ * at most Q, then next = departure + T * cost.
+ */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void test_property_vs_model(void **state)
+{
+	struct tk_clock *clock;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	char policy[96];
+	uint64_t seed = 0x9e3779b97f4a7c15ULL, now, next, t, q, r, p, cost;
+	uint64_t dep, delay;
+	int round, i;
+
+	(void)state;
+	for (round = 0; round < 12; round++) {
+		r = 1 + rnd(&seed) % 20;
+		p = (1 + rnd(&seed) % 2000) * MS;
+		q = (rnd(&seed) % 3000) * MS;
+		snprintf(policy, sizeof(policy), "leaky:%llu/%llums,max-queue=%llums",
+			 (unsigned long long)r, (unsigned long long)(p / MS),
+			 (unsigned long long)(q / MS));
+		t = p / r;
+		l = open_manual(policy, &clock);
+		now = T0;
+		next = 0;
+		for (i = 0; i < 3000; i++) {
+			switch (rnd(&seed) % 8) {
+			case 0:
+				break;
+			case 7:
+				now -= rnd(&seed) % (2 * t + 1);
+				break;
+			default:
+				now += rnd(&seed) % (2 * t + 1);
+			}
+			assert_int_equal(tk_clock_set(clock, now), 0);
+			cost = 1 + rnd(&seed) % 3;
+			assert_int_equal(tk_limiter_check(l, "k", 1, cost, &d),
+					 0);
+			dep = next > now ? next : now;
+			delay = dep - now;
+			assert_int_equal(d.limit, q / t + 1);
+			if (delay <= q) {
+				next = dep + t * cost;
+				assert_true(d.allowed);
+				assert_int_equal(d.delay, delay);
+				assert_int_equal(d.retry_after, 0);
+				assert_int_equal(d.reset_at, next);
+				assert_int_equal(d.remaining,
+						 next - now <= q ?
+							 (q - (next - now)) / t + 1 :
+							 0);
+			} else {
+				assert_false(d.allowed);
+				assert_int_equal(d.delay, 0);
+				assert_int_equal(d.retry_after, delay - q);
+				assert_int_equal(d.reset_at, dep);
+				assert_int_equal(d.remaining, 0);
+			}
+		}
+		tk_limiter_close(l);
+		tk_clock_free(clock);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_cost_and_peek),
 		cmocka_unit_test(test_wait_sleeps_the_whole_delay),
 		cmocka_unit_test(test_wait_cancel_and_errors),
+		cmocka_unit_test(test_property_vs_model),
 	};
 
 	return cmocka_run_group_tests_name("shaper", tests, NULL, NULL);
