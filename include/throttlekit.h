@@ -90,6 +90,10 @@ struct tk_options {
 	 * backward clock step of up to this much stays exact.  0: 60 s.
 	 */
 	uint64_t reclaim_grace;
+	/* Zones ("shm:NAME"), when this call creates one: */
+	uint64_t zone_capacity; /* slots, a power of two; 0: 65536 */
+	unsigned int zone_mode; /* file mode; 0: 0600 */
+	int64_t zone_gid; /* group of the file; used with TK_OPT_ZONE_GID */
 };
 
 #define TK_OPTIONS_INIT                                                        \
@@ -99,6 +103,18 @@ struct tk_options {
 
 /* Do not start a background reclaimer thread; reclaim on access instead. */
 #define TK_OPT_NO_RECLAIMER 0x1u
+/* Zones: attach only; -ENOENT if the zone does not exist. */
+#define TK_OPT_ZONE_NO_CREATE 0x2u
+/* Zones: a full table answers -ENOSPC instead of evicting (at creation). */
+#define TK_OPT_ZONE_REFUSE_FULL 0x4u
+/* Zones: give the file the group zone_gid (at creation). */
+#define TK_OPT_ZONE_GID 0x8u
+/*
+ * Zones: run a background reclaimer thread in this process (started by
+ * the first check, never at open; every reclaim_interval).  Without it a
+ * zone is reclaimed incrementally by checks.
+ */
+#define TK_OPT_ZONE_RECLAIMER 0x10u
 
 /* One element of a tk_limiter_check_many() batch. */
 struct tk_request {
@@ -127,6 +143,26 @@ struct tk_stats {
 	uint64_t expirations; /* keys reclaimed because their state expired */
 	uint64_t evictions;   /* live keys dropped to stay within capacity */
 	uint64_t resets;      /* keys removed by reset */
+	/* Appended fields. */
+	uint64_t checks; /* zones: checks decided (all processes) */
+	uint64_t denies; /* zones: checks denied (all processes) */
+};
+
+/* A zone's geometry, occupancy and counters, from tk_zone_info(). */
+struct tk_zone_info {
+	uint64_t capacity; /* slots */
+	uint64_t shards;
+	uint64_t window;       /* slots per candidate window */
+	uint64_t segment_size; /* bytes */
+	uint64_t created;      /* ns since the epoch */
+	uint64_t grace;	       /* ns an expired state is kept */
+	uint64_t refuse_full;  /* 1 if a full table answers -ENOSPC */
+	uint64_t keys;	       /* committed slots */
+	uint64_t tentative;    /* inserts in progress (or abandoned) */
+	uint64_t garbage;      /* collided inserts not yet freed */
+	uint64_t violations;   /* broken invariants found by the scan */
+	uint64_t checks, denies, inserts, reclaims, evictions, resets;
+	uint32_t uid, gid, mode; /* of the zone's file */
 };
 
 /*
@@ -254,14 +290,21 @@ TK_API void tk_clock_free(struct tk_clock *c);
  */
 
 /*
- * tk_store_open() - open a store from a spec string.
+ * tk_store_open() - open a store from a spec string: "memory" (in this
+ * process) or "shm:NAME" (a zone shared by the processes of this host,
+ * created from the zone_* options and TK_OPT_ZONE_* flags if absent,
+ * unless TK_OPT_ZONE_NO_CREATE).
  *
- * @opts may be NULL; the store uses opts->clock (for its reclaimer),
- * opts->max_keys, opts->reclaim_interval and opts->flags.  Limiters that
- * share the store should use the same clock: expiry follows the store's.
- * Returns 0, -EINVAL for an unknown spec or invalid options (max_keys above
- * 2^32, unknown flags, opts->store set), -ENOTSUP for a backend this build
- * lacks ("shm:", "redis://"), -ENOMEM, or a clock error.
+ * @opts may be NULL; a store uses opts->clock (for its reclaimer),
+ * opts->max_keys (memory), opts->reclaim_interval, opts->reclaim_grace and
+ * opts->flags.  Limiters that share a store should use the same clock.
+ * Returns 0, -EINVAL for an unknown spec, a bad zone name, a zone with the
+ * wrong magic, or invalid options (max_keys of 2^32 or more, unknown
+ * flags, opts->store set), -ENAMETOOLONG for a long prefix, -ENOTSUP for a
+ * backend this build lacks ("redis://"), -ENOENT (zone absent with
+ * TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another layout version,
+ * truncated, resized or corrupt), -EACCES (another user's zone), -ENOMEM,
+ * -EIO, or a clock error.
  */
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts);
@@ -283,6 +326,56 @@ TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
  * use @s.  NULL is ignored.
  */
 TK_API void tk_store_close(struct tk_store *s);
+
+/*
+ * Zones: tables in POSIX shared memory that unrelated processes share
+ * without locks ("shm:NAME" stores).  NAME is 1 to 200 characters of
+ * [A-Za-z0-9._-], not starting with '.'.  See throttlekit(7).
+ */
+
+/*
+ * tk_zone_create() - create zone @name from @opts (zone_capacity,
+ * zone_mode, zone_gid with TK_OPT_ZONE_GID, TK_OPT_ZONE_REFUSE_FULL,
+ * reclaim_grace); @opts may be NULL.  Of processes creating one zone at
+ * once exactly one gets 0, the others -EEXIST.  Returns 0, -EEXIST if it
+ * exists, -EINVAL (bad name or options), -EACCES, -ENOENT (no zone
+ * directory), -ENAMETOOLONG, -ENOMEM, -EIO.
+ */
+TK_API int tk_zone_create(const char *name, const struct tk_options *opts);
+
+/*
+ * tk_zone_info() - geometry, occupancy and counters of zone @name; copies
+ * up to @size bytes into @out.  The occupancy comes from a full scan.
+ * Returns 0, -ENOENT, -EINVAL (bad name; not a zone), -EPROTO (another
+ * layout version, truncated or corrupt), -EACCES, -ENOMEM, -EIO.
+ */
+TK_API int tk_zone_info(const char *name, struct tk_zone_info *out,
+			size_t size);
+
+/*
+ * tk_zone_verify() - as tk_zone_info(), and -EBADMSG if the scan found
+ * any broken invariant (a key in two slots, a malformed slot).
+ */
+TK_API int tk_zone_verify(const char *name, struct tk_zone_info *out,
+			  size_t size);
+
+/*
+ * tk_zone_walk() - call @fn(@ctx, slot, fingerprint, state) for every
+ * committed key of zone @name (keys are stored only as 61-bit
+ * fingerprints); stops early if @fn returns non-zero, and returns that.
+ * Errors as tk_zone_info().
+ */
+TK_API int tk_zone_walk(const char *name,
+			int (*fn)(void *ctx, uint64_t slot,
+				  uint64_t fingerprint, uint64_t state),
+			void *ctx);
+
+/*
+ * tk_zone_destroy() - remove zone @name.  Processes attached keep their
+ * mapping until they close it; new attaches create a new zone.  Returns
+ * 0, -ENOENT, -EINVAL, -EACCES, -EIO.
+ */
+TK_API int tk_zone_destroy(const char *name);
 
 /*
  * tk_limiter_open() - bind a policy, a store and a clock.

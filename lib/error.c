@@ -20,12 +20,16 @@ static const struct {
 	{ ENOMEM, "ENOMEM", "Out of memory" },
 	{ ENOTSUP, "ENOTSUP", "Not supported by this build" },
 	{ ENAMETOOLONG, "ENAMETOOLONG", "Key or prefix too long" },
-	{ EPROTO, "EPROTO", "Key holds state of another policy shape" },
+	{ EPROTO, "EPROTO", "Incompatible state or zone layout" },
 	{ ENOSPC, "ENOSPC", "Store full" },
 	{ EIO, "EIO", "Input/output error" },
 	{ EOVERFLOW, "EOVERFLOW",
 	  "Time outside what the clock or policy can express" },
 	{ ECANCELED, "ECANCELED", "Wait cancelled by the caller" },
+	{ ENOENT, "ENOENT", "No such zone" },
+	{ EEXIST, "EEXIST", "Zone exists" },
+	{ EACCES, "EACCES", "Zone belongs to another user" },
+	{ EBADMSG, "EBADMSG", "Zone failed verification" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))

@@ -205,6 +205,7 @@ const struct tk__algorithm tk__gcra = {
 	.check = gcra_check,
 	.forecast = gcra_forecast,
 	.expires = gcra_expires,
+	.word_is_expiry = 1,
 };
 
 const struct tk__algorithm tk__token_bucket = {
@@ -214,4 +215,5 @@ const struct tk__algorithm tk__token_bucket = {
 	.check = gcra_check,
 	.forecast = gcra_forecast,
 	.expires = gcra_expires,
+	.word_is_expiry = 1,
 };

@@ -62,6 +62,9 @@ struct tk__algorithm {
 			uint64_t now, uint64_t cost, struct tk_decision *d);
 	/* From when on @state is equivalent to no state (ns). */
 	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
+	/* One state word that is its own expiry time (a TAT, a departure):
+	 * what a zone slot can hold. */
+	int word_is_expiry;
 };
 
 struct tk__policy {
@@ -138,7 +141,11 @@ struct tk__transform {
 		  uint64_t *expires_at);
 	void *ctx;
 	uint32_t words;
+	uint32_t flags; /* TK__T_* */
 };
+
+#define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
+#define TK__T_WORD_IS_EXPIRY 0x2 /* one word, its own expiry time */
 
 /*
  * A transition over several keys at once (composite policies): fn() sees
@@ -180,6 +187,18 @@ struct tk_store {
 
 /* store-memory.c */
 int tk__memory_open(struct tk_store **out, const struct tk_options *o);
+
+/* store-shm.c */
+struct tk__zone_config;
+int tk__shm_open(struct tk_store **out, const char *name,
+		 const struct tk_options *o);
+int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
+
+/* zone-registry.c: one mapping per zone and process. */
+struct tk__zone;
+int tk__zone_open_shared(struct tk__zone **out, const char *name,
+			 const struct tk__zone_config *cfg, int flags);
+void tk__zone_close_shared(struct tk__zone *z);
 /* Wheel entries examined so far: lets tests prove expiry is O(expired). */
 uint64_t tk__memory_visited(struct tk_store *s);
 

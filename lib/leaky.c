@@ -118,4 +118,5 @@ const struct tk__algorithm tk__leaky = {
 	.check = leaky_check,
 	.forecast = leaky_forecast,
 	.expires = leaky_expires,
+	.word_is_expiry = 1,
 };

@@ -168,9 +168,14 @@ static int run(struct tk_limiter *l, const char *key, size_t key_len,
 	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
 	const struct tk_policy *pol = l->policy;
 	struct step s = { .policy = pol, .op = op, .now = now, .cost = cost };
-	struct tk__transform t = { .fn = step_fn,
-				   .ctx = &s,
-				   .words = pol->state_words };
+	struct tk__transform t = {
+		.fn = step_fn,
+		.ctx = &s,
+		.words = pol->state_words,
+		.flags = (op == OP_CHECK ? TK__T_CHECK : 0) |
+			 (pol->dim[0].alg->word_is_expiry ? TK__T_WORD_IS_EXPIRY
+							  : 0),
+	};
 	struct tk__multi m = { .n = pol->n, .fn = composite_fn, .ctx = &s };
 	size_t i, len;
 	int rc;

@@ -266,8 +266,7 @@ int tk__mem_apply_multi(struct tk_store *base, uint64_t now,
 		}
 		st->next[i] = st->words + off;
 	}
-	if (s->use_thread)
-		tk__mem_ensure_reclaimer(s);
+	tk__mem_before_apply(s);
 
 	tk__rcu_read_lock();
 	for (;;) {

@@ -226,55 +226,6 @@ void tk__mem_sweep(struct mem_store *s, uint64_t now, uint64_t budget)
 		tk__mem_free_retired(s);
 }
 
-static void *reclaimer_main(void *arg)
-{
-	struct mem_store *s = arg;
-	struct timespec deadline;
-	uint64_t now;
-
-	pthread_mutex_lock(&s->lock);
-	while (!s->stopping) {
-		pthread_mutex_unlock(&s->lock);
-		if (tk__clock_read(s->base.clock, &now) == 0)
-			tk__mem_sweep(s, now, UINT64_MAX);
-		pthread_mutex_lock(&s->lock);
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += (time_t)(s->interval / 1000000000u);
-		deadline.tv_nsec += (long)(s->interval % 1000000000u);
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-		if (!s->stopping)
-			pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
-	}
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
-}
-
-/* Start the reclaimer in this process if it has none yet. */
-void tk__mem_ensure_reclaimer(struct mem_store *s)
-{
-	uint64_t want = tk__fork_generation() + 1;
-	uint64_t cur = tk_atomic_load_u64(&s->thread_gen, TK_MO_RELAXED);
-
-	if (cur == want)
-		return;
-	if (!tk_atomic_cas_u64(&s->thread_gen, &cur, want, TK_MO_ACQ_REL))
-		return;
-	if (cur != 0) {
-		/* A parent's thread: the child has a copy of the locks it
-		 * may have held, so make them fresh. */
-		pthread_mutex_init(&s->lock, NULL);
-		pthread_cond_init(&s->cond, NULL);
-	}
-	if (pthread_create(&s->thread, NULL, reclaimer_main, s) != 0) {
-		/* No thread: sweep on access instead. */
-		s->use_thread = 0;
-		tk_atomic_store_u64(&s->thread_gen, 0, TK_MO_RELEASE);
-	}
-}
-
 /* Claim a ring slot, evicting by second chance if none is free. */
 int tk__mem_ring_claim(struct mem_store *s, uint64_t now, uint32_t *slot)
 {
@@ -317,6 +268,12 @@ int tk__mem_ring_claim(struct mem_store *s, uint64_t now, uint32_t *slot)
 	return -ENOSPC;
 }
 
+void tk__mem_before_apply(struct mem_store *s)
+{
+	if (s->use_thread && tk__reclaimer_ensure(&s->reclaimer))
+		s->use_thread = 0; /* no thread: sweep on access instead */
+}
+
 void tk__mem_after_apply(struct mem_store *s, uint64_t now)
 {
 	if (s->use_thread)
@@ -334,16 +291,4 @@ void tk__mem_retire_mcas(struct mem_store *s, struct mcas *d)
 		d->retire_next = old;
 	while (!tk_atomic_cas_ptr(&s->retired_mcas, &old, d, TK_MO_RELEASE));
 	tk_atomic_add_u64(&s->n_retired, 1, TK_MO_RELAXED);
-}
-
-void tk__mem_stop_reclaimer(struct mem_store *s)
-{
-	if (tk_atomic_load_u64(&s->thread_gen, TK_MO_ACQUIRE) !=
-	    tk__fork_generation() + 1)
-		return;
-	pthread_mutex_lock(&s->lock);
-	s->stopping = 1;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->thread, NULL);
 }

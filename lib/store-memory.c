@@ -246,8 +246,7 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 	rc = tk__mem_probe(s, &probe, key, len, &hash);
 	if (rc)
 		return rc;
-	if (s->use_thread)
-		tk__mem_ensure_reclaimer(s);
+	tk__mem_before_apply(s);
 
 	tk__rcu_read_lock();
 	for (;;) {
@@ -370,7 +369,8 @@ static void memory_close(struct tk_store *base)
 	struct mem_entry *e, *next, *all = NULL;
 	uint64_t slot;
 
-	tk__mem_stop_reclaimer(s);
+	if (s->use_thread)
+		tk__reclaimer_destroy(&s->reclaimer);
 	tk__mem_free_retired(s);
 	tk__rcu_read_lock();
 	for (slot = 0; slot < WHEEL_SLOTS; slot++) {
@@ -390,8 +390,6 @@ static void memory_close(struct tk_store *base)
 	}
 	cds_lfht_destroy(s->ht, NULL);
 	free(s->ring);
-	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->cond);
 	free(s);
 }
 
@@ -410,6 +408,11 @@ static const struct tk__store_ops memory_ops = {
 	.stats = memory_stats,
 	.close = memory_close,
 };
+
+static void sweep_everything(void *arg, uint64_t now)
+{
+	tk__mem_sweep(arg, now, UINT64_MAX);
+}
 
 int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 {
@@ -446,13 +449,14 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	rc = -ENOMEM;
 	if (!s->ht)
 		goto fail;
-	s->interval =
-		o->reclaim_interval ? o->reclaim_interval : DEFAULT_INTERVAL;
 	s->use_thread = !(o->flags & TK_OPT_NO_RECLAIMER);
 	s->grace = o->reclaim_grace ? o->reclaim_grace : DEFAULT_GRACE;
 	tk_atomic_store_u64(&s->cursor, tick_of(now), TK_MO_RELAXED);
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	if (s->use_thread)
+		tk__reclaimer_init(&s->reclaimer, sweep_everything, s,
+				   s->base.clock,
+				   o->reclaim_interval ? o->reclaim_interval
+						       : DEFAULT_INTERVAL);
 	*out = &s->base;
 	return 0;
 fail:

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "atomic.h"
+#include "reclaimer.h"
 
 #include <pthread.h>
 
@@ -61,9 +62,8 @@ struct mem_store {
 	struct tk_store base;
 	struct cds_lfht *ht;
 	uint64_t seed[2];
-	uint64_t buckets;  /* current hash table size */
-	uint64_t interval; /* ns between background sweeps */
-	uint64_t grace;	   /* ns a state stays after it expired */
+	uint64_t buckets; /* current hash table size */
+	uint64_t grace;	  /* ns a state stays after it expired */
 	int use_thread;
 
 	/* CLOCK ring; NULL when unbounded. */
@@ -86,12 +86,7 @@ struct mem_store {
 	tk_atomic_u64 keys, inserts, expirations, evictions, resets;
 	tk_atomic_u64 visited; /* wheel entries examined, for tests */
 
-	/* Reclaimer thread: started by thread_gen's generation + 1. */
-	tk_atomic_u64 thread_gen;
-	pthread_t thread;
-	pthread_mutex_t lock; /* guards stopping and the condition only */
-	pthread_cond_t cond;
-	int stopping;
+	struct tk__reclaimer reclaimer; /* when use_thread */
 };
 
 static inline uint64_t tick_of(uint64_t ns)
@@ -191,10 +186,10 @@ void tk__mem_retire_block(struct mem_store *s, struct mem_block *b);
 void tk__mem_retire_mcas(struct mem_store *s, struct mcas *d);
 void tk__mem_free_retired(struct mem_store *s);
 void tk__mem_sweep(struct mem_store *s, uint64_t now, uint64_t budget);
-void tk__mem_ensure_reclaimer(struct mem_store *s);
+/* The reclaimer thread, started by the first apply of each process. */
+void tk__mem_before_apply(struct mem_store *s);
 /* Without a reclaimer thread, appliers sweep a bounded chunk. */
 void tk__mem_after_apply(struct mem_store *s, uint64_t now);
-void tk__mem_stop_reclaimer(struct mem_store *s);
 int tk__mem_ring_claim(struct mem_store *s, uint64_t now, uint32_t *slot);
 
 #endif /* TK_STORE_MEMORY_H */

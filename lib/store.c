@@ -25,8 +25,10 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 		return -EINVAL;
 	if (strcmp(spec, "memory") == 0)
 		return tk__rc(tk__memory_open(out, &o));
-	/* Known backends this build does not have yet. */
-	if (strncmp(spec, "shm:", 4) == 0 || strncmp(spec, "redis://", 8) == 0)
+	if (strncmp(spec, "shm:", 4) == 0)
+		return tk__rc(tk__shm_open(out, spec + 4, &o));
+	/* A known backend this build does not have yet. */
+	if (strncmp(spec, "redis://", 8) == 0)
 		return -ENOTSUP;
 	return -EINVAL;
 }

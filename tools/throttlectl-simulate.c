@@ -76,6 +76,8 @@ int ctl_simulate(int argc, char **argv)
 {
 	const char *policy = NULL, *store = "memory";
 	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_parse_error perr;
+	struct tk_policy *parsed;
 	struct replay_line r;
 	struct tk_limiter *l;
 	struct tk_clock *clock;
@@ -86,9 +88,16 @@ int ctl_simulate(int argc, char **argv)
 
 	if (parse_args(argc, argv, &policy, &store)) {
 		fprintf(stderr, "usage: throttlectl simulate --policy SPEC "
-				"[--store memory] < replay.jsonl\n");
+				"[--store memory|shm:NAME] < replay.jsonl\n");
 		return CTL_USAGE;
 	}
+	rc = tk_policy_parse(&parsed, policy, &perr);
+	if (rc) {
+		fprintf(stderr, "throttlectl: policy '%s': %s\n", policy,
+			rc == -EINVAL ? perr.message : tk_strerror(rc));
+		return CTL_USAGE;
+	}
+	tk_policy_free(parsed);
 	rc = tk_clock_manual_new(&clock, 0);
 	if (rc) {
 		fprintf(stderr, "throttlectl: %s\n", tk_strerror(rc));
@@ -101,7 +110,12 @@ int ctl_simulate(int argc, char **argv)
 		fprintf(stderr, "throttlectl: cannot open '%s' on '%s': %s\n",
 			policy, store, tk_strerror(rc));
 		tk_clock_free(clock);
-		return rc == -EINVAL || rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
+		/* The policy was valid: a zone that cannot be used (corrupt,
+		 * another user's, ...) is an error, a bad spec is usage. */
+		return strncmp(store, "shm:", 4) != 0 &&
+				       (rc == -EINVAL || rc == -ENOTSUP)
+			       ? CTL_USAGE
+			       : CTL_ERROR;
 	}
 	while ((n = getline(&line, &cap, stdin)) != -1) {
 		lineno++;

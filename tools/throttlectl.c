@@ -14,7 +14,19 @@ static const struct {
 	const char *usage;
 } commands[] = {
 	{ "simulate", ctl_simulate,
-	  "simulate --policy SPEC [--store memory] < replay.jsonl" },
+	  "simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl" },
+	{ "create", ctl_create,
+	  "create NAME [--capacity N] [--mode OCTAL] [--group G] "
+	  "[--grace SECONDS] [--refuse-full]" },
+	{ "info", ctl_info, "info NAME [--json]" },
+	{ "ls", ctl_ls, "ls NAME [--json]" },
+	{ "get", ctl_get, "get NAME KEY --policy P [--prefix P]" },
+	{ "check", ctl_check,
+	  "check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P]" },
+	{ "reset", ctl_reset, "reset NAME KEY [--prefix P]" },
+	{ "stats", ctl_stats, "stats NAME [--json|--prometheus]" },
+	{ "verify", ctl_verify, "verify NAME" },
+	{ "destroy", ctl_destroy, "destroy NAME" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

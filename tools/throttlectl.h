@@ -13,6 +13,15 @@
 #define CTL_ERROR 3
 
 int ctl_simulate(int argc, char **argv);
+int ctl_create(int argc, char **argv);
+int ctl_info(int argc, char **argv);
+int ctl_ls(int argc, char **argv);
+int ctl_get(int argc, char **argv);
+int ctl_check(int argc, char **argv);
+int ctl_reset(int argc, char **argv);
+int ctl_stats(int argc, char **argv);
+int ctl_verify(int argc, char **argv);
+int ctl_destroy(int argc, char **argv);
 
 /* {"allowed":...} as one line, the replay output format. */
 void ctl_print_decision(FILE *f, const struct tk_decision *d);

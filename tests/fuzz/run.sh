@@ -15,13 +15,24 @@ mkdir -p "$out"
 libs="$(pkg-config --libs liburcu-bp liburcu-cds) -lck -lpthread"
 for h in "$src"/tests/fuzz/fuzz-*.c; do
 	name=$(basename "$h" .c)
-	corpus="$src/tests/fuzz/corpus-${name#fuzz-}"
+	corpus="$out/corpus-${name#fuzz-}"
+	rm -rf "$corpus" "$corpus.gen"
+	cp -r "$src/tests/fuzz/corpus-${name#fuzz-}" "$corpus" 2>/dev/null ||
+		mkdir -p "$corpus"
 	clang -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -std=gnu11 \
 		-DTK_BUILDING_LIBRARY -I"$build" -I"$src/include" -I"$src/lib" \
-		"$h" "$src"/lib/*.c $libs -o "$out/$name"
+		"$h" "$src"/lib/*.c "$src"/shm/*.c $libs -o "$out/$name"
 	work="$out/$name-corpus"
-	mkdir -p "$work"
+	mkdir -p "$work" "$corpus.gen"
+	if [ "$name" = fuzz-zone ]; then
+		# Seeds: real zones, made by the tool itself.
+		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" create seed \
+			--capacity 64 >/dev/null 2>&1 || true
+		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed k \
+			--policy gcra:1/1s >/dev/null 2>&1 || true
+		corpus="$corpus.gen"
+	fi
 	echo "fuzz: $name for ${secs}s"
 	"$out/$name" -max_total_time="$secs" -seed=1 -print_final_stats=1 \
 		"$work" "$corpus" 2>"$out/$name.log" ||

@@ -57,4 +57,59 @@ fi
 grep -q "line 7: column" "$tmp/err" ||
 	{ echo "FAIL: no line/column for the bad line"; fails=$((fails + 1)); }
 echo "simulate: checked $(wc -l <"$tmp/want") lines"
+
+# Zones: the same replay gives byte-identical output on every store.
+TK_SHM_DIR="$tmp/zones"
+export TK_SHM_DIR
+mkdir -p "$TK_SHM_DIR"
+for policy in gcra:10/1s,burst=5 token-bucket:capacity=4,refill=3/1s \
+	leaky:10/1s,max-queue=300ms; do
+	"$ctl" simulate --policy "$policy" <"$tmp/in" >"$tmp/mem" 2>/dev/null
+	"$ctl" destroy sim >/dev/null 2>&1
+	"$ctl" simulate --policy "$policy" --store shm:sim <"$tmp/in" \
+		>"$tmp/shm" 2>/dev/null
+	if cmp -s "$tmp/mem" "$tmp/shm"; then
+		echo "ok: simulate $policy: memory and shm:sim identical"
+	else
+		echo "FAIL: simulate $policy differs between stores:"
+		diff "$tmp/mem" "$tmp/shm"
+		fails=$((fails + 1))
+	fi
+done
+
+# Zone commands and their exit codes.
+expect_rc 0 "$ctl" create z --capacity 256 --mode 0640
+expect_rc 3 "$ctl" create z
+expect_rc 2 "$ctl" create z --capacity nope
+expect_rc 0 "$ctl" check z alice --policy gcra:2/1h
+expect_rc 1 "$ctl" check z alice --policy gcra:2/1h --repeat 3
+grep -qx "allowed=1 denied=2" "$tmp/out" ||
+	{ echo "FAIL: --repeat summary"; cat "$tmp/out"; fails=$((fails + 1)); }
+expect_rc 1 "$ctl" get z alice --policy gcra:2/1h
+expect_rc 0 "$ctl" ls z
+grep -q "^slot=[0-9]* fingerprint=[0-9a-f]* state=[0-9]*$" "$tmp/out" ||
+	{ echo "FAIL: ls output"; fails=$((fails + 1)); }
+expect_rc 0 "$ctl" info z
+for kv in capacity=256 keys=1 checks=4 denies=2 mode=0640; do
+	grep -qx "$kv" "$tmp/out" ||
+		{ echo "FAIL: info lacks $kv"; fails=$((fails + 1)); }
+done
+expect_rc 0 "$ctl" stats z --json
+grep -q '^{"zone":"z","capacity":256,' "$tmp/out" ||
+	{ echo "FAIL: stats --json"; fails=$((fails + 1)); }
+expect_rc 0 "$ctl" stats z --prometheus
+grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
+	{ echo "FAIL: stats --prometheus"; fails=$((fails + 1)); }
+expect_rc 0 "$ctl" verify z
+expect_rc 0 "$ctl" reset z alice
+expect_rc 0 "$ctl" check z alice --policy gcra:2/1h
+expect_rc 0 "$ctl" destroy z
+expect_rc 3 "$ctl" info z
+expect_rc 3 "$ctl" check z alice --policy gcra:2/1h
+# A corrupt zone fails verify and info with a typed error.
+expect_rc 0 "$ctl" create bad --capacity 64
+printf 'XXXXXXXX' | dd of="$TK_SHM_DIR/throttlekit.bad" bs=1 seek=0 \
+	conv=notrunc 2>/dev/null
+expect_rc 3 "$ctl" verify bad
+expect_rc 3 "$ctl" info bad
 [ "$fails" -eq 0 ]

@@ -67,7 +67,7 @@
 #define B0 (1700000000ull * SEC)
 
 /* Seconds since the epoch to ns. */
-#define AT(s) ((uint64_t)(s) * SEC)
+#define AT(s) ((uint64_t)(s)*SEC)
 
 typedef unsigned __int128 u128;
 typedef __int128 i128;
@@ -75,40 +75,40 @@ typedef __int128 i128;
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Reports an unexpected return code by name rather than as a number. */
-#define assert_rc(expr, want)                                               \
-	do {                                                                \
-		int rc_ = (expr);                                           \
-		int want_ = (want);                                         \
-		if (rc_ != want_)                                           \
-			fail_msg("%s = %d (%s), want %d (%s)", #expr, rc_,  \
-				 tk_strerrorname(rc_), want_,               \
-				 tk_strerrorname(want_));                   \
+#define assert_rc(expr, want)                                                  \
+	do {                                                                   \
+		int rc_ = (expr);                                              \
+		int want_ = (want);                                            \
+		if (rc_ != want_)                                              \
+			fail_msg("%s = %d (%s), want %d (%s)", #expr, rc_,     \
+				 tk_strerrorname(rc_), want_,                  \
+				 tk_strerrorname(want_));                      \
 	} while (0)
 
-#define assert_decision(d, a, lim, rem, reset, retry)                       \
-	do {                                                                \
-		const struct tk_decision *d_ = &(d);                        \
-		if (d_->allowed != (a) || d_->limit != (uint64_t)(lim) ||   \
-		    d_->remaining != (uint64_t)(rem) ||                     \
-		    d_->reset_at != (uint64_t)(reset) ||                    \
-		    d_->retry_after != (uint64_t)(retry))                   \
-			fail_msg("line %d: decision {allowed %d, limit "    \
-				 "%llu, remaining %llu, reset_at %llu, "    \
-				 "retry_after %llu}, want {%d, %llu, %llu, " \
-				 "%llu, %llu}",                             \
-				 __LINE__, d_->allowed,                     \
-				 (unsigned long long)d_->limit,             \
-				 (unsigned long long)d_->remaining,         \
-				 (unsigned long long)d_->reset_at,          \
-				 (unsigned long long)d_->retry_after,       \
-				 (int)(a), (unsigned long long)(lim),       \
-				 (unsigned long long)(rem),                 \
-				 (unsigned long long)(reset),               \
-				 (unsigned long long)(retry));              \
+#define assert_decision(d, a, lim, rem, reset, retry)                          \
+	do {                                                                   \
+		const struct tk_decision *d_ = &(d);                           \
+		if (d_->allowed != (a) || d_->limit != (uint64_t)(lim) ||      \
+		    d_->remaining != (uint64_t)(rem) ||                        \
+		    d_->reset_at != (uint64_t)(reset) ||                       \
+		    d_->retry_after != (uint64_t)(retry))                      \
+			fail_msg("line %d: decision {allowed %d, limit "       \
+				 "%llu, remaining %llu, reset_at %llu, "       \
+				 "retry_after %llu}, want {%d, %llu, %llu, "   \
+				 "%llu, %llu}",                                \
+				 __LINE__, d_->allowed,                        \
+				 (unsigned long long)d_->limit,                \
+				 (unsigned long long)d_->remaining,            \
+				 (unsigned long long)d_->reset_at,             \
+				 (unsigned long long)d_->retry_after,          \
+				 (int)(a), (unsigned long long)(lim),          \
+				 (unsigned long long)(rem),                    \
+				 (unsigned long long)(reset),                  \
+				 (unsigned long long)(retry));                 \
 	} while (0)
 
-#define assert_same_decision(x, y)                                          \
-	assert_decision(x, (y).allowed, (y).limit, (y).remaining,           \
+#define assert_same_decision(x, y)                                             \
+	assert_decision(x, (y).allowed, (y).limit, (y).remaining,              \
 			(y).reset_at, (y).retry_after)
 
 static bool same_decision(const struct tk_decision *a,
@@ -195,8 +195,7 @@ static int check_rc(struct tk_limiter *l, const char *key, uint64_t cost,
 	return tk_limiter_check(l, key, strlen(key), cost, d);
 }
 
-static int peek_rc(struct tk_limiter *l, const char *key,
-		   struct tk_decision *d)
+static int peek_rc(struct tk_limiter *l, const char *key, struct tk_decision *d)
 {
 	poison(d);
 	return tk_limiter_peek(l, key, strlen(key), d);
@@ -371,9 +370,10 @@ static void test_token_bucket_matches_gcra(void **state)
 			if (r < 75) {
 				what = "check";
 				j = (int)rnd_range(&seed, 0, 99);
-				cost = j < 60	? 1
-				       : j < 97 ? rnd_range(&seed, 1, C)
-						: rnd_range(&seed, C + 1, C + 3);
+				cost = j < 60 ? 1
+				       : j < 97
+					       ? rnd_range(&seed, 1, C)
+					       : rnd_range(&seed, C + 1, C + 3);
 				rct = check_rc(tb, keys[kk], cost, &dt);
 				rcg = check_rc(gc, keys[kk], cost, &dg);
 			} else if (r < 95) {
@@ -391,7 +391,8 @@ static void test_token_bucket_matches_gcra(void **state)
 			}
 			if (rct != rcg)
 				fail_msg("seed %d [%s] vs [%s] op %d %s key %s "
-					 "cost %llu at B0%+lld: rc %d (%s), gcra "
+					 "cost %llu at B0%+lld: rc %d (%s), "
+					 "gcra "
 					 "%d (%s)",
 					 s, ptb, pgc, i, what, keys[kk],
 					 (unsigned long long)cost,
@@ -997,9 +998,9 @@ static void test_sliding_log_limit_bound(void **state)
 /* semantics.md's example: L = 3, 2026-05-28T12:00Z, month. */
 static void test_quota_month_example(void **state)
 {
-	const uint64_t now = AT(1779969600);	 /* 2026-05-28T12:00Z */
-	const uint64_t june = AT(1780272000);	 /* 2026-06-01T00:00Z */
-	const uint64_t july = AT(1782864000);	 /* 2026-07-01T00:00Z */
+	const uint64_t now = AT(1779969600);  /* 2026-05-28T12:00Z */
+	const uint64_t june = AT(1780272000); /* 2026-06-01T00:00Z */
+	const uint64_t july = AT(1782864000); /* 2026-07-01T00:00Z */
 	struct tk_decision d;
 	struct fx f;
 
@@ -1119,8 +1120,7 @@ static void test_quota_offsets(void **state)
 	fx_open(&f, "quota:2/day,offset=-03:45", AT(1779969600));
 	d = chk(&f, "k", 1);
 	assert_decision(d, true, 2, 1,
-			AT(1779969600) + 12 * HOUR + 3 * HOUR + 45 * MINUTE,
-			0);
+			AT(1779969600) + 12 * HOUR + 3 * HOUR + 45 * MINUTE, 0);
 	fx_close(&f);
 	fx_open(&f, "quota:2/day,offset=+00:00", AT(1779969600));
 	d = chk(&f, "k", 1);
@@ -1279,25 +1279,25 @@ static void test_peek_each_algorithm(void **state)
 	size_t i;
 	int step;
 
-#define BOTH_CHECK(c)                                                       \
-	do {                                                                \
-		assert_rc(check_rc(a, "k", (c), &da), 0);                   \
-		assert_rc(check_rc(b, "k", (c), &db), 0);                   \
-		if (!same_decision(&da, &db))                               \
-			fail_msg("%s step %d cost %llu at B0%+lld: peeks "  \
-				 "changed a check: {%d,%llu,%llu,%llu,%llu}" \
-				 " vs {%d,%llu,%llu,%llu,%llu}",            \
-				 cases[i].policy, step,                     \
-				 (unsigned long long)(c),                   \
-				 (long long)(now - B0), da.allowed,         \
-				 (unsigned long long)da.limit,              \
-				 (unsigned long long)da.remaining,          \
-				 (unsigned long long)da.reset_at,           \
-				 (unsigned long long)da.retry_after,        \
-				 db.allowed, (unsigned long long)db.limit,  \
-				 (unsigned long long)db.remaining,          \
-				 (unsigned long long)db.reset_at,           \
-				 (unsigned long long)db.retry_after);       \
+#define BOTH_CHECK(c)                                                          \
+	do {                                                                   \
+		assert_rc(check_rc(a, "k", (c), &da), 0);                      \
+		assert_rc(check_rc(b, "k", (c), &db), 0);                      \
+		if (!same_decision(&da, &db))                                  \
+			fail_msg("%s step %d cost %llu at B0%+lld: peeks "     \
+				 "changed a check: {%d,%llu,%llu,%llu,%llu}"   \
+				 " vs {%d,%llu,%llu,%llu,%llu}",               \
+				 cases[i].policy, step,                        \
+				 (unsigned long long)(c),                      \
+				 (long long)(now - B0), da.allowed,            \
+				 (unsigned long long)da.limit,                 \
+				 (unsigned long long)da.remaining,             \
+				 (unsigned long long)da.reset_at,              \
+				 (unsigned long long)da.retry_after,           \
+				 db.allowed, (unsigned long long)db.limit,     \
+				 (unsigned long long)db.remaining,             \
+				 (unsigned long long)db.reset_at,              \
+				 (unsigned long long)db.retry_after);          \
 	} while (0)
 
 	(void)state;
@@ -1318,7 +1318,7 @@ static void test_peek_each_algorithm(void **state)
 
 		for (step = 0; step < 300; step++) {
 			r = rnd_range(&seed, 0, 9);
-			now += r < 3 ? 0
+			now += r < 3   ? 0
 			       : r < 8 ? rnd_range(&seed, 1, 150 * MS)
 				       : rnd_range(&seed, 300 * MS, 1500 * MS);
 			assert_rc(tk_clock_set(clk, now), 0);
@@ -1340,15 +1340,16 @@ static void test_peek_each_algorithm(void **state)
 				if (p1.remaining < L) {
 					BOTH_CHECK(p1.remaining + 1);
 					if (da.allowed)
-						fail_msg("%s step %d: peek "
-							 "remaining %llu but "
-							 "cost %llu passed",
-							 cases[i].policy, step,
-							 (unsigned long long)
-								 p1.remaining,
-							 (unsigned long long)
-									 p1.remaining +
-								 1);
+						fail_msg(
+							"%s step %d: peek "
+							"remaining %llu but "
+							"cost %llu passed",
+							cases[i].policy, step,
+							(unsigned long long)
+								p1.remaining,
+							(unsigned long long)p1
+									.remaining +
+								1);
 				}
 				if (p1.remaining >= 1) {
 					BOTH_CHECK(p1.remaining);
@@ -1515,7 +1516,8 @@ static void test_policy_round_trip(void **state)
 				 texts[i], a, b);
 		assert_int_equal(tk_policy_dimensions(p),
 				 strncmp(texts[i], "all(", 4) == 0 ||
-						 strncmp(texts[i], "any(", 4) == 0
+						 strncmp(texts[i], "any(", 4) ==
+							 0
 					 ? 2
 					 : 1);
 		/* snprintf semantics on a short buffer. */
@@ -1555,7 +1557,7 @@ enum cadence { CAD_ANCHORED, CAD_DAY, CAD_WEEK, CAD_MONTH };
 #define SW_MAXB (2 * SW_SMAX + 8)
 
 static const char *const key_names[NKEYS] = { "k0", "key-1", "\x01k2",
-					       "a much longer key number 3" };
+					      "a much longer key number 3" };
 
 struct sw_bucket {
 	uint64_t tick, count;
@@ -1581,7 +1583,7 @@ struct mkey {
 struct model {
 	enum model_kind kind;
 	uint64_t L, W;
-	uint64_t S, w;	 /* sliding window */
+	uint64_t S, w;	  /* sliding window */
 	enum cadence cad; /* quota */
 	int64_t off_ns;
 	int wstart; /* tm_wday of a week's first day (0 = Sunday) */
@@ -1618,8 +1620,8 @@ static void model_free(struct model *m)
 }
 
 /* The window containing @now: [*start, *end). */
-static void model_period(const struct model *m, uint64_t now,
-			 uint64_t *start, uint64_t *end)
+static void model_period(const struct model *m, uint64_t now, uint64_t *start,
+			 uint64_t *end)
 {
 	struct tm tm, a, b;
 	time_t secs, ts, te;
@@ -1728,8 +1730,7 @@ static void sw_sums(const struct model *m, const struct mkey *k, uint64_t c,
 static uint64_t sw_floor_left(const struct model *m, uint64_t full,
 			      uint64_t old, uint64_t e, uint64_t extra)
 {
-	i128 num = (i128)m->L * (i128)m->w -
-		   (i128)(full + extra) * (i128)m->w -
+	i128 num = (i128)m->L * (i128)m->w - (i128)(full + extra) * (i128)m->w -
 		   (i128)old * (i128)(m->w - e);
 
 	return num <= 0 ? 0 : (uint64_t)(num / (i128)m->w);
@@ -1754,8 +1755,8 @@ static uint64_t sw_retry(const struct model *m, uint64_t full, uint64_t old,
 	return r < 1 ? 1 : (uint64_t)r;
 }
 
-static int sliding_eval(struct model *m, int key, uint64_t now,
-			uint64_t cost, bool is_peek, struct tk_decision *d)
+static int sliding_eval(struct model *m, int key, uint64_t now, uint64_t cost,
+			bool is_peek, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t c = now / m->w, e = now - c * m->w, full, old, hi;
@@ -1987,14 +1988,14 @@ static uint64_t model_boundary(const struct model *m, uint64_t now,
 }
 
 struct prop_stats {
-	uint64_t checks, denied, peeks, eranges, jumps, live_jumps,
-		jump_resets;
+	uint64_t checks, denied, peeks, eranges, jumps, live_jumps, jump_resets;
 };
 
 static void print_decision(char *buf, size_t len, const struct tk_decision *d)
 {
-	snprintf(buf, len, "{allowed %d, limit %llu, remaining %llu, "
-			   "reset_at %llu, retry_after %llu}",
+	snprintf(buf, len,
+		 "{allowed %d, limit %llu, remaining %llu, "
+		 "reset_at %llu, retry_after %llu}",
 		 d->allowed, (unsigned long long)d->limit,
 		 (unsigned long long)d->remaining,
 		 (unsigned long long)d->reset_at,
@@ -2052,12 +2053,13 @@ static void run_property(struct model *m, const char *policy, uint64_t start,
 				for (kk = 0; kk < NKEYS; kk++) {
 					if (model_must_reset(m, kk, to)) {
 						model_reset_key(m, kk);
-						assert_rc(tk_limiter_reset(
-								  f.l,
-								  key_names[kk],
-								  strlen(key_names
-										 [kk])),
-							  0);
+						assert_rc(
+							tk_limiter_reset(
+								f.l,
+								key_names[kk],
+								strlen(key_names
+									       [kk])),
+							0);
 						ps->jump_resets++;
 					} else if (model_live(m, kk, to)) {
 						live = true;
@@ -2134,16 +2136,15 @@ static void run_property(struct model *m, const char *policy, uint64_t start,
 
 static void assert_coverage(const char *name, const struct prop_stats *ps)
 {
-	print_message("# %s: %llu checks (%llu denied), %llu peeks, %llu "
-		      "-ERANGE, %llu backward jumps (%llu kept live state, "
-		      "%llu keys reset first)\n",
-		      name, (unsigned long long)ps->checks,
-		      (unsigned long long)ps->denied,
-		      (unsigned long long)ps->peeks,
-		      (unsigned long long)ps->eranges,
-		      (unsigned long long)ps->jumps,
-		      (unsigned long long)ps->live_jumps,
-		      (unsigned long long)ps->jump_resets);
+	print_message(
+		"# %s: %llu checks (%llu denied), %llu peeks, %llu "
+		"-ERANGE, %llu backward jumps (%llu kept live state, "
+		"%llu keys reset first)\n",
+		name, (unsigned long long)ps->checks,
+		(unsigned long long)ps->denied, (unsigned long long)ps->peeks,
+		(unsigned long long)ps->eranges, (unsigned long long)ps->jumps,
+		(unsigned long long)ps->live_jumps,
+		(unsigned long long)ps->jump_resets);
 	assert_true(ps->denied > ps->checks / 20);
 	assert_true(ps->denied < ps->checks * 19 / 20);
 	assert_true(ps->peeks > 100);
@@ -2191,8 +2192,8 @@ static void test_property_fixed_window(void **state)
 			 (unsigned long long)L, dur);
 		model_init(&m, M_FIXED, L, W);
 		start = B0 + rnd_range(&seed, 0, 100 * SEC);
-		run_property(&m, policy, start, start - 3 * W,
-			     W / (L + 1) + 1, W, nops, seed, &ps);
+		run_property(&m, policy, start, start - 3 * W, W / (L + 1) + 1,
+			     W, nops, seed, &ps);
 		model_free(&m);
 	}
 	assert_coverage("fixed-window", &ps);
@@ -2268,8 +2269,8 @@ static void test_property_sliding_log(void **state)
 			 (unsigned long long)L, dur);
 		model_init(&m, M_LOG, L, W);
 		start = B0 + rnd_range(&seed, 0, 100 * SEC);
-		run_property(&m, policy, start, start - 3 * W,
-			     W / (L + 1) + 1, W, nops, seed, &ps);
+		run_property(&m, policy, start, start - 3 * W, W / (L + 1) + 1,
+			     W, nops, seed, &ps);
 		model_free(&m);
 	}
 	assert_coverage("sliding-log", &ps);
@@ -2386,14 +2387,13 @@ static void test_property_quota_anchored(void **state)
 		floor = start - 3 * P;
 		anchor = s == 0 ? 0 : floor - rnd_range(&seed, 0, 1000 * P);
 		snprintf(policy, sizeof(policy),
-			 "quota:%llu/%lluns,anchor=%llu",
-			 (unsigned long long)L, (unsigned long long)P,
-			 (unsigned long long)anchor);
+			 "quota:%llu/%lluns,anchor=%llu", (unsigned long long)L,
+			 (unsigned long long)P, (unsigned long long)anchor);
 		model_init(&m, M_QUOTA, L, P);
 		m.cad = CAD_ANCHORED;
 		m.anchor = anchor;
-		run_property(&m, policy, start, floor, P / (L + 1) + 1, P,
-			     nops, seed, &ps);
+		run_property(&m, policy, start, floor, P / (L + 1) + 1, P, nops,
+			     seed, &ps);
 		model_free(&m);
 	}
 	assert_coverage("quota (anchored)", &ps);

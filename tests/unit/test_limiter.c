@@ -67,7 +67,10 @@ static void test_store_specs(void **state)
 	(void)state;
 	assert_int_equal(tk_store_open(&s, "bogus", NULL), -EINVAL);
 	assert_int_equal(tk_store_open(&s, "", NULL), -EINVAL);
-	assert_int_equal(tk_store_open(&s, "shm:zone", NULL), -ENOTSUP);
+	/* Zone names are checked before anything touches the disk. */
+	assert_int_equal(tk_store_open(&s, "shm:", NULL), -EINVAL);
+	assert_int_equal(tk_store_open(&s, "shm:a/b", NULL), -EINVAL);
+	assert_int_equal(tk_store_open(&s, "shm:.hidden", NULL), -EINVAL);
 	assert_int_equal(tk_store_open(&s, "redis://127.0.0.1:1", NULL),
 			 -ENOTSUP);
 	assert_int_equal(tk_limiter_open(&l, "gcra:1/s", "bogus", NULL), -EINVAL);

@@ -1,0 +1,38 @@
+/*
+ * reclaimer.h - a background thread that sweeps a store periodically.
+ *
+ * Started lazily by the store's first apply in each process (never at
+ * open, so a preforked master that opens a store starts no thread), and
+ * again in a fork() child, which does not have its parent's thread: the
+ * fork generation (rcu.c) tells.  Stopped and joined at close.
+ */
+#ifndef TK_RECLAIMER_H
+#define TK_RECLAIMER_H
+
+#include <pthread.h>
+
+#include "atomic.h"
+#include "internal.h"
+
+struct tk__reclaimer {
+	void (*sweep)(void *arg, uint64_t now);
+	void *arg;
+	struct tk_clock *clock;
+	uint64_t interval; /* ns between sweeps */
+	tk_atomic_u64 gen; /* fork generation + 1 of the running thread */
+	pthread_t thread;
+	pthread_mutex_t lock; /* guards stopping and the condition only */
+	pthread_cond_t cond;
+	int stopping;
+};
+
+void tk__reclaimer_init(struct tk__reclaimer *r,
+			void (*sweep)(void *arg, uint64_t now), void *arg,
+			struct tk_clock *clock, uint64_t interval);
+/* Start the thread in this process if it has none.  Returns 0, or -1 if
+ * no thread could be started (the caller reclaims on access instead). */
+int tk__reclaimer_ensure(struct tk__reclaimer *r);
+/* Stop and join this process's thread, if any; free the resources. */
+void tk__reclaimer_destroy(struct tk__reclaimer *r);
+
+#endif /* TK_RECLAIMER_H */

@@ -1,0 +1,247 @@
+/*
+ * store-shm.c - the zone store ("shm:NAME"): keys of every process on a
+ * host in one lock-free table in shared memory (shm/).
+ *
+ * This file turns keys into what shm/ understands: a 61-bit fingerprint
+ * and a position hash, both SipHash-2-4 under the zone's own secret, and a
+ * transition over one state word.  A zone slot holds one word that must be
+ * its own expiry time (GCRA, token bucket, leaky shaper), because the
+ * zone's reclaimers judge slots without knowing their policy; other
+ * algorithms and composites answer -ENOTSUP on a zone in this version.
+ *
+ * Counters of checks and denials are batched per process and added to the
+ * zone every 256 checks and at close, so that a check never writes a
+ * shared counter line (a fork() child drops its parent's unflushed batch).
+ */
+#include "internal.h"
+#include "atomic.h"
+#include "reclaimer.h"
+#include "../shm/zone.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ck_pr.h>
+
+#define FLUSH_EVERY 256
+
+struct shm_store {
+	struct tk_store base;
+	struct tk__zone *zone;
+	uint64_t seed[2];     /* fingerprints */
+	uint64_t pos_seed[2]; /* positions */
+	tk_atomic_u64 checks; /* unflushed, this process */
+	tk_atomic_u64 denies;
+	tk_atomic_u64 gen;		/* fork generation of the batch */
+	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
+	struct tk__reclaimer reclaimer; /* when want_thread */
+};
+
+static void sweep_zone(void *arg, uint64_t now)
+{
+	struct shm_store *s = arg;
+
+	tk__zone_sweep_all(s->zone, now);
+}
+
+struct step {
+	const struct tk__transform *t;
+	int rc;
+};
+
+static int word_fn(void *ctx, uint64_t old, uint64_t *next)
+{
+	struct step *s = ctx;
+	uint64_t expires, word[1];
+
+	/* 0 is "never seen", which every algorithm takes as no state. */
+	s->rc = s->t->fn(s->t->ctx, old ? &old : NULL, word, &expires);
+	if (s->rc == TK__PERSIST)
+		*next = word[0];
+	return s->rc == TK__PERSIST ? TK__ZONE_PERSIST
+	       : s->rc == TK__KEEP  ? TK__ZONE_KEEP
+				    : s->rc;
+}
+
+static void key_of(const struct shm_store *s, const unsigned char *key,
+		   size_t len, struct tk__zone_key *k)
+{
+	k->fp = tk__siphash(s->seed, key, len) & TKZ_FP_MASK;
+	if (k->fp == 0)
+		k->fp = 1;
+	k->pos = tk__siphash(s->pos_seed, key, len);
+}
+
+/* The batch is this process's: a fork() child drops its parent's. */
+static void own_batch(struct shm_store *s)
+{
+	uint64_t gen = tk__fork_generation();
+
+	if (tk_atomic_load_u64(&s->gen, TK_MO_RELAXED) != gen) {
+		tk_atomic_store_u64(&s->checks, 0, TK_MO_RELAXED);
+		tk_atomic_store_u64(&s->denies, 0, TK_MO_RELAXED);
+		tk_atomic_store_u64(&s->gen, gen, TK_MO_RELAXED);
+	}
+}
+
+static void flush(struct shm_store *s)
+{
+	struct tkz_header *h = tk__zone_header(s->zone);
+	uint64_t c, d;
+
+	own_batch(s);
+	c = atomic_exchange_explicit(&s->checks, 0, TK_MO_RELAXED);
+	d = atomic_exchange_explicit(&s->denies, 0, TK_MO_RELAXED);
+
+	if (c)
+		ck_pr_faa_64(&h->counters[TKZ_CHECKS].v, c);
+	if (d)
+		ck_pr_faa_64(&h->counters[TKZ_DENIES].v, d);
+}
+
+static void tally(struct shm_store *s, int denied)
+{
+	own_batch(s);
+	if (denied)
+		tk_atomic_add_u64(&s->denies, 1, TK_MO_RELAXED);
+	if (tk_atomic_add_u64(&s->checks, 1, TK_MO_RELAXED) + 1 >= FLUSH_EVERY)
+		flush(s);
+}
+
+static int shm_apply(struct tk_store *base, const unsigned char *key,
+		     size_t len, uint64_t now, const struct tk__transform *t)
+{
+	struct shm_store *s = (struct shm_store *)base;
+	struct step st = { .t = t, .rc = 0 };
+	struct tk__zone_key k;
+	int rc;
+
+	if (t->words != 1 || !(t->flags & TK__T_WORD_IS_EXPIRY))
+		return -ENOTSUP;
+	if (s->want_thread)
+		tk__reclaimer_ensure(&s->reclaimer);
+	key_of(s, key, len, &k);
+	rc = tk__zone_apply(s->zone, &k, now, word_fn, &st);
+	tk__zone_maybe_sweep(s->zone, &k, now);
+	if (rc < 0)
+		return rc;
+	if (t->flags & TK__T_CHECK)
+		tally(s, rc == TK__ZONE_KEEP);
+	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
+}
+
+static int shm_apply_multi(struct tk_store *base, uint64_t now,
+			   const struct tk__multi *m)
+{
+	(void)base;
+	(void)now;
+	(void)m;
+	return -ENOTSUP;
+}
+
+static int shm_reset(struct tk_store *base, const unsigned char *key,
+		     size_t len)
+{
+	struct shm_store *s = (struct shm_store *)base;
+	struct tk__zone_key k;
+
+	key_of(s, key, len, &k);
+	return tk__zone_reset(s->zone, &k);
+}
+
+static void shm_stats(struct tk_store *base, struct tk_stats *out)
+{
+	struct shm_store *s = (struct shm_store *)base;
+	struct tkz_header *h = tk__zone_header(s->zone);
+	struct tk__zone_census c;
+
+	flush(s);
+	out->keys = tk__zone_census(s->zone, &c) == 0 ? c.mem : 0;
+	out->capacity = h->capacity;
+	out->inserts = ck_pr_load_64(&h->counters[TKZ_INSERTS].v);
+	out->expirations = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
+	out->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
+	out->resets = ck_pr_load_64(&h->counters[TKZ_RESETS].v);
+	out->checks = ck_pr_load_64(&h->counters[TKZ_CHECKS].v);
+	out->denies = ck_pr_load_64(&h->counters[TKZ_DENIES].v);
+}
+
+static void shm_close(struct tk_store *base)
+{
+	struct shm_store *s = (struct shm_store *)base;
+
+	if (s->want_thread)
+		tk__reclaimer_destroy(&s->reclaimer);
+	flush(s);
+	tk__zone_close_shared(s->zone);
+	free(s);
+}
+
+static const struct tk__store_ops shm_ops = {
+	.name = "shm",
+	.apply = shm_apply,
+	.apply_multi = shm_apply_multi,
+	.reset = shm_reset,
+	.stats = shm_stats,
+	.close = shm_close,
+};
+
+/* What creating a zone from @o means. */
+int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->capacity = o->zone_capacity;
+	c->mode = o->zone_mode;
+	c->gid = (gid_t)-1;
+	if (o->flags & TK_OPT_ZONE_GID) {
+		if (o->zone_gid < 0 || o->zone_gid > UINT32_MAX - 1)
+			return -EINVAL;
+		c->gid = (gid_t)o->zone_gid;
+	}
+	c->flags =
+		o->flags & TK_OPT_ZONE_REFUSE_FULL ? TKZ_FLAG_REFUSE_FULL : 0;
+	c->grace = o->reclaim_grace;
+	/* The creation time is wall-clock metadata, whatever the clock. */
+	return tk__clock_read(tk_clock_system(), &c->now);
+}
+
+int tk__shm_open(struct tk_store **out, const char *name,
+		 const struct tk_options *o)
+{
+	struct tk__zone_config cfg;
+	struct shm_store *s;
+	struct tkz_header *h;
+	int rc;
+
+	rc = tk__zone_config_from(o, &cfg);
+	if (rc)
+		return rc;
+	tk__rcu_setup(); /* the fork generation */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	rc = tk__zone_open_shared(
+		&s->zone, name, &cfg,
+		o->flags & TK_OPT_ZONE_NO_CREATE ? 0 : TK__ZONE_CREATE);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	h = tk__zone_header(s->zone);
+	s->seed[0] = h->seed[0];
+	s->seed[1] = h->seed[1];
+	/* A second, independent key for positions. */
+	s->pos_seed[0] = h->seed[0] ^ UINT64_C(0x9e3779b97f4a7c15);
+	s->pos_seed[1] = h->seed[1] ^ UINT64_C(0xc2b2ae3d27d4eb4f);
+	s->base.ops = &shm_ops;
+	s->base.clock = o->clock ? o->clock : tk_clock_system();
+	tk_atomic_store_u64(&s->gen, tk__fork_generation(), TK_MO_RELAXED);
+	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);
+	if (s->want_thread)
+		tk__reclaimer_init(&s->reclaimer, sweep_zone, s, s->base.clock,
+				   o->reclaim_interval ? o->reclaim_interval
+						       : UINT64_C(1000000000));
+	*out = &s->base;
+	return 0;
+}

@@ -1,0 +1,119 @@
+/*
+ * zone.c - the administrative face of zones: create, inspect, verify,
+ * walk and destroy them by name (what throttlectl's zone commands use).
+ */
+#include "internal.h"
+#include "../shm/zone.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ck_pr.h>
+
+TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
+{
+	struct tk__zone_config cfg;
+	struct tk__zone *z;
+	struct tk_options o;
+	int rc;
+
+	rc = tk__options_read(&o, opts);
+	if (rc == 0)
+		rc = tk__zone_config_from(&o, &cfg);
+	if (rc)
+		return tk__rc(rc);
+	/* Only a zone that is not there yet: exactly one racer wins. */
+	rc = tk__zone_attach(&z, name, &cfg, TK__ZONE_CREATE | TK__ZONE_EXCL);
+	if (rc)
+		return tk__rc(rc);
+	tk__zone_detach(z);
+	return 0;
+}
+
+static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	struct tk__zone_census c;
+	int rc;
+
+	memset(info, 0, sizeof(*info));
+	rc = tk__zone_census(z, &c);
+	if (rc)
+		return rc;
+	info->capacity = h->capacity;
+	info->shards = h->shards;
+	info->window = h->window;
+	info->segment_size = h->segment_size;
+	info->created = h->created;
+	info->grace = h->grace;
+	info->refuse_full = !!(h->flags & TKZ_FLAG_REFUSE_FULL);
+	info->keys = c.mem;
+	info->tentative = c.ins;
+	info->garbage = c.col;
+	info->violations = c.violations;
+	info->checks = ck_pr_load_64(&h->counters[TKZ_CHECKS].v);
+	info->denies = ck_pr_load_64(&h->counters[TKZ_DENIES].v);
+	info->inserts = ck_pr_load_64(&h->counters[TKZ_INSERTS].v);
+	info->reclaims = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
+	info->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
+	info->resets = ck_pr_load_64(&h->counters[TKZ_RESETS].v);
+	return tk__zone_file_owner(z, &info->uid, &info->gid, &info->mode);
+}
+
+static int info_of(const char *name, struct tk_zone_info *out, size_t size,
+		   int verify)
+{
+	struct tk_zone_info info;
+	struct tk__zone *z;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	rc = tk__zone_attach(&z, name, NULL, 0);
+	if (rc)
+		return tk__rc(rc);
+	rc = fill_info(z, &info);
+	tk__zone_detach(z);
+	if (rc)
+		return tk__rc(rc);
+	memcpy(out, &info, size < sizeof(info) ? size : sizeof(info));
+	return verify && info.violations ? -EBADMSG : 0;
+}
+
+TK_API int tk_zone_info(const char *name, struct tk_zone_info *out, size_t size)
+{
+	return info_of(name, out, size, 0);
+}
+
+TK_API int tk_zone_verify(const char *name, struct tk_zone_info *out,
+			  size_t size)
+{
+	return info_of(name, out, size, 1);
+}
+
+TK_API int tk_zone_walk(const char *name,
+			int (*fn)(void *ctx, uint64_t slot,
+				  uint64_t fingerprint, uint64_t state),
+			void *ctx)
+{
+	struct tk__zone *z;
+	int rc;
+
+	if (!fn)
+		return -EINVAL;
+	rc = tk__zone_attach(&z, name, NULL, 0);
+	if (rc)
+		return tk__rc(rc);
+	rc = tk__zone_walk(z, fn, ctx);
+	tk__zone_detach(z);
+	return rc;
+}
+
+TK_API int tk_zone_destroy(const char *name)
+{
+	return tk__rc(tk__zone_destroy(name));
+}

@@ -1,0 +1,377 @@
+/*
+ * segment.c - creating, attaching to and destroying zones.
+ *
+ * A zone is a file in /dev/shm (TK_SHM_DIR overrides the directory).  It is
+ * created whole under a temporary name and published with link(2), which
+ * fails atomically if the final name exists: two creators racing yield one
+ * zone, and a creator killed half-way leaves only a temporary file that no
+ * one attaches to.  Attaching validates every header field before anything
+ * else reads the zone, and refuses another user's zone unless its mode
+ * shares it.
+ */
+#define _GNU_SOURCE
+#include "zone.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NAME_MAX_LEN 200
+#define DEFAULT_CAPACITY 65536
+#define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
+#define SLOTS_PER_SHARD 4096
+
+struct tk__zone {
+	char name[NAME_MAX_LEN + 1];
+	uint32_t uid, gid, mode; /* of the file, when attached */
+	void *base;
+	uint64_t size;
+	struct tkz_header *h;
+	struct tkz_slot *slots;
+};
+
+static const char *zone_dir(void)
+{
+	const char *d = getenv("TK_SHM_DIR");
+
+	return d && *d ? d : "/dev/shm";
+}
+
+static int valid_name(const char *name)
+{
+	size_t i, n = name ? strlen(name) : 0;
+
+	if (n == 0 || n > NAME_MAX_LEN || name[0] == '.')
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+static int zone_path(char *buf, size_t len, const char *name)
+{
+	int n = snprintf(buf, len, "%s/throttlekit.%s", zone_dir(), name);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/* FNV-1a: the header check word catches corruption, not attackers. */
+uint64_t tk__zone_header_check(const struct tkz_header *h)
+{
+	const unsigned char *p = (const unsigned char *)h;
+	uint64_t x = UINT64_C(0xcbf29ce484222325);
+	size_t i;
+
+	for (i = 0; i < offsetof(struct tkz_header, check); i++) {
+		x ^= p[i];
+		x *= UINT64_C(0x100000001b3);
+	}
+	return x;
+}
+
+static int power_of_two(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+int tk__zone_validate(const struct tkz_header *h, uint64_t size)
+{
+	if (size < TKZ_HEADER_SIZE)
+		return -EPROTO;
+	if (h->magic != TKZ_MAGIC)
+		return -EINVAL;
+	if (h->version != TKZ_VERSION || h->header_size != TKZ_HEADER_SIZE ||
+	    h->window != TKZ_WINDOW)
+		return -EPROTO;
+	if (h->check != tk__zone_header_check(h))
+		return -EPROTO;
+	if (!power_of_two(h->capacity) || h->capacity < TKZ_CAPACITY_MIN ||
+	    h->capacity > TKZ_CAPACITY_MAX || !power_of_two(h->shards) ||
+	    h->shards > TKZ_SHARDS_MAX ||
+	    h->capacity / h->shards < 4 * TKZ_WINDOW || h->grace == 0)
+		return -EPROTO;
+	/* Truncated or resized since it was made. */
+	if (h->segment_size != tkz_segment_size(h->capacity) ||
+	    h->segment_size != size)
+		return -EPROTO;
+	return 0;
+}
+
+static int errno_rc(void)
+{
+	switch (errno) {
+	case EACCES:
+	case EPERM:
+		return -EACCES;
+	case ENOENT:
+		return -ENOENT;
+	case ENOMEM:
+		return -ENOMEM;
+	case ENAMETOOLONG:
+		return -ENAMETOOLONG;
+	default:
+		return -EIO;
+	}
+}
+
+static void fill_header(struct tkz_header *h, const struct tk__zone_config *c,
+			uint64_t capacity)
+{
+	uint64_t shards = capacity / SLOTS_PER_SHARD;
+
+	if (shards < 1)
+		shards = 1;
+	if (shards > TKZ_SHARDS_MAX)
+		shards = TKZ_SHARDS_MAX;
+	h->magic = TKZ_MAGIC;
+	h->version = TKZ_VERSION;
+	h->header_size = TKZ_HEADER_SIZE;
+	h->segment_size = tkz_segment_size(capacity);
+	h->created = c ? c->now : 0;
+	h->flags = c ? c->flags : 0;
+	h->capacity = capacity;
+	h->shards = (uint32_t)shards;
+	h->window = TKZ_WINDOW;
+	h->grace = c && c->grace ? c->grace : DEFAULT_GRACE;
+	h->check = tk__zone_header_check(h);
+}
+
+/*
+ * Temporary files of creators that died half-way: nobody attaches to
+ * them, and the next creator of the same zone removes those older than a
+ * minute (younger ones may belong to a creator still at work).
+ */
+static void remove_stale(const char *name)
+{
+	char prefix[NAME_MAX_LEN + 16], path[PATH_MAX];
+	struct dirent *d;
+	struct stat st;
+	size_t n;
+	DIR *dir;
+	time_t now = time(NULL);
+
+	snprintf(prefix, sizeof(prefix), ".throttlekit.%s.", name);
+	n = strlen(prefix);
+	dir = opendir(zone_dir());
+	if (!dir)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		if (strncmp(d->d_name, prefix, n) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", zone_dir(), d->d_name);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_mtime + 60 < now)
+			unlink(path);
+	}
+	closedir(dir);
+}
+
+/* Make the zone under a temporary name, then publish it.  -EEXIST if
+ * another creator published first. */
+static int create(const char *name, const struct tk__zone_config *c)
+{
+	char tmp[PATH_MAX], final[PATH_MAX];
+	uint64_t capacity = c && c->capacity ? c->capacity : DEFAULT_CAPACITY;
+	unsigned int mode = c && c->mode ? c->mode : 0600;
+	struct tkz_header *h;
+	uint32_t nonce;
+	int fd, rc = 0, n;
+
+	if (!power_of_two(capacity) || capacity < TKZ_CAPACITY_MIN ||
+	    capacity > TKZ_CAPACITY_MAX || (mode & ~0777u))
+		return -EINVAL;
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+		return -EIO;
+	remove_stale(name);
+	rc = zone_path(final, sizeof(final), name);
+	n = snprintf(tmp, sizeof(tmp), "%s/.throttlekit.%s.%ld.%08x",
+		     zone_dir(), name, (long)getpid(), nonce);
+	if (rc || n <= 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0)
+		return errno_rc();
+	/* The umask must not narrow what the caller asked for. */
+	if (fchmod(fd, mode) != 0 ||
+	    (c && c->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, c->gid) != 0) ||
+	    ftruncate(fd, (off_t)tkz_segment_size(capacity)) != 0) {
+		rc = errno_rc();
+		goto out;
+	}
+	h = mmap(NULL, TKZ_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 0);
+	if (h == MAP_FAILED) {
+		rc = errno_rc();
+		goto out;
+	}
+	/* The slots are zero: a zero slot is EMPTY.  Only the header. */
+	if (getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
+		rc = -EIO;
+	else
+		fill_header(h, c, capacity);
+	munmap(h, TKZ_HEADER_SIZE);
+	if (rc)
+		goto out;
+	if (link(tmp, final) != 0)
+		rc = errno == EEXIST ? -EEXIST : errno_rc();
+out:
+	unlink(tmp);
+	close(fd);
+	return rc;
+}
+
+/* Another user's zone is ours to use only if its mode says so. */
+static int may_use(const struct stat *st)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid == me)
+		return 1;
+	if ((st->st_mode & 0006) == 0006)
+		return 1;
+	if ((st->st_mode & 0060) == 0060 &&
+	    (st->st_gid == getegid() || group_member(st->st_gid)))
+		return 1;
+	return 0;
+}
+
+static int map_zone(struct tk__zone *z, int fd)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) != 0)
+		return errno_rc();
+	if (!may_use(&st))
+		return -EACCES;
+	z->uid = (uint32_t)st.st_uid;
+	z->gid = (uint32_t)st.st_gid;
+	z->mode = (uint32_t)(st.st_mode & 07777);
+	if ((uint64_t)st.st_size < TKZ_HEADER_SIZE)
+		return -EPROTO;
+	z->size = (uint64_t)st.st_size;
+	z->base =
+		mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (z->base == MAP_FAILED) {
+		z->base = NULL;
+		return errno_rc();
+	}
+	z->h = z->base;
+	rc = tk__zone_validate(z->h, z->size);
+	if (rc) {
+		munmap(z->base, z->size);
+		z->base = NULL;
+		return rc;
+	}
+	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
+	return 0;
+}
+
+int tk__zone_attach(struct tk__zone **out, const char *name,
+		    const struct tk__zone_config *cfg, int flags)
+{
+	char path[PATH_MAX];
+	struct tk__zone *z;
+	int fd, rc, tries;
+
+	if (!valid_name(name))
+		return -EINVAL;
+	rc = zone_path(path, sizeof(path), name);
+	if (rc)
+		return rc;
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	strcpy(z->name, name);
+	for (tries = 0; tries < 3; tries++) {
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT && (flags & TK__ZONE_CREATE)) {
+			rc = create(name, cfg);
+			if (rc == -EEXIST && (flags & TK__ZONE_EXCL))
+				break;
+			if (rc && rc != -EEXIST)
+				break;
+			/* Ours, or the winner's: attach it. */
+			flags &= ~TK__ZONE_EXCL;
+			continue;
+		}
+		if (fd < 0) {
+			rc = errno_rc();
+			break;
+		}
+		if (flags & TK__ZONE_EXCL) {
+			close(fd);
+			rc = -EEXIST;
+			break;
+		}
+		rc = map_zone(z, fd);
+		close(fd);
+		break;
+	}
+	if (rc || !z->base) {
+		free(z);
+		return rc ? rc : -EIO;
+	}
+	*out = z;
+	return 0;
+}
+
+void tk__zone_detach(struct tk__zone *z)
+{
+	if (!z)
+		return;
+	munmap(z->base, z->size);
+	free(z);
+}
+
+int tk__zone_destroy(const char *name)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if (!valid_name(name))
+		return -EINVAL;
+	rc = zone_path(path, sizeof(path), name);
+	if (rc)
+		return rc;
+	return unlink(path) == 0 ? 0 : errno_rc();
+}
+
+struct tkz_header *tk__zone_header(struct tk__zone *z)
+{
+	return z->h;
+}
+
+struct tkz_slot *tk__zone_slots(struct tk__zone *z)
+{
+	return z->slots;
+}
+
+const char *tk__zone_name(const struct tk__zone *z)
+{
+	return z->name;
+}
+
+int tk__zone_file_owner(struct tk__zone *z, uint32_t *uid, uint32_t *gid,
+			uint32_t *mode)
+{
+	*uid = z->uid;
+	*gid = z->gid;
+	*mode = z->mode;
+	return 0;
+}

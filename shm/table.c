@@ -1,0 +1,422 @@
+/*
+ * table.c - the lock-free slot protocol of a zone (docs/shm-protocol.md).
+ *
+ * A key's candidates are two windows of TKZ_WINDOW slots in its shard,
+ * always scanned whole.  Slots change only by a 16-byte CAS of the whole
+ * slot, and every transition may be performed by any process, so a process
+ * killed at any instruction leaves nothing that others cannot finish or
+ * undo: an INS is committed or collided by the next visitor, a COL freed,
+ * a committed-but-never-updated MEM aged out by sweeps.
+ *
+ * Atomics are Concurrency Kit's ck_pr: inline instructions that work in
+ * memory shared between processes (a 16-byte __atomic CAS may become a
+ * libatomic call with a process-local lock).
+ */
+#include "zone.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <ck_pr.h>
+
+#define CANDIDATES (2 * TKZ_WINDOW)
+#define ROUNDS_MAX 128
+#define SWEEP_CHUNK 64
+#define MS UINT64_C(1000000)
+
+struct view {
+	uint64_t w0[CANDIDATES], w1[CANDIDATES];
+	int mem;	     /* first MEM(fp), or -1 */
+	int ins[CANDIDATES]; /* INS(fp), in candidate order */
+	int n_ins;
+	int empty; /* first EMPTY, or -1 */
+};
+
+static void read_slot(struct tkz_slot *s, uint64_t *w0, uint64_t *w1)
+{
+	/* Two plain loads: a torn pair is caught by the CAS that uses it. */
+	*w0 = ck_pr_load_64(&s->w[0]);
+	*w1 = ck_pr_load_64(&s->w[1]);
+}
+
+static int cas_slot(struct tkz_slot *s, uint64_t e0, uint64_t e1, uint64_t n0,
+		    uint64_t n1)
+{
+	uint64_t expect[2] = { e0, e1 }, set[2] = { n0, n1 };
+
+	return ck_pr_cas_64_2(s->w, expect, set);
+}
+
+static void count(struct tk__zone *z, enum tkz_counter c)
+{
+	ck_pr_faa_64(&tk__zone_header(z)->counters[c].v, 1);
+}
+
+static uint64_t shard_of(struct tkz_header *h, const struct tk__zone_key *k)
+{
+	return k->pos & (h->shards - 1);
+}
+
+/* The two windows of @k, in candidate order. */
+static void candidates(struct tk__zone *z, const struct tk__zone_key *k,
+		       uint64_t *idx)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t per = h->capacity / h->shards;
+	uint64_t windows = per / TKZ_WINDOW;
+	uint64_t base = shard_of(h, k) * per;
+	uint64_t a = (k->pos >> 8) % windows, b = (k->pos >> 36) % windows;
+	int i;
+
+	if (b == a)
+		b = (a + 1) % windows;
+	for (i = 0; i < TKZ_WINDOW; i++) {
+		idx[i] = base + a * TKZ_WINDOW + (uint64_t)i;
+		idx[TKZ_WINDOW + i] = base + b * TKZ_WINDOW + (uint64_t)i;
+	}
+}
+
+static void scan(struct tk__zone *z, const uint64_t *idx, uint64_t fp,
+		 struct view *v)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t st;
+	int i;
+
+	v->mem = v->empty = -1;
+	v->n_ins = 0;
+	for (i = 0; i < CANDIDATES; i++) {
+		read_slot(&slots[idx[i]], &v->w0[i], &v->w1[i]);
+		st = tkz_state(v->w0[i]);
+		if (st == TKZ_EMPTY) {
+			if (v->empty < 0 && v->w0[i] == 0 && v->w1[i] == 0)
+				v->empty = i;
+		} else if (tkz_fp(v->w0[i]) != fp) {
+			continue;
+		} else if (st == TKZ_MEM) {
+			if (v->mem < 0)
+				v->mem = i;
+		} else if (st == TKZ_INS) {
+			v->ins[v->n_ins++] = i;
+		} else if (st == TKZ_COL) {
+			/* Garbage of a lost insert: anyone frees it. */
+			cas_slot(&slots[idx[i]], v->w0[i], v->w1[i], 0, 0);
+		}
+	}
+}
+
+/* INS -> COL -> EMPTY for the tentative insert seen as (w0, w1). */
+static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
+{
+	uint64_t col = tkz_w0(TKZ_COL, 0, tkz_fp(w0));
+
+	if (!cas_slot(s, w0, w1, col, w1))
+		return 0;
+	cas_slot(s, col, w1, 0, 0);
+	return 1;
+}
+
+/*
+ * Resolve the tentative inserts of @fp: with a MEM(fp) present they are
+ * all redundant; otherwise the earliest wins once every later one has been
+ * collided.  Anyone may run this for anyone (helping), which is how an
+ * insert whose owner died completes.
+ */
+static void settle(struct tk__zone *z, const uint64_t *idx, uint64_t fp)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	struct view v;
+	int i, e;
+
+	scan(z, idx, fp, &v);
+	if (v.mem >= 0) {
+		for (i = 0; i < v.n_ins; i++)
+			collide(&slots[idx[v.ins[i]]], v.w0[v.ins[i]],
+				v.w1[v.ins[i]]);
+		return;
+	}
+	if (v.n_ins == 0)
+		return;
+	for (i = 1; i < v.n_ins; i++) {
+		e = v.ins[i];
+		/* A later one changed: it may have been committed; look again.
+		 */
+		if (!collide(&slots[idx[e]], v.w0[e], v.w1[e]))
+			return;
+	}
+	e = v.ins[0];
+	/* Committed with ref set and "no state yet" (0); see the ageing. */
+	cas_slot(&slots[idx[e]], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp), 0);
+}
+
+/*
+ * Judge one slot for reclamation at @now.  Returns 1 if it freed it.
+ * A MEM of a real state goes once it has been expired for the grace; a
+ * MEM of "no state yet" or an INS is aged by its ref bit, so that only
+ * one abandoned by a dead process (two sweeps apart) is freed.
+ */
+static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t w0, w1, st;
+
+	read_slot(s, &w0, &w1);
+	st = tkz_state(w0);
+	if (st == TKZ_COL)
+		return cas_slot(s, w0, w1, 0, 0);
+	if (st == TKZ_MEM && w1 != 0) {
+		if (w1 > UINT64_MAX - h->grace || w1 + h->grace > now)
+			return 0;
+		if (!cas_slot(s, w0, w1, 0, 0))
+			return 0;
+		count(z, TKZ_RECLAIMS);
+		return 1;
+	}
+	if (st == TKZ_MEM || st == TKZ_INS) {
+		if (w0 & TKZ_REF) {
+			cas_slot(s, w0, w1, w0 & ~TKZ_REF, w1);
+			return 0;
+		}
+		if (st == TKZ_INS)
+			return collide(s, w0, w1);
+		if (!cas_slot(s, w0, w1, 0, 0))
+			return 0;
+		count(z, TKZ_RECLAIMS);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Both windows are full: reclaim what has expired, else (unless the zone
+ * refuses) evict by second chance.  Returns 0 if a slot was freed.
+ */
+static int make_room(struct tk__zone *z, const uint64_t *idx, uint64_t now)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	int i, pass, freed = 0;
+	uint64_t w0, w1;
+
+	for (i = 0; i < CANDIDATES; i++) {
+		read_slot(&slots[idx[i]], &w0, &w1);
+		if (tkz_state(w0) == TKZ_COL ||
+		    (tkz_state(w0) == TKZ_MEM && w1 != 0))
+			freed |= reclaim(z, &slots[idx[i]], now);
+	}
+	if (freed)
+		return 0;
+	if (tk__zone_header(z)->flags & TKZ_FLAG_REFUSE_FULL)
+		return -ENOSPC;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < CANDIDATES; i++) {
+			read_slot(&slots[idx[i]], &w0, &w1);
+			if (tkz_state(w0) != TKZ_MEM)
+				continue;
+			if (w0 & TKZ_REF) {
+				cas_slot(&slots[idx[i]], w0, w1, w0 & ~TKZ_REF,
+					 w1);
+			} else if (cas_slot(&slots[idx[i]], w0, w1, 0, 0)) {
+				count(z, TKZ_EVICTIONS);
+				return 0;
+			}
+		}
+	}
+	return -ENOSPC;
+}
+
+int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
+		   uint64_t now, tk__zone_fn fn, void *ctx)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	struct tkz_slot *slots = tk__zone_slots(z), *s;
+	uint64_t idx[CANDIDATES], next, snap[2], ticket;
+	struct view v;
+	int round, rc;
+
+	candidates(z, k, idx);
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		scan(z, idx, k->fp, &v);
+		if (v.mem >= 0) {
+			s = &slots[idx[v.mem]];
+			rc = fn(ctx, v.w1[v.mem], &next);
+			if (rc == TK__ZONE_PERSIST) {
+				if (cas_slot(s, v.w0[v.mem], v.w1[v.mem],
+					     v.w0[v.mem] | TKZ_REF, next))
+					return rc;
+				continue;
+			}
+			if (rc < 0)
+				return rc;
+			/* A read-only outcome must come from an untorn slot. */
+			ck_pr_load_64_2(s->w, snap);
+			if (snap[0] != v.w0[v.mem] || snap[1] != v.w1[v.mem])
+				continue;
+			/* Once per second chance, not once per denial. */
+			if (!(snap[0] & TKZ_REF))
+				cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF,
+					 snap[1]);
+			return rc;
+		}
+		if (v.n_ins > 0) {
+			settle(z, idx, k->fp);
+			continue;
+		}
+		/* No state: only a write needs a slot. */
+		rc = fn(ctx, 0, &next);
+		if (rc != TK__ZONE_PERSIST)
+			return rc;
+		if (v.empty < 0) {
+			rc = make_room(z, idx, now);
+			if (rc)
+				return rc;
+			continue;
+		}
+		/* A unique ticket per tentative insert: no ABA on INS. */
+		ticket = ck_pr_faa_64(&h->shard[shard_of(h, k)].tickets, 1) + 1;
+		/* Claimed with ref set, like a commit: a sweep clears it and
+		 * only a second sweep may take an abandoned claim. */
+		if (!cas_slot(&slots[idx[v.empty]], 0, 0,
+			      tkz_w0(TKZ_INS, 1, k->fp), ticket))
+			continue;
+		count(z, TKZ_INSERTS);
+		settle(z, idx, k->fp);
+	}
+	return -EIO;
+}
+
+int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t idx[CANDIDATES];
+	struct view v;
+	int round;
+
+	candidates(z, k, idx);
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		scan(z, idx, k->fp, &v);
+		if (v.mem < 0)
+			return 0;
+		if (cas_slot(&slots[idx[v.mem]], v.w0[v.mem], v.w1[v.mem], 0,
+			     0)) {
+			count(z, TKZ_RESETS);
+			return 0;
+		}
+	}
+	return -EIO;
+}
+
+static void sweep_range(struct tk__zone *z, uint64_t from, uint64_t n,
+			uint64_t now)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		reclaim(z, &slots[from + i], now);
+}
+
+void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
+			  uint64_t now)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t shard = shard_of(h, k), per = h->capacity / h->shards;
+	struct tkz_shard *sh = &h->shard[shard];
+	uint64_t due = ck_pr_load_64(&sh->next_sweep), interval, cursor;
+
+	if (now < due)
+		return;
+	/* A whole pass over the shard about once per grace period. */
+	interval = h->grace / (per / SWEEP_CHUNK);
+	if (interval < MS)
+		interval = MS;
+	if (interval > 1000 * MS)
+		interval = 1000 * MS;
+	if (!ck_pr_cas_64(&sh->next_sweep, due, now + interval))
+		return;
+	cursor = ck_pr_faa_64(&sh->sweep_cursor, SWEEP_CHUNK) % per;
+	sweep_range(z, shard * per + cursor, SWEEP_CHUNK, now);
+}
+
+void tk__zone_sweep_all(struct tk__zone *z, uint64_t now)
+{
+	sweep_range(z, 0, tk__zone_header(z)->capacity, now);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t per = h->capacity / h->shards, i, n = 0, w0, w1, st, mem = 0;
+	uint64_t(*keys)[2];
+
+	c->empty = c->ins = c->mem = c->col = c->violations = 0;
+	/* Room for the keys only, not for every slot. */
+	for (i = 0; i < h->capacity; i++)
+		mem += tkz_state(ck_pr_load_64(&slots[i].w[0])) == TKZ_MEM;
+	mem += 64; /* keys committed since the count */
+	keys = malloc(mem * sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < h->capacity; i++) {
+		read_slot(&slots[i], &w0, &w1);
+		st = tkz_state(w0);
+		if (st == TKZ_EMPTY) {
+			c->empty++;
+			if (w0 || w1)
+				c->violations++;
+			continue;
+		}
+		if (tkz_fp(w0) == 0 || (st != TKZ_MEM && w1 == 0))
+			c->violations++;
+		if (st == TKZ_INS)
+			c->ins++;
+		else if (st == TKZ_COL)
+			c->col++;
+		else
+			c->mem++;
+		if (st == TKZ_MEM && n < mem) {
+			keys[n][0] = i / per; /* a key lives in one shard */
+			keys[n][1] = tkz_fp(w0);
+			n++;
+		}
+	}
+	/* No key in two slots: a fingerprint is MEM at most once per shard
+	 * (distinct keys share one with probability about 2^-61). */
+	qsort(keys, n, sizeof(*keys), by_key);
+	for (i = 1; i < n; i++)
+		if (keys[i][0] == keys[i - 1][0] &&
+		    keys[i][1] == keys[i - 1][1])
+			c->violations++;
+	free(keys);
+	return 0;
+}
+
+int tk__zone_walk(struct tk__zone *z,
+		  int (*fn)(void *ctx, uint64_t index, uint64_t fp,
+			    uint64_t state),
+		  void *ctx)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t i, w0, w1;
+	int rc;
+
+	for (i = 0; i < h->capacity; i++) {
+		read_slot(&slots[i], &w0, &w1);
+		if (tkz_state(w0) != TKZ_MEM)
+			continue;
+		rc = fn(ctx, i, tkz_fp(w0), w1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

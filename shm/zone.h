@@ -1,0 +1,89 @@
+/*
+ * zone.h - the shared-memory zone as the rest of the library sees it.
+ *
+ * shm/ knows nothing of policies or keys: callers hand it a 61-bit
+ * fingerprint and a position hash, and a pure transition over one state
+ * word.  Nothing here includes lib/ headers.
+ */
+#ifndef TK_SHM_ZONE_H
+#define TK_SHM_ZONE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "layout.h"
+
+struct tk__zone; /* a process's mapping of one zone */
+
+struct tk__zone_config {
+	uint64_t capacity; /* slots; 0: 65536 */
+	unsigned int mode; /* file mode; 0: 0600 */
+	gid_t gid;	   /* (gid_t)-1: the creator's */
+	uint64_t flags;	   /* TKZ_FLAG_* */
+	uint64_t grace;	   /* ns; 0: 60 s */
+	uint64_t now;	   /* creation time, ns */
+};
+
+/* segment.c */
+#define TK__ZONE_CREATE 0x1 /* create the zone if it does not exist */
+#define TK__ZONE_EXCL 0x2   /* with CREATE: -EEXIST if it exists */
+
+/*
+ * Attach to zone @name (creating it from @cfg with TK__ZONE_CREATE).
+ * Returns 0, -EINVAL (bad name; wrong magic), -EPROTO (other version,
+ * truncated, corrupt or inconsistent header), -EACCES (another user's
+ * zone that its mode does not share), -ENOENT (absent, without create),
+ * -ENOMEM, -EIO.
+ */
+int tk__zone_attach(struct tk__zone **out, const char *name,
+		    const struct tk__zone_config *cfg, int flags);
+void tk__zone_detach(struct tk__zone *z);
+int tk__zone_destroy(const char *name);
+struct tkz_header *tk__zone_header(struct tk__zone *z);
+struct tkz_slot *tk__zone_slots(struct tk__zone *z);
+const char *tk__zone_name(const struct tk__zone *z);
+/* Owner, group and permission bits of the zone's file. */
+int tk__zone_file_owner(struct tk__zone *z, uint32_t *uid, uint32_t *gid,
+			uint32_t *mode);
+/* Check word of a header: a hash of its first 120 bytes. */
+uint64_t tk__zone_header_check(const struct tkz_header *h);
+/* Validate a header against a file of @size bytes owned as in @st. */
+int tk__zone_validate(const struct tkz_header *h, uint64_t size);
+
+/* table.c */
+#define TK__ZONE_KEEP 0
+#define TK__ZONE_PERSIST 1
+
+/*
+ * A transition over one state word: @old is 0 for "no state".  Returns
+ * TK__ZONE_PERSIST with *@next set, TK__ZONE_KEEP, or a negative errno.
+ */
+typedef int (*tk__zone_fn)(void *ctx, uint64_t old, uint64_t *next);
+
+struct tk__zone_key {
+	uint64_t fp;  /* 61 bits, never 0 */
+	uint64_t pos; /* chooses the shard and the windows */
+};
+
+int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
+		   uint64_t now, tk__zone_fn fn, void *ctx);
+int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k);
+/* Sweep up to @budget slots of the shard of @k if a sweep is due. */
+void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
+			  uint64_t now);
+void tk__zone_sweep_all(struct tk__zone *z, uint64_t now);
+
+struct tk__zone_census {
+	uint64_t empty, ins, mem, col; /* slots in each state */
+	uint64_t violations;	       /* duplicate keys, bad slots */
+};
+
+/* A full scan: counts slots and checks the invariants.  0 or -ENOMEM. */
+int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c);
+/* Call @fn for every MEM slot; stops if it returns non-zero. */
+int tk__zone_walk(struct tk__zone *z,
+		  int (*fn)(void *ctx, uint64_t index, uint64_t fp,
+			    uint64_t state),
+		  void *ctx);
+
+#endif /* TK_SHM_ZONE_H */

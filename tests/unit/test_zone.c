@@ -1,0 +1,617 @@
+/*
+ * test_zone.c - the shared-memory store across processes: exact counts
+ * with forked workers, kill -9 chaos, and refusal of bad segments.
+ *
+ * Zones live in a private temporary directory (TK_SHM_DIR).  Workers that
+ * must share one manual time read it from an anonymous shared page
+ * through a custom clock.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <throttlekit.h>
+
+#define T0 UINT64_C(1700000000000000000)
+#define SEC UINT64_C(1000000000)
+
+static char dir[] = "/tmp/tk-zones-XXXXXX";
+
+/* What forked workers share: the time and the admitted counts. */
+struct shared {
+	_Atomic uint64_t now;
+	_Atomic uint64_t allowed;
+	_Atomic uint64_t errors;
+	_Atomic uint64_t per_key[1024];
+	_Atomic uint64_t ready; /* start barrier */
+};
+
+static struct shared *sh;
+static struct tk_clock *shared_clock; /* reads sh->now */
+
+static int shared_now(void *ctx, uint64_t *ns)
+{
+	(void)ctx;
+	*ns = atomic_load(&sh->now);
+	return 0;
+}
+
+static struct tk_limiter *open_zone(const char *zone, const char *policy,
+				    uint64_t capacity, unsigned int flags)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l = NULL;
+	char spec[128];
+	int rc;
+
+	o.clock = shared_clock;
+	o.zone_capacity = capacity;
+	o.flags = flags;
+	snprintf(spec, sizeof(spec), "shm:%s", zone);
+	rc = tk_limiter_open(&l, policy, spec, &o);
+	return rc ? NULL : l;
+}
+
+static void reset_shared(void)
+{
+	memset(sh, 0, sizeof(*sh));
+	atomic_store(&sh->now, T0);
+}
+
+/* Fork @n workers running @fn(i); wait for all; they must exit 0. */
+static void run_workers(int n, void (*fn)(int))
+{
+	pid_t pid[16];
+	int i, status;
+
+	for (i = 0; i < n; i++) {
+		pid[i] = fork();
+		assert_true(pid[i] >= 0);
+		if (pid[i] == 0) {
+			/* Start together: races need company. */
+			atomic_fetch_add(&sh->ready, 1);
+			while (atomic_load(&sh->ready) < (uint64_t)n)
+				;
+			fn(i);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	atomic_store(&sh->ready, 0);
+}
+
+/* The zone and policy hot_worker() uses. */
+static const char *hot_zone = "hot", *hot_policy = "gcra:1000/1h";
+static uint64_t hot_capacity;
+
+static void hot_worker(int i)
+{
+	struct tk_limiter *l = open_zone(hot_zone, hot_policy, hot_capacity, 0);
+	struct tk_decision d;
+	int k;
+
+	(void)i;
+	if (!l)
+		_exit(2);
+	for (k = 0; k < 3000; k++) {
+		if (tk_limiter_check(l, "k", 1, 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (d.allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+	}
+	tk_limiter_close(l);
+}
+
+/* N processes x M checks on one key at limit L admit exactly L. */
+static void test_processes_admit_exactly_limit(void **state)
+{
+	struct tk_zone_info info;
+
+	(void)state;
+	reset_shared();
+	run_workers(4, hot_worker);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->allowed), 1000);
+	assert_int_equal(tk_zone_verify("hot", &info, sizeof(info)), 0);
+	assert_int_equal(info.keys, 1);
+	assert_int_equal(info.checks, 4 * 3000);
+	assert_int_equal(info.denies, 4 * 3000 - 1000);
+	assert_int_equal(tk_zone_destroy("hot"), 0);
+}
+
+static void many_worker(int i)
+{
+	struct tk_limiter *l = open_zone("many", "gcra:5/1h", 8192, 0);
+	struct tk_decision d;
+	char key[16];
+	int k, r;
+
+	(void)i;
+	if (!l)
+		_exit(2);
+	/* Every worker inserts the same new keys at the same time. */
+	for (k = 0; k < 1024; k++) {
+		snprintf(key, sizeof(key), "key-%d", k);
+		for (r = 0; r < 3; r++) {
+			if (tk_limiter_check(l, key, strlen(key), 1, &d) != 0)
+				atomic_fetch_add(&sh->errors, 1);
+			else if (d.allowed)
+				atomic_fetch_add(&sh->per_key[k], 1);
+		}
+	}
+	tk_limiter_close(l);
+}
+
+/* Many keys inserted concurrently: each admits exactly its limit. */
+static void test_many_keys_each_exact(void **state)
+{
+	struct tk_zone_info info;
+	int k;
+
+	(void)state;
+	reset_shared();
+	run_workers(4, many_worker);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	for (k = 0; k < 1024; k++)
+		assert_int_equal(atomic_load(&sh->per_key[k]), 5);
+	assert_int_equal(tk_zone_verify("many", &info, sizeof(info)), 0);
+	assert_int_equal(info.keys, 1024);
+	assert_int_equal(info.violations, 0);
+	assert_int_equal(tk_zone_destroy("many"), 0);
+}
+
+static void clock_worker(int i)
+{
+	struct tk_limiter *l = open_zone("time", "gcra:100/1s", 256, 0);
+	struct tk_decision d;
+	char key[16];
+	int k;
+
+	if (!l)
+		_exit(2);
+	for (k = 0; k < 20000; k++) {
+		/* Worker 0 moves the shared clock; everyone checks. */
+		if (i == 0 && k % 50 == 0)
+			atomic_fetch_add(&sh->now, SEC / 10);
+		snprintf(key, sizeof(key), "k%d", k % 300);
+		if (tk_limiter_check(l, key, strlen(key), 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	tk_limiter_close(l);
+}
+
+/* Time passing, keys expiring and reclaimed while others insert. */
+static void test_reclaim_under_churn(void **state)
+{
+	struct tk_zone_info info;
+
+	(void)state;
+	reset_shared();
+	run_workers(4, clock_worker);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(tk_zone_verify("time", &info, sizeof(info)), 0);
+	assert_true(info.reclaims > 0 || info.evictions > 0);
+	assert_int_equal(info.violations, 0);
+	assert_int_equal(tk_zone_destroy("time"), 0);
+}
+
+static void full_worker(int i)
+{
+	struct tk_limiter *l =
+		open_zone("full", "gcra:3/1h", 64, TK_OPT_ZONE_REFUSE_FULL);
+	struct tk_decision d;
+	char key[16];
+	int k, rc;
+
+	if (!l)
+		_exit(2);
+	for (k = 0; k < 2000; k++) {
+		snprintf(key, sizeof(key), "f%d", (k * 13 + i) % 200);
+		rc = tk_limiter_check(l, key, strlen(key), 1, &d);
+		if (rc == 0 && d.allowed)
+			atomic_fetch_add(&sh->per_key[(k * 13 + i) % 200], 1);
+		else if (rc != 0 && rc != -ENOSPC)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	tk_limiter_close(l);
+}
+
+/* A zone that refuses when full never evicts, so never over-admits. */
+static void test_full_zone_refuses(void **state)
+{
+	struct tk_zone_info info;
+	int k;
+
+	(void)state;
+	reset_shared();
+	run_workers(4, full_worker);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	for (k = 0; k < 200; k++)
+		assert_true(atomic_load(&sh->per_key[k]) <= 3);
+	assert_int_equal(tk_zone_verify("full", &info, sizeof(info)), 0);
+	assert_int_equal(info.evictions, 0);
+	assert_true(info.keys <= 64);
+	assert_int_equal(tk_zone_destroy("full"), 0);
+}
+
+static void evict_worker(int i)
+{
+	struct tk_limiter *l = open_zone("evict", "gcra:3/1h", 64, 0);
+	struct tk_decision d;
+	char key[16];
+	int k;
+
+	if (!l)
+		_exit(2);
+	for (k = 0; k < 3000; k++) {
+		snprintf(key, sizeof(key), "e%d-%d", i, k);
+		if (tk_limiter_check(l, key, strlen(key), 1, &d) != 0 ||
+		    !d.allowed)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	tk_limiter_close(l);
+}
+
+/* A flood of new keys in a small zone: evicts, stays consistent. */
+static void test_eviction_pressure(void **state)
+{
+	struct tk_zone_info info;
+
+	(void)state;
+	reset_shared();
+	run_workers(4, evict_worker);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(tk_zone_verify("evict", &info, sizeof(info)), 0);
+	assert_true(info.evictions >= 4 * 3000 - 64);
+	assert_true(info.keys <= 64);
+	assert_int_equal(tk_zone_destroy("evict"), 0);
+}
+
+static void chaos_worker(int i)
+{
+	struct tk_limiter *l = open_zone("chaos", "gcra:200/1h", 128, 0);
+	struct tk_decision d;
+	char key[16];
+	uint64_t k;
+
+	(void)i;
+	if (!l)
+		_exit(2);
+	for (k = 0;; k++) {
+		snprintf(key, sizeof(key), "c%llu",
+			 (unsigned long long)(k % 40));
+		if (tk_limiter_check(l, "hot", 3, 1, &d) == 0 && d.allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+		tk_limiter_check(l, key, strlen(key), 1, &d);
+		if (k % 7 == 0)
+			tk_limiter_reset(l, key, strlen(key));
+	}
+}
+
+/*
+ * Workers killed with SIGKILL at random instants while they insert,
+ * update, reset and evict.  Afterwards the zone verifies, the hot key
+ * never admitted more than its limit, and new workers limit exactly.
+ */
+static void test_kill9_chaos(void **state)
+{
+	struct tk_zone_info info;
+	pid_t pid[4];
+	int round, i, status;
+	unsigned int seed = 12345;
+
+	(void)state;
+	reset_shared();
+	for (round = 0; round < 30; round++) {
+		for (i = 0; i < 4; i++) {
+			pid[i] = fork();
+			assert_true(pid[i] >= 0);
+			if (pid[i] == 0) {
+				chaos_worker(i);
+				_exit(0);
+			}
+		}
+		usleep(1000 + rand_r(&seed) % 3000);
+		for (i = 0; i < 4; i++) {
+			kill(pid[i], SIGKILL);
+			assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+			assert_true(WIFSIGNALED(status));
+		}
+		assert_int_equal(tk_zone_verify("chaos", &info, sizeof(info)),
+				 0);
+		/* Seen admitted <= actually consumed <= the limit. */
+		assert_true(atomic_load(&sh->allowed) <= 200);
+	}
+	/* Survivors' leftovers are finished by whoever comes next. */
+	{
+		struct tk_limiter *l = open_zone("chaos", "gcra:200/1h", 128, 0);
+		struct tk_decision d;
+		uint64_t before = atomic_load(&sh->allowed), more = 0;
+
+		assert_non_null(l);
+		for (i = 0; i < 500; i++) {
+			assert_int_equal(tk_limiter_check(l, "hot", 3, 1, &d),
+					 0);
+			more += d.allowed;
+		}
+		assert_true(before + more <= 200);
+		/* A fresh key limits exactly after all that. */
+		atomic_store(&sh->allowed, 0);
+		assert_int_equal(tk_limiter_reset(l, "hot", 3), 0);
+		tk_limiter_close(l);
+	}
+	hot_zone = "chaos";
+	hot_policy = "gcra:200/1h";
+	hot_capacity = 128;
+	run_workers(4, hot_worker);
+	assert_int_equal(atomic_load(&sh->allowed), 200);
+	assert_int_equal(tk_zone_verify("chaos", &info, sizeof(info)), 0);
+	assert_int_equal(tk_zone_destroy("chaos"), 0);
+}
+
+/* Rewrite @len bytes at @off of zone @name's file. */
+static void poke(const char *name, off_t off, const void *bytes, size_t len)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/throttlekit.%s", dir, name);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, bytes, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void resize(const char *name, off_t size)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/throttlekit.%s", dir, name);
+	assert_int_equal(truncate(path, size), 0);
+}
+
+static int attach_rc(const char *name)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_zone_info info;
+	struct tk_limiter *l;
+	char spec[64];
+	int a, b;
+
+	a = tk_zone_info(name, &info, sizeof(info));
+	snprintf(spec, sizeof(spec), "shm:%s", name);
+	o.flags = TK_OPT_ZONE_NO_CREATE;
+	b = tk_limiter_open(&l, "gcra:1/s", spec, &o);
+	if (b == 0)
+		tk_limiter_close(l);
+	/* The admin path and the attach path agree. */
+	assert_int_equal(a, b);
+	return a;
+}
+
+static void fresh(const char *name)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	tk_zone_destroy(name);
+	o.zone_capacity = 256;
+	assert_int_equal(tk_zone_create(name, &o), 0);
+	assert_int_equal(attach_rc(name), 0);
+}
+
+/* Corrupt, truncated, foreign and other-version segments are refused. */
+static void test_bad_segments(void **state)
+{
+	uint32_t version = 2;
+	uint64_t junk = 0x1234;
+	uint8_t flip;
+	char path[256];
+
+	(void)state;
+	fresh("bad");
+	poke("bad", 0, "NOTAZONE", 8);
+	assert_int_equal(attach_rc("bad"), -EINVAL);
+	fresh("bad");
+	poke("bad", 8, &version, sizeof(version));
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	fresh("bad");
+	/* A flipped bit in the geometry: the check word catches it. */
+	flip = 0x80;
+	poke("bad", 41, &flip, 1);
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	fresh("bad");
+	poke("bad", 120, &junk, sizeof(junk));
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	fresh("bad");
+	resize("bad", 4096 + 16 * 100);
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	fresh("bad");
+	resize("bad", 4096 + 16 * 512);
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	fresh("bad");
+	resize("bad", 100);
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	resize("bad", 0);
+	assert_int_equal(attach_rc("bad"), -EPROTO);
+	/* Another user's zone, 0600: refused; shared through its mode: fine. */
+	fresh("bad");
+	snprintf(path, sizeof(path), "%s/throttlekit.bad", dir);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(attach_rc("bad"), -EACCES);
+		assert_int_equal(chmod(path, 0666), 0);
+		assert_int_equal(attach_rc("bad"), 0);
+	}
+	assert_int_equal(tk_zone_destroy("bad"), 0);
+	/* Names and absence. */
+	assert_int_equal(attach_rc("bad"), -ENOENT);
+	assert_int_equal(tk_zone_info("../etc", NULL, 0), -EINVAL);
+	assert_int_equal(tk_zone_create(".hidden", NULL), -EINVAL);
+	assert_int_equal(tk_zone_create("a/b", NULL), -EINVAL);
+	assert_int_equal(tk_zone_destroy("nosuch"), -ENOENT);
+}
+
+/* Two processes creating at once get one zone; neither fails. */
+static void create_worker(int i)
+{
+	struct tk_limiter *l = open_zone("race", "gcra:1/1h", 1024, 0);
+	struct tk_decision d;
+
+	(void)i;
+	if (!l)
+		_exit(2);
+	if (tk_limiter_check(l, "k", 1, 1, &d) == 0 && d.allowed)
+		atomic_fetch_add(&sh->allowed, 1);
+	tk_limiter_close(l);
+}
+
+static void excl_worker(int i)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	int rc;
+
+	(void)i;
+	o.zone_capacity = 128;
+	rc = tk_zone_create("excl", &o);
+	if (rc == 0)
+		atomic_fetch_add(&sh->allowed, 1);
+	else if (rc != -EEXIST)
+		atomic_fetch_add(&sh->errors, 1);
+}
+
+static void test_creation_race(void **state)
+{
+	int round;
+
+	(void)state;
+	/* tk_zone_create: exactly one of the racers creates it. */
+	for (round = 0; round < 20; round++) {
+		reset_shared();
+		tk_zone_destroy("excl");
+		run_workers(4, excl_worker);
+		assert_int_equal(atomic_load(&sh->errors), 0);
+		assert_int_equal(atomic_load(&sh->allowed), 1);
+	}
+	assert_int_equal(tk_zone_destroy("excl"), 0);
+	for (round = 0; round < 20; round++) {
+		reset_shared();
+		tk_zone_destroy("race");
+		run_workers(4, create_worker);
+		/* One zone: the key admitted once across all creators. */
+		assert_int_equal(atomic_load(&sh->allowed), 1);
+	}
+	assert_int_equal(tk_zone_destroy("race"), 0);
+}
+
+/* Single-word policies only, in this version. */
+static void test_unsupported_policies(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+
+	(void)state;
+	l = open_zone("kinds", "fixed-window:5/1m", 256, 0);
+	assert_non_null(l);
+	assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), -ENOTSUP);
+	tk_limiter_close(l);
+	l = open_zone("kinds", "all(gcra:5/1m,gcra:10/1h)", 256, 0);
+	assert_non_null(l);
+	assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), -ENOTSUP);
+	tk_limiter_close(l);
+	l = open_zone("kinds", "leaky:10/1s,max-queue=1s", 256, 0);
+	assert_non_null(l);
+	assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	tk_limiter_close(l);
+	assert_int_equal(tk_zone_destroy("kinds"), 0);
+}
+
+/* Two stores on one zone in one process share one mapping; closing one
+ * leaves the other working.  The opt-in reclaimer sweeps expired keys. */
+static void test_same_zone_twice_and_reclaimer(void **state)
+{
+	struct tk_zone_info info;
+	struct tk_limiter *a, *b;
+	struct tk_decision d;
+	char key[16];
+	int i;
+
+	(void)state;
+	reset_shared();
+	a = open_zone("twice", "gcra:2/1s", 256, TK_OPT_ZONE_RECLAIMER);
+	b = open_zone("twice", "gcra:2/1s", 256, 0);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
+	assert_int_equal(tk_limiter_check(b, "k", 1, 1, &d), 0);
+	assert_int_equal(d.remaining, 0);
+	tk_limiter_close(b);
+	assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
+	for (i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "r%d", i);
+		assert_int_equal(tk_limiter_check(a, key, strlen(key), 1, &d),
+				 0);
+	}
+	/* Past expiry and the 60 s grace: the thread reclaims them. */
+	atomic_fetch_add(&sh->now, 120 * SEC);
+	for (i = 0; i < 400; i++) {
+		assert_int_equal(tk_zone_info("twice", &info, sizeof(info)), 0);
+		if (info.keys == 0)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(info.keys, 0);
+	assert_true(info.reclaims >= 51);
+	tk_limiter_close(a);
+	assert_int_equal(tk_zone_destroy("twice"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_processes_admit_exactly_limit),
+		cmocka_unit_test(test_many_keys_each_exact),
+		cmocka_unit_test(test_reclaim_under_churn),
+		cmocka_unit_test(test_full_zone_refuses),
+		cmocka_unit_test(test_eviction_pressure),
+		cmocka_unit_test(test_kill9_chaos),
+		cmocka_unit_test(test_bad_segments),
+		cmocka_unit_test(test_creation_race),
+		cmocka_unit_test(test_unsupported_policies),
+		cmocka_unit_test(test_same_zone_twice_and_reclaimer),
+	};
+	int rc;
+
+	if (!mkdtemp(dir))
+		return 99;
+	setenv("TK_SHM_DIR", dir, 1);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 99;
+	if (tk_clock_custom_new(&shared_clock, shared_now, NULL) != 0)
+		return 99;
+	rc = cmocka_run_group_tests_name("zone", tests, NULL, NULL);
+	tk_clock_free(shared_clock);
+	rmdir(dir);
+	return rc;
+}

@@ -1,0 +1,399 @@
+/*
+ * throttlectl zone commands: create, info, ls, get, check, reset, stats,
+ * verify, destroy.  Output is key=value lines (or --json, --prometheus),
+ * stable for scripts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "throttlectl.h"
+
+struct zone_args {
+	const char *name, *key, *policy, *prefix, *format;
+	uint64_t cost, repeat, capacity, grace;
+	unsigned int mode, flags;
+	int64_t gid;
+};
+
+/* Arguments were checked by parse(): anything failing now is an error
+ * of the zone (absent, corrupt, another user's, ...), not of usage. */
+static int fail(int rc, const char *what)
+{
+	fprintf(stderr, "throttlectl: %s: %s (%s)\n", what, tk_strerror(rc),
+		tk_strerrorname(rc));
+	return CTL_ERROR;
+}
+
+static int valid_policy(const char *text)
+{
+	struct tk_policy *p;
+	struct tk_parse_error err;
+
+	if (tk_policy_parse(&p, text, &err) != 0) {
+		fprintf(stderr, "throttlectl: policy '%s': %s\n", text,
+			err.message);
+		return 0;
+	}
+	tk_policy_free(p);
+	return 1;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return errno || !*s || *end || *s == '-' ? -1 : 0;
+}
+
+/* An octal file mode such as 0640 or 640. */
+static int parse_mode(const char *s, unsigned int *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!*s || strspn(s, "01234567") != strlen(s))
+		return -1;
+	v = strtoul(s, &end, 8);
+	if (*end || v == 0 || v > 0777)
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse(int argc, char **argv, int positional, struct zone_args *a)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "cost", required_argument, NULL, 'c' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "prefix", required_argument, NULL, 'x' },
+		{ "capacity", required_argument, NULL, 'C' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "group", required_argument, NULL, 'g' },
+		{ "grace", required_argument, NULL, 'G' },
+		{ "refuse-full", no_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "prometheus", no_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct group *g;
+	uint64_t v;
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->cost = 1;
+	a->repeat = 1;
+	a->format = "text";
+	a->gid = -1;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			a->policy = optarg;
+			break;
+		case 'x':
+			a->prefix = optarg;
+			break;
+		case 'c':
+			if (parse_u64(optarg, &a->cost) || !a->cost)
+				return -1;
+			break;
+		case 'r':
+			if (parse_u64(optarg, &a->repeat) || !a->repeat)
+				return -1;
+			break;
+		case 'C':
+			/* A power of two, at least 64 slots. */
+			if (parse_u64(optarg, &a->capacity) ||
+			    a->capacity < 64 ||
+			    (a->capacity & (a->capacity - 1)))
+				return -1;
+			break;
+		case 'm':
+			if (parse_mode(optarg, &a->mode))
+				return -1;
+			break;
+		case 'g':
+			g = getgrnam(optarg);
+			if (g)
+				a->gid = g->gr_gid;
+			else if (parse_u64(optarg, &v) == 0 && v < UINT32_MAX)
+				a->gid = (int64_t)v;
+			else
+				return -1;
+			a->flags |= TK_OPT_ZONE_GID;
+			break;
+		case 'G':
+			/* Whole seconds; the zone keeps ns. */
+			if (parse_u64(optarg, &v) || !v ||
+			    v > UINT64_MAX / 1000000000u)
+				return -1;
+			a->grace = v * 1000000000u;
+			break;
+		case 'R':
+			a->flags |= TK_OPT_ZONE_REFUSE_FULL;
+			break;
+		case 'j':
+			a->format = "json";
+			break;
+		case 'P':
+			a->format = "prometheus";
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (argc - optind != positional)
+		return -1;
+	if (a->policy && !valid_policy(a->policy))
+		return -1;
+	a->name = argv[optind];
+	a->key = positional > 1 ? argv[optind + 1] : NULL;
+	return 0;
+}
+
+static int usage(const char *text)
+{
+	fprintf(stderr, "usage: throttlectl %s\n", text);
+	return CTL_USAGE;
+}
+
+int ctl_create(int argc, char **argv)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct zone_args a;
+	int rc;
+
+	if (parse(argc, argv, 1, &a))
+		return usage("create NAME [--capacity N] [--mode OCTAL] "
+			     "[--group G] [--grace SECONDS] [--refuse-full]");
+	o.zone_capacity = a.capacity;
+	o.zone_mode = a.mode;
+	o.zone_gid = a.gid;
+	o.reclaim_grace = a.grace;
+	o.flags = a.flags;
+	rc = tk_zone_create(a.name, &o);
+	if (rc)
+		return fail(rc, a.name);
+	printf("created=%s\n", a.name);
+	return CTL_OK;
+}
+
+static void print_info(const char *name, const struct tk_zone_info *i,
+		       const char *format)
+{
+	static const char *const names[] = {
+		"capacity",  "shards",	"window",      "segment_size",
+		"created",   "grace",	"refuse_full", "keys",
+		"tentative", "garbage", "violations",  "checks",
+		"denies",    "inserts", "reclaims",    "evictions",
+		"resets",
+	};
+	const uint64_t v[] = {
+		i->capacity,  i->shards,  i->window,	  i->segment_size,
+		i->created,   i->grace,	  i->refuse_full, i->keys,
+		i->tentative, i->garbage, i->violations,  i->checks,
+		i->denies,    i->inserts, i->reclaims,	  i->evictions,
+		i->resets,
+	};
+	size_t k, n = sizeof(v) / sizeof(v[0]);
+
+	if (strcmp(format, "json") == 0) {
+		printf("{\"zone\":\"%s\"", name);
+		for (k = 0; k < n; k++)
+			printf(",\"%s\":%" PRIu64, names[k], v[k]);
+		printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"}\n", i->uid,
+		       i->gid, i->mode);
+		return;
+	}
+	if (strcmp(format, "prometheus") == 0) {
+		for (k = 0; k < n; k++)
+			printf("throttlekit_zone_%s{zone=\"%s\"} %" PRIu64 "\n",
+			       names[k], name, v[k]);
+		return;
+	}
+	printf("zone=%s\n", name);
+	for (k = 0; k < n; k++)
+		printf("%s=%" PRIu64 "\n", names[k], v[k]);
+	printf("uid=%u\ngid=%u\nmode=%04o\n", i->uid, i->gid, i->mode);
+}
+
+int ctl_info(int argc, char **argv)
+{
+	struct tk_zone_info info;
+	struct zone_args a;
+	int rc;
+
+	if (parse(argc, argv, 1, &a))
+		return usage("info NAME [--json]");
+	rc = tk_zone_info(a.name, &info, sizeof(info));
+	if (rc)
+		return fail(rc, a.name);
+	print_info(a.name, &info, a.format);
+	return CTL_OK;
+}
+
+int ctl_stats(int argc, char **argv)
+{
+	return ctl_info(argc, argv);
+}
+
+int ctl_verify(int argc, char **argv)
+{
+	struct tk_zone_info info;
+	struct zone_args a;
+	int rc;
+
+	if (parse(argc, argv, 1, &a))
+		return usage("verify NAME");
+	rc = tk_zone_verify(a.name, &info, sizeof(info));
+	if (rc && rc != -EBADMSG)
+		return fail(rc, a.name);
+	printf("zone=%s\nkeys=%" PRIu64 "\ntentative=%" PRIu64
+	       "\ngarbage=%" PRIu64 "\nviolations=%" PRIu64 "\nresult=%s\n",
+	       a.name, info.keys, info.tentative, info.garbage, info.violations,
+	       rc ? "FAILED" : "ok");
+	return rc ? CTL_ERROR : CTL_OK;
+}
+
+struct walk_ctx {
+	int json;
+	uint64_t n;
+};
+
+static int print_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
+{
+	struct walk_ctx *w = ctx;
+
+	if (w->json)
+		printf("%s{\"slot\":%" PRIu64 ",\"fingerprint\":\"%016" PRIx64
+		       "\",\"state\":%" PRIu64 "}",
+		       w->n ? "," : "", slot, fp, state);
+	else
+		printf("slot=%" PRIu64 " fingerprint=%016" PRIx64
+		       " state=%" PRIu64 "\n",
+		       slot, fp, state);
+	w->n++;
+	return 0;
+}
+
+int ctl_ls(int argc, char **argv)
+{
+	struct walk_ctx w = { 0, 0 };
+	struct zone_args a;
+	int rc;
+
+	if (parse(argc, argv, 1, &a))
+		return usage("ls NAME [--json]");
+	w.json = strcmp(a.format, "json") == 0;
+	if (w.json)
+		printf("[");
+	rc = tk_zone_walk(a.name, print_key, &w);
+	if (w.json)
+		printf("]\n");
+	return rc ? fail(rc, a.name) : CTL_OK;
+}
+
+static int open_limiter(const struct zone_args *a, const char *policy,
+			struct tk_limiter **l)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char spec[256];
+
+	o.prefix = a->prefix;
+	o.flags = TK_OPT_ZONE_NO_CREATE;
+	snprintf(spec, sizeof(spec), "shm:%s", a->name);
+	return tk_limiter_open(l, policy, spec, &o);
+}
+
+int ctl_get(int argc, char **argv)
+{
+	struct zone_args a;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	int rc;
+
+	if (parse(argc, argv, 2, &a) || !a.policy)
+		return usage("get NAME KEY --policy P [--prefix P]");
+	rc = open_limiter(&a, a.policy, &l);
+	if (rc)
+		return fail(rc, a.name);
+	rc = tk_limiter_peek(l, a.key, strlen(a.key), &d);
+	tk_limiter_close(l);
+	if (rc)
+		return fail(rc, a.key);
+	ctl_print_decision(stdout, &d);
+	return d.allowed ? CTL_OK : CTL_DENIED;
+}
+
+int ctl_check(int argc, char **argv)
+{
+	uint64_t i, allowed = 0, denied = 0;
+	struct zone_args a;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	int rc = 0;
+
+	if (parse(argc, argv, 2, &a) || !a.policy)
+		return usage("check NAME KEY --policy P [--cost N] "
+			     "[--repeat N] [--prefix P]");
+	rc = open_limiter(&a, a.policy, &l);
+	if (rc)
+		return fail(rc, a.name);
+	for (i = 0; i < a.repeat && rc == 0; i++) {
+		rc = tk_limiter_check(l, a.key, strlen(a.key), a.cost, &d);
+		if (rc == 0 && d.allowed)
+			allowed++;
+		else if (rc == 0)
+			denied++;
+	}
+	tk_limiter_close(l);
+	if (rc)
+		return fail(rc, a.key);
+	if (a.repeat > 1)
+		printf("allowed=%" PRIu64 " denied=%" PRIu64 "\n", allowed,
+		       denied);
+	else
+		ctl_print_decision(stdout, &d);
+	return d.allowed ? CTL_OK : CTL_DENIED;
+}
+
+int ctl_reset(int argc, char **argv)
+{
+	struct zone_args a;
+	struct tk_limiter *l;
+	int rc;
+
+	if (parse(argc, argv, 2, &a))
+		return usage("reset NAME KEY [--prefix P]");
+	/* Which single-word policy does not matter to a reset. */
+	rc = open_limiter(&a, "gcra:1/1s", &l);
+	if (rc)
+		return fail(rc, a.name);
+	rc = tk_limiter_reset(l, a.key, strlen(a.key));
+	tk_limiter_close(l);
+	if (rc)
+		return fail(rc, a.key);
+	printf("reset=%s\n", a.key);
+	return CTL_OK;
+}
+
+int ctl_destroy(int argc, char **argv)
+{
+	struct zone_args a;
+	int rc;
+
+	if (parse(argc, argv, 1, &a))
+		return usage("destroy NAME");
+	rc = tk_zone_destroy(a.name);
+	if (rc)
+		return fail(rc, a.name);
+	printf("destroyed=%s\n", a.name);
+	return CTL_OK;
+}
