@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -585,6 +586,43 @@ static void test_same_zone_twice_and_reclaimer(void **state)
 	assert_int_equal(tk_zone_destroy("twice"), 0);
 }
 
+static void *thread_main(void *arg)
+{
+	struct tk_limiter *l = arg;
+	struct tk_decision d;
+	int k;
+
+	for (k = 0; k < 3000; k++) {
+		if (tk_limiter_check(l, "t", 1, 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (d.allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+	}
+	return NULL;
+}
+
+/* Threads of one process on one zone: exact too. */
+static void test_threads_on_a_zone(void **state)
+{
+	struct tk_limiter *l;
+	pthread_t th[4];
+	int i;
+
+	(void)state;
+	reset_shared();
+	l = open_zone("threads", "gcra:700/1h", 256, 0);
+	assert_non_null(l);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, l),
+				 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->allowed), 700);
+	tk_limiter_close(l);
+	assert_int_equal(tk_zone_destroy("threads"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -598,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_creation_race),
 		cmocka_unit_test(test_unsupported_policies),
 		cmocka_unit_test(test_same_zone_twice_and_reclaimer),
+		cmocka_unit_test(test_threads_on_a_zone),
 	};
 	int rc;
 
