@@ -160,42 +160,63 @@ static int composite_fn(void *ctx, const uint64_t *const *old,
 	return TK__PERSIST;
 }
 
+/* A simple policy: one key, one state, one apply. */
+static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
+		      struct step *s)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	const struct tk__policy *p = &s->policy->dim[0];
+	struct tk__transform t = {
+		.fn = step_fn,
+		.ctx = s,
+		.words = p->state_words,
+		.flags = (s->op == OP_CHECK ? TK__T_CHECK : 0) |
+			 (p->alg->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
+	};
+	size_t len;
+	int rc;
+
+	rc = compose_key(l, SINGLE, key, key_len, buf, &len);
+	if (rc == 0)
+		rc = l->store->ops->apply(l->store, buf, len, s->now, &t);
+	return rc;
+}
+
+/* A composite: one key per dimension (@keys, or @key for all). */
+static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
+			 const struct tk_key *keys, struct step *s)
+{
+	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
+	const struct tk_policy *pol = s->policy;
+	struct tk__multi m = { .n = pol->n, .fn = composite_fn, .ctx = s };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < pol->n && rc == 0; i++) {
+		rc = compose_key(l, (int)i, keys ? keys[i].key : key,
+				 keys ? keys[i].key_len : key_len, buf[i],
+				 &m.len[i]);
+		m.key[i] = buf[i];
+		m.words[i] = pol->dim[i].state_words;
+	}
+	if (rc == 0)
+		rc = l->store->ops->apply_multi(l->store, s->now, &m);
+	return rc;
+}
+
 /* @keys: one per dimension, or NULL for @key in every dimension. */
 static int run(struct tk_limiter *l, const char *key, size_t key_len,
 	       const struct tk_key *keys, enum op op, uint64_t now,
 	       uint64_t cost, struct tk_decision *out)
 {
-	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
-	const struct tk_policy *pol = l->policy;
-	struct step s = { .policy = pol, .op = op, .now = now, .cost = cost };
-	struct tk__transform t = {
-		.fn = step_fn,
-		.ctx = &s,
-		.words = pol->state_words,
-		.flags = (op == OP_CHECK ? TK__T_CHECK : 0) |
-			 (pol->dim[0].alg->word_is_expiry ? TK__T_WORD_IS_EXPIRY
-							  : 0),
+	struct step s = {
+		.policy = l->policy, .op = op, .now = now, .cost = cost
 	};
-	struct tk__multi m = { .n = pol->n, .fn = composite_fn, .ctx = &s };
-	size_t i, len;
 	int rc;
 
-	if (pol->kind == TK__SINGLE) {
-		rc = compose_key(l, SINGLE, key, key_len, buf[0], &len);
-		if (rc == 0)
-			rc = l->store->ops->apply(l->store, buf[0], len, now,
-						  &t);
-	} else {
-		for (i = 0, rc = 0; i < pol->n && rc == 0; i++) {
-			rc = compose_key(l, (int)i, keys ? keys[i].key : key,
-					 keys ? keys[i].key_len : key_len,
-					 buf[i], &m.len[i]);
-			m.key[i] = buf[i];
-			m.words[i] = pol->dim[i].state_words;
-		}
-		if (rc == 0)
-			rc = l->store->ops->apply_multi(l->store, now, &m);
-	}
+	rc = l->policy->kind == TK__SINGLE
+		     ? run_single(l, key, key_len, &s)
+		     : run_composite(l, key, key_len, keys, &s);
 	if (rc < 0)
 		return rc;
 	*out = s.d;

@@ -29,8 +29,7 @@
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;
-	uint64_t seed[2];     /* fingerprints */
-	uint64_t pos_seed[2]; /* positions */
+	uint64_t seed[2];     /* the zone's secret hash key */
 	tk_atomic_u64 checks; /* unflushed, this process */
 	tk_atomic_u64 denies;
 	tk_atomic_u64 gen;		/* fork generation of the batch */
@@ -64,13 +63,26 @@ static int word_fn(void *ctx, uint64_t old, uint64_t *next)
 				    : s->rc;
 }
 
+/*
+ * One keyed hash gives both: the fingerprint is its low 61 bits, the
+ * position a bijective mix of all 64 (so two keys that share a window
+ * still differ in ~61 fingerprint bits, and positions stay as secret as
+ * the hash).  The mix is MurmurHash3's fmix64 finaliser.
+ */
 static void key_of(const struct shm_store *s, const unsigned char *key,
 		   size_t len, struct tk__zone_key *k)
 {
-	k->fp = tk__siphash(s->seed, key, len) & TKZ_FP_MASK;
+	uint64_t h = tk__siphash(s->seed, key, len), m = h;
+
+	k->fp = h & TKZ_FP_MASK;
 	if (k->fp == 0)
 		k->fp = 1;
-	k->pos = tk__siphash(s->pos_seed, key, len);
+	m ^= m >> 33;
+	m *= UINT64_C(0xff51afd7ed558ccd);
+	m ^= m >> 33;
+	m *= UINT64_C(0xc4ceb9fe1a85ec53);
+	m ^= m >> 33;
+	k->pos = m;
 }
 
 /* The batch is this process's: a fork() child drops its parent's. */
@@ -231,9 +243,6 @@ int tk__shm_open(struct tk_store **out, const char *name,
 	h = tk__zone_header(s->zone);
 	s->seed[0] = h->seed[0];
 	s->seed[1] = h->seed[1];
-	/* A second, independent key for positions. */
-	s->pos_seed[0] = h->seed[0] ^ UINT64_C(0x9e3779b97f4a7c15);
-	s->pos_seed[1] = h->seed[1] ^ UINT64_C(0xc2b2ae3d27d4eb4f);
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	tk_atomic_store_u64(&s->gen, tk__fork_generation(), TK_MO_RELAXED);

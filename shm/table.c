@@ -57,27 +57,41 @@ static uint64_t shard_of(struct tkz_header *h, const struct tk__zone_key *k)
 	return k->pos & (h->shards - 1);
 }
 
-/* The two windows of @k, in candidate order. */
+/* The two windows of @k: candidate i is at(c, i), window A then B. */
+struct cand {
+	uint64_t a, b; /* first slot of each window */
+};
+
+static inline uint64_t at(const struct cand *c, int i)
+{
+	return (i < TKZ_WINDOW ? c->a : c->b) +
+	       (uint64_t)(i & (TKZ_WINDOW - 1));
+}
+
 static void candidates(struct tk__zone *z, const struct tk__zone_key *k,
-		       uint64_t *idx)
+		       struct cand *c)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	uint64_t per = h->capacity / h->shards;
-	uint64_t windows = per / TKZ_WINDOW;
+	/* Powers of two all: masks, not divisions, on the hot path. */
+	uint64_t mask = per / TKZ_WINDOW - 1;
 	uint64_t base = shard_of(h, k) * per;
-	uint64_t a = (k->pos >> 8) % windows, b = (k->pos >> 36) % windows;
-	int i;
+	uint64_t a = (k->pos >> 8) & mask, b = (k->pos >> 36) & mask;
 
 	if (b == a)
-		b = (a + 1) % windows;
-	for (i = 0; i < TKZ_WINDOW; i++) {
-		idx[i] = base + a * TKZ_WINDOW + (uint64_t)i;
-		idx[TKZ_WINDOW + i] = base + b * TKZ_WINDOW + (uint64_t)i;
-	}
+		b = (a + 1) & mask;
+	c->a = base + a * TKZ_WINDOW;
+	c->b = base + b * TKZ_WINDOW;
 }
 
-static void scan(struct tk__zone *z, const uint64_t *idx, uint64_t fp,
-		 struct view *v)
+/*
+ * Read the candidates.  With @to_mem, stop at the first MEM(fp): a key is
+ * MEM in at most one slot, and an update needs nothing else (tentative
+ * inserts of the same key are resolved by their inserters, who will see
+ * this MEM).  Without it, see everything (settle() needs every INS).
+ */
+static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
+		 int to_mem, struct view *v)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	uint64_t st;
@@ -86,21 +100,25 @@ static void scan(struct tk__zone *z, const uint64_t *idx, uint64_t fp,
 	v->mem = v->empty = -1;
 	v->n_ins = 0;
 	for (i = 0; i < CANDIDATES; i++) {
-		read_slot(&slots[idx[i]], &v->w0[i], &v->w1[i]);
+		/* w0 first: most slots belong to other keys. */
+		v->w0[i] = ck_pr_load_64(&slots[at(c, i)].w[0]);
 		st = tkz_state(v->w0[i]);
+		if (st != TKZ_EMPTY && tkz_fp(v->w0[i]) != fp)
+			continue;
+		v->w1[i] = ck_pr_load_64(&slots[at(c, i)].w[1]);
 		if (st == TKZ_EMPTY) {
 			if (v->empty < 0 && v->w0[i] == 0 && v->w1[i] == 0)
 				v->empty = i;
-		} else if (tkz_fp(v->w0[i]) != fp) {
-			continue;
 		} else if (st == TKZ_MEM) {
 			if (v->mem < 0)
 				v->mem = i;
+			if (to_mem)
+				return;
 		} else if (st == TKZ_INS) {
 			v->ins[v->n_ins++] = i;
 		} else if (st == TKZ_COL) {
 			/* Garbage of a lost insert: anyone frees it. */
-			cas_slot(&slots[idx[i]], v->w0[i], v->w1[i], 0, 0);
+			cas_slot(&slots[at(c, i)], v->w0[i], v->w1[i], 0, 0);
 		}
 	}
 }
@@ -122,16 +140,16 @@ static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
  * collided.  Anyone may run this for anyone (helping), which is how an
  * insert whose owner died completes.
  */
-static void settle(struct tk__zone *z, const uint64_t *idx, uint64_t fp)
+static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	struct view v;
 	int i, e;
 
-	scan(z, idx, fp, &v);
+	scan(z, c, fp, 0, &v);
 	if (v.mem >= 0) {
 		for (i = 0; i < v.n_ins; i++)
-			collide(&slots[idx[v.ins[i]]], v.w0[v.ins[i]],
+			collide(&slots[at(c, v.ins[i])], v.w0[v.ins[i]],
 				v.w1[v.ins[i]]);
 		return;
 	}
@@ -141,12 +159,12 @@ static void settle(struct tk__zone *z, const uint64_t *idx, uint64_t fp)
 		e = v.ins[i];
 		/* A later one changed: it may have been committed; look again.
 		 */
-		if (!collide(&slots[idx[e]], v.w0[e], v.w1[e]))
+		if (!collide(&slots[at(c, e)], v.w0[e], v.w1[e]))
 			return;
 	}
 	e = v.ins[0];
 	/* Committed with ref set and "no state yet" (0); see the ageing. */
-	cas_slot(&slots[idx[e]], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp), 0);
+	cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp), 0);
 }
 
 /*
@@ -191,17 +209,17 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
  * Both windows are full: reclaim what has expired, else (unless the zone
  * refuses) evict by second chance.  Returns 0 if a slot was freed.
  */
-static int make_room(struct tk__zone *z, const uint64_t *idx, uint64_t now)
+static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	int i, pass, freed = 0;
 	uint64_t w0, w1;
 
 	for (i = 0; i < CANDIDATES; i++) {
-		read_slot(&slots[idx[i]], &w0, &w1);
+		read_slot(&slots[at(c, i)], &w0, &w1);
 		if (tkz_state(w0) == TKZ_COL ||
 		    (tkz_state(w0) == TKZ_MEM && w1 != 0))
-			freed |= reclaim(z, &slots[idx[i]], now);
+			freed |= reclaim(z, &slots[at(c, i)], now);
 	}
 	if (freed)
 		return 0;
@@ -209,13 +227,13 @@ static int make_room(struct tk__zone *z, const uint64_t *idx, uint64_t now)
 		return -ENOSPC;
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < CANDIDATES; i++) {
-			read_slot(&slots[idx[i]], &w0, &w1);
+			read_slot(&slots[at(c, i)], &w0, &w1);
 			if (tkz_state(w0) != TKZ_MEM)
 				continue;
 			if (w0 & TKZ_REF) {
-				cas_slot(&slots[idx[i]], w0, w1, w0 & ~TKZ_REF,
-					 w1);
-			} else if (cas_slot(&slots[idx[i]], w0, w1, 0, 0)) {
+				cas_slot(&slots[at(c, i)], w0, w1,
+					 w0 & ~TKZ_REF, w1);
+			} else if (cas_slot(&slots[at(c, i)], w0, w1, 0, 0)) {
 				count(z, TKZ_EVICTIONS);
 				return 0;
 			}
@@ -229,15 +247,16 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 {
 	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_slot *slots = tk__zone_slots(z), *s;
-	uint64_t idx[CANDIDATES], next, snap[2], ticket;
+	uint64_t next, snap[2], ticket;
+	struct cand c;
 	struct view v;
 	int round, rc;
 
-	candidates(z, k, idx);
+	candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
-		scan(z, idx, k->fp, &v);
+		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0) {
-			s = &slots[idx[v.mem]];
+			s = &slots[at(&c, v.mem)];
 			rc = fn(ctx, v.w1[v.mem], &next);
 			if (rc == TK__ZONE_PERSIST) {
 				if (cas_slot(s, v.w0[v.mem], v.w1[v.mem],
@@ -258,7 +277,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 			return rc;
 		}
 		if (v.n_ins > 0) {
-			settle(z, idx, k->fp);
+			settle(z, &c, k->fp);
 			continue;
 		}
 		/* No state: only a write needs a slot. */
@@ -266,7 +285,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		if (rc != TK__ZONE_PERSIST)
 			return rc;
 		if (v.empty < 0) {
-			rc = make_room(z, idx, now);
+			rc = make_room(z, &c, now);
 			if (rc)
 				return rc;
 			continue;
@@ -275,11 +294,11 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		ticket = ck_pr_faa_64(&h->shard[shard_of(h, k)].tickets, 1) + 1;
 		/* Claimed with ref set, like a commit: a sweep clears it and
 		 * only a second sweep may take an abandoned claim. */
-		if (!cas_slot(&slots[idx[v.empty]], 0, 0,
+		if (!cas_slot(&slots[at(&c, v.empty)], 0, 0,
 			      tkz_w0(TKZ_INS, 1, k->fp), ticket))
 			continue;
 		count(z, TKZ_INSERTS);
-		settle(z, idx, k->fp);
+		settle(z, &c, k->fp);
 	}
 	return -EIO;
 }
@@ -287,16 +306,16 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
-	uint64_t idx[CANDIDATES];
+	struct cand c;
 	struct view v;
 	int round;
 
-	candidates(z, k, idx);
+	candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
-		scan(z, idx, k->fp, &v);
+		scan(z, &c, k->fp, 1, &v);
 		if (v.mem < 0)
 			return 0;
-		if (cas_slot(&slots[idx[v.mem]], v.w0[v.mem], v.w1[v.mem], 0,
+		if (cas_slot(&slots[at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem], 0,
 			     0)) {
 			count(z, TKZ_RESETS);
 			return 0;
