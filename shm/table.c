@@ -139,12 +139,22 @@ static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
  * all redundant; otherwise the earliest wins once every later one has been
  * collided.  Anyone may run this for anyone (helping), which is how an
  * insert whose owner died completes.
+ *
+ * A scan reads slots one after another, so "no other INS(fp) or MEM(fp)"
+ * never holds at one instant: a slot read EMPTY early may be claimed and
+ * committed before a later slot is read.  So an INS is committed only by a
+ * scan that started after it was already there: the caller's own INS
+ * (@own, ticket @own_ticket: claimed before this scan), or the earliest
+ * INS(fp) of the caller's previous scan @prev, unchanged (same ticket).
+ * Otherwise the caller scans again.  Spin found the duplicate a looser
+ * rule allows (tests/model/slots.pml, -DAS_DOCUMENTED).
  */
-static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp)
+static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
+		   const struct view *prev, int own, uint64_t own_ticket)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	struct view v;
-	int i, e;
+	int i, e, confirmed;
 
 	scan(z, c, fp, 0, &v);
 	if (v.mem >= 0) {
@@ -155,14 +165,19 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp)
 	}
 	if (v.n_ins == 0)
 		return;
+	e = v.ins[0];
+	confirmed = (e == own && v.w1[e] == own_ticket) ||
+		    (prev && prev->n_ins > 0 && prev->ins[0] == e &&
+		     prev->w1[e] == v.w1[e]);
+	if (!confirmed)
+		return;
 	for (i = 1; i < v.n_ins; i++) {
-		e = v.ins[i];
-		/* A later one changed: it may have been committed; look again.
-		 */
-		if (!collide(&slots[at(c, e)], v.w0[e], v.w1[e]))
+		/* A later one changed: it may have been committed; look
+		 * again. */
+		if (!collide(&slots[at(c, v.ins[i])], v.w0[v.ins[i]],
+			     v.w1[v.ins[i]]))
 			return;
 	}
-	e = v.ins[0];
 	/* Committed with ref set and "no state yet" (0); see the ageing. */
 	cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp), 0);
 }
@@ -277,7 +292,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 			return rc;
 		}
 		if (v.n_ins > 0) {
-			settle(z, &c, k->fp);
+			settle(z, &c, k->fp, &v, -1, 0);
 			continue;
 		}
 		/* No state: only a write needs a slot. */
@@ -298,7 +313,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 			      tkz_w0(TKZ_INS, 1, k->fp), ticket))
 			continue;
 		count(z, TKZ_INSERTS);
-		settle(z, &c, k->fp);
+		settle(z, &c, k->fp, NULL, v.empty, ticket);
 	}
 	return -EIO;
 }

@@ -1,0 +1,128 @@
+#!/bin/sh
+# Model-checks the shared-memory slot protocol (docs/shm-protocol.md) with
+# spin: tests/model/slots.pml must hold (0 errors) in every configuration
+# below, and the broken variants must be rejected (an assertion violation).
+# Exit 0 pass, 77 skip (no spin), 1 fail.  Runs from the build directory;
+# $srcdir is the source tree.  Each pan is capped at 2000 MB (-DMEMLIM).
+#
+# Configurations (N slots, NW workers, NJ janitor actions; all with torn
+# reads, death at any step, the clock, SCANS=3, L=2):
+#   exhaustive, N=3 NW=2 NJ=2   reclaim, aging, eviction, updates, limit
+#   exhaustive, N=2 NW=3 NJ=0   three inserters/helpers racing
+#   bitstate,   N=3 NW=3 NJ=2   everything at once (partial coverage)
+#   must fail:  slots-naive.pml (find absent, write MEM into an EMPTY slot)
+#   must fail:  slots.pml -DAS_DOCUMENTED (a helper commits an INS seen in
+#               a scan that started before that INS was claimed)
+# shellcheck disable=SC2086 # the flag lists below are split on purpose
+: "${srcdir:=.}"
+models="$srcdir/tests/model"
+pan_cc=${PAN_CC:-${CC:-cc}}
+
+if ! command -v spin >/dev/null 2>&1; then
+	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
+	exit 77
+fi
+for f in slots.pml slots-naive.pml; do
+	[ -r "$models/$f" ] || { echo "FAIL: $models/$f is missing"; exit 1; }
+done
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+cp "$models/slots.pml" "$models/slots-naive.pml" "$tmp/" || exit 1
+if command -v timeout >/dev/null 2>&1; then
+	limit="timeout 300"
+else
+	limit=
+fi
+spin -V
+fails=0
+
+# run NAME MODEL "SPIN -D FLAGS" "CC FLAGS" "PAN FLAGS" -> $tmp/NAME.out
+run() {
+	name=$1 model=$2 dflags=$3 cflags=$4 pflags=$5
+	dir="$tmp/$name"
+	mkdir "$dir" && cp "$tmp"/*.pml "$dir/" || return 1
+	echo
+	echo "== $name: $model $dflags"
+	echo "   spin $dflags -a $model"
+	echo "   $pan_cc -O2 -DSAFETY -DMEMLIM=2000 $cflags -o pan pan.c"
+	echo "   ./pan $pflags"
+	(cd "$dir" && spin $dflags -a "$model" >spin.log 2>&1) ||
+		{ cat "$dir/spin.log"; return 1; }
+	(cd "$dir" && $pan_cc -O2 -DSAFETY -DMEMLIM=2000 $cflags \
+		-o pan pan.c >cc.log 2>&1) || { cat "$dir/cc.log"; return 1; }
+	start=$(date +%s)
+	(cd "$dir" && $limit ./pan $pflags >pan.out 2>&1)
+	rc=$?
+	end=$(date +%s)
+	grep -E 'assertion violated|State-vector|states, stored|states, matched|transitions \(|hash factor|total actual memory|elapsed time|max search depth too small|MEMLIM|Search not completed|error:' \
+		"$dir/pan.out" | sed 's/^/   /'
+	echo "   wall time: $((end - start)) s, pan exit status $rc"
+	cp "$dir/pan.out" "$tmp/$name.out"
+	[ "$rc" -le 1 ]
+}
+
+errors_of() {
+	sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$tmp/$1.out" | head -n 1
+}
+
+# the correct protocol: must complete with 0 errors
+expect_ok() {
+	name=$1
+	if ! run "$@"; then
+		echo "FAIL: $name: spin, the compiler or pan failed (or timed out)"
+		fails=$((fails + 1))
+		return
+	fi
+	e=$(errors_of "$name")
+	if [ "$e" != 0 ]; then
+		echo "FAIL: $name: errors: ${e:-?} (the trail follows)"
+		(cd "$tmp/$name" && spin $3 -t "$2" 2>&1 |
+			grep -E '^ *P[0-9]|table:|assert' | sed 's/^ *//' |
+			head -n 200)
+		fails=$((fails + 1))
+	elif grep -Eq 'max search depth too small|MEMLIM|Search not completed' \
+		"$tmp/$name.out"; then
+		echo "FAIL: $name: the search did not complete"
+		fails=$((fails + 1))
+	else
+		echo "ok: $name: 0 errors"
+	fi
+}
+
+# a broken variant: must report an assertion violation
+expect_violation() {
+	name=$1
+	if ! run "$@"; then
+		echo "FAIL: $name: spin, the compiler or pan failed (or timed out)"
+		fails=$((fails + 1))
+		return
+	fi
+	e=$(errors_of "$name")
+	if [ "${e:-0}" -ge 1 ] && grep -q 'assertion violated' "$tmp/$name.out"
+	then
+		echo "ok: $name: rejected as it must be (errors: $e)"
+	else
+		echo "FAIL: $name: the broken model was not rejected (errors: ${e:-?})"
+		fails=$((fails + 1))
+	fi
+}
+
+expect_ok exhaustive-2w slots.pml "-DN=3 -DNW=2 -DNJ=2" \
+	"-DCOLLAPSE" "-m10000 -w24"
+expect_ok exhaustive-3w slots.pml "-DN=2 -DNW=3 -DNJ=0" \
+	"-DCOLLAPSE" "-m10000 -w23"
+expect_ok bitstate-3w slots.pml "-DN=3 -DNW=3 -DNJ=2" \
+	"-DBITSTATE" "-m10000 -w25 -k3"
+expect_violation naive slots-naive.pml "-DN=3 -DNW=2 -DNJ=2" \
+	"-DCOLLAPSE" "-m10000 -w24"
+expect_violation as-documented slots.pml "-DN=2 -DNW=3 -DNJ=0 -DAS_DOCUMENTED" \
+	"-DCOLLAPSE" "-m10000 -w23"
+
+echo
+if [ "$fails" -ne 0 ]; then
+	echo "FAIL: $fails model check(s) failed"
+	exit 1
+fi
+echo "ok: all model checks passed"
+exit 0
