@@ -209,6 +209,7 @@ static void grow_if_needed(struct mem_store *s)
 		while (keys > 2 * s->buckets)
 			s->buckets *= 2;
 		cds_lfht_resize(s->ht, s->buckets);
+		tk_atomic_store_u64(&s->grow_at, 2 * s->buckets, TK_MO_RELAXED);
 	}
 }
 
@@ -276,6 +277,17 @@ void tk__mem_before_apply(struct mem_store *s)
 
 void tk__mem_after_apply(struct mem_store *s, uint64_t now)
 {
+	/*
+	 * The apply that finds the table twice as full as it has buckets
+	 * grows it (amortised O(1) per insert), so lookups never walk long
+	 * chains until a sweep comes by.
+	 */
+	if (tk_atomic_load_u64(&s->keys, TK_MO_RELAXED) >
+		    tk_atomic_load_u64(&s->grow_at, TK_MO_RELAXED) &&
+	    sweeper_try_acquire(s)) {
+		grow_if_needed(s);
+		sweeper_release(s);
+	}
 	if (s->use_thread)
 		return;
 	if (tick_of(now) > tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED) ||

@@ -444,6 +444,7 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 			buckets *= 2;
 	}
 	s->buckets = buckets;
+	tk_atomic_store_u64(&s->grow_at, 2 * buckets, TK_MO_RELAXED);
 	s->ht = cds_lfht_new_flavor(buckets, buckets, 0, 0, &urcu_bp_flavor,
 				    NULL);
 	rc = -ENOMEM;

@@ -62,8 +62,9 @@ struct mem_store {
 	struct tk_store base;
 	struct cds_lfht *ht;
 	uint64_t seed[2];
-	uint64_t buckets; /* current hash table size */
-	uint64_t grace;	  /* ns a state stays after it expired */
+	uint64_t buckets;      /* current hash table size (sweeper's) */
+	tk_atomic_u64 grow_at; /* keys above which to grow: 2 x buckets */
+	uint64_t grace;	       /* ns a state stays after it expired */
 	int use_thread;
 
 	/* CLOCK ring; NULL when unbounded. */
