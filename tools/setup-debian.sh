@@ -4,7 +4,7 @@
 set -eu
 pkgs="build-essential autoconf automake libtool pkg-config
 liburcu-dev libck-dev libcmocka-dev libhiredis-dev mandoc g++ clang
-clang-format spin"
+clang-format spin gnuplot-nox valgrind"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
