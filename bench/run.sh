@@ -1,0 +1,44 @@
+#!/bin/sh
+# bench/run.sh BUILDDIR - build tk-bench against BUILDDIR's library and run
+# the default matrix (what `make bench` runs).
+#
+# Writes, in bench/results/ (TK_BENCH_RESULTS overrides it):
+#   latest.txt   the table printed on stdout
+#   latest.json  every case, the memory and admission figures, the targets
+#   chart.png    ns/check by scenario, throughput by workers (gnuplot)
+#   *.dat        the chart's data
+#
+# Tuning (environment): TK_BENCH_ROUNDS, TK_BENCH_ROUND_MS,
+# TK_BENCH_WARMUP_MS, TK_BENCH_ADMIT_MS, TK_BENCH_MID_KEYS,
+# TK_BENCH_BIG_KEYS, TK_BENCH_ZIPF_S, TK_BENCH_BATCH, TK_BENCH_FILTER; see
+# bench/README.md.
+set -eu
+
+bench=$(cd "$(dirname "$0")" && pwd)
+. "$bench/common.sh"
+bench_setup "$@"
+bench_results
+
+echo "bench: tk-bench built as $tkb; zones in $TK_SHM_DIR" >&2
+rc=0
+"$tkb" --json "$results/latest.json" --dat "$results" \
+	>"$results/latest.txt" || rc=$?
+cat "$results/latest.txt"
+[ "$rc" -eq 0 ] || bench_die "tk-bench failed ($rc)"
+bench_lib_check
+
+if [ -n "${TK_BENCH_FILTER:-}" ]; then
+	echo "bench: a filtered run draws no chart" >&2
+elif command -v gnuplot >/dev/null 2>&1; then
+	# Warnings go to gnuplot.log.
+	if gnuplot -e "datadir='$results'" "$bench/plot.gp" \
+		2>"$results/gnuplot.log"; then
+		echo "bench: chart in $results/chart.png" >&2
+	else
+		cat "$results/gnuplot.log" >&2
+		echo "bench: gnuplot failed; no chart" >&2
+	fi
+else
+	echo "bench: gnuplot not found (Debian: gnuplot-nox); no chart" >&2
+fi
+echo "bench: results in $results/latest.txt and $results/latest.json" >&2
