@@ -23,12 +23,12 @@
 #include <time.h>
 
 #define BENCH_KEY_LEN 10 /* bytes: "k:" and 8 hex digits */
-#define BENCH_CALLS 256  /* checks between two readings of the timer */
+#define BENCH_CALLS 256	 /* checks between two readings of the timer */
 
 /* A request stream: key indices in request order, read cyclically. */
 struct bench_stream {
 	const uint32_t *idx;
-	uint64_t mask;  /* length - 1; the length is a power of two */
+	uint64_t mask;	/* length - 1; the length is a power of two */
 	uint32_t nkeys; /* indices are below this */
 };
 
@@ -134,8 +134,8 @@ static inline uint64_t bench_hash(const char *key, size_t len)
 		a |= (uint64_t)(unsigned char)key[i] << (8 * i);
 	for (; i < len && i < 16; i++)
 		b |= (uint64_t)(unsigned char)key[i] << (8 * (i - 8));
-	h = a * UINT64_C(0x9e3779b97f4a7c15) ^ (b + len) *
-						 UINT64_C(0xc2b2ae3d27d4eb4f);
+	h = a * UINT64_C(0x9e3779b97f4a7c15) ^
+	    (b + len) * UINT64_C(0xc2b2ae3d27d4eb4f);
 	h ^= h >> 33;
 	h *= UINT64_C(0xff51afd7ed558ccd);
 	h ^= h >> 33;

@@ -57,8 +57,7 @@ size_t bench_floor_bytes(const struct bench_floor *f)
 	return f->bytes;
 }
 
-static inline void floor_cas(struct bench_floor *f, uint32_t idx,
-			     uint64_t now)
+static inline void floor_cas(struct bench_floor *f, uint32_t idx, uint64_t now)
 {
 	_Atomic uint64_t *w = &f->words[idx];
 	uint64_t old = atomic_load_explicit(w, memory_order_relaxed), next;
