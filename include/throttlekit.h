@@ -94,6 +94,9 @@ struct tk_options {
 	uint64_t zone_capacity; /* slots, a power of two; 0: 65536 */
 	unsigned int zone_mode; /* file mode; 0: 0600 */
 	int64_t zone_gid; /* group of the file; used with TK_OPT_ZONE_GID */
+	/* Bytes of state blocks (states of more than one word: windows,
+	 * logs, quotas), rounded up to 16 KiB pages; 0: 32 per slot. */
+	uint64_t zone_arena;
 };
 
 #define TK_OPTIONS_INIT                                                        \
@@ -163,6 +166,10 @@ struct tk_zone_info {
 	uint64_t violations;   /* broken invariants found by the scan */
 	uint64_t checks, denies, inserts, reclaims, evictions, resets;
 	uint32_t uid, gid, mode; /* of the zone's file */
+	/* Appended fields. */
+	uint64_t arena_size; /* bytes of state blocks */
+	uint64_t blocks;     /* state blocks in use */
+	uint64_t arena_used; /* bytes of those blocks */
 };
 
 /*
@@ -361,14 +368,24 @@ TK_API int tk_zone_verify(const char *name, struct tk_zone_info *out,
 
 /*
  * tk_zone_walk() - call @fn(@ctx, slot, fingerprint, state) for every
- * committed key of zone @name (keys are stored only as 61-bit
- * fingerprints); stops early if @fn returns non-zero, and returns that.
- * Errors as tk_zone_info().
+ * committed key of zone @name (keys are stored only as fingerprints;
+ * state is the slot's state word or block reference); stops early if @fn
+ * returns non-zero, and returns that. Errors as tk_zone_info().
  */
 TK_API int tk_zone_walk(const char *name,
 			int (*fn)(void *ctx, uint64_t slot,
 				  uint64_t fingerprint, uint64_t state),
 			void *ctx);
+
+/*
+ * tk_zone_sweep() - one full reclamation pass over zone @name at time
+ * @now (ns, on the clock of the limiters that use the zone): frees every
+ * state expired for the zone's grace, every abandoned insert and every
+ * state block no key can reference any more.  Checks do this
+ * incrementally; this is for operators and tests.  Errors as
+ * tk_zone_info().
+ */
+TK_API int tk_zone_sweep(const char *name, uint64_t now);
 
 /*
  * tk_zone_destroy() - remove zone @name.  Processes attached keep their

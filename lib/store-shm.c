@@ -2,12 +2,13 @@
  * store-shm.c - the zone store ("shm:NAME"): keys of every process on a
  * host in one lock-free table in shared memory (shm/).
  *
- * This file turns keys into what shm/ understands: a 61-bit fingerprint
- * and a position hash, both SipHash-2-4 under the zone's own secret, and a
- * transition over one state word.  A zone slot holds one word that must be
- * its own expiry time (GCRA, token bucket, leaky shaper), because the
- * zone's reclaimers judge slots without knowing their policy; other
- * algorithms and composites answer -ENOTSUP on a zone in this version.
+ * This file turns keys into what shm/ understands: a fingerprint and a
+ * position hash, both SipHash-2-4 under the zone's own secret, and a
+ * transition over a state.  A state of one word that is its own expiry
+ * time (GCRA, token bucket, leaky shaper) lives in the key's slot, because
+ * the zone's reclaimers judge slots without knowing their policy; larger
+ * states live in blocks that record their expiry.  Composites answer
+ * -ENOTSUP on a zone in this version.
  *
  * Counters of checks and denials are batched per process and added to the
  * zone every 256 checks and at close, so that a check never writes a
@@ -49,34 +50,34 @@ struct step {
 	int rc;
 };
 
-static int word_fn(void *ctx, uint64_t old, uint64_t *next)
+static int state_fn(void *ctx, const uint64_t *old, uint64_t *next,
+		    uint64_t *expires)
 {
 	struct step *s = ctx;
-	uint64_t expires, word[1];
 
-	/* 0 is "never seen", which every algorithm takes as no state. */
-	s->rc = s->t->fn(s->t->ctx, old ? &old : NULL, word, &expires);
-	if (s->rc == TK__PERSIST)
-		*next = word[0];
+	s->rc = s->t->fn(s->t->ctx, old, next, expires);
 	return s->rc == TK__PERSIST ? TK__ZONE_PERSIST
 	       : s->rc == TK__KEEP  ? TK__ZONE_KEEP
 				    : s->rc;
 }
 
 /*
- * One keyed hash gives both: the fingerprint is its low 61 bits, the
- * position a bijective mix of all 64 (so two keys that share a window
- * still differ in ~61 fingerprint bits, and positions stay as secret as
- * the hash).  The mix is MurmurHash3's fmix64 finaliser.
+ * One keyed hash gives both: the fingerprint is its low 60 bits (and a
+ * bit for the kind of state), the position a bijective mix of all 64 (so
+ * two keys that share a window still differ in ~60 fingerprint bits, and
+ * positions stay as secret as the hash).  The mix is MurmurHash3's fmix64
+ * finaliser.
  */
 static void key_of(const struct shm_store *s, const unsigned char *key,
-		   size_t len, struct tk__zone_key *k)
+		   size_t len, int block, struct tk__zone_key *k)
 {
 	uint64_t h = tk__siphash(s->seed, key, len), m = h;
 
-	k->fp = h & TKZ_FP_MASK;
+	k->fp = h & (TKZ_FP_BLOCK - 1);
 	if (k->fp == 0)
 		k->fp = 1;
+	if (block)
+		k->fp |= TKZ_FP_BLOCK;
 	m ^= m >> 33;
 	m *= UINT64_C(0xff51afd7ed558ccd);
 	m ^= m >> 33;
@@ -121,6 +122,12 @@ static void tally(struct shm_store *s, int denied)
 		flush(s);
 }
 
+/* A state that is not one word holding its own expiry needs a block. */
+static int block_state(const struct tk__transform *t)
+{
+	return t->words != 1 || !(t->flags & TK__T_WORD_IS_EXPIRY);
+}
+
 static int shm_apply(struct tk_store *base, const unsigned char *key,
 		     size_t len, uint64_t now, const struct tk__transform *t)
 {
@@ -129,12 +136,10 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 	struct tk__zone_key k;
 	int rc;
 
-	if (t->words != 1 || !(t->flags & TK__T_WORD_IS_EXPIRY))
-		return -ENOTSUP;
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
-	key_of(s, key, len, &k);
-	rc = tk__zone_apply(s->zone, &k, now, word_fn, &st);
+	key_of(s, key, len, block_state(t), &k);
+	rc = tk__zone_apply(s->zone, &k, now, t->words, state_fn, &st);
 	tk__zone_maybe_sweep(s->zone, &k, now);
 	if (rc < 0)
 		return rc;
@@ -157,9 +162,13 @@ static int shm_reset(struct tk_store *base, const unsigned char *key,
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
+	int rc;
 
-	key_of(s, key, len, &k);
-	return tk__zone_reset(s->zone, &k);
+	/* The key's state is of one kind or the other: reset both. */
+	key_of(s, key, len, 0, &k);
+	rc = tk__zone_reset(s->zone, &k);
+	k.fp |= TKZ_FP_BLOCK;
+	return rc ? rc : tk__zone_reset(s->zone, &k);
 }
 
 static void shm_stats(struct tk_store *base, struct tk_stats *out)
@@ -214,6 +223,7 @@ int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c)
 	c->flags =
 		o->flags & TK_OPT_ZONE_REFUSE_FULL ? TKZ_FLAG_REFUSE_FULL : 0;
 	c->grace = o->reclaim_grace;
+	c->arena = o->zone_arena;
 	/* The creation time is wall-clock metadata, whatever the clock. */
 	return tk__clock_read(tk_clock_system(), &c->now);
 }

@@ -61,6 +61,9 @@ static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 	info->reclaims = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
 	info->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
 	info->resets = ck_pr_load_64(&h->counters[TKZ_RESETS].v);
+	info->arena_size = h->pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
+	info->blocks = c.blocks;
+	info->arena_used = c.block_bytes;
 	return tk__zone_file_owner(z, &info->uid, &info->gid, &info->mode);
 }
 
@@ -111,6 +114,19 @@ TK_API int tk_zone_walk(const char *name,
 	rc = tk__zone_walk(z, fn, ctx);
 	tk__zone_detach(z);
 	return rc;
+}
+
+TK_API int tk_zone_sweep(const char *name, uint64_t now)
+{
+	struct tk__zone *z;
+	int rc;
+
+	rc = tk__zone_attach(&z, name, NULL, 0);
+	if (rc)
+		return tk__rc(rc);
+	tk__zone_sweep_all(z, now);
+	tk__zone_detach(z);
+	return 0;
 }
 
 TK_API int tk_zone_destroy(const char *name)

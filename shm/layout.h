@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 1
+#define TKZ_VERSION 2
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -21,6 +21,17 @@
 #define TKZ_CAPACITY_MAX (UINT64_C(1) << 32)
 
 #define TKZ_FLAG_REFUSE_FULL UINT64_C(0x1)
+
+/*
+ * The arena of state blocks (states of more than one word): pages of
+ * TKZ_PAGE_CELLS 16-byte cells; a page holds blocks of one size class,
+ * 4 << k cells for k < TKZ_CLASSES.
+ */
+#define TKZ_PAGE_CELLS 1024
+#define TKZ_CLASS_MIN 4
+#define TKZ_CLASSES 9 /* 4 .. 1024 cells */
+#define TKZ_PAGES_MIN 4
+#define TKZ_PAGES_MAX (UINT64_C(1) << 18) /* block refs hold 26 bits */
 
 /* Cache lines, so that hot counters never share one. */
 #define TKZ_LINE 64
@@ -59,12 +70,17 @@ struct tkz_header {
 	uint32_t window;       /* TKZ_WINDOW */
 	uint64_t seed[2];      /* secret hash key */
 	uint64_t grace;	       /* ns an expired state is kept */
-	uint8_t reserved[40];
+	uint64_t pages;	       /* arena pages of TKZ_PAGE_CELLS cells */
+	uint8_t reserved[32];
 	uint64_t check; /* hash of bytes 0..119; see tkz_header_check() */
 	struct tkz_line counters[TKZ_COUNTERS]; /* from byte 128 */
 	uint8_t pad1[1024 - 128 - TKZ_COUNTERS * TKZ_LINE];
 	struct tkz_shard shard[TKZ_SHARDS_MAX]; /* from byte 1024 */
-	uint8_t pad2[TKZ_HEADER_SIZE - 1024 - TKZ_SHARDS_MAX * TKZ_LINE];
+	/* From byte 3072: where each size class looks for a free block
+	 * first (a cell index), and the arena sweep's cursor. */
+	struct tkz_line alloc[TKZ_CLASSES];
+	struct tkz_line arena_sweep;
+	uint8_t pad2[TKZ_HEADER_SIZE - 3072 - (TKZ_CLASSES + 1) * TKZ_LINE];
 };
 
 _Static_assert(offsetof(struct tkz_header, magic) == 0, "layout");
@@ -78,15 +94,18 @@ _Static_assert(offsetof(struct tkz_header, shards) == 48, "layout");
 _Static_assert(offsetof(struct tkz_header, window) == 52, "layout");
 _Static_assert(offsetof(struct tkz_header, seed) == 56, "layout");
 _Static_assert(offsetof(struct tkz_header, grace) == 72, "layout");
+_Static_assert(offsetof(struct tkz_header, pages) == 80, "layout");
 _Static_assert(offsetof(struct tkz_header, check) == 120, "layout");
 _Static_assert(offsetof(struct tkz_header, counters) == 128, "layout");
 _Static_assert(offsetof(struct tkz_header, shard) == 1024, "layout");
+_Static_assert(offsetof(struct tkz_header, alloc) == 3072, "layout");
 _Static_assert(sizeof(struct tkz_header) == TKZ_HEADER_SIZE, "layout");
 
 /*
- * A slot: w0 = state (2 bits) | ref (1 bit) | fingerprint (61 bits),
- * w1 = the state word (MEM) or a ticket (INS, COL).  16-byte aligned: the
- * 16-byte CAS faults on anything less.
+ * A slot: w0 = state (2 bits) | ref (1 bit) | fingerprint (61 bits: a kind
+ * bit and 60 bits of hash), w1 = the state word or a block reference
+ * (MEM), or a ticket (INS, COL).  16-byte aligned: the 16-byte CAS faults
+ * on anything less.
  */
 struct tkz_slot {
 	_Alignas(16) uint64_t w[2];
@@ -102,6 +121,8 @@ _Static_assert(TKZ_HEADER_SIZE % 16 == 0, "slots are 16-byte aligned");
 #define TKZ_STATE_SHIFT 62
 #define TKZ_REF (UINT64_C(1) << 61)
 #define TKZ_FP_MASK ((UINT64_C(1) << 61) - 1)
+/* In the fingerprint: the key's state lives in a block. */
+#define TKZ_FP_BLOCK (UINT64_C(1) << 60)
 
 static inline uint64_t tkz_state(uint64_t w0)
 {
@@ -118,9 +139,64 @@ static inline uint64_t tkz_w0(uint64_t state, uint64_t ref, uint64_t fp)
 	return state << TKZ_STATE_SHIFT | (ref ? TKZ_REF : 0) | fp;
 }
 
-static inline uint64_t tkz_segment_size(uint64_t capacity)
+/*
+ * w1 of a block key's MEM slot: "no state yet" (bit 63 and a ticket), or
+ * a reference to one incarnation of a block: (block + 1) in bits 37..62,
+ * where block = cell index / TKZ_CLASS_MIN, and the low 37 bits of its gen.
+ */
+#define TKZ_NOSTATE (UINT64_C(1) << 63)
+#define TKZ_REF_GEN_BITS 37
+#define TKZ_REF_GEN_MASK ((UINT64_C(1) << TKZ_REF_GEN_BITS) - 1)
+
+static inline uint64_t tkz_ref(uint64_t cell, uint64_t gen)
 {
-	return TKZ_HEADER_SIZE + capacity * sizeof(struct tkz_slot);
+	return (cell / TKZ_CLASS_MIN + 1) << TKZ_REF_GEN_BITS |
+	       (gen & TKZ_REF_GEN_MASK);
+}
+
+static inline int tkz_is_ref(uint64_t w1)
+{
+	return !(w1 & TKZ_NOSTATE) && (w1 >> TKZ_REF_GEN_BITS) != 0;
+}
+
+static inline uint64_t tkz_ref_cell(uint64_t w1)
+{
+	return ((w1 >> TKZ_REF_GEN_BITS) - 1) * TKZ_CLASS_MIN;
+}
+
+/*
+ * A cell of the arena.  A block's cell 0 is its header:
+ *   h0 = used (1 bit) | words (11 bits) | gen (52 bits)
+ *   h1 = bound slot (32 bits) | expected tag (32 bits)
+ * (free: used and words 0, h1 0; all zero is a free block of gen 0), and
+ * cells 1.. are {tag = the gen that wrote it, value}: cell 1 the expiry
+ * time of the state, then its words.
+ */
+struct tkz_cell {
+	_Alignas(16) uint64_t w[2];
+};
+
+_Static_assert(sizeof(struct tkz_cell) == 16, "layout");
+
+#define TKZ_BLK_USED (UINT64_C(1) << 63)
+#define TKZ_BLK_WORDS_SHIFT 52
+#define TKZ_BLK_WORDS_MAX ((1u << 11) - 1)
+#define TKZ_BLK_GEN_MASK ((UINT64_C(1) << TKZ_BLK_WORDS_SHIFT) - 1)
+#define TKZ_BLK_OVERHEAD 2 /* header and expiry cells */
+/* Most words a block state may have: the largest class, less overhead. */
+#define TKZ_STATE_WORDS_MAX (TKZ_PAGE_CELLS - TKZ_BLK_OVERHEAD)
+
+static inline uint64_t tkz_pagetable_size(uint64_t pages)
+{
+	/* Rounded to a cache line: pages stay 64-byte aligned. */
+	return (pages * sizeof(uint64_t) + TKZ_LINE - 1) / TKZ_LINE * TKZ_LINE;
+}
+
+static inline uint64_t tkz_segment_size(uint64_t capacity, uint64_t pages)
+{
+	return TKZ_HEADER_SIZE + capacity * sizeof(struct tkz_slot) +
+	       tkz_pagetable_size(pages) +
+	       pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
 }
 
 #endif /* TK_SHM_LAYOUT_H */

@@ -29,6 +29,9 @@
 #define DEFAULT_CAPACITY 65536
 #define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
 #define SLOTS_PER_SHARD 4096
+/* Bytes of arena per slot by default: a two-word state per key at load
+ * 0.5 (a 64-byte block). */
+#define DEFAULT_ARENA 32
 
 struct tk__zone {
 	char name[NAME_MAX_LEN + 1];
@@ -37,6 +40,8 @@ struct tk__zone {
 	uint64_t size;
 	struct tkz_header *h;
 	struct tkz_slot *slots;
+	uint64_t *pagetable;
+	struct tkz_cell *cells;
 };
 
 static const char *zone_dir(void)
@@ -103,10 +108,11 @@ int tk__zone_validate(const struct tkz_header *h, uint64_t size)
 	if (!power_of_two(h->capacity) || h->capacity < TKZ_CAPACITY_MIN ||
 	    h->capacity > TKZ_CAPACITY_MAX || !power_of_two(h->shards) ||
 	    h->shards > TKZ_SHARDS_MAX ||
-	    h->capacity / h->shards < 4 * TKZ_WINDOW || h->grace == 0)
+	    h->capacity / h->shards < 4 * TKZ_WINDOW || h->grace == 0 ||
+	    h->pages < TKZ_PAGES_MIN || h->pages > TKZ_PAGES_MAX)
 		return -EPROTO;
 	/* Truncated or resized since it was made. */
-	if (h->segment_size != tkz_segment_size(h->capacity) ||
+	if (h->segment_size != tkz_segment_size(h->capacity, h->pages) ||
 	    h->segment_size != size)
 		return -EPROTO;
 	return 0;
@@ -130,7 +136,7 @@ static int errno_rc(void)
 }
 
 static void fill_header(struct tkz_header *h, const struct tk__zone_config *c,
-			uint64_t capacity)
+			uint64_t capacity, uint64_t pages)
 {
 	uint64_t shards = capacity / SLOTS_PER_SHARD;
 
@@ -141,14 +147,29 @@ static void fill_header(struct tkz_header *h, const struct tk__zone_config *c,
 	h->magic = TKZ_MAGIC;
 	h->version = TKZ_VERSION;
 	h->header_size = TKZ_HEADER_SIZE;
-	h->segment_size = tkz_segment_size(capacity);
+	h->segment_size = tkz_segment_size(capacity, pages);
 	h->created = c ? c->now : 0;
 	h->flags = c ? c->flags : 0;
 	h->capacity = capacity;
 	h->shards = (uint32_t)shards;
 	h->window = TKZ_WINDOW;
 	h->grace = c && c->grace ? c->grace : DEFAULT_GRACE;
+	h->pages = pages;
 	h->check = tk__zone_header_check(h);
+}
+
+/* Pages of arena for @c: 0 if the size asked for is out of range. */
+static uint64_t arena_pages(const struct tk__zone_config *c, uint64_t capacity)
+{
+	const uint64_t page = TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
+	uint64_t bytes = c && c->arena ? c->arena : capacity * DEFAULT_ARENA;
+	uint64_t pages = bytes / page + (bytes % page != 0);
+
+	if (c && c->arena && pages > TKZ_PAGES_MAX)
+		return 0;
+	if (pages < TKZ_PAGES_MIN)
+		pages = TKZ_PAGES_MIN;
+	return pages < TKZ_PAGES_MAX ? pages : TKZ_PAGES_MAX;
 }
 
 /*
@@ -188,12 +209,13 @@ static int create(const char *name, const struct tk__zone_config *c)
 	char tmp[PATH_MAX], final[PATH_MAX];
 	uint64_t capacity = c && c->capacity ? c->capacity : DEFAULT_CAPACITY;
 	unsigned int mode = c && c->mode ? c->mode : 0600;
+	uint64_t pages = arena_pages(c, capacity);
 	struct tkz_header *h;
 	uint32_t nonce;
 	int fd, rc = 0, n;
 
 	if (!power_of_two(capacity) || capacity < TKZ_CAPACITY_MIN ||
-	    capacity > TKZ_CAPACITY_MAX || (mode & ~0777u))
+	    capacity > TKZ_CAPACITY_MAX || (mode & ~0777u) || !pages)
 		return -EINVAL;
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		return -EIO;
@@ -209,7 +231,7 @@ static int create(const char *name, const struct tk__zone_config *c)
 	/* The umask must not narrow what the caller asked for. */
 	if (fchmod(fd, mode) != 0 ||
 	    (c && c->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, c->gid) != 0) ||
-	    ftruncate(fd, (off_t)tkz_segment_size(capacity)) != 0) {
+	    ftruncate(fd, (off_t)tkz_segment_size(capacity, pages)) != 0) {
 		rc = errno_rc();
 		goto out;
 	}
@@ -223,7 +245,7 @@ static int create(const char *name, const struct tk__zone_config *c)
 	if (getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
 		rc = -EIO;
 	else
-		fill_header(h, c, capacity);
+		fill_header(h, c, capacity, pages);
 	munmap(h, TKZ_HEADER_SIZE);
 	if (rc)
 		goto out;
@@ -279,6 +301,9 @@ static int map_zone(struct tk__zone *z, int fd)
 		return rc;
 	}
 	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
+	z->pagetable = (uint64_t *)(z->slots + z->h->capacity);
+	z->cells = (struct tkz_cell *)((char *)z->pagetable +
+				       tkz_pagetable_size(z->h->pages));
 	return 0;
 }
 
@@ -360,6 +385,16 @@ struct tkz_header *tk__zone_header(struct tk__zone *z)
 struct tkz_slot *tk__zone_slots(struct tk__zone *z)
 {
 	return z->slots;
+}
+
+uint64_t *tk__zone_pagetable(struct tk__zone *z)
+{
+	return z->pagetable;
+}
+
+struct tkz_cell *tk__zone_cells(struct tk__zone *z)
+{
+	return z->cells;
 }
 
 const char *tk__zone_name(const struct tk__zone *z)

@@ -8,16 +8,13 @@
  * undo: an INS is committed or collided by the next visitor, a COL freed,
  * a committed-but-never-updated MEM aged out by sweeps.
  *
- * Atomics are Concurrency Kit's ck_pr: inline instructions that work in
- * memory shared between processes (a 16-byte __atomic CAS may become a
- * libatomic call with a process-local lock).
+ * A key whose state is larger than one word keeps it in a block of the
+ * arena (blocks.c) and its slot references the block.
  */
-#include "zone.h"
+#include "slot.h"
 
 #include <errno.h>
 #include <stdlib.h>
-
-#include <ck_pr.h>
 
 #define CANDIDATES (2 * TKZ_WINDOW)
 #define ROUNDS_MAX 128
@@ -31,26 +28,6 @@ struct view {
 	int n_ins;
 	int empty; /* first EMPTY, or -1 */
 };
-
-static void read_slot(struct tkz_slot *s, uint64_t *w0, uint64_t *w1)
-{
-	/* Two plain loads: a torn pair is caught by the CAS that uses it. */
-	*w0 = ck_pr_load_64(&s->w[0]);
-	*w1 = ck_pr_load_64(&s->w[1]);
-}
-
-static int cas_slot(struct tkz_slot *s, uint64_t e0, uint64_t e1, uint64_t n0,
-		    uint64_t n1)
-{
-	uint64_t expect[2] = { e0, e1 }, set[2] = { n0, n1 };
-
-	return ck_pr_cas_64_2(s->w, expect, set);
-}
-
-static void count(struct tk__zone *z, enum tkz_counter c)
-{
-	ck_pr_faa_64(&tk__zone_header(z)->counters[c].v, 1);
-}
 
 static uint64_t shard_of(struct tkz_header *h, const struct tk__zone_key *k)
 {
@@ -118,7 +95,8 @@ static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
 			v->ins[v->n_ins++] = i;
 		} else if (st == TKZ_COL) {
 			/* Garbage of a lost insert: anyone frees it. */
-			cas_slot(&slots[at(c, i)], v->w0[i], v->w1[i], 0, 0);
+			tkz_cas_slot(&slots[at(c, i)], v->w0[i], v->w1[i], 0,
+				     0);
 		}
 	}
 }
@@ -128,9 +106,9 @@ static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
 {
 	uint64_t col = tkz_w0(TKZ_COL, 0, tkz_fp(w0));
 
-	if (!cas_slot(s, w0, w1, col, w1))
+	if (!tkz_cas_slot(s, w0, w1, col, w1))
 		return 0;
-	cas_slot(s, col, w1, 0, 0);
+	tkz_cas_slot(s, col, w1, 0, 0);
 	return 1;
 }
 
@@ -178,8 +156,48 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 			     v.w1[v.ins[i]]))
 			return;
 	}
-	/* Committed with ref set and "no state yet" (0); see the ageing. */
-	cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp), 0);
+	/* Committed with ref set and "no state yet"; see the ageing.  A
+	 * block key's "no state" keeps the unique ticket (claims of blocks
+	 * are bound to w1 values that never repeat). */
+	tkz_cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp),
+		     fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0);
+}
+
+/* Does MEM {@w0, @w1} hold a state (as opposed to "no state yet")? */
+static int has_state(uint64_t w0, uint64_t w1)
+{
+	return w0 & TKZ_FP_BLOCK ? tkz_is_ref(w1) : w1 != 0;
+}
+
+/*
+ * Empty MEM slot @s seen as {@w0, @w1}, with its block if it has one.
+ * Returns 1 if it did.
+ */
+static int drop(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		uint64_t w1, enum tkz_counter why)
+{
+	if (!tkz_cas_slot(s, w0, w1, 0, 0))
+		return 0;
+	if (w0 & TKZ_FP_BLOCK)
+		tk__blk_release_ref(z, w1);
+	tkz_count(z, why);
+	return 1;
+}
+
+/* The expiry time of the state of MEM slot @s; 0 if it must be looked at
+ * again later (it changed), UINT64_MAX if its block is not valid. */
+static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		       uint64_t w1)
+{
+	uint64_t exp;
+	int rc;
+
+	if (!(w0 & TKZ_FP_BLOCK))
+		return w1;
+	rc = tk__blk_read(z, s, w0, w1, NULL, 0, &exp);
+	if (rc == -EBADMSG)
+		return 0; /* a broken reference: expired at once */
+	return rc < 0 ? UINT64_MAX : exp;
 }
 
 /*
@@ -191,31 +209,26 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 {
 	struct tkz_header *h = tk__zone_header(z);
-	uint64_t w0, w1, st;
+	uint64_t w0, w1, st, exp;
 
-	read_slot(s, &w0, &w1);
+	tkz_read_slot(s, &w0, &w1);
 	st = tkz_state(w0);
 	if (st == TKZ_COL)
-		return cas_slot(s, w0, w1, 0, 0);
-	if (st == TKZ_MEM && w1 != 0) {
-		if (w1 > UINT64_MAX - h->grace || w1 + h->grace > now)
+		return tkz_cas_slot(s, w0, w1, 0, 0);
+	if (st == TKZ_MEM && has_state(w0, w1)) {
+		exp = expiry(z, s, w0, w1);
+		if (exp > UINT64_MAX - h->grace || exp + h->grace > now)
 			return 0;
-		if (!cas_slot(s, w0, w1, 0, 0))
-			return 0;
-		count(z, TKZ_RECLAIMS);
-		return 1;
+		return drop(z, s, w0, w1, TKZ_RECLAIMS);
 	}
 	if (st == TKZ_MEM || st == TKZ_INS) {
 		if (w0 & TKZ_REF) {
-			cas_slot(s, w0, w1, w0 & ~TKZ_REF, w1);
+			tkz_cas_slot(s, w0, w1, w0 & ~TKZ_REF, w1);
 			return 0;
 		}
 		if (st == TKZ_INS)
 			return collide(s, w0, w1);
-		if (!cas_slot(s, w0, w1, 0, 0))
-			return 0;
-		count(z, TKZ_RECLAIMS);
-		return 1;
+		return drop(z, s, w0, w1, TKZ_RECLAIMS);
 	}
 	return 0;
 }
@@ -231,9 +244,9 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 	uint64_t w0, w1;
 
 	for (i = 0; i < CANDIDATES; i++) {
-		read_slot(&slots[at(c, i)], &w0, &w1);
+		tkz_read_slot(&slots[at(c, i)], &w0, &w1);
 		if (tkz_state(w0) == TKZ_COL ||
-		    (tkz_state(w0) == TKZ_MEM && w1 != 0))
+		    (tkz_state(w0) == TKZ_MEM && has_state(w0, w1)))
 			freed |= reclaim(z, &slots[at(c, i)], now);
 	}
 	if (freed)
@@ -242,14 +255,14 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 		return -ENOSPC;
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < CANDIDATES; i++) {
-			read_slot(&slots[at(c, i)], &w0, &w1);
+			tkz_read_slot(&slots[at(c, i)], &w0, &w1);
 			if (tkz_state(w0) != TKZ_MEM)
 				continue;
 			if (w0 & TKZ_REF) {
-				cas_slot(&slots[at(c, i)], w0, w1,
-					 w0 & ~TKZ_REF, w1);
-			} else if (cas_slot(&slots[at(c, i)], w0, w1, 0, 0)) {
-				count(z, TKZ_EVICTIONS);
+				tkz_cas_slot(&slots[at(c, i)], w0, w1,
+					     w0 & ~TKZ_REF, w1);
+			} else if (drop(z, &slots[at(c, i)], w0, w1,
+					TKZ_EVICTIONS)) {
 				return 0;
 			}
 		}
@@ -257,65 +270,124 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 	return -ENOSPC;
 }
 
+/*
+ * Update the state of MEM slot @s (global index @idx) seen as {@w0, @w1}.
+ * Returns @fn's result, or -EAGAIN to look again.  A block key's claimed
+ * block is kept in @held across rounds (rebound, not re-claimed).
+ */
+static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
+		  uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx,
+		  struct tk__blk *held, int *holding)
+{
+	struct tkz_slot *s = &tk__zone_slots(z)[idx];
+	uint64_t old[TKZ_STATE_WORDS_MAX], next[TKZ_STATE_WORDS_MAX], exp = 0;
+	uint64_t snap[2];
+	const uint64_t *have = NULL;
+	int rc, block = !!(w0 & TKZ_FP_BLOCK);
+
+	if (!block) {
+		old[0] = w1;
+		have = w1 ? old : NULL;
+	} else if (tkz_is_ref(w1)) {
+		rc = tk__blk_read(z, s, w0, w1, old, words, &exp);
+		if (rc == -EAGAIN)
+			return rc;
+		/* A state of another shape: another policy under this key. */
+		if (rc >= 0 && rc != (int)words)
+			return -EPROTO;
+		/* An expired state is no state; a broken reference is
+		 * replaced. */
+		have = rc >= 0 && exp > now ? old : NULL;
+	}
+	rc = fn(ctx, have, next, &exp);
+	if (rc == TK__ZONE_PERSIST && !block)
+		return tkz_cas_slot(s, w0, w1, w0 | TKZ_REF, next[0]) ? rc
+								      : -EAGAIN;
+	if (rc == TK__ZONE_PERSIST) {
+		if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
+			*holding = 0;
+		if (!*holding) {
+			int err = tk__blk_claim(z, words, idx, w1, now, held);
+
+			if (err)
+				return err;
+			*holding = 1;
+		}
+		if (tk__blk_write(z, held, exp, next) != 0) {
+			*holding = 0; /* taken from us: claim another */
+			return -EAGAIN;
+		}
+		if (!tkz_cas_slot(s, w0, w1, w0 | TKZ_REF, tk__blk_ref(held)))
+			return -EAGAIN;
+		*holding = 0;
+		tk__blk_release_ref(z, w1);
+		return rc;
+	}
+	if (rc < 0)
+		return rc;
+	/* A read-only outcome must come from an untorn slot. */
+	ck_pr_load_64_2(s->w, snap);
+	if (snap[0] != w0 || snap[1] != w1)
+		return -EAGAIN;
+	/* Once per second chance, not once per denial. */
+	if (!(snap[0] & TKZ_REF))
+		tkz_cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF, snap[1]);
+	return rc;
+}
+
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
-		   uint64_t now, tk__zone_fn fn, void *ctx)
+		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
 {
 	struct tkz_header *h = tk__zone_header(z);
-	struct tkz_slot *slots = tk__zone_slots(z), *s;
-	uint64_t next, snap[2], ticket;
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t next[TKZ_STATE_WORDS_MAX], exp, ticket;
+	struct tk__blk held;
 	struct cand c;
 	struct view v;
-	int round, rc;
+	int round, rc = -EIO, holding = 0;
 
+	if (k->fp & TKZ_FP_BLOCK ? tk__blk_class(words) < 0 : words != 1)
+		return -E2BIG;
 	candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0) {
-			s = &slots[at(&c, v.mem)];
-			rc = fn(ctx, v.w1[v.mem], &next);
-			if (rc == TK__ZONE_PERSIST) {
-				if (cas_slot(s, v.w0[v.mem], v.w1[v.mem],
-					     v.w0[v.mem] | TKZ_REF, next))
-					return rc;
+			rc = update(z, at(&c, v.mem), v.w0[v.mem], v.w1[v.mem],
+				    now, words, fn, ctx, &held, &holding);
+			if (rc == -EAGAIN)
 				continue;
-			}
-			if (rc < 0)
-				return rc;
-			/* A read-only outcome must come from an untorn slot. */
-			ck_pr_load_64_2(s->w, snap);
-			if (snap[0] != v.w0[v.mem] || snap[1] != v.w1[v.mem])
-				continue;
-			/* Once per second chance, not once per denial. */
-			if (!(snap[0] & TKZ_REF))
-				cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF,
-					 snap[1]);
-			return rc;
+			break;
 		}
 		if (v.n_ins > 0) {
 			settle(z, &c, k->fp, &v, -1, 0);
 			continue;
 		}
 		/* No state: only a write needs a slot. */
-		rc = fn(ctx, 0, &next);
+		rc = fn(ctx, NULL, next, &exp);
 		if (rc != TK__ZONE_PERSIST)
-			return rc;
+			break;
+		rc = -EIO;
 		if (v.empty < 0) {
 			rc = make_room(z, &c, now);
 			if (rc)
-				return rc;
+				break;
 			continue;
 		}
 		/* A unique ticket per tentative insert: no ABA on INS. */
 		ticket = ck_pr_faa_64(&h->shard[shard_of(h, k)].tickets, 1) + 1;
 		/* Claimed with ref set, like a commit: a sweep clears it and
 		 * only a second sweep may take an abandoned claim. */
-		if (!cas_slot(&slots[at(&c, v.empty)], 0, 0,
-			      tkz_w0(TKZ_INS, 1, k->fp), ticket))
+		if (!tkz_cas_slot(&slots[at(&c, v.empty)], 0, 0,
+				  tkz_w0(TKZ_INS, 1, k->fp), ticket))
 			continue;
-		count(z, TKZ_INSERTS);
+		tkz_count(z, TKZ_INSERTS);
 		settle(z, &c, k->fp, NULL, v.empty, ticket);
 	}
-	return -EIO;
+	if (round == ROUNDS_MAX)
+		rc = -EIO;
+	if (holding)
+		tk__blk_release(z, &held);
+	return rc;
 }
 
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
@@ -330,11 +402,9 @@ int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem < 0)
 			return 0;
-		if (cas_slot(&slots[at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem], 0,
-			     0)) {
-			count(z, TKZ_RESETS);
+		if (drop(z, &slots[at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem],
+			 TKZ_RESETS))
 			return 0;
-		}
 	}
 	return -EIO;
 }
@@ -369,11 +439,22 @@ void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 		return;
 	cursor = ck_pr_faa_64(&sh->sweep_cursor, SWEEP_CHUNK) % per;
 	sweep_range(z, shard * per + cursor, SWEEP_CHUNK, now);
+	/* Blocks leaked by dead processes; rare, so a small share. */
+	tk__blk_sweep(z, SWEEP_CHUNK / 4);
 }
 
 void tk__zone_sweep_all(struct tk__zone *z, uint64_t now)
 {
-	sweep_range(z, 0, tk__zone_header(z)->capacity, now);
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t n = h->pages * TKZ_PAGE_CELLS / TKZ_CLASS_MIN;
+
+	sweep_range(z, 0, h->capacity, now);
+	while (n) {
+		uint64_t step = n < SWEEP_CHUNK ? n : SWEEP_CHUNK;
+
+		tk__blk_sweep(z, step);
+		n -= step;
+	}
 }
 
 static int by_key(const void *a, const void *b)
@@ -401,7 +482,7 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 	if (!keys)
 		return -ENOMEM;
 	for (i = 0; i < h->capacity; i++) {
-		read_slot(&slots[i], &w0, &w1);
+		tkz_read_slot(&slots[i], &w0, &w1);
 		st = tkz_state(w0);
 		if (st == TKZ_EMPTY) {
 			c->empty++;
@@ -409,7 +490,9 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 				c->violations++;
 			continue;
 		}
-		if (tkz_fp(w0) == 0 || (st != TKZ_MEM && w1 == 0))
+		if (tkz_fp(w0) == 0 || (st != TKZ_MEM && w1 == 0) ||
+		    (st == TKZ_MEM && (w0 & TKZ_FP_BLOCK) &&
+		     !(w1 & TKZ_NOSTATE) && !tkz_is_ref(w1)))
 			c->violations++;
 		if (st == TKZ_INS)
 			c->ins++;
@@ -424,13 +507,14 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 		}
 	}
 	/* No key in two slots: a fingerprint is MEM at most once per shard
-	 * (distinct keys share one with probability about 2^-61). */
+	 * (distinct keys share one with probability about 2^-60). */
 	qsort(keys, n, sizeof(*keys), by_key);
 	for (i = 1; i < n; i++)
 		if (keys[i][0] == keys[i - 1][0] &&
 		    keys[i][1] == keys[i - 1][1])
 			c->violations++;
 	free(keys);
+	tk__blk_census(z, c);
 	return 0;
 }
 
@@ -445,7 +529,7 @@ int tk__zone_walk(struct tk__zone *z,
 	int rc;
 
 	for (i = 0; i < h->capacity; i++) {
-		read_slot(&slots[i], &w0, &w1);
+		tkz_read_slot(&slots[i], &w0, &w1);
 		if (tkz_state(w0) != TKZ_MEM)
 			continue;
 		rc = fn(ctx, i, tkz_fp(w0), w1);

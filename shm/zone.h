@@ -2,8 +2,8 @@
  * zone.h - the shared-memory zone as the rest of the library sees it.
  *
  * shm/ knows nothing of policies or keys: callers hand it a 61-bit
- * fingerprint and a position hash, and a pure transition over one state
- * word.  Nothing here includes lib/ headers.
+ * fingerprint and a position hash, and a pure transition over a state of
+ * a fixed number of words.  Nothing here includes lib/ headers.
  */
 #ifndef TK_SHM_ZONE_H
 #define TK_SHM_ZONE_H
@@ -21,6 +21,7 @@ struct tk__zone_config {
 	gid_t gid;	   /* (gid_t)-1: the creator's */
 	uint64_t flags;	   /* TKZ_FLAG_* */
 	uint64_t grace;	   /* ns; 0: 60 s */
+	uint64_t arena;	   /* bytes of state blocks; 0: 32 per slot */
 	uint64_t now;	   /* creation time, ns */
 };
 
@@ -41,6 +42,8 @@ void tk__zone_detach(struct tk__zone *z);
 int tk__zone_destroy(const char *name);
 struct tkz_header *tk__zone_header(struct tk__zone *z);
 struct tkz_slot *tk__zone_slots(struct tk__zone *z);
+uint64_t *tk__zone_pagetable(struct tk__zone *z);
+struct tkz_cell *tk__zone_cells(struct tk__zone *z);
 const char *tk__zone_name(const struct tk__zone *z);
 /* Owner, group and permission bits of the zone's file. */
 int tk__zone_file_owner(struct tk__zone *z, uint32_t *uid, uint32_t *gid,
@@ -55,18 +58,26 @@ int tk__zone_validate(const struct tkz_header *h, uint64_t size);
 #define TK__ZONE_PERSIST 1
 
 /*
- * A transition over one state word: @old is 0 for "no state".  Returns
- * TK__ZONE_PERSIST with *@next set, TK__ZONE_KEEP, or a negative errno.
+ * A transition over a key's state: @old is NULL for "no state", else
+ * @words words.  Returns TK__ZONE_PERSIST with @next (and, for block keys,
+ * *@expires) set, TK__ZONE_KEEP, or a negative errno.  It may run several
+ * times for one apply.
  */
-typedef int (*tk__zone_fn)(void *ctx, uint64_t old, uint64_t *next);
+typedef int (*tk__zone_fn)(void *ctx, const uint64_t *old, uint64_t *next,
+			   uint64_t *expires);
 
 struct tk__zone_key {
-	uint64_t fp;  /* 61 bits, never 0 */
+	uint64_t fp;  /* 61 bits, never 0; TKZ_FP_BLOCK: a block key */
 	uint64_t pos; /* chooses the shard and the windows */
 };
 
+/*
+ * Run @fn atomically on @k's state of @words words (1 for a word key,
+ * whose word is its own expiry time).  Returns @fn's result or -ENOSPC,
+ * -E2BIG (too many words for a block), -EIO (no progress).
+ */
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
-		   uint64_t now, tk__zone_fn fn, void *ctx);
+		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k);
 /* Sweep up to @budget slots of the shard of @k if a sweep is due. */
 void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
@@ -76,14 +87,51 @@ void tk__zone_sweep_all(struct tk__zone *z, uint64_t now);
 struct tk__zone_census {
 	uint64_t empty, ins, mem, col; /* slots in each state */
 	uint64_t violations;	       /* duplicate keys, bad slots */
+	uint64_t blocks;	       /* state blocks in use */
+	uint64_t block_bytes;	       /* bytes of those blocks */
 };
 
 /* A full scan: counts slots and checks the invariants.  0 or -ENOMEM. */
 int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c);
-/* Call @fn for every MEM slot; stops if it returns non-zero. */
+/* Call @fn for every MEM slot (@state: its w1); stops if it returns
+ * non-zero. */
 int tk__zone_walk(struct tk__zone *z,
 		  int (*fn)(void *ctx, uint64_t index, uint64_t fp,
 			    uint64_t state),
 		  void *ctx);
+
+/* blocks.c: the arena of state blocks (docs/shm-protocol.md). */
+struct tk__blk {
+	uint64_t cell;	 /* its header cell */
+	uint64_t h0, h1; /* its header as claimed */
+};
+
+/* Size class (index) of a state of @words words; -E2BIG if none. */
+int tk__blk_class(uint32_t words);
+/*
+ * The state slot @s references as {@w0, @w1}: fills @words (if not NULL)
+ * and *@expires.  Returns the state's word count, -EAGAIN if the slot
+ * changed (look again), or -EBADMSG if the reference is not valid.
+ */
+int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires);
+/* Claim a free block for a state of @words words computed from value
+ * @e of slot @slot.  0, -ENOSPC. */
+int tk__blk_claim(struct tk__zone *z, uint32_t words, uint64_t slot, uint64_t e,
+		  uint64_t now, struct tk__blk *b);
+/* Bind a claim to a new slot value; -ESTALE if the claim was lost. */
+int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
+		   uint64_t e);
+/* Write the expiry and the words of a claim; -ESTALE if it was lost. */
+int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
+		  const uint64_t *words);
+uint64_t tk__blk_ref(const struct tk__blk *b);
+void tk__blk_release(struct tk__zone *z, const struct tk__blk *b);
+/* Release the block incarnation @w1 references, if still that one. */
+void tk__blk_release_ref(struct tk__zone *z, uint64_t w1);
+/* Collect up to @budget blocks from the arena sweep cursor. */
+void tk__blk_sweep(struct tk__zone *z, uint64_t budget);
+/* Census of the arena; counts violations of blocks of MEM slots. */
+void tk__blk_census(struct tk__zone *z, struct tk__zone_census *c);
 
 #endif /* TK_SHM_ZONE_H */

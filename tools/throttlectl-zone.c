@@ -14,7 +14,7 @@
 
 struct zone_args {
 	const char *name, *key, *policy, *prefix, *format;
-	uint64_t cost, repeat, capacity, grace;
+	uint64_t cost, repeat, capacity, grace, arena;
 	unsigned int mode, flags;
 	int64_t gid;
 };
@@ -78,6 +78,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		{ "group", required_argument, NULL, 'g' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "refuse-full", no_argument, NULL, 'R' },
+		{ "arena", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "prometheus", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
@@ -139,6 +140,11 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		case 'R':
 			a->flags |= TK_OPT_ZONE_REFUSE_FULL;
 			break;
+		case 'A':
+			/* Bytes of state blocks, rounded up to pages. */
+			if (parse_u64(optarg, &a->arena) || !a->arena)
+				return -1;
+			break;
 		case 'j':
 			a->format = "json";
 			break;
@@ -171,9 +177,11 @@ int ctl_create(int argc, char **argv)
 	int rc;
 
 	if (parse(argc, argv, 1, &a))
-		return usage("create NAME [--capacity N] [--mode OCTAL] "
-			     "[--group G] [--grace SECONDS] [--refuse-full]");
+		return usage("create NAME [--capacity N] [--arena BYTES] "
+			     "[--mode OCTAL] [--group G] [--grace SECONDS] "
+			     "[--refuse-full]");
 	o.zone_capacity = a.capacity;
+	o.zone_arena = a.arena;
 	o.zone_mode = a.mode;
 	o.zone_gid = a.gid;
 	o.reclaim_grace = a.grace;
@@ -189,18 +197,18 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 		       const char *format)
 {
 	static const char *const names[] = {
-		"capacity",  "shards",	"window",      "segment_size",
-		"created",   "grace",	"refuse_full", "keys",
-		"tentative", "garbage", "violations",  "checks",
-		"denies",    "inserts", "reclaims",    "evictions",
-		"resets",
+		"capacity",  "shards",	   "window",	  "segment_size",
+		"created",   "grace",	   "refuse_full", "keys",
+		"tentative", "garbage",	   "violations",  "checks",
+		"denies",    "inserts",	   "reclaims",	  "evictions",
+		"resets",    "arena_size", "blocks",	  "arena_used",
 	};
 	const uint64_t v[] = {
-		i->capacity,  i->shards,  i->window,	  i->segment_size,
-		i->created,   i->grace,	  i->refuse_full, i->keys,
-		i->tentative, i->garbage, i->violations,  i->checks,
-		i->denies,    i->inserts, i->reclaims,	  i->evictions,
-		i->resets,
+		i->capacity,  i->shards,     i->window,	     i->segment_size,
+		i->created,   i->grace,	     i->refuse_full, i->keys,
+		i->tentative, i->garbage,    i->violations,  i->checks,
+		i->denies,    i->inserts,    i->reclaims,    i->evictions,
+		i->resets,    i->arena_size, i->blocks,	     i->arena_used,
 	};
 	size_t k, n = sizeof(v) / sizeof(v[0]);
 
@@ -384,16 +392,40 @@ int ctl_reset(int argc, char **argv)
 	return CTL_OK;
 }
 
-int ctl_destroy(int argc, char **argv)
+/* A command that only names a zone: run @op on it, print "@done=NAME". */
+static int on_zone(int argc, char **argv, const char *cmd,
+		   int (*op)(const char *name), const char *done)
 {
+	char text[64];
 	struct zone_args a;
 	int rc;
 
-	if (parse(argc, argv, 1, &a))
-		return usage("destroy NAME");
-	rc = tk_zone_destroy(a.name);
+	if (parse(argc, argv, 1, &a)) {
+		snprintf(text, sizeof(text), "%s NAME", cmd);
+		return usage(text);
+	}
+	rc = op(a.name);
 	if (rc)
 		return fail(rc, a.name);
-	printf("destroyed=%s\n", a.name);
+	printf("%s=%s\n", done, a.name);
 	return CTL_OK;
+}
+
+int ctl_destroy(int argc, char **argv)
+{
+	return on_zone(argc, argv, "destroy", tk_zone_destroy, "destroyed");
+}
+
+/* Zones keep time on the clock of their limiters: the system clock. */
+static int sweep_now(const char *name)
+{
+	uint64_t now;
+	int rc = tk_clock_now(tk_clock_system(), &now);
+
+	return rc ? rc : tk_zone_sweep(name, now);
+}
+
+int ctl_sweep(int argc, char **argv)
+{
+	return on_zone(argc, argv, "sweep", sweep_now, "swept");
 }

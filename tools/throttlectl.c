@@ -17,7 +17,7 @@ static const struct {
 	  "simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl" },
 	{ "create", ctl_create,
 	  "create NAME [--capacity N] [--mode OCTAL] [--group G] "
-	  "[--grace SECONDS] [--refuse-full]" },
+	  "[--arena BYTES] [--grace SECONDS] [--refuse-full]" },
 	{ "info", ctl_info, "info NAME [--json]" },
 	{ "ls", ctl_ls, "ls NAME [--json]" },
 	{ "get", ctl_get, "get NAME KEY --policy P [--prefix P]" },
@@ -26,6 +26,7 @@ static const struct {
 	{ "reset", ctl_reset, "reset NAME KEY [--prefix P]" },
 	{ "stats", ctl_stats, "stats NAME [--json|--prometheus]" },
 	{ "verify", ctl_verify, "verify NAME" },
+	{ "sweep", ctl_sweep, "sweep NAME" },
 	{ "destroy", ctl_destroy, "destroy NAME" },
 };
 

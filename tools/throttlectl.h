@@ -21,6 +21,7 @@ int ctl_check(int argc, char **argv);
 int ctl_reset(int argc, char **argv);
 int ctl_stats(int argc, char **argv);
 int ctl_verify(int argc, char **argv);
+int ctl_sweep(int argc, char **argv);
 int ctl_destroy(int argc, char **argv);
 
 /* {"allowed":...} as one line, the replay output format. */

@@ -3,7 +3,8 @@
  *
  * The input is the whole file.  Attaching must either refuse it with a
  * typed error or accept it, and an accepted zone must survive checks,
- * resets, a verify and a walk whatever its slots contain: a hostile or
+ * resets, a verify, a walk and a sweep whatever its slots and its arena
+ * contain (states in slots and in blocks): a hostile or
  * corrupt segment must never crash a process that attaches to it.
  */
 #include <errno.h>
@@ -60,8 +61,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tk_limiter_check(l, "b", 1, 2, &d);
 		tk_limiter_reset(l, "a", 1);
 		tk_limiter_close(l);
+		/* States in blocks: the arena is as hostile as the slots. */
+		if (tk_limiter_open(&l, "sliding-window:5/1s,buckets=3",
+				    "shm:f", &o) == 0) {
+			tk_limiter_check(l, "t", 1, 1, &d);
+			tk_limiter_check(l, "u", 1, 2, &d);
+			tk_limiter_reset(l, "t", 1);
+			tk_limiter_close(l);
+		}
 		tk_zone_verify("f", &info, sizeof(info));
 		tk_zone_walk("f", count_key, &n);
+		tk_zone_sweep("f", UINT64_MAX / 2);
 	}
 	unlink(path);
 	return 0;

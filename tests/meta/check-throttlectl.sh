@@ -62,12 +62,35 @@ echo "simulate: checked $(wc -l <"$tmp/want") lines"
 TK_SHM_DIR="$tmp/zones"
 export TK_SHM_DIR
 mkdir -p "$TK_SHM_DIR"
+# A longer timeline: 600 events on 5 keys, costs 1-3, some peeks and
+# resets, time moving by 0-400 ms (deterministic).
+awk 'BEGIN {
+	srand(7); t = 1700000000000000000
+	for (i = 0; i < 600; i++) {
+		t += int(rand() * 400) * 1000000
+		k = "k" int(rand() * 5); r = rand()
+		if (r < 0.05)
+			printf "{\"t\":%.0f,\"key\":\"%s\",\"op\":\"reset\"}\n", t, k
+		else if (r < 0.15)
+			printf "{\"t\":%.0f,\"key\":\"%s\",\"op\":\"peek\"}\n", t, k
+		else
+			printf "{\"t\":%.0f,\"key\":\"%s\",\"cost\":%d}\n", t, k, 1 + int(rand() * 3)
+	}
+}' >"$tmp/long"
 for policy in gcra:10/1s,burst=5 token-bucket:capacity=4,refill=3/1s \
-	leaky:10/1s,max-queue=300ms; do
-	"$ctl" simulate --policy "$policy" <"$tmp/in" >"$tmp/mem" 2>/dev/null
+	leaky:10/1s,max-queue=300ms fixed-window:7/2s \
+	sliding-window:9/3s,buckets=6 sliding-log:6/2s quota:40/hour \
+	quota:25/10s,anchor=1700000000000000000; do
+	cat "$tmp/in" "$tmp/long" >"$tmp/both"
+	"$ctl" simulate --policy "$policy" <"$tmp/both" >"$tmp/mem" 2>/dev/null
 	"$ctl" destroy sim >/dev/null 2>&1
-	"$ctl" simulate --policy "$policy" --store shm:sim <"$tmp/in" \
+	"$ctl" simulate --policy "$policy" --store shm:sim <"$tmp/both" \
 		>"$tmp/shm" 2>/dev/null
+	if grep -q '"error":"E[A-Z]*"' "$tmp/shm" &&
+		[ "$(grep -c '"allowed":true' "$tmp/shm")" -lt 50 ]; then
+		echo "FAIL: simulate $policy: too few decisions on shm:sim"
+		fails=$((fails + 1))
+	fi
 	if cmp -s "$tmp/mem" "$tmp/shm"; then
 		echo "ok: simulate $policy: memory and shm:sim identical"
 	else
@@ -101,6 +124,29 @@ expect_rc 0 "$ctl" stats z --prometheus
 grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
 	{ echo "FAIL: stats --prometheus"; fails=$((fails + 1)); }
 expect_rc 0 "$ctl" verify z
+# A state of two words lives in a block of the arena.
+expect_rc 0 "$ctl" check z team --policy fixed-window:2/1h --repeat 2
+expect_rc 1 "$ctl" check z team --policy fixed-window:2/1h
+expect_rc 0 "$ctl" info z
+for kv in keys=2 blocks=1 arena_used=64 arena_size=65536; do
+	grep -qx "$kv" "$tmp/out" ||
+		{ echo "FAIL: info lacks $kv"; fails=$((fails + 1)); }
+done
+expect_rc 0 "$ctl" reset z team
+expect_rc 0 "$ctl" sweep z
+grep -qx "swept=z" "$tmp/out" || { echo "FAIL: sweep"; fails=$((fails + 1)); }
+expect_rc 0 "$ctl" info z
+grep -qx "blocks=0" "$tmp/out" ||
+	{ echo "FAIL: reset left a block"; fails=$((fails + 1)); }
+expect_rc 3 "$ctl" sweep nosuch
+expect_rc 2 "$ctl" sweep
+expect_rc 2 "$ctl" create big --arena nope
+expect_rc 3 "$ctl" create big --arena 99999999999999
+expect_rc 0 "$ctl" create big --capacity 64 --arena 100000
+expect_rc 0 "$ctl" info big
+grep -qx "arena_size=114688" "$tmp/out" ||
+	{ echo "FAIL: arena not rounded up to pages"; fails=$((fails + 1)); }
+expect_rc 0 "$ctl" destroy big
 expect_rc 0 "$ctl" reset z alice
 expect_rc 0 "$ctl" check z alice --policy gcra:2/1h
 expect_rc 0 "$ctl" destroy z

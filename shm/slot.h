@@ -1,0 +1,47 @@
+/*
+ * slot.h - the atomic steps every part of the zone protocol is made of.
+ *
+ * Atomics are Concurrency Kit's ck_pr: inline instructions that work in
+ * memory shared between processes (a 16-byte __atomic CAS may become a
+ * libatomic call with a process-local lock).
+ */
+#ifndef TK_SHM_SLOT_H
+#define TK_SHM_SLOT_H
+
+#include "zone.h"
+
+#include <ck_pr.h>
+
+/* Two plain loads: a torn pair is caught by the CAS that uses it. */
+static inline void tkz_read(uint64_t *w, uint64_t *w0, uint64_t *w1)
+{
+	*w0 = ck_pr_load_64(&w[0]);
+	*w1 = ck_pr_load_64(&w[1]);
+}
+
+/* The 16-byte CAS of a slot or a cell. */
+static inline int tkz_cas(uint64_t *w, uint64_t e0, uint64_t e1, uint64_t n0,
+			  uint64_t n1)
+{
+	uint64_t expect[2] = { e0, e1 }, set[2] = { n0, n1 };
+
+	return ck_pr_cas_64_2(w, expect, set);
+}
+
+static inline void tkz_read_slot(struct tkz_slot *s, uint64_t *w0, uint64_t *w1)
+{
+	tkz_read(s->w, w0, w1);
+}
+
+static inline int tkz_cas_slot(struct tkz_slot *s, uint64_t e0, uint64_t e1,
+			       uint64_t n0, uint64_t n1)
+{
+	return tkz_cas(s->w, e0, e1, n0, n1);
+}
+
+static inline void tkz_count(struct tk__zone *z, enum tkz_counter c)
+{
+	ck_pr_faa_64(&tk__zone_header(z)->counters[c].v, 1);
+}
+
+#endif /* TK_SHM_SLOT_H */
