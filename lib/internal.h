@@ -163,6 +163,7 @@ struct tk__multi {
 	int (*fn)(void *ctx, const uint64_t *const *old, uint64_t *const *next,
 		  int *persist, uint64_t *expires_at);
 	void *ctx;
+	uint32_t flags; /* TK__T_CHECK */
 };
 
 struct tk__store_ops {

@@ -188,7 +188,10 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 {
 	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
 	const struct tk_policy *pol = s->policy;
-	struct tk__multi m = { .n = pol->n, .fn = composite_fn, .ctx = s };
+	struct tk__multi m = { .n = pol->n,
+			       .fn = composite_fn,
+			       .ctx = s,
+			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0 };
 	size_t i;
 	int rc = 0;
 

@@ -7,8 +7,8 @@
  * transition over a state.  A state of one word that is its own expiry
  * time (GCRA, token bucket, leaky shaper) lives in the key's slot, because
  * the zone's reclaimers judge slots without knowing their policy; larger
- * states live in blocks that record their expiry.  Composites answer
- * -ENOTSUP on a zone in this version.
+ * states live in blocks that record their expiry.  The dimensions of a
+ * composite are block keys, updated together by one multi-key step.
  *
  * Counters of checks and denials are batched per process and added to the
  * zone every 256 checks and at close, so that a check never writes a
@@ -148,13 +148,49 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
 }
 
+struct multi_step {
+	const struct tk__multi *m;
+};
+
+static int multi_fn(void *ctx, const uint64_t *const *old,
+		    uint64_t *const *next, int *persist, uint64_t *expires)
+{
+	struct multi_step *s = ctx;
+	int rc = s->m->fn(s->m->ctx, old, next, persist, expires);
+
+	return rc == TK__PERSIST ? TK__ZONE_PERSIST
+	       : rc == TK__KEEP	 ? TK__ZONE_KEEP
+				 : rc;
+}
+
+/* Composites: every dimension's state in a block, one atomic step over
+ * all of them (shm/mcas.c). */
 static int shm_apply_multi(struct tk_store *base, uint64_t now,
 			   const struct tk__multi *m)
 {
-	(void)base;
-	(void)now;
-	(void)m;
-	return -ENOTSUP;
+	struct shm_store *s = (struct shm_store *)base;
+	struct tk__zone_key k[TK__ZONE_MULTI_MAX];
+	struct multi_step st = { .m = m };
+	size_t i;
+	int rc;
+
+	if (m->n > TK__ZONE_MULTI_MAX)
+		return -ENOTSUP;
+	if (s->want_thread)
+		tk__reclaimer_ensure(&s->reclaimer);
+	for (i = 0; i < m->n; i++)
+		key_of(s, m->key[i], m->len[i], 1, &k[i]);
+	rc = tk__zone_apply_multi(s->zone, m->n, k, m->words, now, multi_fn,
+				  &st);
+	for (i = 0; i < m->n; i++)
+		tk__zone_maybe_sweep(s->zone, &k[i], now);
+	if (rc == -E2BIG)
+		return -ENOTSUP;
+	if (rc < 0)
+		return rc;
+	if (m->flags & TK__T_CHECK)
+		tally(s, rc == TK__ZONE_KEEP);
+	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
 }
 
 static int shm_reset(struct tk_store *base, const unsigned char *key,

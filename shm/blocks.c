@@ -107,28 +107,49 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	return bad ? -EBADMSG : (int)n;
 }
 
-/* Collect the used block at @cell, read as {@h0, @h1}: release it if no
- * slot references it or ever can.  Returns 1 if released. */
+/* May a claim bound as @h1 still be published, its slot holding @w1? */
+static int bound_to(uint64_t w1, uint64_t h1)
+{
+	/* A multi-key update in progress there may still publish it. */
+	return tkz_is_desc(w1) || tkz_tag(w1) == (h1 & UINT64_C(0xffffffff));
+}
+
+int tk__blk_bound(struct tk__zone *z, uint64_t h1)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t slot = h1 >> 32;
+
+	return slot < h->capacity &&
+	       bound_to(ck_pr_load_64(&tk__zone_slots(z)[slot].w[1]), h1);
+}
+
+/*
+ * Collect the used block at @cell, read as {@h0, @h1}: release it if no
+ * slot references it or ever can.  One read of the slot decides both (a
+ * publish between two reads would look like neither).  Returns 1 if
+ * released.
+ */
 static int collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	uint64_t slot = h1 >> 32, w1;
 
-	if (slot < h->capacity) {
+	if (words_of(h0) == TKZ_BLK_DESC) {
+		if (!tk__desc_garbage(z, cell, h0, h1))
+			return 0;
+	} else if (slot < h->capacity) {
 		w1 = ck_pr_load_64(&tk__zone_slots(z)[slot].w[1]);
-		if (w1 == tkz_ref(cell, gen_of(h0)))
-			return 0; /* live */
-		if ((w1 & UINT64_C(0xffffffff)) == (h1 & UINT64_C(0xffffffff)))
-			return 0; /* a claim whose publish may come */
+		if (w1 == tkz_ref(cell, gen_of(h0)) || bound_to(w1, h1))
+			return 0;
 	}
 	return tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
 }
 
 static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
-		     uint64_t h1, uint32_t words, uint64_t bind,
+		     uint64_t h1, uint32_t mark, uint64_t bind,
 		     struct tk__blk *b)
 {
-	uint64_t n0 = TKZ_BLK_USED | (uint64_t)words << TKZ_BLK_WORDS_SHIFT |
+	uint64_t n0 = TKZ_BLK_USED | (uint64_t)mark << TKZ_BLK_WORDS_SHIFT |
 		      ((gen_of(h0) + 1) & TKZ_BLK_GEN_MASK);
 
 	if ((h0 & TKZ_BLK_USED) || h1 != 0 ||
@@ -189,7 +210,7 @@ static int64_t new_page(struct tk__zone *z, int k)
  * claim the first free one, collecting garbage on the way (@pass 0), or
  * pressing live keys (@pass 1).
  */
-static int visit(struct tk__zone *z, int k, uint32_t words, uint64_t bind,
+static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		 uint64_t now, int pass, struct tk__blk *b)
 {
 	struct tkz_header *h = tk__zone_header(z);
@@ -213,7 +234,7 @@ static int visit(struct tk__zone *z, int k, uint32_t words, uint64_t bind,
 		    (pass == 0 ? collect(z, cell, h0, h1)
 			       : press(z, cell, h0, h1, now)))
 			tkz_read(cells[cell].w, &h0, &h1);
-		if (try_claim(z, cell, h0, h1, words, bind, b)) {
+		if (try_claim(z, cell, h0, h1, mark, bind, b)) {
 			ck_pr_store_64(&h->alloc[k].v, (cell + size) % total);
 			return 0;
 		}
@@ -222,45 +243,59 @@ static int visit(struct tk__zone *z, int k, uint32_t words, uint64_t bind,
 	return -ENOSPC;
 }
 
-int tk__blk_claim(struct tk__zone *z, uint32_t words, uint64_t slot, uint64_t e,
-		  uint64_t now, struct tk__blk *b)
+/* Claim a block of class @k whose header says @mark (words or
+ * TKZ_BLK_DESC). */
+static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
+		 uint64_t e, uint64_t now, struct tk__blk *b)
 {
-	uint64_t bind = slot << 32 | (e & UINT64_C(0xffffffff)), h0, h1;
-	int k = tk__blk_class(words), pass;
+	uint64_t bind = slot << 32 | tkz_tag(e), h0, h1;
+	int pass;
 	int64_t cell;
 
 	if (k < 0)
 		return k;
-	if (visit(z, k, words, bind, now, 0, b) == 0)
+	if (visit(z, k, mark, bind, now, 0, b) == 0)
 		return 0;
 	cell = new_page(z, k);
 	if (cell >= 0) {
 		tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
-		if (try_claim(z, (uint64_t)cell, h0, h1, words, bind, b))
+		if (try_claim(z, (uint64_t)cell, h0, h1, mark, bind, b))
 			return 0;
-		return visit(z, k, words, bind, now, 0, b);
+		return visit(z, k, mark, bind, now, 0, b);
 	}
 	for (pass = 1; pass <= 2; pass++)
-		if (visit(z, k, words, bind, now, 1, b) == 0)
+		if (visit(z, k, mark, bind, now, 1, b) == 0)
 			return 0;
 	return -ENOSPC;
+}
+
+int tk__blk_claim(struct tk__zone *z, uint32_t words, uint64_t slot, uint64_t e,
+		  uint64_t now, struct tk__blk *b)
+{
+	return claim(z, tk__blk_class(words), words, slot, e, now, b);
+}
+
+int tk__blk_claim_desc(struct tk__zone *z, uint32_t cells, uint64_t slot,
+		       uint64_t e, uint64_t now, struct tk__blk *b)
+{
+	return claim(z, tk__blk_class(cells - TKZ_BLK_OVERHEAD), TKZ_BLK_DESC,
+		     slot, e, now, b);
 }
 
 int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 		   uint64_t e)
 {
-	uint64_t bind = slot << 32 | (e & UINT64_C(0xffffffff));
+	uint64_t bind = slot << 32 | tkz_tag(e);
 
-	if (bind == b->h1)
-		return 0;
+	/* A CAS even if the binding is the same: it also proves the claim is
+	 * still ours (bindings are hashes, and can match by chance). */
 	if (!tkz_cas(tk__zone_cells(z)[b->cell].w, b->h0, b->h1, b->h0, bind))
 		return -ESTALE;
 	b->h1 = bind;
 	return 0;
 }
 
-/* Write one cell as gen @g: never over a newer gen's write. */
-static int put(struct tkz_cell *c, uint64_t g, uint64_t v)
+int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v)
 {
 	uint64_t t, x;
 
@@ -282,10 +317,10 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
 	uint64_t g = gen_of(b->h0);
 	uint32_t i, n = words_of(b->h0);
 
-	if (put(&c[1], g, expires))
+	if (tk__blk_put(&c[1], g, expires))
 		return -ESTALE;
 	for (i = 0; i < n; i++)
-		if (put(&c[2 + i], g, words[i]))
+		if (tk__blk_put(&c[2 + i], g, words[i]))
 			return -ESTALE;
 	return 0;
 }
@@ -356,8 +391,12 @@ void tk__blk_census(struct tk__zone *z, struct tk__zone_census *c)
 	/* Every block reference of a committed key must be valid. */
 	for (cell = 0; cell < h->capacity; cell++) {
 		tkz_read(slots[cell].w, &w0, &w1);
-		if (tkz_state(w0) != TKZ_MEM || !(w0 & TKZ_FP_BLOCK) ||
-		    !tkz_is_ref(w1))
+		if (tkz_state(w0) != TKZ_MEM || !(w0 & TKZ_FP_BLOCK))
+			continue;
+		if (tkz_is_desc(w1) && !tk__desc_valid(z, w1) &&
+		    ck_pr_load_64(&slots[cell].w[1]) == w1)
+			c->violations++;
+		if (!tkz_is_ref(w1))
 			continue;
 		if (tk__blk_read(z, &slots[cell], w0, w1, NULL, 0, &exp) ==
 		    -EBADMSG)

@@ -31,7 +31,7 @@
 #define TKZ_CLASS_MIN 4
 #define TKZ_CLASSES 9 /* 4 .. 1024 cells */
 #define TKZ_PAGES_MIN 4
-#define TKZ_PAGES_MAX (UINT64_C(1) << 18) /* block refs hold 26 bits */
+#define TKZ_PAGES_MAX (UINT64_C(1) << 17) /* block refs hold 25 bits */
 
 /* Cache lines, so that hot counters never share one. */
 #define TKZ_LINE 64
@@ -141,10 +141,13 @@ static inline uint64_t tkz_w0(uint64_t state, uint64_t ref, uint64_t fp)
 
 /*
  * w1 of a block key's MEM slot: "no state yet" (bit 63 and a ticket), or
- * a reference to one incarnation of a block: (block + 1) in bits 37..62,
- * where block = cell index / TKZ_CLASS_MIN, and the low 37 bits of its gen.
+ * a reference to one incarnation of a block: (block + 1) in bits 37..61,
+ * where block = cell index / TKZ_CLASS_MIN, and the low 37 bits of its
+ * gen; bit 62 set makes it a reference to a descriptor of a multi-key
+ * update in progress (mcas.c) instead of a state.
  */
 #define TKZ_NOSTATE (UINT64_C(1) << 63)
+#define TKZ_DESC (UINT64_C(1) << 62)
 #define TKZ_REF_GEN_BITS 37
 #define TKZ_REF_GEN_MASK ((UINT64_C(1) << TKZ_REF_GEN_BITS) - 1)
 
@@ -156,12 +159,29 @@ static inline uint64_t tkz_ref(uint64_t cell, uint64_t gen)
 
 static inline int tkz_is_ref(uint64_t w1)
 {
-	return !(w1 & TKZ_NOSTATE) && (w1 >> TKZ_REF_GEN_BITS) != 0;
+	return !(w1 & (TKZ_NOSTATE | TKZ_DESC)) &&
+	       (w1 >> TKZ_REF_GEN_BITS) != 0;
 }
 
+static inline int tkz_is_desc(uint64_t w1)
+{
+	return (w1 & (TKZ_NOSTATE | TKZ_DESC)) == TKZ_DESC &&
+	       ((w1 & ~TKZ_DESC) >> TKZ_REF_GEN_BITS) != 0;
+}
+
+/*
+ * The 32-bit tag of a slot value that a claimed block is bound to: a hash,
+ * so that values differing anywhere (block, gen, ticket) differ in it.
+ */
+static inline uint64_t tkz_tag(uint64_t w1)
+{
+	return (w1 * UINT64_C(0x9e3779b97f4a7c15)) >> 32;
+}
+
+/* The header cell a reference (to a state or a descriptor) names. */
 static inline uint64_t tkz_ref_cell(uint64_t w1)
 {
-	return ((w1 >> TKZ_REF_GEN_BITS) - 1) * TKZ_CLASS_MIN;
+	return (((w1 & ~TKZ_DESC) >> TKZ_REF_GEN_BITS) - 1) * TKZ_CLASS_MIN;
 }
 
 /*
@@ -183,6 +203,8 @@ _Static_assert(sizeof(struct tkz_cell) == 16, "layout");
 #define TKZ_BLK_WORDS_MAX ((1u << 11) - 1)
 #define TKZ_BLK_GEN_MASK ((UINT64_C(1) << TKZ_BLK_WORDS_SHIFT) - 1)
 #define TKZ_BLK_OVERHEAD 2 /* header and expiry cells */
+/* The words field of a descriptor's header: no state has that many. */
+#define TKZ_BLK_DESC TKZ_BLK_WORDS_MAX
 /* Most words a block state may have: the largest class, less overhead. */
 #define TKZ_STATE_WORDS_MAX (TKZ_PAGE_CELLS - TKZ_BLK_OVERHEAD)
 

@@ -176,6 +176,10 @@ static int has_state(uint64_t w0, uint64_t w1)
 static int drop(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		uint64_t w1, enum tkz_counter why)
 {
+	/* A multi-key update owns the slot until someone completes it
+	 * (a reference to none is broken, and goes). */
+	if (tkz_is_desc(w1) && tk__desc_help(z, w1) == 0)
+		return 0;
 	if (!tkz_cas_slot(s, w0, w1, 0, 0))
 		return 0;
 	if (w0 & TKZ_FP_BLOCK)
@@ -215,6 +219,8 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 	st = tkz_state(w0);
 	if (st == TKZ_COL)
 		return tkz_cas_slot(s, w0, w1, 0, 0);
+	if (st == TKZ_MEM && tkz_is_desc(w1))
+		return drop(z, s, w0, w1, TKZ_RECLAIMS); /* helps it */
 	if (st == TKZ_MEM && has_state(w0, w1)) {
 		exp = expiry(z, s, w0, w1);
 		if (exp > UINT64_MAX - h->grace || exp + h->grace > now)
@@ -288,6 +294,8 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	if (!block) {
 		old[0] = w1;
 		have = w1 ? old : NULL;
+	} else if (tkz_is_desc(w1) && tk__desc_help(z, w1) == 0) {
+		return -EAGAIN;
 	} else if (tkz_is_ref(w1)) {
 		rc = tk__blk_read(z, s, w0, w1, old, words, &exp);
 		if (rc == -EAGAIN)
@@ -335,12 +343,42 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	return rc;
 }
 
+/*
+ * No slot holds @k: get it one (@v is the scan that found none).  Returns
+ * -EAGAIN to look again, or -ENOSPC.
+ */
+static int insert(struct tk__zone *z, const struct cand *c,
+		  const struct tk__zone_key *k, uint64_t now,
+		  const struct view *v)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t ticket;
+	int rc;
+
+	if (v->n_ins > 0) {
+		settle(z, c, k->fp, v, -1, 0);
+		return -EAGAIN;
+	}
+	if (v->empty < 0) {
+		rc = make_room(z, c, now);
+		return rc ? rc : -EAGAIN;
+	}
+	/* A unique ticket per tentative insert: no ABA on INS. */
+	ticket = ck_pr_faa_64(&h->shard[shard_of(h, k)].tickets, 1) + 1;
+	/* Claimed with ref set, like a commit: a sweep clears it and only
+	 * a second sweep may take an abandoned claim. */
+	if (!tkz_cas_slot(&tk__zone_slots(z)[at(c, v->empty)], 0, 0,
+			  tkz_w0(TKZ_INS, 1, k->fp), ticket))
+		return -EAGAIN;
+	tkz_count(z, TKZ_INSERTS);
+	settle(z, c, k->fp, NULL, v->empty, ticket);
+	return -EAGAIN;
+}
+
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
 {
-	struct tkz_header *h = tk__zone_header(z);
-	struct tkz_slot *slots = tk__zone_slots(z);
-	uint64_t next[TKZ_STATE_WORDS_MAX], exp, ticket;
+	uint64_t next[TKZ_STATE_WORDS_MAX], exp;
 	struct tk__blk held;
 	struct cand c;
 	struct view v;
@@ -354,40 +392,47 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		if (v.mem >= 0) {
 			rc = update(z, at(&c, v.mem), v.w0[v.mem], v.w1[v.mem],
 				    now, words, fn, ctx, &held, &holding);
-			if (rc == -EAGAIN)
-				continue;
+		} else {
+			/* No state: only a write needs a slot. */
+			rc = v.n_ins > 0 ? TK__ZONE_PERSIST
+					 : fn(ctx, NULL, next, &exp);
+			if (rc == TK__ZONE_PERSIST)
+				rc = insert(z, &c, k, now, &v);
+		}
+		if (rc != -EAGAIN)
 			break;
-		}
-		if (v.n_ins > 0) {
-			settle(z, &c, k->fp, &v, -1, 0);
-			continue;
-		}
-		/* No state: only a write needs a slot. */
-		rc = fn(ctx, NULL, next, &exp);
-		if (rc != TK__ZONE_PERSIST)
-			break;
-		rc = -EIO;
-		if (v.empty < 0) {
-			rc = make_room(z, &c, now);
-			if (rc)
-				break;
-			continue;
-		}
-		/* A unique ticket per tentative insert: no ABA on INS. */
-		ticket = ck_pr_faa_64(&h->shard[shard_of(h, k)].tickets, 1) + 1;
-		/* Claimed with ref set, like a commit: a sweep clears it and
-		 * only a second sweep may take an abandoned claim. */
-		if (!tkz_cas_slot(&slots[at(&c, v.empty)], 0, 0,
-				  tkz_w0(TKZ_INS, 1, k->fp), ticket))
-			continue;
-		tkz_count(z, TKZ_INSERTS);
-		settle(z, &c, k->fp, NULL, v.empty, ticket);
 	}
 	if (round == ROUNDS_MAX)
 		rc = -EIO;
 	if (holding)
 		tk__blk_release(z, &held);
 	return rc;
+}
+
+int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
+		    uint64_t now, int create, uint64_t *idx, uint64_t *w0,
+		    uint64_t *w1)
+{
+	struct cand c;
+	struct view v;
+	int round, rc;
+
+	candidates(z, k, &c);
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		scan(z, &c, k->fp, 1, &v);
+		if (v.mem >= 0) {
+			*idx = at(&c, v.mem);
+			*w0 = v.w0[v.mem];
+			*w1 = v.w1[v.mem];
+			return 0;
+		}
+		if (!create && v.n_ins == 0)
+			return -ENOENT;
+		rc = insert(z, &c, k, now, &v);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return -EIO;
 }
 
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
@@ -492,7 +537,8 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 		}
 		if (tkz_fp(w0) == 0 || (st != TKZ_MEM && w1 == 0) ||
 		    (st == TKZ_MEM && (w0 & TKZ_FP_BLOCK) &&
-		     !(w1 & TKZ_NOSTATE) && !tkz_is_ref(w1)))
+		     !(w1 & TKZ_NOSTATE) && !tkz_is_ref(w1) &&
+		     !tkz_is_desc(w1)))
 			c->violations++;
 		if (st == TKZ_INS)
 			c->ins++;

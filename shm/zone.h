@@ -79,6 +79,11 @@ struct tk__zone_key {
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k);
+/* The MEM slot of @k (with @create, inserted "no state yet" if absent):
+ * its global index and value.  0, -ENOENT, -ENOSPC, -EIO. */
+int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
+		    uint64_t now, int create, uint64_t *idx, uint64_t *w0,
+		    uint64_t *w1);
 /* Sweep up to @budget slots of the shard of @k if a sweep is due. */
 void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 			  uint64_t now);
@@ -119,9 +124,16 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
  * @e of slot @slot.  0, -ENOSPC. */
 int tk__blk_claim(struct tk__zone *z, uint32_t words, uint64_t slot, uint64_t e,
 		  uint64_t now, struct tk__blk *b);
+/* Claim a block of @cells cells for a descriptor (mcas.c). */
+int tk__blk_claim_desc(struct tk__zone *z, uint32_t cells, uint64_t slot,
+		       uint64_t e, uint64_t now, struct tk__blk *b);
+/* May a claim bound as @h1 still be published? */
+int tk__blk_bound(struct tk__zone *z, uint64_t h1);
 /* Bind a claim to a new slot value; -ESTALE if the claim was lost. */
 int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 		   uint64_t e);
+/* Write cell @c as gen @g, never over a newer gen's; -ESTALE if one. */
+int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v);
 /* Write the expiry and the words of a claim; -ESTALE if it was lost. */
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
 		  const uint64_t *words);
@@ -133,5 +145,34 @@ void tk__blk_release_ref(struct tk__zone *z, uint64_t w1);
 void tk__blk_sweep(struct tk__zone *z, uint64_t budget);
 /* Census of the arena; counts violations of blocks of MEM slots. */
 void tk__blk_census(struct tk__zone *z, struct tk__zone_census *c);
+
+/*
+ * mcas.c: one atomic step over the states of several block keys (the
+ * dimensions of a composite policy), by a multi-word CAS over their slots
+ * with a descriptor in the arena that any process can complete.
+ */
+typedef int (*tk__zone_multi_fn)(void *ctx, const uint64_t *const *old,
+				 uint64_t *const *next, int *persist,
+				 uint64_t *expires);
+
+#define TK__ZONE_MULTI_MAX 8
+
+/*
+ * Run @fn atomically over the states of the @n block keys @k (@words
+ * words each, at most 1024 in all).  Returns @fn's result, or -ENOSPC,
+ * -EIO.
+ */
+int tk__zone_apply_multi(struct tk__zone *z, size_t n,
+			 const struct tk__zone_key *k, const uint32_t *words,
+			 uint64_t now, tk__zone_multi_fn fn, void *ctx);
+/*
+ * Complete the multi-key update that slot value @dref names: 0, or
+ * -ESTALE if it names none (gone since the slot was read, or corrupt).
+ */
+int tk__desc_help(struct tk__zone *z, uint64_t dref);
+int tk__desc_valid(struct tk__zone *z, uint64_t dref);
+/* May descriptor block @cell, read as {@h0, @h1}, be released? */
+int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
+		     uint64_t h1);
 
 #endif /* TK_SHM_ZONE_H */

@@ -80,7 +80,10 @@ awk 'BEGIN {
 for policy in gcra:10/1s,burst=5 token-bucket:capacity=4,refill=3/1s \
 	leaky:10/1s,max-queue=300ms fixed-window:7/2s \
 	sliding-window:9/3s,buckets=6 sliding-log:6/2s quota:40/hour \
-	quota:25/10s,anchor=1700000000000000000; do
+	quota:25/10s,anchor=1700000000000000000 \
+	'all(gcra:10/1s,burst=4,fixed-window:30/1m)' \
+	'any(sliding-log:3/1s,quota:50/hour)' \
+	'all(token-bucket:capacity=5,refill=2/1s,sliding-window:12/4s,leaky:8/1s,max-queue=0s)'; do
 	cat "$tmp/in" "$tmp/long" >"$tmp/both"
 	"$ctl" simulate --policy "$policy" <"$tmp/both" >"$tmp/mem" 2>/dev/null
 	"$ctl" destroy sim >/dev/null 2>&1

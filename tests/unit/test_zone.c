@@ -356,6 +356,31 @@ static void touch_chaos_keys(const char *policy)
 	tk_limiter_close(l);
 }
 
+/* Fork 4 workers running @fn(i) forever, SIGKILL them all after @us
+ * microseconds, and verify @zone. */
+static void kill_round(const char *zone, void (*fn)(int), unsigned int us)
+{
+	struct tk_zone_info info;
+	pid_t pid[4];
+	int i, status;
+
+	for (i = 0; i < 4; i++) {
+		pid[i] = fork();
+		assert_true(pid[i] >= 0);
+		if (pid[i] == 0) {
+			fn(i);
+			_exit(0);
+		}
+	}
+	usleep(us);
+	for (i = 0; i < 4; i++) {
+		kill(pid[i], SIGKILL);
+		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+		assert_true(WIFSIGNALED(status));
+	}
+	assert_int_equal(tk_zone_verify(zone, &info, sizeof(info)), 0);
+}
+
 /*
  * Workers killed with SIGKILL at random instants while they insert,
  * update, reset and evict.  Afterwards the zone verifies, the hot key
@@ -364,8 +389,7 @@ static void touch_chaos_keys(const char *policy)
 static void chaos(const char *policy)
 {
 	struct tk_zone_info info;
-	pid_t pid[4];
-	int round, i, status;
+	int round, i;
 	unsigned int seed = 12345;
 
 	chaos_policy = policy;
@@ -373,22 +397,7 @@ static void chaos(const char *policy)
 	zone_arena = 1 << 20;
 	reset_shared();
 	for (round = 0; round < 30; round++) {
-		for (i = 0; i < 4; i++) {
-			pid[i] = fork();
-			assert_true(pid[i] >= 0);
-			if (pid[i] == 0) {
-				chaos_worker(i);
-				_exit(0);
-			}
-		}
-		usleep(1000 + rand_r(&seed) % 3000);
-		for (i = 0; i < 4; i++) {
-			kill(pid[i], SIGKILL);
-			assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
-			assert_true(WIFSIGNALED(status));
-		}
-		assert_int_equal(tk_zone_verify("chaos", &info, sizeof(info)),
-				 0);
+		kill_round("chaos", chaos_worker, 1000 + rand_r(&seed) % 3000);
 		/* Seen admitted <= actually consumed <= the limit. */
 		assert_true(atomic_load(&sh->allowed) <= 200);
 	}
@@ -501,16 +510,16 @@ static int first_slot(void *ctx, uint64_t slot, uint64_t fp, uint64_t w1)
 }
 
 /*
- * A block key whose slot references no valid block (a corrupt arena):
- * verify says so, and a check does not crash but starts the key afresh,
- * which repairs it.
+ * A block key whose slot references no valid block, or no valid
+ * descriptor (a corrupt arena): verify says so, and a check does not
+ * crash but starts the key afresh, which repairs it.
  */
-static void broken_block_reference(void)
+static void broken_block_reference(uint64_t bogus)
 {
 	struct tk_zone_info info;
 	struct tk_decision d;
 	struct tk_limiter *l;
-	uint64_t slot = UINT64_MAX, bogus = UINT64_C(0x3ffffff) << 37 | 5;
+	uint64_t slot = UINT64_MAX;
 
 	fresh("bad");
 	l = open_zone("bad", "fixed-window:3/1h", 256, 0);
@@ -562,7 +571,9 @@ static void test_bad_segments(void **state)
 	assert_int_equal(attach_rc("bad"), -EPROTO);
 	resize("bad", 0);
 	assert_int_equal(attach_rc("bad"), -EPROTO);
-	broken_block_reference();
+	broken_block_reference(UINT64_C(0x1ffffff) << 37 | 5);
+	broken_block_reference(UINT64_C(1) << 62 | UINT64_C(0x1ffffff) << 37);
+	broken_block_reference(UINT64_C(1) << 62 | UINT64_C(1) << 37 | 9);
 	/* Another user's zone, 0600: refused; shared through its mode: fine. */
 	fresh("bad");
 	snprintf(path, sizeof(path), "%s/throttlekit.bad", dir);
@@ -668,18 +679,147 @@ static void test_every_algorithm_exact(void **state)
 	hot_capacity = 0;
 }
 
-/* Composites need a multi-key atomic step across processes: not yet. */
-static void test_composites_unsupported(void **state)
+/* What combo_worker() runs: a composite of an IP and a user limit. */
+static const char *combo_policy;
+static int combo_forever;
+
+static void combo_worker(int i)
 {
-	struct tk_limiter *l;
+	struct tk_limiter *l = open_zone("combo", combo_policy, 1024, 0);
+	struct tk_key k[2] = { { "ip", 2 }, { NULL, 0 } };
 	struct tk_decision d;
+	char user[16];
+	int n;
+
+	if (!l)
+		_exit(2);
+	snprintf(user, sizeof(user), "user%d", i);
+	k[1].key = user;
+	k[1].key_len = strlen(user);
+	for (n = 0; combo_forever || n < 400; n++) {
+		if (tk_limiter_check_keys(l, k, 2, 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (d.allowed)
+			atomic_fetch_add(&sh->per_key[i], 1);
+		/* Readers too: a peek is validated, never half-applied. */
+		if (n % 16 == 0 && tk_limiter_peek(l, "other", 5, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	tk_limiter_close(l);
+}
+
+/* Admissions left for @ip and @user, each probed with a fresh partner. */
+static uint64_t left(struct tk_limiter *l, const char *ip, const char *user)
+{
+	struct tk_key k[2] = { { ip, strlen(ip) }, { user, strlen(user) } };
+	struct tk_decision d;
+	uint64_t n;
+
+	for (n = 0;; n++) {
+		assert_int_equal(tk_limiter_check_keys(l, k, 2, 1, &d), 0);
+		if (!d.allowed)
+			return n;
+	}
+}
+
+/*
+ * The charges of an all(IP, user) composite, measured afterwards: every
+ * user charged what it was admitted (@seen, at least), the IP charged the
+ * sum, which no partial step could give.
+ */
+static void check_charges(const char *policy, const uint64_t *seen, int n,
+			  int exact)
+{
+	struct tk_limiter *l = open_zone("combo", policy, 1024, 0);
+	uint64_t ip_charged, users = 0;
+	char user[16], ip[16];
+	int i;
+
+	assert_non_null(l);
+	for (i = 0; i < n; i++) {
+		uint64_t charged;
+
+		snprintf(user, sizeof(user), "user%d", i);
+		snprintf(ip, sizeof(ip), "fresh%d", i);
+		charged = 300 - left(l, ip, user);
+		if (exact)
+			assert_int_equal(charged, seen[i]);
+		else
+			assert_true(charged >= seen[i]);
+		users += charged;
+	}
+	ip_charged = 1000 - left(l, "ip", "fresh-user");
+	assert_int_equal(ip_charged, users);
+	tk_limiter_close(l);
+}
+
+/*
+ * Four processes, one IP, a user each: the IP admits exactly 1000 of
+ * 1600, and each user was charged exactly what it was admitted.
+ */
+static void test_composite_exact_across_processes(void **state)
+{
+	static const char *const policies[] = {
+		"all(fixed-window:1000/1h,fixed-window:300/1h)",
+		"all(gcra:1000/1h,sliding-window:300/1h,buckets=4)",
+	};
+	struct tk_zone_info info;
+	uint64_t seen[4], total;
+	size_t p;
+	int i;
 
 	(void)state;
-	l = open_zone("kinds", "all(gcra:5/1m,gcra:10/1h)", 256, 0);
+	for (p = 0; p < 2; p++) {
+		reset_shared();
+		combo_policy = policies[p];
+		run_workers(4, combo_worker);
+		assert_int_equal(atomic_load(&sh->errors), 0);
+		for (i = 0, total = 0; i < 4; i++)
+			total += seen[i] = atomic_load(&sh->per_key[i]);
+		assert_int_equal(total, 1000);
+		assert_int_equal(tk_zone_verify("combo", &info, sizeof(info)),
+				 0);
+		/* The peeks of "other" created no key. */
+		assert_int_equal(info.keys, 5 * 1 + 0 * 0 + 0);
+		check_charges(policies[p], seen, 4, 1);
+		assert_int_equal(tk_zone_destroy("combo"), 0);
+	}
+}
+
+/*
+ * kill -9 in the middle of composite steps: afterwards the zone
+ * verifies, and the IP was charged exactly what the users were, so no
+ * step was ever half applied, whoever died where.
+ */
+static void test_composite_kill9_chaos(void **state)
+{
+	const char *policy = "all(fixed-window:1000/1h,fixed-window:300/1h)";
+	struct tk_zone_info info;
+	struct tk_limiter *l;
+	unsigned int seed = 777;
+	uint64_t seen[4];
+	int round, i;
+
+	(void)state;
+	reset_shared();
+	combo_policy = policy;
+	combo_forever = 1;
+	/* There before anyone is killed, however early. */
+	l = open_zone("combo", policy, 1024, 0);
 	assert_non_null(l);
-	assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), -ENOTSUP);
 	tk_limiter_close(l);
-	assert_int_equal(tk_zone_destroy("kinds"), 0);
+	for (round = 0; round < 20; round++)
+		kill_round("combo", combo_worker, 500 + rand_r(&seed) % 2000);
+	combo_forever = 0;
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	for (i = 0; i < 4; i++)
+		seen[i] = atomic_load(&sh->per_key[i]);
+	check_charges(policy, seen, 4, 0);
+	/* Once every key has moved on, a sweep leaves one block per key. */
+	assert_int_equal(tk_zone_sweep("combo", atomic_load(&sh->now)), 0);
+	assert_int_equal(tk_zone_verify("combo", &info, sizeof(info)), 0);
+	assert_int_equal(info.blocks, info.keys);
+	assert_int_equal(tk_zone_destroy("combo"), 0);
 }
 
 /* A policy of another shape under a key holding a state: -EPROTO, as
@@ -802,26 +942,36 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-/* Threads of one process on one zone: exact too. */
+/* Threads of one process on one zone: exact too, for a state in a slot,
+ * in a block and a composite (the ThreadSanitizer build's view of it). */
 static void test_threads_on_a_zone(void **state)
 {
+	static const char *const policies[] = {
+		"gcra:700/1h",
+		"fixed-window:700/1h",
+		"all(sliding-window:700/1h,buckets=3,gcra:2000/1h)",
+	};
 	struct tk_limiter *l;
 	pthread_t th[4];
+	size_t p;
 	int i;
 
 	(void)state;
-	reset_shared();
-	l = open_zone("threads", "gcra:700/1h", 256, 0);
-	assert_non_null(l);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(pthread_create(&th[i], NULL, thread_main, l),
-				 0);
-	for (i = 0; i < 4; i++)
-		pthread_join(th[i], NULL);
-	assert_int_equal(atomic_load(&sh->errors), 0);
-	assert_int_equal(atomic_load(&sh->allowed), 700);
-	tk_limiter_close(l);
-	assert_int_equal(tk_zone_destroy("threads"), 0);
+	for (p = 0; p < 3; p++) {
+		reset_shared();
+		l = open_zone("threads", policies[p], 256, 0);
+		assert_non_null(l);
+		for (i = 0; i < 4; i++)
+			assert_int_equal(pthread_create(&th[i], NULL,
+							thread_main, l),
+					 0);
+		for (i = 0; i < 4; i++)
+			pthread_join(th[i], NULL);
+		assert_int_equal(atomic_load(&sh->errors), 0);
+		assert_int_equal(atomic_load(&sh->allowed), 700);
+		tk_limiter_close(l);
+		assert_int_equal(tk_zone_destroy("threads"), 0);
+	}
 }
 
 int main(void)
@@ -836,7 +986,8 @@ int main(void)
 		cmocka_unit_test(test_bad_segments),
 		cmocka_unit_test(test_creation_race),
 		cmocka_unit_test(test_every_algorithm_exact),
-		cmocka_unit_test(test_composites_unsupported),
+		cmocka_unit_test(test_composite_exact_across_processes),
+		cmocka_unit_test(test_composite_kill9_chaos),
 		cmocka_unit_test(test_other_shape_refused),
 		cmocka_unit_test(test_arena_pressure),
 		cmocka_unit_test(test_kill9_chaos_blocks),
