@@ -144,7 +144,13 @@ static inline bool tk_cell_cas(struct tk_cell *c, uint64_t expect[2],
  */
 static inline void tk_cell_load(struct tk_cell *c, uint64_t out[2])
 {
+#ifdef CK_F_PR_LOAD_64_2
 	ck_pr_load_64_2((const uint64_t *)(const void *)c->w, out);
+#else
+	uint64_t zero[2] = { 0, 0 };
+
+	ck_pr_cas_64_2_value((uint64_t *)(void *)c->w, zero, zero, out);
+#endif
 }
 
 /* Possibly torn read; pairs with the release of tk_cell_cas(). */

@@ -215,7 +215,7 @@ static void shm_stats(struct tk_store *base, struct tk_stats *out)
 
 	flush(s);
 	out->keys = tk__zone_census(s->zone, &c) == 0 ? c.mem : 0;
-	out->capacity = h->capacity;
+	out->capacity = tk__zone_geo(s->zone)->capacity;
 	out->inserts = ck_pr_load_64(&h->counters[TKZ_INSERTS].v);
 	out->expirations = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
 	out->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
@@ -269,7 +269,6 @@ int tk__shm_open(struct tk_store **out, const char *name,
 {
 	struct tk__zone_config cfg;
 	struct shm_store *s;
-	struct tkz_header *h;
 	int rc;
 
 	rc = tk__zone_config_from(o, &cfg);
@@ -286,9 +285,8 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		free(s);
 		return rc;
 	}
-	h = tk__zone_header(s->zone);
-	s->seed[0] = h->seed[0];
-	s->seed[1] = h->seed[1];
+	s->seed[0] = tk__zone_geo(s->zone)->seed[0];
+	s->seed[1] = tk__zone_geo(s->zone)->seed[1];
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	tk_atomic_store_u64(&s->gen, tk__fork_generation(), TK_MO_RELAXED);

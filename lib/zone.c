@@ -44,13 +44,13 @@ static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 	rc = tk__zone_census(z, &c);
 	if (rc)
 		return rc;
-	info->capacity = h->capacity;
-	info->shards = h->shards;
-	info->window = h->window;
+	info->capacity = tk__zone_geo(z)->capacity;
+	info->shards = tk__zone_geo(z)->shards;
+	info->window = tk__zone_geo(z)->window;
 	info->segment_size = h->segment_size;
 	info->created = h->created;
-	info->grace = h->grace;
-	info->refuse_full = !!(h->flags & TKZ_FLAG_REFUSE_FULL);
+	info->grace = tk__zone_geo(z)->grace;
+	info->refuse_full = !!(tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL);
 	info->keys = c.mem;
 	info->tentative = c.ins;
 	info->garbage = c.col;
@@ -61,7 +61,8 @@ static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 	info->reclaims = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
 	info->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
 	info->resets = ck_pr_load_64(&h->counters[TKZ_RESETS].v);
-	info->arena_size = h->pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
+	info->arena_size = tk__zone_geo(z)->pages * TKZ_PAGE_CELLS *
+			   sizeof(struct tkz_cell);
 	info->blocks = c.blocks;
 	info->arena_used = c.block_bytes;
 	return tk__zone_file_owner(z, &info->uid, &info->gid, &info->mode);

@@ -18,9 +18,9 @@
 
 #define VISITS_MAX 4096 /* blocks looked at per allocation, each pass */
 
-static uint64_t arena_cells(struct tkz_header *h)
+static uint64_t arena_cells(const struct tk__zone *z)
 {
-	return h->pages * TKZ_PAGE_CELLS;
+	return tk__zone_geo(z)->pages * TKZ_PAGE_CELLS;
 }
 
 static uint64_t class_cells(int k)
@@ -66,7 +66,7 @@ static int fits(struct tk__zone *z, uint64_t cell, uint64_t h0)
 {
 	uint64_t size;
 
-	if (cell >= arena_cells(tk__zone_header(z)))
+	if (cell >= arena_cells(z))
 		return 0;
 	size = page_class_cells(z, cell);
 	return size && cell % size == 0 &&
@@ -82,8 +82,9 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	uint32_t n, i;
 	int bad = 0;
 
-	if (!tkz_is_ref(w1) || cell >= arena_cells(tk__zone_header(z)))
+	if (!tkz_is_ref(w1) || cell >= arena_cells(z))
 		return -EBADMSG;
+	tkz_after_reference();
 	tkz_read(cells[cell].w, &h0, &h1);
 	g = gen_of(h0);
 	n = words_of(h0);
@@ -116,10 +117,9 @@ static int bound_to(uint64_t w1, uint64_t h1)
 
 int tk__blk_bound(struct tk__zone *z, uint64_t h1)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	uint64_t slot = h1 >> 32;
 
-	return slot < h->capacity &&
+	return slot < tk__zone_geo(z)->capacity &&
 	       bound_to(ck_pr_load_64(&tk__zone_slots(z)[slot].w[1]), h1);
 }
 
@@ -131,13 +131,13 @@ int tk__blk_bound(struct tk__zone *z, uint64_t h1)
  */
 static int collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	uint64_t slot = h1 >> 32, w1;
 
+	ck_pr_fence_load(); /* the header (read by the caller), then the slot */
 	if (words_of(h0) == TKZ_BLK_DESC) {
 		if (!tk__desc_garbage(z, cell, h0, h1))
 			return 0;
-	} else if (slot < h->capacity) {
+	} else if (slot < tk__zone_geo(z)->capacity) {
 		w1 = ck_pr_load_64(&tk__zone_slots(z)[slot].w[1]);
 		if (w1 == tkz_ref(cell, gen_of(h0)) || bound_to(w1, h1))
 			return 0;
@@ -166,12 +166,11 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
 static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 		 uint64_t now)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	uint64_t slot = h1 >> 32, w0, w1, exp;
 	struct tkz_slot *s;
 	int expired;
 
-	if (slot >= h->capacity)
+	if (slot >= tk__zone_geo(z)->capacity)
 		return 0;
 	s = &tk__zone_slots(z)[slot];
 	tkz_read(s->w, &w0, &w1);
@@ -179,12 +178,13 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 		return 0;
 	if (tk__blk_read(z, s, w0, w1, NULL, 0, &exp) < 0)
 		return 0;
-	expired = exp <= UINT64_MAX - h->grace && exp + h->grace <= now;
+	expired = exp <= UINT64_MAX - tk__zone_geo(z)->grace &&
+		  exp + tk__zone_geo(z)->grace <= now;
 	if (!expired && (w0 & TKZ_REF)) {
 		tkz_cas(s->w, w0, w1, w0 & ~TKZ_REF, w1);
 		return 0;
 	}
-	if (!expired && (h->flags & TKZ_FLAG_REFUSE_FULL))
+	if (!expired && (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL))
 		return 0;
 	if (!tkz_cas(s->w, w0, w1, 0, 0))
 		return 0;
@@ -195,10 +195,9 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 /* A page for class @k that nobody uses yet; its first cell, or -1. */
 static int64_t new_page(struct tk__zone *z, int k)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	uint64_t *pt = tk__zone_pagetable(z), p;
 
-	for (p = 0; p < h->pages; p++)
+	for (p = 0; p < tk__zone_geo(z)->pages; p++)
 		if (ck_pr_load_64(&pt[p]) == 0 &&
 		    ck_pr_cas_64(&pt[p], 0, class_cells(k)))
 			return (int64_t)(p * TKZ_PAGE_CELLS);
@@ -215,7 +214,7 @@ static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 {
 	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t size = class_cells(k), total = arena_cells(h);
+	uint64_t size = class_cells(k), total = arena_cells(z);
 	uint64_t cell = ck_pr_load_64(&h->alloc[k].v) % total, h0, h1;
 	uint64_t visits = 0, steps;
 
@@ -286,11 +285,20 @@ int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 		   uint64_t e)
 {
 	uint64_t bind = slot << 32 | tkz_tag(e);
+	uint64_t n0 = (b->h0 & ~TKZ_BLK_GEN_MASK) |
+		      ((gen_of(b->h0) + 1) & TKZ_BLK_GEN_MASK);
 
-	/* A CAS even if the binding is the same: it also proves the claim is
-	 * still ours (bindings are hashes, and can match by chance). */
-	if (!tkz_cas(tk__zone_cells(z)[b->cell].w, b->h0, b->h1, b->h0, bind))
+	/*
+	 * A new gen, always: a used header then never comes back, so a
+	 * collector that read the old one and judged it garbage fails its
+	 * release.  Keeping the gen would let a rebind to a value whose tag
+	 * happens to match restore the very header it read (spin finds the
+	 * freed live block: tests/model/blocks.pml -DTRUNC_TAG).  The cells
+	 * are written again under the new gen.
+	 */
+	if (!tkz_cas(tk__zone_cells(z)[b->cell].w, b->h0, b->h1, n0, bind))
 		return -ESTALE;
+	b->h0 = n0;
 	b->h1 = bind;
 	return 0;
 }
@@ -339,7 +347,7 @@ void tk__blk_release_ref(struct tk__zone *z, uint64_t w1)
 {
 	uint64_t cell = tkz_ref_cell(w1), h0, h1;
 
-	if (!tkz_is_ref(w1) || cell >= arena_cells(tk__zone_header(z)))
+	if (!tkz_is_ref(w1) || cell >= arena_cells(z))
 		return;
 	tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
 	if ((h0 & TKZ_BLK_USED) &&
@@ -351,7 +359,7 @@ void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t total = arena_cells(h), cell, size, h0, h1;
+	uint64_t total = arena_cells(z), cell, size, h0, h1;
 
 	cell = ck_pr_faa_64(&h->arena_sweep.v, budget * TKZ_CLASS_MIN) % total;
 	while (budget--) {
@@ -370,10 +378,9 @@ void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 
 void tk__blk_census(struct tk__zone *z, struct tk__zone_census *c)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_cell *cells = tk__zone_cells(z);
 	struct tkz_slot *slots = tk__zone_slots(z);
-	uint64_t total = arena_cells(h), cell, size, h0, h1, w0, w1, exp;
+	uint64_t total = arena_cells(z), cell, size, h0, h1, w0, w1, exp;
 
 	c->blocks = c->block_bytes = 0;
 	for (cell = 0; cell < total; cell += size) {
@@ -389,7 +396,7 @@ void tk__blk_census(struct tk__zone *z, struct tk__zone_census *c)
 		c->block_bytes += size * sizeof(struct tkz_cell);
 	}
 	/* Every block reference of a committed key must be valid. */
-	for (cell = 0; cell < h->capacity; cell++) {
+	for (cell = 0; cell < tk__zone_geo(z)->capacity; cell++) {
 		tkz_read(slots[cell].w, &w0, &w1);
 		if (tkz_state(w0) != TKZ_MEM || !(w0 & TKZ_FP_BLOCK))
 			continue;

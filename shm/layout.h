@@ -31,7 +31,9 @@
 #define TKZ_CLASS_MIN 4
 #define TKZ_CLASSES 9 /* 4 .. 1024 cells */
 #define TKZ_PAGES_MIN 4
-#define TKZ_PAGES_MAX (UINT64_C(1) << 17) /* block refs hold 25 bits */
+/* Block references hold block + 1 in 25 bits: 2^25 - 1 blocks of 4 cells
+ * at most, so one page less than 2^17. */
+#define TKZ_PAGES_MAX ((UINT64_C(1) << 17) - 1)
 
 /* Cache lines, so that hot counters never share one. */
 #define TKZ_LINE 64

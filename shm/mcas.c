@@ -59,19 +59,21 @@ static int get(struct tk__zone *z, uint64_t cell, uint64_t g, uint64_t *v)
 /* Read descriptor @dref: -ESTALE if it is gone (or not one). */
 static int desc_read(struct tk__zone *z, uint64_t dref, struct desc *d)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	uint64_t cell = tkz_ref_cell(dref), h0, h1, size, i;
 	int bad = 0;
 
-	if (!tkz_is_desc(dref) || cell + CELLS(1) > h->pages * TKZ_PAGE_CELLS)
+	if (!tkz_is_desc(dref) ||
+	    cell + CELLS(1) > tk__zone_geo(z)->pages * TKZ_PAGE_CELLS)
 		return -ESTALE;
+	tkz_after_reference();
 	size = ck_pr_load_64(&tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS]);
 	tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
 	if (!(h0 & TKZ_BLK_USED) ||
 	    ((h0 >> TKZ_BLK_WORDS_SHIFT) & TKZ_BLK_WORDS_MAX) != TKZ_BLK_DESC ||
 	    ((h0 & TKZ_BLK_GEN_MASK) & TKZ_REF_GEN_MASK) !=
 		    (dref & TKZ_REF_GEN_MASK) ||
-	    size < TKZ_CLASS_MIN || size > TKZ_PAGE_CELLS || cell % size)
+	    size < TKZ_CLASS_MIN || size > TKZ_PAGE_CELLS ||
+	    (size & (size - 1)) || cell % size)
 		return -ESTALE;
 	d->ref = dref;
 	d->cell = cell;
@@ -84,7 +86,7 @@ static int desc_read(struct tk__zone *z, uint64_t dref, struct desc *d)
 		bad |= get(z, cell + CELL_ENTRY(i, 1), d->gen, &d->w0[i]);
 		bad |= get(z, cell + CELL_ENTRY(i, 2), d->gen, &d->w1[i]);
 		bad |= get(z, cell + CELL_ENTRY(i, 3), d->gen, &d->nw1[i]);
-		bad |= d->slot[i] >= h->capacity;
+		bad |= d->slot[i] >= tk__zone_geo(z)->capacity;
 	}
 	return bad ? -ESTALE : 0;
 }
@@ -139,30 +141,38 @@ static int install(struct tk__zone *z, const struct desc *d)
 	return (int)d->n;
 }
 
-/* Put every slot still holding @d to its new or old value. */
+/*
+ * Put every slot still holding @d to its new or old value.  Until it no
+ * longer holds @d: a CAS may fail only because w0 changed (a second-chance
+ * pass clears ref bits), and the initiator releases @d once this returns.
+ */
 static void finish(struct tk__zone *z, const struct desc *d, int ok)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	uint64_t i, w0, w1;
 
 	for (i = 0; i < d->n; i++) {
-		tkz_read_slot(&slots[d->slot[i]], &w0, &w1);
-		if (w1 != d->ref)
-			continue;
-		tkz_cas_slot(&slots[d->slot[i]], w0, w1, ok ? w0 | TKZ_REF : w0,
-			     ok ? d->nw1[i] : d->w1[i]);
+		do
+			tkz_read_slot(&slots[d->slot[i]], &w0, &w1);
+		while (w1 == d->ref &&
+		       !tkz_cas_slot(&slots[d->slot[i]], w0, w1,
+				     ok ? w0 | TKZ_REF : w0,
+				     ok ? d->nw1[i] : d->w1[i]));
 	}
 }
 
-/* Abort @d if undecided, then put its slots right. */
-static void complete(struct tk__zone *z, const struct desc *d)
+/* Abort @d if undecided, then put its slots right.  -ESTALE if it is
+ * gone, or its status is not one (a corrupt zone). */
+static int complete(struct tk__zone *z, const struct desc *d)
 {
 	int st;
 
 	decide(z, d, FAILED);
 	st = status_of(z, d);
-	if (st == SUCCEEDED || st == FAILED)
-		finish(z, d, st == SUCCEEDED);
+	if (st != SUCCEEDED && st != FAILED)
+		return -ESTALE;
+	finish(z, d, st == SUCCEEDED);
+	return 0;
 }
 
 int tk__desc_valid(struct tk__zone *z, uint64_t dref)
@@ -178,8 +188,7 @@ int tk__desc_help(struct tk__zone *z, uint64_t dref)
 
 	if (desc_read(z, dref, &d) != 0)
 		return -ESTALE;
-	complete(z, &d);
-	return 0;
+	return complete(z, &d);
 }
 
 int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
@@ -352,7 +361,7 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 {
 	const uint64_t *old[TK__ZONE_MULTI_MAX];
 	uint64_t *next[TK__ZONE_MULTI_MAX], expires[TK__ZONE_MULTI_MAX];
-	int persist[TK__ZONE_MULTI_MAX] = { 0 }, rc, all = 1, got, ok;
+	int persist[TK__ZONE_MULTI_MAX] = { 0 }, rc, got, ok;
 	size_t i, off = 0, order[TK__ZONE_MULTI_MAX];
 	struct tk__blk b;
 	struct desc d;
@@ -384,7 +393,6 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 		if (p[i].absent)
 			return -EAGAIN;
 	for (i = 0; i < n; i++) {
-		all &= persist[i];
 		if (persist[i]) {
 			rc = stage(z, &p[i], words[i], next[i], expires[i],
 				   now);
@@ -398,29 +406,26 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 		tk__blk_release(z, &b);
 	if (rc)
 		return rc;
+	tkz_before_publish();
 	got = install(z, &d);
-	/* The outcome is what this CAS says: the descriptor may be
-	 * released by others once its slots have moved on. */
+	/* The outcome is what this CAS says, not what the descriptor says
+	 * later: others may release it once its slots have moved on. */
 	ok = got == (int)n && tkz_cas(tk__zone_cells(z)[d.cell + CELL_STATUS].w,
 				      d.gen, UNDECIDED, d.gen, SUCCEEDED);
 	if (!ok)
 		decide(z, &d, FAILED);
 	finish(z, &d, ok);
-	if (!ok) {
-		/* Known to no one if it never got into its first slot. */
-		if (got == 0)
-			tk__blk_release(z, &b);
+	/* No slot holds it now, and only we install it: no one can reach
+	 * it again (those who read it before see its gen change). */
+	tk__blk_release(z, &b);
+	if (!ok)
 		return -EAGAIN;
-	}
 	for (i = 0; i < n; i++) {
 		if (!persist[i])
 			continue;
 		p[i].holding = 0; /* published */
 		tk__blk_release_ref(z, p[i].w1);
 	}
-	/* No slot holds a value it expects any more: no late install. */
-	if (all)
-		tk__blk_release(z, &b);
 	return TK__ZONE_PERSIST;
 }
 

@@ -34,6 +34,7 @@
 #define DEFAULT_ARENA 32
 
 struct tk__zone {
+	struct tkz_geo geo; /* first: see tk__zone_geo() */
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	void *base;
@@ -43,6 +44,8 @@ struct tk__zone {
 	uint64_t *pagetable;
 	struct tkz_cell *cells;
 };
+
+_Static_assert(offsetof(struct tk__zone, geo) == 0, "tk__zone_geo()");
 
 static const char *zone_dir(void)
 {
@@ -94,8 +97,27 @@ static int power_of_two(uint64_t x)
 	return x && !(x & (x - 1));
 }
 
+/* The geometry rules; also applied to the private copy. */
+int tk__zone_check_geo(const struct tkz_geo *g, uint64_t size)
+{
+	if (!power_of_two(g->capacity) || g->capacity < TKZ_CAPACITY_MIN ||
+	    g->capacity > TKZ_CAPACITY_MAX || !power_of_two(g->shards) ||
+	    g->shards > TKZ_SHARDS_MAX ||
+	    g->capacity / g->shards < 4 * TKZ_WINDOW || g->grace == 0 ||
+	    g->pages < TKZ_PAGES_MIN || g->pages > TKZ_PAGES_MAX ||
+	    g->window != TKZ_WINDOW)
+		return -EPROTO;
+	/* Truncated or resized since it was made. */
+	if (g->segment_size != tkz_segment_size(g->capacity, g->pages) ||
+	    g->segment_size != size)
+		return -EPROTO;
+	return 0;
+}
+
 int tk__zone_validate(const struct tkz_header *h, uint64_t size)
 {
+	struct tkz_geo g;
+
 	if (size < TKZ_HEADER_SIZE)
 		return -EPROTO;
 	if (h->magic != TKZ_MAGIC)
@@ -105,17 +127,13 @@ int tk__zone_validate(const struct tkz_header *h, uint64_t size)
 		return -EPROTO;
 	if (h->check != tk__zone_header_check(h))
 		return -EPROTO;
-	if (!power_of_two(h->capacity) || h->capacity < TKZ_CAPACITY_MIN ||
-	    h->capacity > TKZ_CAPACITY_MAX || !power_of_two(h->shards) ||
-	    h->shards > TKZ_SHARDS_MAX ||
-	    h->capacity / h->shards < 4 * TKZ_WINDOW || h->grace == 0 ||
-	    h->pages < TKZ_PAGES_MIN || h->pages > TKZ_PAGES_MAX)
-		return -EPROTO;
-	/* Truncated or resized since it was made. */
-	if (h->segment_size != tkz_segment_size(h->capacity, h->pages) ||
-	    h->segment_size != size)
-		return -EPROTO;
-	return 0;
+	g = (struct tkz_geo){ .capacity = h->capacity,
+			      .shards = h->shards,
+			      .pages = h->pages,
+			      .grace = h->grace,
+			      .segment_size = h->segment_size,
+			      .window = h->window };
+	return tk__zone_check_geo(&g, size);
 }
 
 static int errno_rc(void)
@@ -300,10 +318,28 @@ static int map_zone(struct tk__zone *z, int fd)
 		z->base = NULL;
 		return rc;
 	}
+	z->geo = (struct tkz_geo){
+		.capacity = z->h->capacity,
+		.shards = z->h->shards,
+		.pages = z->h->pages,
+		.grace = z->h->grace,
+		.flags = z->h->flags,
+		.seed = { z->h->seed[0], z->h->seed[1] },
+		.segment_size = z->h->segment_size,
+		.created = z->h->created,
+		.window = z->h->window,
+	};
+	/* Validated, then copied: a check of a header another process is
+	 * rewriting could pass with values that differ from those copied. */
+	if (tk__zone_check_geo(&z->geo, z->size)) {
+		munmap(z->base, z->size);
+		z->base = NULL;
+		return -EPROTO;
+	}
 	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
-	z->pagetable = (uint64_t *)(z->slots + z->h->capacity);
+	z->pagetable = (uint64_t *)(z->slots + z->geo.capacity);
 	z->cells = (struct tkz_cell *)((char *)z->pagetable +
-				       tkz_pagetable_size(z->h->pages));
+				       tkz_pagetable_size(z->geo.pages));
 	return 0;
 }
 
@@ -329,6 +365,10 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 			rc = create(name, cfg);
 			if (rc == -EEXIST && (flags & TK__ZONE_EXCL))
 				break;
+			/* -ENOENT: our temporary file was taken for a dead
+			 * creator's (we were stopped for a minute): again. */
+			if (rc == -ENOENT)
+				continue;
 			if (rc && rc != -EEXIST)
 				break;
 			/* Ours, or the winner's: attach it. */

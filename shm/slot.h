@@ -19,6 +19,32 @@ static inline void tkz_read(uint64_t *w, uint64_t *w0, uint64_t *w1)
 	*w1 = ck_pr_load_64(&w[1]);
 }
 
+/*
+ * An untorn read.  x86-64 has one (itself a cmpxchg16b); elsewhere a CAS
+ * that writes back what it finds (or {0,0} over {0,0}) returns the pair.
+ * Either takes the cache line exclusively: for confirmations only.
+ */
+static inline void tkz_load2(uint64_t *w, uint64_t out[2])
+{
+#ifdef CK_F_PR_LOAD_64_2
+	ck_pr_load_64_2(w, out);
+#else
+	uint64_t zero[2] = { 0, 0 };
+
+	ck_pr_cas_64_2_value(w, zero, zero, out);
+#endif
+}
+
+/*
+ * Ordering, for weakly ordered CPUs (on x86-64 these are compiler
+ * barriers): whatever a process wrote into a block or descriptor is
+ * released before the CAS that makes it reachable from a slot, and a
+ * process that read a reference from a slot acquires before it reads what
+ * the reference names.
+ */
+#define tkz_before_publish() ck_pr_fence_release()
+#define tkz_after_reference() ck_pr_fence_acquire()
+
 /* The 16-byte CAS of a slot or a cell. */
 static inline int tkz_cas(uint64_t *w, uint64_t e0, uint64_t e1, uint64_t n0,
 			  uint64_t n1)

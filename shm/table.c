@@ -29,9 +29,9 @@ struct view {
 	int empty; /* first EMPTY, or -1 */
 };
 
-static uint64_t shard_of(struct tkz_header *h, const struct tk__zone_key *k)
+static uint64_t shard_of(struct tk__zone *z, const struct tk__zone_key *k)
 {
-	return k->pos & (h->shards - 1);
+	return k->pos & (tk__zone_geo(z)->shards - 1);
 }
 
 /* The two windows of @k: candidate i is at(c, i), window A then B. */
@@ -48,11 +48,10 @@ static inline uint64_t at(const struct cand *c, int i)
 static void candidates(struct tk__zone *z, const struct tk__zone_key *k,
 		       struct cand *c)
 {
-	struct tkz_header *h = tk__zone_header(z);
-	uint64_t per = h->capacity / h->shards;
+	uint64_t per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
 	/* Powers of two all: masks, not divisions, on the hot path. */
 	uint64_t mask = per / TKZ_WINDOW - 1;
-	uint64_t base = shard_of(h, k) * per;
+	uint64_t base = shard_of(z, k) * per;
 	uint64_t a = (k->pos >> 8) & mask, b = (k->pos >> 36) & mask;
 
 	if (b == a)
@@ -212,7 +211,6 @@ static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
  */
 static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	uint64_t w0, w1, st, exp;
 
 	tkz_read_slot(s, &w0, &w1);
@@ -223,7 +221,8 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 		return drop(z, s, w0, w1, TKZ_RECLAIMS); /* helps it */
 	if (st == TKZ_MEM && has_state(w0, w1)) {
 		exp = expiry(z, s, w0, w1);
-		if (exp > UINT64_MAX - h->grace || exp + h->grace > now)
+		if (exp > UINT64_MAX - tk__zone_geo(z)->grace ||
+		    exp + tk__zone_geo(z)->grace > now)
 			return 0;
 		return drop(z, s, w0, w1, TKZ_RECLAIMS);
 	}
@@ -257,7 +256,7 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 	}
 	if (freed)
 		return 0;
-	if (tk__zone_header(z)->flags & TKZ_FLAG_REFUSE_FULL)
+	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
 		return -ENOSPC;
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < CANDIDATES; i++) {
@@ -325,6 +324,7 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 			*holding = 0; /* taken from us: claim another */
 			return -EAGAIN;
 		}
+		tkz_before_publish();
 		if (!tkz_cas_slot(s, w0, w1, w0 | TKZ_REF, tk__blk_ref(held)))
 			return -EAGAIN;
 		*holding = 0;
@@ -334,7 +334,7 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	if (rc < 0)
 		return rc;
 	/* A read-only outcome must come from an untorn slot. */
-	ck_pr_load_64_2(s->w, snap);
+	tkz_load2(s->w, snap);
 	if (snap[0] != w0 || snap[1] != w1)
 		return -EAGAIN;
 	/* Once per second chance, not once per denial. */
@@ -364,7 +364,7 @@ static int insert(struct tk__zone *z, const struct cand *c,
 		return rc ? rc : -EAGAIN;
 	}
 	/* A unique ticket per tentative insert: no ABA on INS. */
-	ticket = ck_pr_faa_64(&h->shard[shard_of(h, k)].tickets, 1) + 1;
+	ticket = ck_pr_faa_64(&h->shard[shard_of(z, k)].tickets, 1) + 1;
 	/* Claimed with ref set, like a commit: a sweep clears it and only
 	 * a second sweep may take an abandoned claim. */
 	if (!tkz_cas_slot(&tk__zone_slots(z)[at(c, v->empty)], 0, 0,
@@ -468,14 +468,15 @@ void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 			  uint64_t now)
 {
 	struct tkz_header *h = tk__zone_header(z);
-	uint64_t shard = shard_of(h, k), per = h->capacity / h->shards;
+	uint64_t shard = shard_of(z, k),
+		 per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
 	struct tkz_shard *sh = &h->shard[shard];
 	uint64_t due = ck_pr_load_64(&sh->next_sweep), interval, cursor;
 
 	if (now < due)
 		return;
 	/* A whole pass over the shard about once per grace period. */
-	interval = h->grace / (per / SWEEP_CHUNK);
+	interval = tk__zone_geo(z)->grace / (per / SWEEP_CHUNK);
 	if (interval < MS)
 		interval = MS;
 	if (interval > 1000 * MS)
@@ -490,10 +491,9 @@ void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 
 void tk__zone_sweep_all(struct tk__zone *z, uint64_t now)
 {
-	struct tkz_header *h = tk__zone_header(z);
-	uint64_t n = h->pages * TKZ_PAGE_CELLS / TKZ_CLASS_MIN;
+	uint64_t n = tk__zone_geo(z)->pages * TKZ_PAGE_CELLS / TKZ_CLASS_MIN;
 
-	sweep_range(z, 0, h->capacity, now);
+	sweep_range(z, 0, tk__zone_geo(z)->capacity, now);
 	while (n) {
 		uint64_t step = n < SWEEP_CHUNK ? n : SWEEP_CHUNK;
 
@@ -513,20 +513,20 @@ static int by_key(const void *a, const void *b)
 
 int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_slot *slots = tk__zone_slots(z);
-	uint64_t per = h->capacity / h->shards, i, n = 0, w0, w1, st, mem = 0;
+	uint64_t per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards, i,
+		 n = 0, w0, w1, st, mem = 0;
 	uint64_t(*keys)[2];
 
 	c->empty = c->ins = c->mem = c->col = c->violations = 0;
 	/* Room for the keys only, not for every slot. */
-	for (i = 0; i < h->capacity; i++)
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++)
 		mem += tkz_state(ck_pr_load_64(&slots[i].w[0])) == TKZ_MEM;
 	mem += 64; /* keys committed since the count */
 	keys = malloc(mem * sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;
-	for (i = 0; i < h->capacity; i++) {
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
 		tkz_read_slot(&slots[i], &w0, &w1);
 		st = tkz_state(w0);
 		if (st == TKZ_EMPTY) {
@@ -569,12 +569,11 @@ int tk__zone_walk(struct tk__zone *z,
 			    uint64_t state),
 		  void *ctx)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_slot *slots = tk__zone_slots(z);
 	uint64_t i, w0, w1;
 	int rc;
 
-	for (i = 0; i < h->capacity; i++) {
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
 		tkz_read_slot(&slots[i], &w0, &w1);
 		if (tkz_state(w0) != TKZ_MEM)
 			continue;

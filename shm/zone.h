@@ -41,6 +41,25 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 void tk__zone_detach(struct tk__zone *z);
 int tk__zone_destroy(const char *name);
 struct tkz_header *tk__zone_header(struct tk__zone *z);
+
+/*
+ * The zone's geometry as validated at attach, in the process's own
+ * memory: the shared header may be overwritten later (a bug, an attacker
+ * with write access), and nothing may then crash; the shared header is
+ * used only for what changes (counters, shard lines, cursors).
+ */
+struct tkz_geo {
+	uint64_t capacity, shards, pages, grace, flags;
+	uint64_t seed[2];
+	uint64_t segment_size, created;
+	uint32_t window;
+};
+
+/* The geometry is the first member of a struct tk__zone (segment.c). */
+static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
+{
+	return (const struct tkz_geo *)(const void *)z;
+}
 struct tkz_slot *tk__zone_slots(struct tk__zone *z);
 uint64_t *tk__zone_pagetable(struct tk__zone *z);
 struct tkz_cell *tk__zone_cells(struct tk__zone *z);
@@ -52,6 +71,7 @@ int tk__zone_file_owner(struct tk__zone *z, uint32_t *uid, uint32_t *gid,
 uint64_t tk__zone_header_check(const struct tkz_header *h);
 /* Validate a header against a file of @size bytes owned as in @st. */
 int tk__zone_validate(const struct tkz_header *h, uint64_t size);
+int tk__zone_check_geo(const struct tkz_geo *g, uint64_t size);
 
 /* table.c */
 #define TK__ZONE_KEEP 0

@@ -145,6 +145,8 @@ expect_rc 3 "$ctl" sweep nosuch
 expect_rc 2 "$ctl" sweep
 expect_rc 2 "$ctl" create big --arena nope
 expect_rc 3 "$ctl" create big --arena 99999999999999
+# Block references hold 25 bits: 2 GiB of arena is one page too many.
+expect_rc 3 "$ctl" create big --arena 2147483648
 expect_rc 0 "$ctl" create big --capacity 64 --arena 100000
 expect_rc 0 "$ctl" info big
 grep -qx "arena_size=114688" "$tmp/out" ||

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Model-checks the shared-memory slot protocol (docs/shm-protocol.md) with
-# spin: tests/model/slots.pml must hold (0 errors) in every configuration
-# below, and the broken variants must be rejected (an assertion violation).
+# Model-checks the shared-memory slot protocol and the state-block protocol
+# (docs/shm-protocol.md) with spin: tests/model/slots.pml and
+# tests/model/blocks.pml must hold (0 errors) in every configuration below,
+# and the broken variants must be rejected (an assertion violation).
 # Exit 0 pass, 77 skip (no spin), 1 fail.  Runs from the build directory;
 # $srcdir is the source tree.  Each pan is capped at 2000 MB (-DMEMLIM).
 #
@@ -13,6 +14,26 @@
 #   must fail:  slots-naive.pml (find absent, write MEM into an EMPTY slot)
 #   must fail:  slots.pml -DAS_DOCUMENTED (a helper commits an INS seen in
 #               a scan that started before that INS was claimed)
+#
+# State blocks (one slot, NB=3 blocks of one data cell, NU=2 updaters, one
+# collector of NC actions and NR=1 reset; torn reads, death at any step;
+# TRIES=2 restarts per update):
+#   exhaustive, UPD0=2 UPD=1 NC=2   full tags (the binding is the whole w1)
+#   exhaustive, UPD0=1 UPD=1 NC=3   32-bit tags (-DTRUNC_TAG) with the fix
+#                                   -DREBIND_NEWGEN (a rebind takes a new gen)
+#   must fail (UPD0=2 UPD=1 NC=2):
+#               blocks.pml -DPLAIN_WRITES (cells written by plain stores:
+#               a late writer corrupts a published state)
+#               blocks.pml -DCOLLECT_PENDING (collect a claim whose binding
+#               the slot still holds: its publish references a free block)
+#               blocks.pml -DSLOT_FIRST (collect reads the slot before the
+#               header)
+#   must fail (UPD0=1 UPD=1 NC=3):
+#               blocks.pml -DTRUNC_TAG (the rebind rule as documented, with
+#               32-bit tags: a rebind to an equal tag leaves the header as
+#               a collector read it, whose CAS then frees a published block)
+#               blocks.pml -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT
+#               (shm/blocks.c skips a rebind to an equal tag)
 # shellcheck disable=SC2086 # the flag lists below are split on purpose
 : "${srcdir:=.}"
 models="$srcdir/tests/model"
@@ -22,13 +43,14 @@ if ! command -v spin >/dev/null 2>&1; then
 	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
 	exit 77
 fi
-for f in slots.pml slots-naive.pml; do
+for f in slots.pml slots-naive.pml blocks.pml; do
 	[ -r "$models/$f" ] || { echo "FAIL: $models/$f is missing"; exit 1; }
 done
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
-cp "$models/slots.pml" "$models/slots-naive.pml" "$tmp/" || exit 1
+cp "$models/slots.pml" "$models/slots-naive.pml" "$models/blocks.pml" \
+	"$tmp/" || exit 1
 if command -v timeout >/dev/null 2>&1; then
 	limit="timeout 300"
 else
@@ -118,6 +140,23 @@ expect_violation naive slots-naive.pml "-DN=3 -DNW=2 -DNJ=2" \
 	"-DCOLLAPSE" "-m10000 -w24"
 expect_violation as-documented slots.pml "-DN=2 -DNW=3 -DNJ=0 -DAS_DOCUMENTED" \
 	"-DCOLLAPSE" "-m10000 -w23"
+
+expect_ok blocks blocks.pml "-DUPD0=2 -DUPD=1 -DNC=2" \
+	"-DCOLLAPSE" "-m10000 -w24"
+expect_ok blocks-trunc-newgen blocks.pml \
+	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-plain-writes blocks.pml \
+	"-DUPD0=2 -DUPD=1 -DNC=2 -DPLAIN_WRITES" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-collect-pending blocks.pml \
+	"-DUPD0=2 -DUPD=1 -DNC=2 -DCOLLECT_PENDING" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-slot-first blocks.pml \
+	"-DUPD0=2 -DUPD=1 -DNC=2 -DSLOT_FIRST" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-trunc blocks.pml \
+	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-rebind-shortcut blocks.pml \
+	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT" \
+	"-DCOLLAPSE" "-m10000 -w22"
 
 echo
 if [ "$fails" -ne 0 ]; then

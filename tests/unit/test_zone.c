@@ -537,6 +537,41 @@ static void broken_block_reference(uint64_t bogus)
 	tk_limiter_close(l);
 }
 
+/*
+ * The geometry is validated at attach and kept privately: a header
+ * rewritten afterwards (capacity, shards, pages zeroed or huge) changes
+ * nothing for processes already attached, and crashes none.
+ */
+static void header_rewritten_under_us(void)
+{
+	static const struct {
+		off_t off;
+		uint64_t v;
+	} pokes[] = { { 40, 0 }, { 40, UINT64_C(1) << 32 }, { 48, 0 },
+		      { 80, 0 },  { 80, UINT64_MAX } };
+	struct tk_decision d;
+	struct tk_limiter *a, *b;
+	size_t i;
+
+	for (i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
+		fresh("bad");
+		a = open_zone("bad", "gcra:3/1h", 256, 0);
+		b = open_zone("bad", "sliding-window:3/1h,buckets=2", 256, 0);
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
+		poke("bad", pokes[i].off, &pokes[i].v, 8);
+		assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
+		assert_int_equal(d.remaining, 1);
+		assert_int_equal(tk_limiter_check(b, "k", 1, 1, &d), 0);
+		assert_int_equal(d.remaining, 2);
+		tk_limiter_close(a);
+		tk_limiter_close(b);
+		/* New attaches refuse it. */
+		assert_int_equal(attach_rc("bad"), -EPROTO);
+	}
+}
+
 /* Corrupt, truncated, foreign and other-version segments are refused. */
 static void test_bad_segments(void **state)
 {
@@ -571,6 +606,7 @@ static void test_bad_segments(void **state)
 	assert_int_equal(attach_rc("bad"), -EPROTO);
 	resize("bad", 0);
 	assert_int_equal(attach_rc("bad"), -EPROTO);
+	header_rewritten_under_us();
 	broken_block_reference(UINT64_C(0x1ffffff) << 37 | 5);
 	broken_block_reference(UINT64_C(1) << 62 | UINT64_C(0x1ffffff) << 37);
 	broken_block_reference(UINT64_C(1) << 62 | UINT64_C(1) << 37 | 9);

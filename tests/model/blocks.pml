@@ -1,0 +1,662 @@
+/*
+ * blocks.pml -- spin model of the state-block protocol of
+ * docs/shm-protocol.md ("State blocks").  Run by tests/model/check-model.sh
+ * (make check); see there for the configurations and the exact spin/pan
+ * commands.
+ *
+ * THE SLOT
+ *   One block key, in one slot: {w0, w1}.  w0 is only the ref bit (0/1):
+ *   a publish sets it, the collector may clear it (second chance), so a
+ *   publish CAS, which compares both words, can fail while w1 is
+ *   unchanged.  w1 is
+ *       1..127              "no state yet", a ticket (from tix; the key
+ *                           starts committed with ticket 1)
+ *       REF(b, g) >= 128    a reference to incarnation g of block b
+ *   Tickets and gens only grow, so a w1 value never repeats.  A slot
+ *   change is one d_step comparing and writing both words (the 16-byte
+ *   CAS); an update reads w0 and w1 in two steps (torn reads happen), and
+ *   the re-read that validates a state read is one step (w1).
+ *
+ * THE BLOCKS
+ *   NB blocks of one class; a block is its header and ONE data cell (the
+ *   state is one counter; the expiry cell 1 is left out: it is written and
+ *   read exactly like the data cell, and only the reclaim judges it).
+ *       header  hu[b] used bit, hg[b] gen, hbd[b] binding: the expected
+ *               tag, i.e. the slot value the claim was computed from.  The
+ *               real header keeps only the low 32 bits of that w1 value
+ *               (and the bound slot's index: there is one slot here).  By
+ *               default the model keeps the FULL value; -DTRUNC_TAG keeps
+ *               what the low 32 bits keep: the gen of a reference (the
+ *               block number is lost: REF(b1, 5) and REF(b2, 5) have the
+ *               same tag, as in the code, where gens are small numbers and
+ *               all blocks start at gen 0) and the ticket of a no-state.
+ *               A free block is {free, gen, binding 0}.
+ *       cell    ct[b] tag (the gen that wrote it), cv[b] value
+ *   Every header and cell change is one d_step that compares and writes the
+ *   whole 16 bytes.  A cell is read in two steps (tag, value: torn reads
+ *   happen).  A header is read in ONE step: its readers use it only (a) to
+ *   test "used, gen g", one word, and (b) as the expected value of a later
+ *   CAS on the header; a torn header either is a value the header had at
+ *   the second load, or one it never takes again (gens grow; a used
+ *   header never comes back with full tags, nor with TRUNC_TAG and
+ *   REBIND_NEWGEN), so tearing can only make that CAS fail.
+ *
+ * THE PROCESSES (flat state machines, one d_step per shared-memory step)
+ *   - NU updaters, UPD updates of the key each.  An update: read the slot
+ *     (w0, w1); if w1 is a reference (b, g): read b's header (used with gen
+ *     g, else start again), read the cell's tag and value, re-read the slot
+ *     (w1 unchanged, else start again); the new state is value + 1 (1 from
+ *     "no state yet").  Then claim ANY free block (CAS {free, g} -> {used,
+ *     g+1, bound to TAG(w1)}), or, if it still holds a claimed block from a
+ *     failed publish, rebind it (CAS header from its binding to TAG(w1); if
+ *     that fails the block was taken: claim another).  Write the cell as
+ *     gen G (read {t, x}; t > G: the claim was lost, claim another; else
+ *     CAS {t, x} -> {G, v}, read again if it fails), publish (CAS slot
+ *     {w0, w1} -> {1, REF(b, G)}; on failure start again, keeping the
+ *     block), then release the replaced block (CAS its header from the
+ *     value read above to {free, same gen}).  An update gives up after
+ *     TRIES restarts (its claimed block stays claimed): loops are bounded,
+ *     the model checks safety, not progress.
+ *     The first updater runs UPD0 updates.
+ *   - one collector, NC actions.  Collect: read the header of any used
+ *     block; read the slot's w1; it is this incarnation's reference ->
+ *     live; its tag is the binding -> a claim whose publish may come:
+ *     leave it; else release the block (CAS on the header read).  Clear
+ *     the slot's ref bit (a CAS, as the evictor's second chance).  And NR
+ *     times a reset: the key's state is dropped and the key re-inserted
+ *     (reclaim, eviction or reset, then a new commit) collapsed into one
+ *     CAS of the slot to "no state" with a FRESH ticket; the counter
+ *     legitimately restarts (the ghost too); then release the block the
+ *     slot referenced (CAS on the header read before the slot CAS).
+ *     The collector stands for every process that collects (allocations,
+ *     sweeps): which process runs a step does not matter.  The key never
+ *     moves to another slot here, so the bound slot's index is left out.
+ *   - DEATH: at every step each process may instead stop forever, leaving
+ *     what it half did (a claimed block, an unreleased replaced block).
+ *     -DNODEATH removes that branch; for safety a dead process is the same
+ *     as one never scheduled again.
+ *
+ * THE PROPERTIES (asserted in the d_steps that write the slot, a header or
+ * a cell; nothing else writes them or the ghost, so they hold in every
+ * state)
+ *   - P1, no lost update, no corruption: the ghost gcnt counts the updates
+ *     published since the last reset; when the slot references (b, g), b's
+ *     cell is {g, gcnt}; when it holds "no state yet", gcnt is 0; and every
+ *     publish installs gcnt + 1 (computed from the true state).
+ *   - P2, no torn state: a read validated by the re-read of the slot
+ *     returned the published value, with the tag of the reference's gen.
+ *   - P3, no dangling reference: a publish installs a reference only to a
+ *     block used with that gen; the referenced block is always used with
+ *     the reference's gen; a release never frees the block the slot
+ *     references.
+ *
+ * FLAW IN THE PROTOCOL AS WRITTEN (32-BIT TAGS), AND THE FIX MODELLED HERE
+ *   The collector releases a block by a CAS on the header it read BEFORE
+ *   it read the slot; that is sound only if any rebind since then changed
+ *   the header.  With the doc's 32-bit expected tag it need not: the tag
+ *   of a reference is just the low 32 bits of its gen, so references to
+ *   different blocks with the same gen (and tickets) share tags, and a
+ *   rebind to a new slot value with the same tag is a CAS that writes the
+ *   very value it read.  With -DTRUNC_TAG (the rule as documented) spin
+ *   finds a referenced block freed in 30 steps (UPD0=1 UPD=1 NC=3, pan -i;
+ *   ticket 1 and REF(1,1) both have tag 1):
+ *       P1: reads the slot, no state (ticket 1).
+ *       collector: reset, the slot is no state (ticket 2).
+ *       P1: claims block 2, gen 1, bound to tag 1.
+ *       collector: reads block 2's header {used, 1, tag 1}, then the slot:
+ *          ticket 2, neither REF(2,1) nor tag 1 -> decides to release.
+ *       P1: writes the cell; its publish fails (ticket 1 is gone).
+ *       P0: claims block 1 (gen 1), publishes REF(1,1): tag 1.
+ *       P1: reads REF(1,1), its state, rebinds block 2 from tag 1 to tag
+ *          1 (the CAS succeeds and changes nothing), writes, publishes
+ *          REF(2,1).
+ *       collector: its CAS {used, 1, tag 1} -> {free, 1} succeeds: the
+ *          block the slot references is free (P3), and its next claimer
+ *          overwrites the live state.
+ *   A rebind through another tag and back (1 -> 2 -> 1) is the same ABA.
+ *   shm/blocks.c is worse: tk__blk_rebind() skips the CAS when the tag is
+ *   equal, so the collector's release may even have completed: with
+ *   -DREBIND_SHORTCUT the claimer publishes a block that is already free.
+ *   FIX (-DREBIND_NEWGEN): a rebind is a new incarnation, CAS {used, G,
+ *   tag} -> {used, G+1, new tag}, never skipped; the claimer writes its
+ *   cells and publishes with G+1.  A used header then never comes back,
+ *   so a collector's CAS on a header read before any rebind fails.
+ *   With full tags (the default) the documented rule is sound: there a
+ *   rebind that keeps the header keeps the slot value too.
+ *
+ * KNOBS (-D on the spin command line)
+ *   NB blocks (2..3), NU updaters, UPD updates each (UPD0 the first one),
+ *   TRIES restarts per update, NC collector actions, NR resets; NODEATH;
+ *   NOHIDDEN; TRUNC_TAG (32-bit tags), REBIND_NEWGEN (the fix).
+ *   Broken variants (each must be rejected):
+ *     PLAIN_WRITES     cells written by plain stores, no tag check: a
+ *                      claimer stopped between claim and write, whose block
+ *                      was collected and published by someone else,
+ *                      overwrites the live state (the "late write").
+ *     COLLECT_PENDING  the collector also releases a claim whose binding
+ *                      the slot still holds: the claimer then publishes a
+ *                      free block.
+ *     TRUNC_TAG        without REBIND_NEWGEN: the rule as documented with
+ *                      32-bit tags (above).
+ *     REBIND_SHORTCUT  (with TRUNC_TAG, even with REBIND_NEWGEN) a rebind to
+ *                      an equal tag is skipped instead of CASed, as
+ *                      tk__blk_rebind() in shm/blocks.c does: equal 32-bit
+ *                      tags do not mean the slot never changed, and the
+ *                      block may have been collected meanwhile.
+ *     SLOT_FIRST       the collector reads the slot BEFORE the header: the
+ *                      slot value may predate a claim and publish of the
+ *                      block, which it then frees.
+ */
+
+#ifndef NB
+#define NB 3
+#endif
+#ifndef NU
+#define NU 2
+#endif
+#ifndef UPD
+#define UPD 1
+#endif
+#ifndef UPD0
+#define UPD0 2          /* updates of the first updater */
+#endif
+#ifndef TRIES
+#define TRIES 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef NR
+#define NR 1
+#endif
+
+#define NONE 255
+#define REF(b, g) (128 + 32 * (b) + (g))
+#define ISREF(w) ((w) >= 128)
+#define RB(w) (((w) - 128) / 32)
+#define RG(w) (((w) - 128) % 32)
+#define MAXGEN 31
+#ifdef TRUNC_TAG
+#define TAG(w) (ISREF(w) -> RG(w) : (w))
+#else
+#define TAG(w) (w)
+#endif
+
+#if NB == 2
+#define ALLUSED (hu[0] && hu[1])
+#elif NB == 3
+#define ALLUSED (hu[0] && hu[1] && hu[2])
+#else
+#error "NB must be 2 or 3"
+#endif
+
+bit w0 = 1;             /* the slot: ref bit */
+byte w1 = 1;            /* the slot: no state yet (ticket 1), or REF(b, g) */
+byte tix = 1;           /* last ticket issued */
+bit hu[NB];             /* block headers: used, gen, binding */
+byte hg[NB];
+byte hbd[NB];
+byte ct[NB];            /* data cells: tag, value */
+byte cv[NB];
+byte gcnt;              /* ghost: updates published since the last reset */
+
+#ifdef NOHIDDEN                 /* for pan -DBFS, which refuses hidden */
+#define SCRATCH byte
+#else
+#define SCRATCH hidden byte
+#endif
+SCRATCH hj;             /* d_step scratch, never part of the state */
+
+/* trail printing only (pan prints nothing while verifying): the slot as
+ * ref bit:w1 and the ghost count, then each block as used:gen:binding:{tag,
+ * value} */
+inline show_state()
+{
+	hj = 0;
+	if
+	:: ISREF(w1) -> printf("      table: slot [%d:ref(%d,%d)] count %d; blocks",
+	                       w0, RB(w1), RG(w1), gcnt)
+	:: else -> printf("      table: slot [%d:nostate(%d)] count %d; blocks",
+	                  w0, w1, gcnt)
+	fi;
+	do
+	:: hj < NB ->
+		printf(" %d[%d:%d:%d:{%d,%d}]", hj, hu[hj], hg[hj], hbd[hj],
+		       ct[hj], cv[hj]);
+		hj++
+	:: else -> break
+	od;
+	printf("\n")
+}
+
+/* P1 and P3, checked in every d_step that changes the slot, a header or a
+ * cell (nothing else writes them or the ghost) */
+inline check_inv()
+{
+	if
+	:: ISREF(w1) ->
+		hj = RB(w1);
+		assert(hu[hj] == 1 && hg[hj] == RG(w1));       /* P3 */
+		assert(ct[hj] == RG(w1) && cv[hj] == gcnt);     /* P1 */
+	:: else ->
+		assert(gcnt == 0)                               /* P1 */
+	fi
+}
+
+/* P3: a release never frees the referenced block */
+#define NOT_REFERENCED(b) assert(!(ISREF(w1) && RB(w1) == (b)))
+
+/* updater phases: each names the next shared-memory step */
+#define U_RD0 0         /* read slot w0 */
+#define U_RD1 1         /* read slot w1 */
+#define U_RH 2          /* read the referenced block's header */
+#define U_RT 3          /* read its cell: tag */
+#define U_RV 4          /* read its cell: value */
+#define U_RS 5          /* re-read slot w1: validates the state read */
+#define U_CLAIM 6       /* claim a free block */
+#define U_REBIND 7      /* rebind the block held */
+#define U_WT 8          /* write: read the cell's tag */
+#define U_WV 9          /* write: read the cell's value */
+#define U_WC 10         /* write: CAS the cell */
+#define U_PUB 11        /* publish: CAS the slot */
+#define U_REL 12        /* release the replaced block */
+#define U_FIN 13        /* all updates done */
+#define U_DEAD 14       /* killed */
+
+/* ---- updater helpers; all run inside a d_step ---- */
+
+inline forget_read()
+{
+	e0 = 0; e = 0; ob = 0; rt = 0; rv = 0; v = 0; wt = 0; wx = 0
+}
+
+/* this update is over (published, or gave up) */
+inline next_upd()
+{
+	forget_read();
+	my = NONE; G = 0; mb = 0;
+	upd--;
+	if
+	:: upd > 0 -> tries = TRIES; phase = U_RD0
+	:: else -> tries = 0; phase = U_FIN
+	fi
+}
+
+/* start the update again from the slot read, keeping a claimed block */
+inline retry()
+{
+	if
+	:: tries == 0 -> next_upd()
+	:: else -> tries--; forget_read(); phase = U_RD0
+	fi
+}
+
+/* the new state v is computed from e: claim a block, or rebind ours */
+inline computed()
+{
+	if
+	:: my == NONE -> phase = U_CLAIM
+	:: else -> phase = U_REBIND
+	fi
+}
+
+/* lose the block held (taken from us), claim another */
+inline lost_claim()
+{
+	my = NONE; G = 0; mb = 0; wt = 0; wx = 0;
+	phase = U_CLAIM
+}
+
+/* claim (2): CAS {free, g, 0} -> {used, g+1, TAG(e)}: any block free at
+ * the CAS (a superset of "a free block seen by the allocation") */
+#define CLAIM_OPT(j) \
+	:: d_step { \
+		phase == U_CLAIM && hu[j] == 0 -> \
+		hu[j] = 1; hg[j]++; hbd[j] = TAG(e); \
+		assert(hg[j] <= MAXGEN); \
+		my = j; G = hg[j]; mb = hbd[j]; \
+		printf("P%d claims block %d: gen %d bound %d\n", _pid, j, G, mb); \
+		show_state(); check_inv(); \
+		phase = U_WT \
+	}
+
+active [NU] proctype updater()
+{
+	byte phase = U_RD0;
+	byte upd = (_pid == 0 -> UPD0 : UPD);
+	byte tries = TRIES;
+	bit e0;           /* the slot as read: w0, w1 (maybe torn) */
+	byte e;
+	byte ob;          /* binding of the referenced block's header, as read
+	                     (used and gen are those of e) */
+	byte rt, rv;      /* its cell, as read (maybe torn) */
+	byte v;           /* the new state */
+	byte my = NONE;   /* the block claimed, its gen and binding */
+	byte G, mb;
+	byte wt, wx;      /* the cell as read before writing it */
+
+end:
+	do
+	:: d_step {
+		phase == U_RD0 ->
+		e0 = w0; phase = U_RD1
+	   }
+	:: d_step {
+		phase == U_RD1 ->
+		e = w1;
+		printf("P%d reads slot %d:%d\n", _pid, e0, e);
+		if
+		:: ISREF(e) -> phase = U_RH
+		:: else -> v = 1; computed()
+		fi
+	   }
+	:: d_step {
+		/* read (1): the header must be used with the reference's gen */
+		phase == U_RH ->
+		if
+		:: hu[RB(e)] == 1 && hg[RB(e)] == RG(e) ->
+			ob = hbd[RB(e)]; phase = U_RT
+		:: else -> retry()
+		fi
+	   }
+	:: d_step {
+		phase == U_RT -> rt = ct[RB(e)]; phase = U_RV
+	   }
+	:: d_step {
+		phase == U_RV -> rv = cv[RB(e)]; phase = U_RS
+	   }
+	:: d_step {
+		/* read (1): the values read are the state of e only if the slot
+		 * still holds e */
+		phase == U_RS ->
+		if
+		:: w1 == e ->
+			printf("P%d read state {%d,%d} of ref(%d,%d)\n", _pid,
+			       rt, rv, RB(e), RG(e));
+			assert(rt == RG(e) && rv == gcnt);      /* P2 */
+			v = rv + 1; rt = 0; rv = 0;
+			computed()
+		:: else -> retry()
+		fi
+	   }
+	CLAIM_OPT(0)
+	CLAIM_OPT(1)
+#if NB > 2
+	CLAIM_OPT(2)
+#endif
+	:: d_step {
+		/* no block is free (in the code: allocate a page, evict) */
+		phase == U_CLAIM && ALLUSED -> retry()
+	   }
+	:: d_step {
+		/* rebind (3): CAS the header from our binding to TAG(e) */
+		phase == U_REBIND ->
+#ifdef REBIND_SHORTCUT
+		if
+		:: mb == TAG(e) ->
+			printf("P%d rebind of block %d skipped: same tag %d\n",
+			       _pid, my, mb);
+			phase = U_WT
+		:: else ->
+#endif
+		if
+		:: hu[my] == 1 && hg[my] == G && hbd[my] == mb ->
+#ifdef REBIND_NEWGEN
+			hg[my]++; G = hg[my];   /* the fix: a rebind is a new gen */
+			assert(G <= MAXGEN);
+#endif
+			hbd[my] = TAG(e); mb = hbd[my];
+			printf("P%d rebinds block %d: gen %d bound %d\n", _pid, my, G, mb);
+			show_state(); check_inv();
+			phase = U_WT
+		:: else ->
+			printf("P%d lost block %d (rebind)\n", _pid, my);
+			lost_claim()
+		fi
+#ifdef REBIND_SHORTCUT
+		fi
+#endif
+	   }
+#ifdef PLAIN_WRITES
+	:: d_step {
+		/* BROKEN: write (4) as a plain store, no tag check */
+		phase == U_WT ->
+		ct[my] = G; cv[my] = v;
+		printf("P%d stores {%d,%d} in block %d\n", _pid, G, v, my);
+		show_state(); check_inv();
+		phase = U_PUB
+	   }
+#else
+	:: d_step {
+		phase == U_WT -> wt = ct[my]; phase = U_WV
+	   }
+	:: d_step {
+		/* write (4): a newer tag -> the claim was lost */
+		phase == U_WV ->
+		wx = cv[my];
+		if
+		:: wt > G ->
+			printf("P%d lost block %d (tag %d > gen %d)\n", _pid,
+			       my, wt, G);
+			lost_claim()
+		:: else -> phase = U_WC
+		fi
+	   }
+	:: d_step {
+		/* write (4): CAS {t, x} -> {G, v}; read again if it fails */
+		phase == U_WC ->
+		if
+		:: ct[my] == wt && cv[my] == wx ->
+			ct[my] = G; cv[my] = v;
+			printf("P%d writes {%d,%d} in block %d\n", _pid, G, v, my);
+			show_state(); check_inv();
+			wt = 0; wx = 0;
+			phase = U_PUB
+		:: else ->
+			wt = 0; wx = 0;
+			phase = U_WT
+		fi
+	   }
+#endif
+	:: d_step {
+		/* publish (5): CAS {e0, e} -> {1, REF(my, G)} */
+		phase == U_PUB ->
+		if
+		:: w0 == e0 && w1 == e ->
+			assert(hu[my] == 1 && hg[my] == G);     /* P3 */
+			assert(v == gcnt + 1);                  /* P1 */
+			w0 = 1; w1 = REF(my, G); gcnt = v;
+			printf("P%d publishes ref(%d,%d) = %d\n", _pid, my, G, v);
+			show_state(); check_inv();
+			my = NONE; G = 0; mb = 0;
+			if
+			:: ISREF(e) -> phase = U_REL
+			:: else -> next_upd()
+			fi
+		:: else ->
+			printf("P%d publish fails\n", _pid);
+			retry()
+		fi
+	   }
+	:: d_step {
+		/* release (6) the replaced block: CAS from the header read in (1)
+		 * to {free, same gen} */
+		phase == U_REL ->
+		if
+		:: hu[RB(e)] == 1 && hg[RB(e)] == RG(e) && hbd[RB(e)] == ob ->
+			NOT_REFERENCED(RB(e));                  /* P3 */
+			hu[RB(e)] = 0; hbd[RB(e)] = 0;
+			printf("P%d releases block %d\n", _pid, RB(e));
+			show_state(); check_inv()
+		:: else -> skip
+		fi;
+		next_upd()
+	   }
+#ifndef NODEATH
+	:: d_step {
+		/* SIGKILL: stops forever; what it left stays */
+		phase < U_FIN ->
+		printf("P%d dies\n", _pid);
+		forget_read(); my = NONE; G = 0; mb = 0; upd = 0; tries = 0;
+		phase = U_DEAD
+	   }
+#endif
+	od
+}
+
+/* collector phases */
+#define C_IDLE 0
+#define C_SLOT 1        /* collect: read the slot's w1 */
+#define C_REL 2         /* collect: release the block */
+#define C_RH 3          /* reset: read the referenced block's header */
+#define C_RS 4          /* reset: CAS the slot */
+#define C_RREL 5        /* reset: release the block it referenced */
+#define C_HDR 6         /* SLOT_FIRST collect: read the header */
+#define C_DEAD 7
+
+/* collect (8): read the header of block J, if it is used */
+#ifdef SLOT_FIRST
+#define COLLECT_OPT(J) \
+	:: d_step { \
+		cp == C_IDLE && n > 0 -> \
+		n--; j = J; s = w1; cp = C_HDR \
+	}
+#else
+#define COLLECT_OPT(J) \
+	:: d_step { \
+		cp == C_IDLE && n > 0 && hu[J] == 1 -> \
+		n--; j = J; cg = hg[J]; cb = hbd[J]; cp = C_SLOT \
+	}
+#endif
+
+inline cdone()
+{
+	j = 0; cg = 0; cb = 0; s = 0;
+	cp = C_IDLE
+}
+
+/* the slot value s was read after (or, SLOT_FIRST, before) the header of
+ * block j {used, cg, cb}: live, pending claim, or garbage */
+inline judge()
+{
+	if
+	:: s == REF(j, cg) -> cdone()                   /* live */
+#ifndef COLLECT_PENDING
+	:: s != REF(j, cg) && TAG(s) == cb -> cdone()   /* claim pending */
+#endif
+	:: else -> cp = C_REL
+	fi
+}
+
+active proctype collector()
+{
+	byte cp = C_IDLE;
+	byte n = NC;      /* collect and ref-clear actions left */
+	byte nr = NR;     /* resets left */
+	byte j, cg, cb;   /* block, and its header as read */
+	byte s;           /* slot w1 as read */
+
+end:
+	do
+	COLLECT_OPT(0)
+	COLLECT_OPT(1)
+#if NB > 2
+	COLLECT_OPT(2)
+#endif
+#ifdef SLOT_FIRST
+	:: d_step {
+		cp == C_HDR ->
+		if
+		:: hu[j] == 1 ->
+			cg = hg[j]; cb = hbd[j];
+			printf("P%d (collector) slot w1 %d, block %d [1:%d:%d]\n",
+			       _pid, s, j, cg, cb);
+			judge()
+		:: else -> cdone()
+		fi
+	   }
+#endif
+	:: d_step {
+		cp == C_SLOT ->
+		s = w1;
+		printf("P%d (collector) block %d [1:%d:%d], slot w1 %d\n", _pid,
+		       j, cg, cb, s);
+		judge()
+	   }
+	:: d_step {
+		/* collect (8): CAS on the header read -> {free, same gen} */
+		cp == C_REL ->
+		if
+		:: hu[j] == 1 && hg[j] == cg && hbd[j] == cb ->
+			NOT_REFERENCED(j);                      /* P3 */
+			hu[j] = 0; hbd[j] = 0;
+			printf("P%d (collector) collects block %d\n", _pid, j);
+			show_state(); check_inv()
+		:: else -> skip
+		fi;
+		cdone()
+	   }
+	:: d_step {
+		/* second chance: CAS {1, w1} -> {0, w1} (a read and a CAS
+		 * collapsed: this allows a superset of the behaviours) */
+		cp == C_IDLE && n > 0 && w0 == 1 ->
+		n--; w0 = 0;
+		printf("P%d (collector) clears the ref bit\n", _pid)
+	   }
+	:: d_step {
+		/* reset: read the slot */
+		cp == C_IDLE && nr > 0 ->
+		nr--; s = w1;
+		if
+		:: ISREF(s) -> j = RB(s); cp = C_RH
+		:: else -> cp = C_RS
+		fi
+	   }
+	:: d_step {
+		/* reset: read the header of the block referenced (1) */
+		cp == C_RH ->
+		if
+		:: hu[j] == 1 && hg[j] == RG(s) -> cg = hg[j]; cb = hbd[j]; cp = C_RS
+		:: else -> cdone()
+		fi
+	   }
+	:: d_step {
+		/* reset: CAS the slot -> {1, no state, fresh ticket} (reclaim,
+		 * eviction or reset, then a re-insert and its commit) */
+		cp == C_RS ->
+		if
+		:: w1 == s ->
+			tix++;
+			w0 = 1; w1 = tix; gcnt = 0;
+			printf("P%d (collector) resets the key: ticket %d\n", _pid, tix);
+			show_state(); check_inv();
+			if
+			:: ISREF(s) -> cp = C_RREL
+			:: else -> cdone()
+			fi
+		:: else -> cdone()
+		fi
+	   }
+	:: d_step {
+		/* reset: release (6) the block the slot held, CAS from (1) */
+		cp == C_RREL ->
+		if
+		:: hu[j] == 1 && hg[j] == cg && hbd[j] == cb ->
+			NOT_REFERENCED(j);                      /* P3 */
+			hu[j] = 0; hbd[j] = 0;
+			printf("P%d (collector) releases block %d\n", _pid, j);
+			show_state(); check_inv()
+		:: else -> skip
+		fi;
+		cdone()
+	   }
+#ifndef NODEATH
+	:: d_step {
+		cp != C_DEAD && (n > 0 || nr > 0 || cp != C_IDLE) ->
+		printf("P%d (collector) dies\n", _pid);
+		n = 0; nr = 0; j = 0; cg = 0; cb = 0; s = 0;
+		cp = C_DEAD
+	   }
+#endif
+	od
+}
