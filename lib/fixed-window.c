@@ -7,14 +7,64 @@
  * window (the clock stepped back) keeps counting in that later window:
  * start' = max(ws, state.start), so a backward step never opens a fresh
  * window early.  Allow on equality (count + cost == L).
+ *
+ * Windows of 2^24 ns or more with limits below 2^24 keep the state packed
+ * in one word (see internal.h), which a zone holds in the key's slot.
  */
 #include "internal.h"
 #include "parse.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* count + cost stays below 2^63: no wrap. */
 #define LIMIT_MAX (UINT64_C(1) << 62)
+#define PACK_BITS 24
+#define PACK_UNIT (UINT64_C(1) << PACK_BITS)
+
+int tk__window_packs(uint64_t shortest, uint64_t limit)
+{
+	return shortest >= PACK_UNIT && limit < PACK_UNIT;
+}
+
+static uint64_t pack(uint64_t end, uint64_t count)
+{
+	uint64_t coarse = (end >> PACK_BITS) + !!(end & (PACK_UNIT - 1));
+
+	return coarse << PACK_BITS | count;
+}
+
+int tk__window_ends_at(uint64_t end, uint64_t coarse)
+{
+	return pack(end, 0) == coarse << PACK_BITS;
+}
+
+uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
+			 uint64_t st[2])
+{
+	if (!p->word_is_expiry) {
+		st[0] = state[0];
+		st[1] = state[1];
+		return 0;
+	}
+	st[0] = 0;
+	st[1] = state[0] & (PACK_UNIT - 1);
+	return state[0] >> PACK_BITS;
+}
+
+int tk__window_step(const struct tk__policy *p, const uint64_t *st,
+		    uint64_t start, uint64_t end, uint64_t now, uint64_t cost,
+		    uint64_t *next, struct tk_decision *d)
+{
+	uint64_t nx[2];
+	int rc = tk__window_check(p->limit, st, start, end, now, cost, nx, d);
+
+	if (rc == TK__PERSIST && p->word_is_expiry)
+		next[0] = pack(end, nx[1]);
+	else if (rc == TK__PERSIST)
+		memcpy(next, nx, sizeof(nx));
+	return rc;
+}
 
 /* Units counted in [start, end) from @state. */
 static uint64_t counted(const uint64_t *state, uint64_t start)
@@ -73,7 +123,8 @@ static int fw_parse(struct tk__policy *p, struct tk__parser *ps)
 			      &limit, &window);
 	if (rc)
 		return rc;
-	p->state_words = 2;
+	p->word_is_expiry = tk__window_packs(window, limit);
+	p->state_words = p->word_is_expiry ? 1 : 2;
 	p->limit = limit;
 	p->u.window.window = window;
 	return 0;
@@ -85,36 +136,60 @@ static void fw_format(const struct tk__policy *p, struct tk__fmt *f)
 	tk__fmt_duration(f, p->u.window.window);
 }
 
-static uint64_t window_start(const struct tk__policy *p, const uint64_t *state,
+/* @state as {start, count}, packed or not. */
+static void unpack(const struct tk__policy *p, const uint64_t *state,
+		   uint64_t st[2])
+{
+	uint64_t w = p->u.window.window, coarse = tk__window_load(p, state, st);
+	uint64_t n = (coarse << PACK_BITS) / w;
+
+	/* The one window whose end rounds up to the coarse end, as windows
+	 * are at least as long as a coarse unit. */
+	if (!p->word_is_expiry)
+		return;
+	if (coarse == 0 || n == 0 || !tk__window_ends_at(n * w, coarse))
+		st[1] = 0; /* no state (or a corrupt one) */
+	else
+		st[0] = (n - 1) * w;
+}
+
+static uint64_t window_start(const struct tk__policy *p, const uint64_t *st,
 			     uint64_t now)
 {
 	uint64_t ws = now - now % p->u.window.window;
 
-	return state[0] > ws ? state[0] : ws;
+	return st[0] > ws ? st[0] : ws;
 }
 
 static int fw_check(const struct tk__policy *p, const uint64_t *state,
 		    uint64_t now, uint64_t cost, uint64_t *next,
 		    struct tk_decision *d)
 {
-	uint64_t start = window_start(p, state, now);
+	uint64_t st[2], start;
 
-	return tk__window_check(p->limit, state, start,
-				start + p->u.window.window, now, cost, next, d);
+	unpack(p, state, st);
+	start = window_start(p, st, now);
+	return tk__window_step(p, st, start, start + p->u.window.window, now,
+			       cost, next, d);
 }
 
 static int fw_forecast(const struct tk__policy *p, const uint64_t *state,
 		       uint64_t now, uint64_t cost, struct tk_decision *d)
 {
-	uint64_t start = window_start(p, state, now);
+	uint64_t st[2], start;
 
-	return tk__window_forecast(p->limit, state, start,
+	unpack(p, state, st);
+	start = window_start(p, st, now);
+	return tk__window_forecast(p->limit, st, start,
 				   start + p->u.window.window, now, cost, d);
 }
 
 static uint64_t fw_expires(const struct tk__policy *p, const uint64_t *state)
 {
-	return state[1] ? state[0] + p->u.window.window : 0;
+	uint64_t st[2];
+
+	unpack(p, state, st);
+	return st[1] ? st[0] + p->u.window.window : 0;
 }
 
 const struct tk__algorithm tk__fixed_window = {

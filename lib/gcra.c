@@ -39,6 +39,7 @@ int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 	if (t < 1 || burst > TAU_MAX / t)
 		return -EINVAL;
 	p->state_words = 1;
+	p->word_is_expiry = 1;
 	p->limit = burst;
 	p->u.gcra.rate = limit;
 	p->u.gcra.period = period;
@@ -205,7 +206,6 @@ const struct tk__algorithm tk__gcra = {
 	.check = gcra_check,
 	.forecast = gcra_forecast,
 	.expires = gcra_expires,
-	.word_is_expiry = 1,
 };
 
 const struct tk__algorithm tk__token_bucket = {
@@ -215,5 +215,4 @@ const struct tk__algorithm tk__token_bucket = {
 	.check = gcra_check,
 	.forecast = gcra_forecast,
 	.expires = gcra_expires,
-	.word_is_expiry = 1,
 };

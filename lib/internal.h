@@ -62,15 +62,20 @@ struct tk__algorithm {
 			uint64_t now, uint64_t cost, struct tk_decision *d);
 	/* From when on @state is equivalent to no state (ns). */
 	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
-	/* One state word that is its own expiry time (a TAT, a departure):
-	 * what a zone slot can hold. */
-	int word_is_expiry;
 };
+
+/*
+ * A policy whose state is one word w that expires by w | TK__WORD_SLACK
+ * (a TAT, a departure time, a packed window) can live in a zone's slot,
+ * whose reclaimers judge it without knowing the policy.
+ */
+#define TK__WORD_SLACK ((UINT64_C(1) << 24) - 1)
 
 struct tk__policy {
 	const struct tk__algorithm *alg;
-	uint32_t state_words; /* 64-bit words of per-key state */
-	uint64_t limit;	      /* the decision's .limit */
+	uint32_t state_words;	 /* 64-bit words of per-key state */
+	uint32_t word_is_expiry; /* see TK__WORD_SLACK */
+	uint64_t limit;		 /* the decision's .limit */
 	union {
 		struct {
 			uint64_t rate;	 /* L (or R) as written */
@@ -119,7 +124,27 @@ extern const struct tk__algorithm tk__gcra, tk__token_bucket, tk__fixed_window,
 int tk__policy_parse(struct tk_policy **out, const char *text,
 		     struct tk_parse_error *err);
 
-/* fixed-window.c: counting in a window [start, end), shared by quota.c. */
+/*
+ * fixed-window.c: counting in a window [start, end), shared by quota.c.
+ * A state {start, count} packs into one word {ceil(end / 2^24), count}
+ * when every window lasts at least 2^24 ns (16.8 ms) and the limit is
+ * below 2^24: then a coarse end still names one window, and the word
+ * expires by word | TK__WORD_SLACK.
+ */
+int tk__window_packs(uint64_t shortest, uint64_t limit);
+/*
+ * @state into @st = {start, count}.  Returns 0 if that is all, or, for a
+ * packed state, its coarse end, of which the caller finds the window and
+ * sets st[0] (or, if there is none, st[1] = 0).
+ */
+uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
+			 uint64_t st[2]);
+/* Does window [.., @end) have coarse end @coarse? */
+int tk__window_ends_at(uint64_t end, uint64_t coarse);
+/* tk__window_check() from @st, into @next as @p keeps its state. */
+int tk__window_step(const struct tk__policy *p, const uint64_t *st,
+		    uint64_t start, uint64_t end, uint64_t now, uint64_t cost,
+		    uint64_t *next, struct tk_decision *d);
 int tk__window_check(uint64_t limit, const uint64_t *state, uint64_t start,
 		     uint64_t end, uint64_t now, uint64_t cost, uint64_t *next,
 		     struct tk_decision *d);

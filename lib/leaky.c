@@ -48,6 +48,7 @@ static int leaky_parse(struct tk__policy *p, struct tk__parser *ps)
 				      "one unit per 1 ns to 2^62 ns and a "
 				      "queue of at most 2^62 ns");
 	p->state_words = 1;
+	p->word_is_expiry = 1;
 	p->u.leaky.rate = rate;
 	p->u.leaky.period = period;
 	p->u.leaky.t = period / rate;
@@ -118,5 +119,4 @@ const struct tk__algorithm tk__leaky = {
 	.check = leaky_check,
 	.forecast = leaky_forecast,
 	.expires = leaky_expires,
-	.word_is_expiry = 1,
 };

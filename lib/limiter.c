@@ -171,7 +171,7 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.ctx = s,
 		.words = p->state_words,
 		.flags = (s->op == OP_CHECK ? TK__T_CHECK : 0) |
-			 (p->alg->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
+			 (p->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
 	};
 	size_t len;
 	int rc;

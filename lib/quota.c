@@ -43,14 +43,31 @@ static int period_of(const struct tk__policy *p, uint64_t t, uint64_t *start,
 	return rc ? -EOVERFLOW : 0;
 }
 
+/* @state as {period start, count}, packed or not (see internal.h). */
+static void unpack(const struct tk__policy *p, const uint64_t *state,
+		   uint64_t st[2])
+{
+	uint64_t coarse = tk__window_load(p, state, st), start, end;
+
+	/* Periods last a coarse unit at least: the instant one unit before
+	 * the coarse end lies in the period that ends there. */
+	if (!p->word_is_expiry)
+		return;
+	if (coarse == 0 || period_of(p, (coarse - 1) << 24, &start, &end) ||
+	    !tk__window_ends_at(end, coarse))
+		st[1] = 0; /* no state (or a corrupt one) */
+	else
+		st[0] = start;
+}
+
 /* The period to count in: now's, or the state's if that one is later. */
-static int current(const struct tk__policy *p, const uint64_t *state,
-		   uint64_t now, uint64_t *start, uint64_t *end)
+static int current(const struct tk__policy *p, const uint64_t *st, uint64_t now,
+		   uint64_t *start, uint64_t *end)
 {
 	int rc = period_of(p, now, start, end);
 
-	if (rc == 0 && state[1] > 0 && state[0] > *start)
-		rc = period_of(p, state[0], start, end);
+	if (rc == 0 && st[1] > 0 && st[0] > *start)
+		rc = period_of(p, st[0], start, end);
 	return rc;
 }
 
@@ -58,37 +75,37 @@ static int quota_check(const struct tk__policy *p, const uint64_t *state,
 		       uint64_t now, uint64_t cost, uint64_t *next,
 		       struct tk_decision *d)
 {
-	uint64_t start, end;
+	uint64_t st[2], start, end;
 	int rc;
 
 	if (cost > p->limit)
 		return -ERANGE;
-	rc = current(p, state, now, &start, &end);
-	if (rc)
-		return rc;
-	return tk__window_check(p->limit, state, start, end, now, cost, next,
-				d);
+	unpack(p, state, st);
+	rc = current(p, st, now, &start, &end);
+	return rc ? rc : tk__window_step(p, st, start, end, now, cost, next, d);
 }
 
 static int quota_forecast(const struct tk__policy *p, const uint64_t *state,
 			  uint64_t now, uint64_t cost, struct tk_decision *d)
 {
-	uint64_t start, end;
+	uint64_t st[2], start, end;
 	int rc;
 
 	if (cost > p->limit)
 		return -ERANGE;
-	rc = current(p, state, now, &start, &end);
+	unpack(p, state, st);
+	rc = current(p, st, now, &start, &end);
 	if (rc)
 		return rc;
-	return tk__window_forecast(p->limit, state, start, end, now, cost, d);
+	return tk__window_forecast(p->limit, st, start, end, now, cost, d);
 }
 
 static uint64_t quota_expires(const struct tk__policy *p, const uint64_t *state)
 {
-	uint64_t start, end;
+	uint64_t st[2], start, end;
 
-	if (state[1] == 0 || period_of(p, state[0], &start, &end))
+	unpack(p, state, st);
+	if (st[1] == 0 || period_of(p, st[0], &start, &end))
 		return 0;
 	return end;
 }
@@ -196,7 +213,11 @@ static int quota_parse(struct tk__policy *p, struct tk__parser *ps)
 		return tk__parse_fail(ps, start,
 				      "a period of 1 ns to 2^62 ns and an "
 				      "anchor below 2^63");
-	p->state_words = 2;
+	/* Calendar periods last a day at least. */
+	p->word_is_expiry = tk__window_packs(
+		p->u.quota.cadence == FIXED ? p->u.quota.period : UINT64_MAX,
+		limit);
+	p->state_words = p->word_is_expiry ? 1 : 2;
 	p->limit = limit;
 	return 0;
 }

@@ -27,6 +27,8 @@
 
 #define FLUSH_EVERY 256
 
+_Static_assert(TK__WORD_SLACK == TKZ_WORD_SLACK, "one rule for words");
+
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;

@@ -125,6 +125,9 @@ _Static_assert(TKZ_HEADER_SIZE % 16 == 0, "slots are 16-byte aligned");
 #define TKZ_FP_MASK ((UINT64_C(1) << 61) - 1)
 /* In the fingerprint: the key's state lives in a block. */
 #define TKZ_FP_BLOCK (UINT64_C(1) << 60)
+/* A state word w (TAT, departure, packed window) has expired by
+ * w | TKZ_WORD_SLACK: reclaimers judge words by that. */
+#define TKZ_WORD_SLACK ((UINT64_C(1) << 24) - 1)
 
 static inline uint64_t tkz_state(uint64_t w0)
 {

@@ -196,7 +196,7 @@ static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	int rc;
 
 	if (!(w0 & TKZ_FP_BLOCK))
-		return w1;
+		return w1 | TKZ_WORD_SLACK;
 	rc = tk__blk_read(z, s, w0, w1, NULL, 0, &exp);
 	if (rc == -EBADMSG)
 		return 0; /* a broken reference: expired at once */

@@ -80,7 +80,8 @@ awk 'BEGIN {
 for policy in gcra:10/1s,burst=5 token-bucket:capacity=4,refill=3/1s \
 	leaky:10/1s,max-queue=300ms fixed-window:7/2s \
 	sliding-window:9/3s,buckets=6 sliding-log:6/2s quota:40/hour \
-	quota:25/10s,anchor=1700000000000000000 \
+	quota:25/10s,anchor=1700000000000000000 fixed-window:3/16777216ns \
+	fixed-window:3/16777215ns quota:20000000/hour \
 	'all(gcra:10/1s,burst=4,fixed-window:30/1m)' \
 	'any(sliding-log:3/1s,quota:50/hour)' \
 	'all(token-bucket:capacity=5,refill=2/1s,sliding-window:12/4s,leaky:8/1s,max-queue=0s)'; do
@@ -127,11 +128,14 @@ expect_rc 0 "$ctl" stats z --prometheus
 grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
 	{ echo "FAIL: stats --prometheus"; fails=$((fails + 1)); }
 expect_rc 0 "$ctl" verify z
-# A state of two words lives in a block of the arena.
-expect_rc 0 "$ctl" check z team --policy fixed-window:2/1h --repeat 2
-expect_rc 1 "$ctl" check z team --policy fixed-window:2/1h
+# A sliding window's state lives in a block of the arena (6 words: 128 B).
+expect_rc 0 "$ctl" check z team --policy sliding-window:2/1h,buckets=2 \
+	--repeat 2
+expect_rc 1 "$ctl" check z team --policy sliding-window:2/1h,buckets=2
+# A fixed window of an hour packs into its slot.
+expect_rc 0 "$ctl" check z crew --policy fixed-window:2/1h
 expect_rc 0 "$ctl" info z
-for kv in keys=2 blocks=1 arena_used=64 arena_size=65536; do
+for kv in keys=3 blocks=1 arena_used=128 arena_size=65536; do
 	grep -qx "$kv" "$tmp/out" ||
 		{ echo "FAIL: info lacks $kv"; fails=$((fails + 1)); }
 done
