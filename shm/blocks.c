@@ -161,10 +161,14 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
 	return 1;
 }
 
-/* Evict or reclaim the key whose live block is at @cell, second chance
- * first.  Returns 1 if the block was released. */
+/*
+ * Press the key whose live block is at @cell: reclaim it if expired; in
+ * @pass 1 evict it unless its ref bit spares it, in pass 2 clear that
+ * bit (every key was spared), in pass 3 evict it.  Returns 1 if the block
+ * was released.
+ */
 static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
-		 uint64_t now)
+		 uint64_t now, int pass)
 {
 	uint64_t slot = h1 >> 32, w0, w1, exp;
 	struct tkz_slot *s;
@@ -181,10 +185,12 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 	expired = exp <= UINT64_MAX - tk__zone_geo(z)->grace &&
 		  exp + tk__zone_geo(z)->grace <= now;
 	if (!expired && (w0 & TKZ_REF)) {
-		tkz_cas(s->w, w0, w1, w0 & ~TKZ_REF, w1);
+		if (pass == 2)
+			tkz_cas(s->w, w0, w1, w0 & ~TKZ_REF, w1);
 		return 0;
 	}
-	if (!expired && (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL))
+	if (!expired &&
+	    (pass == 2 || (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)))
 		return 0;
 	if (!tkz_cas(s->w, w0, w1, 0, 0))
 		return 0;
@@ -207,7 +213,7 @@ static int64_t new_page(struct tk__zone *z, int k)
 /*
  * Visit up to VISITS_MAX blocks of class @k from the class's cursor:
  * claim the first free one, collecting garbage on the way (@pass 0), or
- * pressing live keys (@pass 1).
+ * pressing live keys (passes 1 to 3, see press()).
  */
 static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		 uint64_t now, int pass, struct tk__blk *b)
@@ -231,7 +237,7 @@ static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		tkz_read(cells[cell].w, &h0, &h1);
 		if ((h0 & TKZ_BLK_USED) &&
 		    (pass == 0 ? collect(z, cell, h0, h1)
-			       : press(z, cell, h0, h1, now)))
+			       : press(z, cell, h0, h1, now, pass)))
 			tkz_read(cells[cell].w, &h0, &h1);
 		if (try_claim(z, cell, h0, h1, mark, bind, b)) {
 			ck_pr_store_64(&h->alloc[k].v, (cell + size) % total);
@@ -262,7 +268,7 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 			return 0;
 		return visit(z, k, mark, bind, now, 0, b);
 	}
-	for (pass = 1; pass <= 2; pass++)
+	for (pass = 1; pass <= 3; pass++)
 		if (visit(z, k, mark, bind, now, 1, b) == 0)
 			return 0;
 	return -ENOSPC;

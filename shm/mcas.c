@@ -156,7 +156,8 @@ static void finish(struct tk__zone *z, const struct desc *d, int ok)
 			tkz_read_slot(&slots[d->slot[i]], &w0, &w1);
 		while (w1 == d->ref &&
 		       !tkz_cas_slot(&slots[d->slot[i]], w0, w1,
-				     ok ? w0 | TKZ_REF : w0,
+				     ok && tkz_is_ref(d->w1[i]) ? w0 | TKZ_REF
+								: w0,
 				     ok ? d->nw1[i] : d->w1[i]));
 	}
 }

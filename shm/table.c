@@ -155,10 +155,11 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 			     v.w1[v.ins[i]]))
 			return;
 	}
-	/* Committed with ref set and "no state yet"; see the ageing.  A
-	 * block key's "no state" keeps the unique ticket (claims of blocks
-	 * are bound to w1 values that never repeat). */
-	tkz_cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 1, fp),
+	/* Committed "no state yet" and not referenced: a key earns its
+	 * second chance by a second use (see referenced()).  A block key's
+	 * "no state" keeps the unique ticket (claims of blocks are bound to
+	 * w1 values that never repeat). */
+	tkz_cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 0, fp),
 		     fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0);
 }
 
@@ -166,6 +167,16 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 static int has_state(uint64_t w0, uint64_t w1)
 {
 	return w0 & TKZ_FP_BLOCK ? tkz_is_ref(w1) : w1 != 0;
+}
+
+/*
+ * w0 after a write over {@w0, @w1}: the ref bit (second chance) is set by
+ * every use but a key's first, so that a flood of keys used once is
+ * evicted before the keys in use (scan resistance, as in 2Q or LRU-2).
+ */
+static uint64_t referenced(uint64_t w0, uint64_t w1)
+{
+	return has_state(w0, w1) ? w0 | TKZ_REF : w0;
 }
 
 /*
@@ -258,16 +269,19 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 		return 0;
 	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
 		return -ENOSPC;
-	for (pass = 0; pass < 2; pass++) {
+	/* Second chance: evict a key not used since it was last spared;
+	 * only if all were, spare none (clear every ref bit) and evict. */
+	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < CANDIDATES; i++) {
 			tkz_read_slot(&slots[at(c, i)], &w0, &w1);
 			if (tkz_state(w0) != TKZ_MEM)
 				continue;
 			if (w0 & TKZ_REF) {
-				tkz_cas_slot(&slots[at(c, i)], w0, w1,
-					     w0 & ~TKZ_REF, w1);
-			} else if (drop(z, &slots[at(c, i)], w0, w1,
-					TKZ_EVICTIONS)) {
+				if (pass == 1)
+					tkz_cas_slot(&slots[at(c, i)], w0, w1,
+						     w0 & ~TKZ_REF, w1);
+			} else if (pass != 1 && drop(z, &slots[at(c, i)], w0,
+						     w1, TKZ_EVICTIONS)) {
 				return 0;
 			}
 		}
@@ -308,8 +322,9 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	}
 	rc = fn(ctx, have, next, &exp);
 	if (rc == TK__ZONE_PERSIST && !block)
-		return tkz_cas_slot(s, w0, w1, w0 | TKZ_REF, next[0]) ? rc
-								      : -EAGAIN;
+		return tkz_cas_slot(s, w0, w1, referenced(w0, w1), next[0])
+			       ? rc
+			       : -EAGAIN;
 	if (rc == TK__ZONE_PERSIST) {
 		if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
 			*holding = 0;
@@ -325,7 +340,8 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 			return -EAGAIN;
 		}
 		tkz_before_publish();
-		if (!tkz_cas_slot(s, w0, w1, w0 | TKZ_REF, tk__blk_ref(held)))
+		if (!tkz_cas_slot(s, w0, w1, referenced(w0, w1),
+				  tk__blk_ref(held)))
 			return -EAGAIN;
 		*holding = 0;
 		tk__blk_release_ref(z, w1);

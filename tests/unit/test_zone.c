@@ -44,6 +44,7 @@ struct shared {
 static struct shared *sh;
 static struct tk_clock *shared_clock; /* reads sh->now */
 static uint64_t zone_arena;	      /* for zones open_zone() creates */
+static uint64_t zone_grace;
 
 static int shared_now(void *ctx, uint64_t *ns)
 {
@@ -63,6 +64,7 @@ static struct tk_limiter *open_zone(const char *zone, const char *policy,
 	o.clock = shared_clock;
 	o.zone_capacity = capacity;
 	o.zone_arena = zone_arena;
+	o.reclaim_grace = zone_grace;
 	o.flags = flags;
 	snprintf(spec, sizeof(spec), "shm:%s", zone);
 	rc = tk_limiter_open(&l, policy, spec, &o);
@@ -256,6 +258,72 @@ static void spread_worker(int i)
 			atomic_fetch_add(&sh->errors, 1);
 	}
 	tk_limiter_close(l);
+}
+
+/* What flood_worker() checks: a hot key among a flood of new keys. */
+static const char *flood_hot, *flood_new;
+
+static void flood_worker(int i)
+{
+	struct tk_limiter *hot = open_zone("flood", flood_hot, 64,
+					   TK_OPT_ZONE_RECLAIMER);
+	struct tk_limiter *other = open_zone("flood", flood_new, 64, 0);
+	struct tk_decision d;
+	char key[24];
+	int k;
+
+	if (!hot || !other)
+		_exit(2);
+	for (k = 0; k < 3000; k++) {
+		/* Worker 0 moves time on: flood keys expire, are reclaimed. */
+		if (i == 0 && k % 100 == 0)
+			atomic_fetch_add(&sh->now, SEC);
+		if (tk_limiter_check(hot, "hot", 3, 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (d.allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+		snprintf(key, sizeof(key), "f%d-%d", i, k);
+		if (tk_limiter_check(other, key, strlen(key), 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	tk_limiter_close(hot);
+	tk_limiter_close(other);
+}
+
+/*
+ * A hot key amid a flood of keys used once, in a zone of 64 slots (and a
+ * 64 KiB arena) that must evict all the time, with reclaimer threads
+ * running and time moving: a key used once has no second chance, so the
+ * flood evicts itself and the hot key admits exactly its limit, in a
+ * slot and in a block.
+ */
+static void test_hot_key_exact_under_flood(void **state)
+{
+	static const char *const hot[] = { "gcra:1000/100d",
+					   "sliding-window:1000/100d,buckets=4" };
+	static const char *const flood[] = { "gcra:1/1s,burst=1",
+					     "sliding-window:1/1s,buckets=4" };
+	struct tk_zone_info info;
+	int p;
+
+	(void)state;
+	zone_grace = SEC;
+	zone_arena = 64 * 1024;
+	for (p = 0; p < 2; p++) {
+		reset_shared();
+		flood_hot = hot[p];
+		flood_new = flood[p];
+		run_workers(4, flood_worker);
+		assert_int_equal(atomic_load(&sh->errors), 0);
+		assert_int_equal(atomic_load(&sh->allowed), 1000);
+		assert_int_equal(tk_zone_verify("flood", &info, sizeof(info)),
+				 0);
+		assert_true(info.evictions > 0);
+		assert_true(info.reclaims > 0);
+		assert_int_equal(tk_zone_destroy("flood"), 0);
+	}
+	zone_grace = 0;
+	zone_arena = 0;
 }
 
 /* A zone that refuses when full never evicts, so never over-admits. */
@@ -1027,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_reclaim_under_churn),
 		cmocka_unit_test(test_full_zone_refuses),
 		cmocka_unit_test(test_eviction_pressure),
+		cmocka_unit_test(test_hot_key_exact_under_flood),
 		cmocka_unit_test(test_kill9_chaos),
 		cmocka_unit_test(test_bad_segments),
 		cmocka_unit_test(test_creation_race),
