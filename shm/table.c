@@ -276,6 +276,12 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 			tkz_read_slot(&slots[at(c, i)], &w0, &w1);
 			if (tkz_state(w0) != TKZ_MEM)
 				continue;
+			if (tkz_is_desc(w1)) {
+				/* Complete it first; judge it next time. */
+				drop(z, &slots[at(c, i)], w0, w1,
+				     TKZ_EVICTIONS);
+				continue;
+			}
 			if (w0 & TKZ_REF) {
 				if (pass == 1)
 					tkz_cas_slot(&slots[at(c, i)], w0, w1,

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Model-checks the shared-memory slot protocol and the state-block protocol
-# (docs/shm-protocol.md) with spin: tests/model/slots.pml and
-# tests/model/blocks.pml must hold (0 errors) in every configuration below,
-# and the broken variants must be rejected (an assertion violation).
+# Model-checks the shared-memory slot protocol, the state-block protocol and
+# the multi-key update protocol (docs/shm-protocol.md) with spin:
+# tests/model/slots.pml, tests/model/blocks.pml and tests/model/mcas.pml
+# must hold (0 errors) in every configuration below, and the broken
+# variants must be rejected (an assertion violation).
 # Exit 0 pass, 77 skip (no spin), 1 fail.  Runs from the build directory;
 # $srcdir is the source tree.  Each pan is capped at 2000 MB (-DMEMLIM).
 #
@@ -34,6 +35,34 @@
 #               a collector read it, whose CAS then frees a published block)
 #               blocks.pml -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT
 #               (shm/blocks.c skips a rebind to an equal tag)
+#
+# Multi-key updates (two slots, all() updates of both keys, descriptors
+# from NDC=2 reusable cells, one collector of NC actions (collect a block
+# or a descriptor, help a descriptor, clear a ref bit); torn reads, death
+# at any step; TRIES=2 attempts per initiator, STRIES=2 per single update;
+# finish() retrying each slot and the initiator releasing its descriptor
+# whatever the outcome, as shm/mcas.c does):
+#   exhaustive, NI=2 NS=0 NC=1      two all() updates racing, reusing cells
+#                                   (NC=2: 34.9 M states, 92 s, outside CI)
+#   exhaustive, NI=1 NS=1 NC=3      an all() update against updates of its
+#                                   first key alone
+#   must fail (NI=2 NS=0 NC=2):
+#               mcas.pml -DAS_CODED (finish() CASes each slot once, as
+#               the first version did: a ref-bit clear in between leaves
+#               the reference in the slot, and the initiator frees the
+#               descriptor after SUCCEEDED)
+#               mcas.pml -DREAD_OUTCOME (the initiator reads its outcome
+#               from the descriptor, which was freed and reused)
+#               mcas.pml -DHELPERS_DECIDE (helpers decide SUCCEEDED: the
+#               initiator's own CAS fails and it undoes a success)
+#               mcas.pml -DHELPERS_DECIDE -DREAD_OUTCOME (Harris-style)
+#               mcas.pml -DFREE_UNREFERENCED (the collector frees a
+#               descriptor no slot holds: the initiator installs it)
+#               mcas.pml -DCOLLECT_THROUGH_DESC (the collector frees a
+#               staged block while its slot holds a descriptor)
+#   must fail (NI=1 NS=1 NC=3):
+#               mcas.pml -DFREE_BOUND_ONLY (the collector keeps a descriptor
+#               for its first slot only: a late install in the second)
 # shellcheck disable=SC2086 # the flag lists below are split on purpose
 : "${srcdir:=.}"
 models="$srcdir/tests/model"
@@ -43,14 +72,14 @@ if ! command -v spin >/dev/null 2>&1; then
 	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
 	exit 77
 fi
-for f in slots.pml slots-naive.pml blocks.pml; do
+for f in slots.pml slots-naive.pml blocks.pml mcas.pml; do
 	[ -r "$models/$f" ] || { echo "FAIL: $models/$f is missing"; exit 1; }
 done
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 cp "$models/slots.pml" "$models/slots-naive.pml" "$models/blocks.pml" \
-	"$tmp/" || exit 1
+	"$models/mcas.pml" "$tmp/" || exit 1
 if command -v timeout >/dev/null 2>&1; then
 	limit="timeout 300"
 else
@@ -156,6 +185,26 @@ expect_violation blocks-trunc blocks.pml \
 	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG" "-DCOLLAPSE" "-m10000 -w22"
 expect_violation blocks-rebind-shortcut blocks.pml \
 	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT" \
+	"-DCOLLAPSE" "-m10000 -w22"
+
+mcas2="-DNI=2 -DNS=0 -DTRIES=2 -DNC=2"
+mcas1="-DNI=1 -DNS=1 -DTRIES=2 -DSTRIES=2 -DNC=3"
+expect_ok mcas-2i mcas.pml "-DNI=2 -DNS=0 -DTRIES=2 -DNC=1" "-DCOLLAPSE" \
+	"-m10000 -w23"
+expect_ok mcas-single mcas.pml "$mcas1" "-DCOLLAPSE" "-m10000 -w23"
+expect_violation mcas-as-coded mcas.pml "$mcas2 -DAS_CODED" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation mcas-read-outcome mcas.pml "$mcas2 -DREAD_OUTCOME" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation mcas-helpers-decide mcas.pml "$mcas2 -DHELPERS_DECIDE" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation mcas-harris mcas.pml \
+	"$mcas2 -DHELPERS_DECIDE -DREAD_OUTCOME" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation mcas-free-unreferenced mcas.pml \
+	"$mcas2 -DFREE_UNREFERENCED" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation mcas-collect-through-desc mcas.pml \
+	"$mcas2 -DCOLLECT_THROUGH_DESC" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation mcas-free-bound-only mcas.pml "$mcas1 -DFREE_BOUND_ONLY" \
 	"-DCOLLAPSE" "-m10000 -w22"
 
 echo
