@@ -38,49 +38,10 @@
 
 #include <throttlekit.h>
 
-#define NS 1ull
-#define US (1000ull * NS)
-#define MS (1000ull * US)
-#define SEC (1000ull * MS)
+#include "asserts.h"
 
 /* A realistic epoch time (2023-11-14), so sums exercise large values. */
 #define T0 (1700000000ull * SEC)
-
-/* Reports an unexpected return code by name rather than as a huge number. */
-#define assert_rc(expr, want)                                               \
-	do {                                                                \
-		int rc_ = (expr);                                           \
-		int want_ = (want);                                         \
-		if (rc_ != want_)                                           \
-			fail_msg("%s = %d (%s), want %d (%s)", #expr, rc_,  \
-				 tk_strerrorname(rc_), want_,               \
-				 tk_strerrorname(want_));                   \
-	} while (0)
-
-#define assert_decision(d, a, lim, rem, reset, retry)                       \
-	do {                                                                \
-		const struct tk_decision *d_ = &(d);                        \
-		if (d_->allowed != (a) || d_->limit != (uint64_t)(lim) ||   \
-		    d_->remaining != (uint64_t)(rem) ||                     \
-		    d_->reset_at != (uint64_t)(reset) ||                    \
-		    d_->retry_after != (uint64_t)(retry))                   \
-			fail_msg("decision {allowed %d, limit %llu, "       \
-				 "remaining %llu, reset_at %llu, "          \
-				 "retry_after %llu}, want {%d, %llu, %llu, " \
-				 "%llu, %llu}",                             \
-				 d_->allowed, (unsigned long long)d_->limit, \
-				 (unsigned long long)d_->remaining,         \
-				 (unsigned long long)d_->reset_at,          \
-				 (unsigned long long)d_->retry_after,       \
-				 (int)(a), (unsigned long long)(lim),       \
-				 (unsigned long long)(rem),                 \
-				 (unsigned long long)(reset),               \
-				 (unsigned long long)(retry));              \
-	} while (0)
-
-#define assert_same_decision(x, y)                                          \
-	assert_decision(x, (y).allowed, (y).limit, (y).remaining,           \
-			(y).reset_at, (y).retry_after)
 
 /* A limiter on a private memory store, driven by its own manual clock. */
 struct fx {
