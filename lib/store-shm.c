@@ -212,18 +212,19 @@ static int shm_reset(struct tk_store *base, const unsigned char *key,
 static void shm_stats(struct tk_store *base, struct tk_stats *out)
 {
 	struct shm_store *s = (struct shm_store *)base;
-	struct tkz_header *h = tk__zone_header(s->zone);
 	struct tk__zone_census c;
+	uint64_t n[TKZ_COUNTERS];
 
 	flush(s);
 	out->keys = tk__zone_census(s->zone, &c) == 0 ? c.mem : 0;
 	out->capacity = tk__zone_geo(s->zone)->capacity;
-	out->inserts = ck_pr_load_64(&h->counters[TKZ_INSERTS].v);
-	out->expirations = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
-	out->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
-	out->resets = ck_pr_load_64(&h->counters[TKZ_RESETS].v);
-	out->checks = ck_pr_load_64(&h->counters[TKZ_CHECKS].v);
-	out->denies = ck_pr_load_64(&h->counters[TKZ_DENIES].v);
+	tk__zone_counters(s->zone, n);
+	out->inserts = n[TKZ_INSERTS];
+	out->expirations = n[TKZ_RECLAIMS];
+	out->evictions = n[TKZ_EVICTIONS];
+	out->resets = n[TKZ_RESETS];
+	out->checks = n[TKZ_CHECKS];
+	out->denies = n[TKZ_DENIES];
 }
 
 static void shm_close(struct tk_store *base)

@@ -12,8 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <ck_pr.h>
-
 TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
 {
 	struct tk__zone_config cfg;
@@ -36,8 +34,8 @@ TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
 
 static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 {
-	struct tkz_header *h = tk__zone_header(z);
 	struct tk__zone_census c;
+	uint64_t n[TKZ_COUNTERS];
 	int rc;
 
 	memset(info, 0, sizeof(*info));
@@ -47,20 +45,21 @@ static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 	info->capacity = tk__zone_geo(z)->capacity;
 	info->shards = tk__zone_geo(z)->shards;
 	info->window = tk__zone_geo(z)->window;
-	info->segment_size = h->segment_size;
-	info->created = h->created;
+	info->segment_size = tk__zone_geo(z)->segment_size;
+	info->created = tk__zone_geo(z)->created;
 	info->grace = tk__zone_geo(z)->grace;
 	info->refuse_full = !!(tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL);
 	info->keys = c.mem;
 	info->tentative = c.ins;
 	info->garbage = c.col;
 	info->violations = c.violations;
-	info->checks = ck_pr_load_64(&h->counters[TKZ_CHECKS].v);
-	info->denies = ck_pr_load_64(&h->counters[TKZ_DENIES].v);
-	info->inserts = ck_pr_load_64(&h->counters[TKZ_INSERTS].v);
-	info->reclaims = ck_pr_load_64(&h->counters[TKZ_RECLAIMS].v);
-	info->evictions = ck_pr_load_64(&h->counters[TKZ_EVICTIONS].v);
-	info->resets = ck_pr_load_64(&h->counters[TKZ_RESETS].v);
+	tk__zone_counters(z, n);
+	info->checks = n[TKZ_CHECKS];
+	info->denies = n[TKZ_DENIES];
+	info->inserts = n[TKZ_INSERTS];
+	info->reclaims = n[TKZ_RECLAIMS];
+	info->evictions = n[TKZ_EVICTIONS];
+	info->resets = n[TKZ_RESETS];
 	info->arena_size = tk__zone_geo(z)->pages * TKZ_PAGE_CELLS *
 			   sizeof(struct tkz_cell);
 	info->blocks = c.blocks;

@@ -533,6 +533,15 @@ static int by_key(const void *a, const void *b)
 	return x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
+void tk__zone_counters(struct tk__zone *z, uint64_t out[TKZ_COUNTERS])
+{
+	struct tkz_header *h = tk__zone_header(z);
+	int i;
+
+	for (i = 0; i < TKZ_COUNTERS; i++)
+		out[i] = ck_pr_load_64(&h->counters[i].v);
+}
+
 int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);

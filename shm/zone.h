@@ -116,6 +116,9 @@ struct tk__zone_census {
 	uint64_t block_bytes;	       /* bytes of those blocks */
 };
 
+/* The zone's event counters, as enum tkz_counter indexes them. */
+void tk__zone_counters(struct tk__zone *z, uint64_t out[TKZ_COUNTERS]);
+
 /* A full scan: counts slots and checks the invariants.  0 or -ENOMEM. */
 int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c);
 /* Call @fn for every MEM slot (@state: its w1); stops if it returns

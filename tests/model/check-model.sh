@@ -117,14 +117,19 @@ errors_of() {
 	sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$tmp/$1.out" | head -n 1
 }
 
+# run, counting a failure of spin, the compiler or pan as a failed check
+ran() {
+	if ! run "$@"; then
+		echo "FAIL: $1: spin, the compiler or pan failed (or timed out)"
+		fails=$((fails + 1))
+		return 1
+	fi
+}
+
 # the correct protocol: must complete with 0 errors
 expect_ok() {
 	name=$1
-	if ! run "$@"; then
-		echo "FAIL: $name: spin, the compiler or pan failed (or timed out)"
-		fails=$((fails + 1))
-		return
-	fi
+	ran "$@" || return
 	e=$(errors_of "$name")
 	if [ "$e" != 0 ]; then
 		echo "FAIL: $name: errors: ${e:-?} (the trail follows)"
@@ -144,11 +149,7 @@ expect_ok() {
 # a broken variant: must report an assertion violation
 expect_violation() {
 	name=$1
-	if ! run "$@"; then
-		echo "FAIL: $name: spin, the compiler or pan failed (or timed out)"
-		fails=$((fails + 1))
-		return
-	fi
+	ran "$@" || return
 	e=$(errors_of "$name")
 	if [ "${e:-0}" -ge 1 ] && grep -q 'assertion violated' "$tmp/$name.out"
 	then
