@@ -295,25 +295,51 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 	return -ENOSPC;
 }
 
+/* A read-only outcome @rc stands only if read from an untorn slot. */
+static int confirm(struct tkz_slot *s, uint64_t w0, uint64_t w1, int rc)
+{
+	uint64_t snap[2];
+
+	tkz_load2(s->w, snap);
+	if (snap[0] != w0 || snap[1] != w1)
+		return -EAGAIN;
+	/* Once per second chance, not once per denial. */
+	if (!(snap[0] & TKZ_REF))
+		tkz_cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF, snap[1]);
+	return rc;
+}
+
+/* Update the word key in slot @s seen as {@w0, @w1}: the hot path, with
+ * a small frame.  Returns @fn's result, or -EAGAIN to look again. */
+static int update_word(struct tkz_slot *s, uint64_t w0, uint64_t w1,
+		       tk__zone_fn fn, void *ctx)
+{
+	uint64_t old = w1, next[1], exp;
+	int rc = fn(ctx, w1 ? &old : NULL, next, &exp);
+
+	if (rc == TK__ZONE_PERSIST)
+		return tkz_cas_slot(s, w0, w1, referenced(w0, w1), next[0])
+			       ? rc
+			       : -EAGAIN;
+	return rc < 0 ? rc : confirm(s, w0, w1, rc);
+}
+
 /*
- * Update the state of MEM slot @s (global index @idx) seen as {@w0, @w1}.
- * Returns @fn's result, or -EAGAIN to look again.  A block key's claimed
- * block is kept in @held across rounds (rebound, not re-claimed).
+ * Update the block key in MEM slot @idx seen as {@w0, @w1}.  Its claimed
+ * block is kept in @held across rounds (rebound, not re-claimed).  Out of
+ * line: its buffers would otherwise sit in every word key's frame.
  */
-static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
-		  uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx,
-		  struct tk__blk *held, int *holding)
+static __attribute__((noinline)) int
+update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
+	     uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx,
+	     struct tk__blk *held, int *holding)
 {
 	struct tkz_slot *s = &tk__zone_slots(z)[idx];
 	uint64_t old[TKZ_STATE_WORDS_MAX], next[TKZ_STATE_WORDS_MAX], exp = 0;
-	uint64_t snap[2];
 	const uint64_t *have = NULL;
-	int rc, block = !!(w0 & TKZ_FP_BLOCK);
+	int rc;
 
-	if (!block) {
-		old[0] = w1;
-		have = w1 ? old : NULL;
-	} else if (tkz_is_desc(w1) && tk__desc_help(z, w1) == 0) {
+	if (tkz_is_desc(w1) && tk__desc_help(z, w1) == 0) {
 		return -EAGAIN;
 	} else if (tkz_is_ref(w1)) {
 		rc = tk__blk_read(z, s, w0, w1, old, words, &exp);
@@ -327,42 +353,35 @@ static int update(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		have = rc >= 0 && exp > now ? old : NULL;
 	}
 	rc = fn(ctx, have, next, &exp);
-	if (rc == TK__ZONE_PERSIST && !block)
-		return tkz_cas_slot(s, w0, w1, referenced(w0, w1), next[0])
-			       ? rc
-			       : -EAGAIN;
-	if (rc == TK__ZONE_PERSIST) {
-		if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
-			*holding = 0;
-		if (!*holding) {
-			int err = tk__blk_claim(z, words, idx, w1, now, held);
-
-			if (err)
-				return err;
-			*holding = 1;
-		}
-		if (tk__blk_write(z, held, exp, next) != 0) {
-			*holding = 0; /* taken from us: claim another */
-			return -EAGAIN;
-		}
-		tkz_before_publish();
-		if (!tkz_cas_slot(s, w0, w1, referenced(w0, w1),
-				  tk__blk_ref(held)))
-			return -EAGAIN;
+	if (rc != TK__ZONE_PERSIST)
+		return rc < 0 ? rc : confirm(s, w0, w1, rc);
+	if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
 		*holding = 0;
-		tk__blk_release_ref(z, w1);
-		return rc;
+	if (!*holding) {
+		int err = tk__blk_claim(z, words, idx, w1, now, held);
+
+		if (err)
+			return err;
+		*holding = 1;
 	}
-	if (rc < 0)
-		return rc;
-	/* A read-only outcome must come from an untorn slot. */
-	tkz_load2(s->w, snap);
-	if (snap[0] != w0 || snap[1] != w1)
+	if (tk__blk_write(z, held, exp, next) != 0) {
+		*holding = 0; /* taken from us: claim another */
 		return -EAGAIN;
-	/* Once per second chance, not once per denial. */
-	if (!(snap[0] & TKZ_REF))
-		tkz_cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF, snap[1]);
+	}
+	tkz_before_publish();
+	if (!tkz_cas_slot(s, w0, w1, referenced(w0, w1), tk__blk_ref(held)))
+		return -EAGAIN;
+	*holding = 0;
+	tk__blk_release_ref(z, w1);
 	return rc;
+}
+
+/* What @fn says of no state, for a block key (its next state unused). */
+static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
+{
+	uint64_t next[TKZ_STATE_WORDS_MAX], exp;
+
+	return fn(ctx, NULL, next, &exp);
 }
 
 /*
@@ -400,23 +419,28 @@ static int insert(struct tk__zone *z, const struct cand *c,
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
 {
-	uint64_t next[TKZ_STATE_WORDS_MAX], exp;
+	uint64_t next[1], exp;
 	struct tk__blk held;
 	struct cand c;
 	struct view v;
-	int round, rc = -EIO, holding = 0;
+	int round, rc = -EIO, holding = 0, block = !!(k->fp & TKZ_FP_BLOCK);
 
-	if (k->fp & TKZ_FP_BLOCK ? tk__blk_class(words) < 0 : words != 1)
+	if (block ? tk__blk_class(words) < 0 : words != 1)
 		return -E2BIG;
 	candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
-		if (v.mem >= 0) {
-			rc = update(z, at(&c, v.mem), v.w0[v.mem], v.w1[v.mem],
-				    now, words, fn, ctx, &held, &holding);
+		if (v.mem >= 0 && !block) {
+			rc = update_word(&tk__zone_slots(z)[at(&c, v.mem)],
+					 v.w0[v.mem], v.w1[v.mem], fn, ctx);
+		} else if (v.mem >= 0) {
+			rc = update_block(z, at(&c, v.mem), v.w0[v.mem],
+					  v.w1[v.mem], now, words, fn, ctx,
+					  &held, &holding);
 		} else {
 			/* No state: only a write needs a slot. */
 			rc = v.n_ins > 0 ? TK__ZONE_PERSIST
+			     : block	 ? absent_block(fn, ctx)
 					 : fn(ctx, NULL, next, &exp);
 			if (rc == TK__ZONE_PERSIST)
 				rc = insert(z, &c, k, now, &v);
