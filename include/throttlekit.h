@@ -420,8 +420,10 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * -ENAMETOOLONG for a key longer than TK_KEY_MAX, -ERANGE if @cost can never
  * be admitted under this policy, -EPROTO if the key holds state of another
  * algorithm (a shared store and prefix), -ENOMEM if a new key cannot be
- * stored, -ENOSPC if a bounded store finds no slot even by eviction (only
- * when more threads insert at once than it has keys), or a clock error.
+ * stored, -ENOSPC if a bounded store finds no room even by eviction (the
+ * memory store only when more threads insert at once than it has keys; a
+ * zone created with TK_OPT_ZONE_REFUSE_FULL when full), -EIO if a zone's
+ * keys changed under the check 128 times in a row, or a clock error.
  *
  * Concurrency: safe from any thread; lock-free (one CAS on the key's state
  * in the common case).  After fork(): usable in the child as is.
