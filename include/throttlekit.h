@@ -149,6 +149,12 @@ struct tk_stats {
 	/* Appended fields. */
 	uint64_t checks; /* zones: checks decided (all processes) */
 	uint64_t denies; /* zones: checks denied (all processes) */
+	/*
+	 * States that did not validate against the policy reading them
+	 * (corrupt, or written by another policy of the same algorithm and
+	 * size), counted by this process; each was taken as no state.
+	 */
+	uint64_t corrupt;
 };
 
 /* A zone's geometry, occupancy and counters, from tk_zone_info(). */

@@ -194,6 +194,7 @@ static uint64_t fw_expires(const struct tk__policy *p, const uint64_t *state)
 
 const struct tk__algorithm tk__fixed_window = {
 	.name = "fixed-window",
+	.id = TK__ALG_FIXED_WINDOW,
 	.parse = fw_parse,
 	.format = fw_format,
 	.check = fw_check,

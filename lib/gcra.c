@@ -201,6 +201,7 @@ static uint64_t gcra_expires(const struct tk__policy *p, const uint64_t *state)
 
 const struct tk__algorithm tk__gcra = {
 	.name = "gcra",
+	.id = TK__ALG_GCRA,
 	.parse = gcra_parse,
 	.format = gcra_format,
 	.check = gcra_check,
@@ -210,6 +211,7 @@ const struct tk__algorithm tk__gcra = {
 
 const struct tk__algorithm tk__token_bucket = {
 	.name = "token-bucket",
+	.id = TK__ALG_TOKEN_BUCKET,
 	.parse = bucket_parse,
 	.format = bucket_format,
 	.check = gcra_check,

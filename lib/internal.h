@@ -44,6 +44,12 @@ struct tk__fmt;
  */
 struct tk__algorithm {
 	const char *name;
+	/*
+	 * TK__ALG_*: every store records it with each state an algorithm
+	 * writes, so that a key read under another algorithm is -EPROTO
+	 * rather than words misread.
+	 */
+	unsigned int id;
 	/* Parse the text after "NAME:"; fills everything but .alg. */
 	int (*parse)(struct tk__policy *p, struct tk__parser *ps);
 	void (*format)(const struct tk__policy *p, struct tk__fmt *f);
@@ -62,7 +68,31 @@ struct tk__algorithm {
 			uint64_t now, uint64_t cost, struct tk_decision *d);
 	/* From when on @state is equivalent to no state (ns). */
 	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
+	/*
+	 * valid() - could this algorithm have written @state, @words words
+	 * long?  Stores hand back whatever bytes they hold (a corrupt zone,
+	 * another policy of the same algorithm and size), so every count,
+	 * index and size that check(), forecast() and expires() rely on is
+	 * bounded here first.  @p is NULL when the policy is unknown
+	 * (verify): then only what @words determines is checked.  Returns 1
+	 * if valid.
+	 */
+	int (*valid)(const struct tk__policy *p, uint32_t words,
+		     const uint64_t *state);
 };
+
+/* Algorithm ids: 3 bits in a zone slot, so 1..7 (0: none). */
+#define TK__ALG_GCRA 1
+#define TK__ALG_TOKEN_BUCKET 2
+#define TK__ALG_FIXED_WINDOW 3
+#define TK__ALG_SLIDING_WINDOW 4
+#define TK__ALG_SLIDING_LOG 5
+#define TK__ALG_QUOTA 6
+#define TK__ALG_LEAKY 7
+#define TK__ALG_MAX 7
+
+/* The algorithm of id @id, or NULL. */
+const struct tk__algorithm *tk__algorithm_of(unsigned int id);
 
 /*
  * A policy whose state is one word w that expires by w | TK__WORD_SLACK
@@ -167,6 +197,7 @@ struct tk__transform {
 	void *ctx;
 	uint32_t words;
 	uint32_t flags; /* TK__T_* */
+	uint32_t alg;	/* TK__ALG_* of the state */
 };
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
@@ -185,6 +216,7 @@ struct tk__multi {
 	const unsigned char *key[TK__MULTI_MAX];
 	size_t len[TK__MULTI_MAX];
 	uint32_t words[TK__MULTI_MAX];
+	uint32_t alg[TK__MULTI_MAX]; /* TK__ALG_* of each state */
 	int (*fn)(void *ctx, const uint64_t *const *old, uint64_t *const *next,
 		  int *persist, uint64_t *expires_at);
 	void *ctx;
@@ -209,6 +241,8 @@ struct tk__store_ops {
 struct tk_store {
 	const struct tk__store_ops *ops;
 	struct tk_clock *clock;
+	/* States found invalid by this process's checks (tk_stats.corrupt). */
+	_Atomic uint64_t corrupt;
 };
 
 /* store-memory.c */

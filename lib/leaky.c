@@ -114,6 +114,7 @@ static uint64_t leaky_expires(const struct tk__policy *p, const uint64_t *state)
 
 const struct tk__algorithm tk__leaky = {
 	.name = "leaky",
+	.id = TK__ALG_LEAKY,
 	.parse = leaky_parse,
 	.format = leaky_format,
 	.check = leaky_check,

@@ -9,6 +9,7 @@
  * step (apply_multi) decides them together, atomically.
  */
 #include "internal.h"
+#include "atomic.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,6 +63,7 @@ struct step {
 	uint64_t now;
 	uint64_t cost; /* 0 with OP_FORECAST: a peek */
 	struct tk_decision d;
+	int corrupt; /* the last run met a state that did not validate */
 };
 
 static const uint64_t zeros[TK__STATE_WORDS_MAX];
@@ -98,11 +100,21 @@ static void represent(enum tk__composite kind, size_t n,
 	*out = dd[best];
 }
 
-/* One dimension: its algorithm on its state. */
-static int run_dim(const struct step *s, const struct tk__policy *p,
+/*
+ * One dimension: its algorithm on its state.  A state that does not
+ * validate (a corrupt zone; another policy of this algorithm and size) is
+ * taken as no state, so a key never crashes or wedges its reader: the
+ * next write replaces it, and the store counts it (tk_stats.corrupt).
+ */
+static int run_dim(struct step *s, const struct tk__policy *p,
 		   const uint64_t *state, uint64_t *next, struct tk_decision *d)
 {
 	memset(d, 0, sizeof(*d));
+	if (state && p->alg->valid &&
+	    !p->alg->valid(p, p->state_words, state)) {
+		s->corrupt = 1;
+		state = NULL;
+	}
 	if (!state)
 		state = zeros;
 	if (s->op == OP_CHECK)
@@ -115,7 +127,10 @@ static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 {
 	struct step *s = ctx;
 	const struct tk__policy *p = &s->policy->dim[0];
-	int rc = run_dim(s, p, old, next, &s->d);
+	int rc;
+
+	s->corrupt = 0;
+	rc = run_dim(s, p, old, next, &s->d);
 
 	if (rc == TK__PERSIST)
 		*expires_at = p->alg->expires(p, next);
@@ -137,6 +152,7 @@ static int composite_fn(void *ctx, const uint64_t *const *old,
 	size_t i, admitted = 0, failed = 0;
 	int first_err = 0, allowed;
 
+	s->corrupt = 0;
 	for (i = 0; i < pol->n; i++) {
 		rc[i] = run_dim(s, &pol->dim[i], old[i], next[i], &dd[i]);
 		usable[i] = rc[i] >= 0;
@@ -172,6 +188,7 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.words = p->state_words,
 		.flags = (s->op == OP_CHECK ? TK__T_CHECK : 0) |
 			 (p->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
+		.alg = p->alg->id,
 	};
 	size_t len;
 	int rc;
@@ -201,6 +218,7 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 				 &m.len[i]);
 		m.key[i] = buf[i];
 		m.words[i] = pol->dim[i].state_words;
+		m.alg[i] = pol->dim[i].alg->id;
 	}
 	if (rc == 0)
 		rc = l->store->ops->apply_multi(l->store, s->now, &m);
@@ -220,6 +238,8 @@ static int run(struct tk_limiter *l, const char *key, size_t key_len,
 	rc = l->policy->kind == TK__SINGLE
 		     ? run_single(l, key, key_len, &s)
 		     : run_composite(l, key, key_len, keys, &s);
+	if (s.corrupt)
+		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
 	if (rc < 0)
 		return rc;
 	*out = s.d;

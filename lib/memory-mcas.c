@@ -108,14 +108,15 @@ static int gather(struct mem_store *s, const struct tk__multi *m,
 		while (!(st->e[i] = tk__mem_lookup(s, hash[i], &probe[i].e)) &&
 		       create) {
 			rc = tk__mem_insert(s, hash[i], m->key[i], m->len[i],
-					    m->words[i], 0, tk__mem_expiry(now),
-					    now);
+					    m->words[i], m->alg[i], 0,
+					    tk__mem_expiry(now), now);
 			if (rc < 0)
 				return rc;
 		}
 		if (!st->e[i])
 			continue;
-		if (st->e[i]->words != m->words[i])
+		if (st->e[i]->words != m->words[i] ||
+		    st->e[i]->alg != m->alg[i])
 			return -EPROTO;
 		for (j = 0; j < i; j++)
 			if (st->e[j] == st->e[i])

@@ -24,6 +24,16 @@ static const struct tk__algorithm *const algorithms[] = {
 	&tk__leaky,
 };
 
+const struct tk__algorithm *tk__algorithm_of(unsigned int id)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(algorithms) / sizeof(algorithms[0]); i++)
+		if (algorithms[i]->id == id)
+			return algorithms[i];
+	return NULL;
+}
+
 static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
 {
 	const char *s = ps->text + ps->pos;

@@ -245,6 +245,7 @@ static void quota_format(const struct tk__policy *p, struct tk__fmt *f)
 
 const struct tk__algorithm tk__quota = {
 	.name = "quota",
+	.id = TK__ALG_QUOTA,
 	.parse = quota_parse,
 	.format = quota_format,
 	.check = quota_check,

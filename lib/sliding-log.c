@@ -120,6 +120,7 @@ static void sl_format(const struct tk__policy *p, struct tk__fmt *f)
 
 const struct tk__algorithm tk__sliding_log = {
 	.name = "sliding-log",
+	.id = TK__ALG_SLIDING_LOG,
 	.parse = sl_parse,
 	.format = sl_format,
 	.check = sl_check,

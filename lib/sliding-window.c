@@ -207,6 +207,7 @@ static void sw_format(const struct tk__policy *p, struct tk__fmt *f)
 
 const struct tk__algorithm tk__sliding_window = {
 	.name = "sliding-window",
+	.id = TK__ALG_SLIDING_WINDOW,
 	.parse = sw_parse,
 	.format = sw_format,
 	.check = sw_check,

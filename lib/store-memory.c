@@ -107,7 +107,7 @@ struct mem_entry *tk__mem_lookup(struct mem_store *s, uint64_t hash,
 }
 
 static struct mem_entry *new_entry(const unsigned char *key, size_t len,
-				   uint32_t words, uint64_t word,
+				   uint32_t words, uint32_t alg, uint64_t word,
 				   uint64_t expires, int in_ring)
 {
 	struct mem_entry *e;
@@ -123,7 +123,8 @@ static struct mem_entry *new_entry(const unsigned char *key, size_t len,
 	cds_lfht_node_init(&e->node);
 	atomic_init(&e->unlink_pending, in_ring ? 2 : 1);
 	atomic_init(&e->referenced, 0);
-	e->words = words;
+	e->words = (uint16_t)words;
+	e->alg = (uint16_t)alg;
 	e->key_len = len;
 	memcpy(e->key, key, len);
 	return e;
@@ -134,8 +135,8 @@ static struct mem_entry *new_entry(const unsigned char *key, size_t len,
  * another thread inserted the key first (the caller retries), or -errno.
  */
 int tk__mem_insert(struct mem_store *s, uint64_t hash, const unsigned char *key,
-		   size_t len, uint32_t words, uint64_t word, uint64_t expires,
-		   uint64_t now)
+		   size_t len, uint32_t words, uint32_t alg, uint64_t word,
+		   uint64_t expires, uint64_t now)
 {
 	struct cds_lfht_node *node;
 	struct mem_entry *e;
@@ -143,7 +144,7 @@ int tk__mem_insert(struct mem_store *s, uint64_t hash, const unsigned char *key,
 	void *expect;
 	int rc;
 
-	e = new_entry(key, len, words, word, expires, s->ring != NULL);
+	e = new_entry(key, len, words, alg, word, expires, s->ring != NULL);
 	if (!e)
 		return -ENOMEM;
 	if (s->ring) {
@@ -259,8 +260,9 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 			rc = tk__mem_word_for(t->words, next, &fresh, &set[0]);
 			if (rc)
 				break;
-			rc = tk__mem_insert(s, hash, key, len, t->words, set[0],
-					    tk__mem_expiry(expires), now);
+			rc = tk__mem_insert(s, hash, key, len, t->words, t->alg,
+					    set[0], tk__mem_expiry(expires),
+					    now);
 			if (rc == 0)
 				continue;
 			if (rc > 0) {
@@ -269,7 +271,7 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 			}
 			break;
 		}
-		if (e->words != t->words) {
+		if (e->words != t->words || e->alg != t->alg) {
 			rc = -EPROTO;
 			break;
 		}

@@ -42,7 +42,9 @@ struct mem_entry {
 	tk_atomic_u32 pins;	  /* multi-key steps that name this entry */
 	tk_atomic_u32 published;  /* see published() */
 	uint32_t ring_slot;
-	uint32_t words;
+	/* The shape of the state: a key read as another is -EPROTO. */
+	uint16_t words;
+	uint16_t alg; /* TK__ALG_* */
 	size_t key_len;
 	unsigned char key[];
 };
@@ -166,8 +168,8 @@ int tk__mem_probe(struct mem_store *s, union probe *p, const unsigned char *key,
 struct mem_entry *tk__mem_lookup(struct mem_store *s, uint64_t hash,
 				 const struct mem_entry *k);
 int tk__mem_insert(struct mem_store *s, uint64_t hash, const unsigned char *key,
-		   size_t len, uint32_t words, uint64_t word, uint64_t expires,
-		   uint64_t now);
+		   size_t len, uint32_t words, uint32_t alg, uint64_t word,
+		   uint64_t expires, uint64_t now);
 const uint64_t *tk__mem_words(const struct mem_entry *e, uint64_t *cell);
 int tk__mem_word_for(uint32_t words, const uint64_t *next,
 		     struct mem_block **fresh, uint64_t *word);

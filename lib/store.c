@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
@@ -41,6 +42,7 @@ TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out, size_t size)
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	s->ops->stats(s, &st);
+	st.corrupt = atomic_load_explicit(&s->corrupt, memory_order_relaxed);
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
 	return 0;
 }
