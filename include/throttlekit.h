@@ -176,6 +176,8 @@ struct tk_zone_info {
 	uint64_t arena_size; /* bytes of state blocks */
 	uint64_t blocks;     /* state blocks in use */
 	uint64_t arena_used; /* bytes of those blocks */
+	/* States that no policy of their algorithm could have written. */
+	uint64_t corrupt;
 };
 
 /*
@@ -367,7 +369,8 @@ TK_API int tk_zone_info(const char *name, struct tk_zone_info *out,
 
 /*
  * tk_zone_verify() - as tk_zone_info(), and -EBADMSG if the scan found
- * any broken invariant (a key in two slots, a malformed slot).
+ * any broken invariant (a key in two slots, a malformed slot) or a state
+ * that does not validate (info.corrupt).
  */
 TK_API int tk_zone_verify(const char *name, struct tk_zone_info *out,
 			  size_t size);

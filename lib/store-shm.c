@@ -64,20 +64,21 @@ static int state_fn(void *ctx, const uint64_t *old, uint64_t *next,
 }
 
 /*
- * One keyed hash gives both: the fingerprint is its low 60 bits (and a
- * bit for the kind of state), the position a bijective mix of all 64 (so
- * two keys that share a window still differ in ~60 fingerprint bits, and
- * positions stay as secret as the hash).  The mix is MurmurHash3's fmix64
- * finaliser.
+ * One keyed hash gives both: the fingerprint is its low 57 bits (and the
+ * shape of the state: its kind and algorithm @alg), the position a
+ * bijective mix of all 64 (so two keys that share a window still differ
+ * in ~57 fingerprint bits, and positions stay as secret as the hash).
+ * The mix is MurmurHash3's fmix64 finaliser.
  */
 static void key_of(const struct shm_store *s, const unsigned char *key,
-		   size_t len, int block, struct tk__zone_key *k)
+		   size_t len, int block, uint32_t alg, struct tk__zone_key *k)
 {
 	uint64_t h = tk__siphash(s->seed, key, len), m = h;
 
-	k->fp = h & (TKZ_FP_BLOCK - 1);
+	k->fp = h & TKZ_FP_KEY;
 	if (k->fp == 0)
 		k->fp = 1;
+	k->fp |= (uint64_t)alg << TKZ_FP_ALG_SHIFT;
 	if (block)
 		k->fp |= TKZ_FP_BLOCK;
 	m ^= m >> 33;
@@ -140,7 +141,7 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
-	key_of(s, key, len, block_state(t), &k);
+	key_of(s, key, len, block_state(t), t->alg, &k);
 	rc = tk__zone_apply(s->zone, &k, now, t->words, state_fn, &st);
 	tk__zone_maybe_sweep(s->zone, &k, now);
 	if (rc < 0)
@@ -181,7 +182,7 @@ static int shm_apply_multi(struct tk_store *base, uint64_t now,
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
 	for (i = 0; i < m->n; i++)
-		key_of(s, m->key[i], m->len[i], 1, &k[i]);
+		key_of(s, m->key[i], m->len[i], 1, m->alg[i], &k[i]);
 	rc = tk__zone_apply_multi(s->zone, m->n, k, m->words, now, multi_fn,
 				  &st);
 	for (i = 0; i < m->n; i++)
@@ -200,13 +201,10 @@ static int shm_reset(struct tk_store *base, const unsigned char *key,
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
-	int rc;
 
-	/* The key's state is of one kind or the other: reset both. */
-	key_of(s, key, len, 0, &k);
-	rc = tk__zone_reset(s->zone, &k);
-	k.fp |= TKZ_FP_BLOCK;
-	return rc ? rc : tk__zone_reset(s->zone, &k);
+	/* Slots match by key, whatever the shape of the state they hold. */
+	key_of(s, key, len, 0, TK__ALG_GCRA, &k);
+	return tk__zone_reset(s->zone, &k);
 }
 
 static void shm_stats(struct tk_store *base, struct tk_stats *out)

@@ -32,9 +32,18 @@ TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
 	return 0;
 }
 
+/* verify's judge of states: the algorithm named in the slot, without
+ * the policy (no process knows it). */
+static int state_valid(unsigned int alg, uint32_t words, const uint64_t *state)
+{
+	const struct tk__algorithm *a = tk__algorithm_of(alg);
+
+	return a && (!a->valid || a->valid(NULL, words, state));
+}
+
 static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 {
-	struct tk__zone_census c;
+	struct tk__zone_census c = { .valid = state_valid };
 	uint64_t n[TKZ_COUNTERS];
 	int rc;
 
@@ -64,6 +73,7 @@ static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 			   sizeof(struct tkz_cell);
 	info->blocks = c.blocks;
 	info->arena_used = c.block_bytes;
+	info->corrupt = c.invalid;
 	return tk__zone_file_owner(z, &info->uid, &info->gid, &info->mode);
 }
 
@@ -84,7 +94,7 @@ static int info_of(const char *name, struct tk_zone_info *out, size_t size,
 	if (rc)
 		return tk__rc(rc);
 	memcpy(out, &info, size < sizeof(info) ? size : sizeof(info));
-	return verify && info.violations ? -EBADMSG : 0;
+	return verify && (info.violations || info.corrupt) ? -EBADMSG : 0;
 }
 
 TK_API int tk_zone_info(const char *name, struct tk_zone_info *out, size_t size)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 2
+#define TKZ_VERSION 3
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -104,10 +104,10 @@ _Static_assert(offsetof(struct tkz_header, alloc) == 3072, "layout");
 _Static_assert(sizeof(struct tkz_header) == TKZ_HEADER_SIZE, "layout");
 
 /*
- * A slot: w0 = state (2 bits) | ref (1 bit) | fingerprint (61 bits: a kind
- * bit and 60 bits of hash), w1 = the state word or a block reference
- * (MEM), or a ticket (INS, COL).  16-byte aligned: the 16-byte CAS faults
- * on anything less.
+ * A slot: w0 = state (2 bits) | ref (1 bit) | fingerprint (61 bits: the
+ * shape of the key's state, 4 bits, and 57 bits of hash naming the key),
+ * w1 = the state word or a block reference (MEM), or a ticket (INS, COL).
+ * 16-byte aligned: the 16-byte CAS faults on anything less.
  */
 struct tkz_slot {
 	_Alignas(16) uint64_t w[2];
@@ -123,8 +123,17 @@ _Static_assert(TKZ_HEADER_SIZE % 16 == 0, "slots are 16-byte aligned");
 #define TKZ_STATE_SHIFT 62
 #define TKZ_REF (UINT64_C(1) << 61)
 #define TKZ_FP_MASK ((UINT64_C(1) << 61) - 1)
-/* In the fingerprint: the key's state lives in a block. */
+/*
+ * The shape of a fingerprint: whether the key's state lives in a block,
+ * and the algorithm that wrote it (TK__ALG_*, 1..7).  Slots are matched
+ * by the key bits alone, so a key read under another shape is found, and
+ * refused, rather than given a second slot.
+ */
 #define TKZ_FP_BLOCK (UINT64_C(1) << 60)
+#define TKZ_FP_ALG_SHIFT 57
+#define TKZ_FP_ALG_MASK (UINT64_C(7) << TKZ_FP_ALG_SHIFT)
+#define TKZ_FP_SHAPE (TKZ_FP_BLOCK | TKZ_FP_ALG_MASK)
+#define TKZ_FP_KEY ((UINT64_C(1) << TKZ_FP_ALG_SHIFT) - 1)
 /* A state word w (TAT, departure, packed window) has expired by
  * w | TKZ_WORD_SLACK: reclaimers judge words by that. */
 #define TKZ_WORD_SLACK ((UINT64_C(1) << 24) - 1)
@@ -137,6 +146,17 @@ static inline uint64_t tkz_state(uint64_t w0)
 static inline uint64_t tkz_fp(uint64_t w0)
 {
 	return w0 & TKZ_FP_MASK;
+}
+
+/* Do fingerprints @a and @b name one key (whatever its shape)? */
+static inline int tkz_same_key(uint64_t a, uint64_t b)
+{
+	return ((a ^ b) & TKZ_FP_KEY) == 0;
+}
+
+static inline uint64_t tkz_fp_alg(uint64_t fp)
+{
+	return (fp & TKZ_FP_ALG_MASK) >> TKZ_FP_ALG_SHIFT;
 }
 
 static inline uint64_t tkz_w0(uint64_t state, uint64_t ref, uint64_t fp)
@@ -172,6 +192,16 @@ static inline int tkz_is_desc(uint64_t w1)
 {
 	return (w1 & (TKZ_NOSTATE | TKZ_DESC)) == TKZ_DESC &&
 	       ((w1 & ~TKZ_DESC) >> TKZ_REF_GEN_BITS) != 0;
+}
+
+/*
+ * Only a block key's w1 references anything: a word key's w1 is a time,
+ * which may have any bits (a TAT of 2^62 ns or more looks like a
+ * descriptor reference).  Judge a slot's w1 with its w0.
+ */
+static inline int tkz_slot_desc(uint64_t w0, uint64_t w1)
+{
+	return (w0 & TKZ_FP_BLOCK) && tkz_is_desc(w1);
 }
 
 /*

@@ -134,7 +134,7 @@ static int install(struct tk__zone *z, const struct desc *d)
 			}
 			/* Another update (or a broken reference, which a
 			 * retry replaces): abort it. */
-			if (!tkz_is_desc(w1) || tk__desc_help(z, w1) != 0)
+			if (!tkz_slot_desc(w0, w1) || tk__desc_help(z, w1) != 0)
 				return (int)i;
 		}
 	}

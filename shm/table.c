@@ -79,7 +79,7 @@ static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
 		/* w0 first: most slots belong to other keys. */
 		v->w0[i] = ck_pr_load_64(&slots[at(c, i)].w[0]);
 		st = tkz_state(v->w0[i]);
-		if (st != TKZ_EMPTY && tkz_fp(v->w0[i]) != fp)
+		if (st != TKZ_EMPTY && !tkz_same_key(v->w0[i], fp))
 			continue;
 		v->w1[i] = ck_pr_load_64(&slots[at(c, i)].w[1]);
 		if (st == TKZ_EMPTY) {
@@ -98,6 +98,16 @@ static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
 				     0);
 		}
 	}
+}
+
+/*
+ * Does MEM {@w0, ..} of @k's key hold a state of another shape: another
+ * algorithm, or a block where @k wants a word?  One load of w0 says so,
+ * so the answer is as good as any read.
+ */
+static int other_shape(uint64_t w0, const struct tk__zone_key *k)
+{
+	return ((w0 ^ k->fp) & TKZ_FP_SHAPE) != 0;
 }
 
 /* INS -> COL -> EMPTY for the tentative insert seen as (w0, w1). */
@@ -158,7 +168,9 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 	/* Committed "no state yet" and not referenced: a key earns its
 	 * second chance by a second use (see referenced()).  A block key's
 	 * "no state" keeps the unique ticket (claims of blocks are bound to
-	 * w1 values that never repeat). */
+	 * w1 values that never repeat).  The insert keeps its own shape:
+	 * the helper may be reading the key under another one. */
+	fp = tkz_fp(v.w0[e]);
 	tkz_cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 0, fp),
 		     fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0);
 }
@@ -188,7 +200,7 @@ static int drop(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 {
 	/* A multi-key update owns the slot until someone completes it
 	 * (a reference to none is broken, and goes). */
-	if (tkz_is_desc(w1) && tk__desc_help(z, w1) == 0)
+	if (tkz_slot_desc(w0, w1) && tk__desc_help(z, w1) == 0)
 		return 0;
 	if (!tkz_cas_slot(s, w0, w1, 0, 0))
 		return 0;
@@ -228,7 +240,7 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 	st = tkz_state(w0);
 	if (st == TKZ_COL)
 		return tkz_cas_slot(s, w0, w1, 0, 0);
-	if (st == TKZ_MEM && tkz_is_desc(w1))
+	if (st == TKZ_MEM && tkz_slot_desc(w0, w1))
 		return drop(z, s, w0, w1, TKZ_RECLAIMS); /* helps it */
 	if (st == TKZ_MEM && has_state(w0, w1)) {
 		exp = expiry(z, s, w0, w1);
@@ -276,7 +288,7 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 			tkz_read_slot(&slots[at(c, i)], &w0, &w1);
 			if (tkz_state(w0) != TKZ_MEM)
 				continue;
-			if (tkz_is_desc(w1)) {
+			if (tkz_slot_desc(w0, w1)) {
 				/* Complete it first; judge it next time. */
 				drop(z, &slots[at(c, i)], w0, w1,
 				     TKZ_EVICTIONS);
@@ -430,7 +442,9 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 	candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
-		if (v.mem >= 0 && !block) {
+		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
+			rc = -EPROTO;
+		} else if (v.mem >= 0 && !block) {
 			rc = update_word(&tk__zone_slots(z)[at(&c, v.mem)],
 					 v.w0[v.mem], v.w1[v.mem], fn, ctx);
 		} else if (v.mem >= 0) {
@@ -466,6 +480,8 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 	candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
+		if (v.mem >= 0 && other_shape(v.w0[v.mem], k))
+			return -EPROTO;
 		if (v.mem >= 0) {
 			*idx = at(&c, v.mem);
 			*w0 = v.w0[v.mem];
@@ -548,6 +564,25 @@ void tk__zone_sweep_all(struct tk__zone *z, uint64_t now)
 	}
 }
 
+/* Does MEM slot @i's state validate (a broken reference counts as a
+ * violation elsewhere, and a state that moved on is not judged)? */
+static int state_valid(struct tk__zone *z, const struct tk__zone_census *c,
+		       uint64_t i, uint64_t w0, uint64_t w1)
+{
+	uint64_t words[TKZ_STATE_WORDS_MAX], exp;
+	int n;
+
+	if (!(w0 & TKZ_FP_BLOCK))
+		return w1 == 0 ||
+		       c->valid((unsigned int)tkz_fp_alg(w0), 1, &w1);
+	if (!tkz_is_ref(w1))
+		return 1;
+	n = tk__blk_read(z, &tk__zone_slots(z)[i], w0, w1, words,
+			 TKZ_STATE_WORDS_MAX, &exp);
+	return n < 0 ||
+	       c->valid((unsigned int)tkz_fp_alg(w0), (uint32_t)n, words);
+}
+
 static int by_key(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
@@ -573,7 +608,7 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 		 n = 0, w0, w1, st, mem = 0;
 	uint64_t(*keys)[2];
 
-	c->empty = c->ins = c->mem = c->col = c->violations = 0;
+	c->empty = c->ins = c->mem = c->col = c->violations = c->invalid = 0;
 	/* Room for the keys only, not for every slot. */
 	for (i = 0; i < tk__zone_geo(z)->capacity; i++)
 		mem += tkz_state(ck_pr_load_64(&slots[i].w[0])) == TKZ_MEM;
@@ -590,7 +625,8 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 				c->violations++;
 			continue;
 		}
-		if (tkz_fp(w0) == 0 || (st != TKZ_MEM && w1 == 0) ||
+		if ((tkz_fp(w0) & TKZ_FP_KEY) == 0 || tkz_fp_alg(w0) == 0 ||
+		    (st != TKZ_MEM && w1 == 0) ||
 		    (st == TKZ_MEM && (w0 & TKZ_FP_BLOCK) &&
 		     !(w1 & TKZ_NOSTATE) && !tkz_is_ref(w1) &&
 		     !tkz_is_desc(w1)))
@@ -603,12 +639,15 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 			c->mem++;
 		if (st == TKZ_MEM && n < mem) {
 			keys[n][0] = i / per; /* a key lives in one shard */
-			keys[n][1] = tkz_fp(w0);
+			keys[n][1] = tkz_fp(w0) & TKZ_FP_KEY;
 			n++;
 		}
+		if (st == TKZ_MEM && c->valid && !state_valid(z, c, i, w0, w1))
+			c->invalid++;
 	}
-	/* No key in two slots: a fingerprint is MEM at most once per shard
-	 * (distinct keys share one with probability about 2^-60). */
+	/* No key in two slots, whatever their shapes: a key's bits are MEM
+	 * at most once per shard (distinct keys share them with probability
+	 * about 2^-57). */
 	qsort(keys, n, sizeof(*keys), by_key);
 	for (i = 1; i < n; i++)
 		if (keys[i][0] == keys[i - 1][0] &&

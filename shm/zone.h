@@ -114,6 +114,10 @@ struct tk__zone_census {
 	uint64_t violations;	       /* duplicate keys, bad slots */
 	uint64_t blocks;	       /* state blocks in use */
 	uint64_t block_bytes;	       /* bytes of those blocks */
+	uint64_t invalid;	       /* states that @valid refused */
+	/* Set by the caller (or NULL): may algorithm @alg have written
+	 * @state, @words words long?  shm/ knows no algorithm. */
+	int (*valid)(unsigned int alg, uint32_t words, const uint64_t *state);
 };
 
 /* The zone's event counters, as enum tkz_counter indexes them. */

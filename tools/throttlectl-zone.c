@@ -202,6 +202,7 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 		"tentative", "garbage",	   "violations",  "checks",
 		"denies",    "inserts",	   "reclaims",	  "evictions",
 		"resets",    "arena_size", "blocks",	  "arena_used",
+		"corrupt",
 	};
 	const uint64_t v[] = {
 		i->capacity,  i->shards,     i->window,	     i->segment_size,
@@ -209,6 +210,7 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 		i->tentative, i->garbage,    i->violations,  i->checks,
 		i->denies,    i->inserts,    i->reclaims,    i->evictions,
 		i->resets,    i->arena_size, i->blocks,	     i->arena_used,
+		i->corrupt,
 	};
 	size_t k, n = sizeof(v) / sizeof(v[0]);
 
@@ -264,9 +266,10 @@ int ctl_verify(int argc, char **argv)
 	if (rc && rc != -EBADMSG)
 		return fail(rc, a.name);
 	printf("zone=%s\nkeys=%" PRIu64 "\ntentative=%" PRIu64
-	       "\ngarbage=%" PRIu64 "\nviolations=%" PRIu64 "\nresult=%s\n",
+	       "\ngarbage=%" PRIu64 "\nviolations=%" PRIu64 "\ncorrupt=%" PRIu64
+	       "\nresult=%s\n",
 	       a.name, info.keys, info.tentative, info.garbage, info.violations,
-	       rc ? "FAILED" : "ok");
+	       info.corrupt, rc ? "FAILED" : "ok");
 	return rc ? CTL_ERROR : CTL_OK;
 }
 

@@ -1,0 +1,430 @@
+/*
+ * test_state_shapes.c - a key's state is read only as what wrote it.
+ *
+ * Every store records the algorithm and size of each state, so a key used
+ * under another policy answers -EPROTO, on the memory store and on zones
+ * alike; a state that does not validate is taken as no state and counted;
+ * state words with high bits set are never taken for references; keys of
+ * different prefixes never meet.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <throttlekit.h>
+
+#include "../kit/asserts.h"
+
+#define T0 UINT64_C(1700000000000000000)
+
+static char dir[] = "/tmp/tk-shapes-XXXXXX";
+
+/* A limiter of @policy on @store (NULL: a zone "shapes"), on @clock. */
+static struct tk_limiter *open_on(const char *policy, struct tk_store *store,
+				  struct tk_clock *clock, const char *prefix)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l = NULL;
+
+	o.clock = clock;
+	o.store = store;
+	o.prefix = prefix;
+	assert_rc(tk_limiter_open(&l, policy, NULL, &o), 0);
+	return l;
+}
+
+static struct tk_store *open_store(const char *spec, struct tk_clock *clock,
+				   uint64_t grace)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_store *s = NULL;
+
+	o.clock = clock;
+	o.zone_capacity = 256;
+	o.reclaim_grace = grace;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_rc(tk_store_open(&s, spec, &o), 0);
+	return s;
+}
+
+static const char *const specs[] = { "memory", "shm:shapes" };
+#define N_SPECS (sizeof(specs) / sizeof(specs[0]))
+
+/*
+ * Policies of pairwise different shapes: another algorithm, or another
+ * number of state words, including the pairs of equal size that once
+ * read each other's words (2 words: an unpacked fixed window and a log of
+ * one; 22: ten sliding-window buckets and a log of 21).
+ */
+static const char *const shapes[] = {
+	"gcra:5/1h",
+	"token-bucket:capacity=5,refill=5/1h",
+	"leaky:5/1h,max-queue=1h",
+	"fixed-window:5/1h",
+	"quota:5/day",
+	"fixed-window:16777216/1h",
+	"sliding-log:1/1h",
+	"sliding-window:100/1h",
+	"sliding-log:21/1h",
+	"sliding-log:5/1h",
+	"quota:16777216/day",
+};
+#define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+static void fresh_zone(void)
+{
+	int rc = tk_zone_destroy("shapes");
+
+	assert_true(rc == 0 || rc == -ENOENT);
+}
+
+/* Policy b on a key a wrote: -EPROTO for check, peek and forecast, on
+ * every store; a's state untouched; reset under b clears it. */
+static void test_other_algorithm_refused(void **state)
+{
+	struct tk_clock *clock;
+	struct tk_decision d, before, after;
+	struct tk_limiter *a, *b;
+	struct tk_store *s;
+	size_t i, j, k;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&clock, T0), 0);
+	for (k = 0; k < N_SPECS; k++) {
+		for (i = 0; i < N_SHAPES; i++) {
+			for (j = 0; j < N_SHAPES; j++) {
+				if (i == j)
+					continue;
+				fresh_zone();
+				s = open_store(specs[k], clock, 0);
+				a = open_on(shapes[i], s, clock, NULL);
+				b = open_on(shapes[j], s, clock, NULL);
+				assert_rc(tk_limiter_check(a, "k", 1, 1, &d),
+					  0);
+				assert_true(d.allowed);
+				assert_rc(tk_limiter_peek(a, "k", 1, &before),
+					  0);
+				assert_rc(tk_limiter_check(b, "k", 1, 1, &d),
+					  -EPROTO);
+				assert_rc(tk_limiter_peek(b, "k", 1, &d),
+					  -EPROTO);
+				assert_rc(tk_limiter_forecast(b, "k", 1, 1, &d),
+					  -EPROTO);
+				assert_rc(tk_limiter_peek(a, "k", 1, &after),
+					  0);
+				assert_same_decision(after, before);
+				assert_rc(tk_limiter_reset(b, "k", 1), 0);
+				assert_rc(tk_limiter_check(b, "k", 1, 1, &d),
+					  0);
+				assert_true(d.allowed);
+				assert_rc(tk_limiter_check(a, "k", 1, 1, &d),
+					  -EPROTO);
+				tk_limiter_close(a);
+				tk_limiter_close(b);
+				tk_store_close(s);
+			}
+		}
+	}
+	tk_clock_free(clock);
+}
+
+/* Another policy of the same algorithm and shape reads the state: a
+ * live change of the limit works. */
+static void test_same_shape_shared(void **state)
+{
+	struct tk_clock *clock;
+	struct tk_decision d;
+	struct tk_limiter *a, *b;
+	struct tk_store *s;
+	size_t k;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&clock, T0), 0);
+	for (k = 0; k < N_SPECS; k++) {
+		fresh_zone();
+		s = open_store(specs[k], clock, 0);
+		a = open_on("gcra:5/1h", s, clock, NULL);
+		b = open_on("gcra:10/1h", s, clock, NULL);
+		assert_rc(tk_limiter_check(a, "k", 1, 5, &d), 0);
+		assert_true(d.allowed);
+		/* b reads a's TAT, an hour ahead: one more of b's units
+		 * (6 min) must wait for it. */
+		assert_rc(tk_limiter_check(b, "k", 1, 1, &d), 0);
+		assert_decision(d, false, 10, 0, T0 + 3600 * SEC, 360 * SEC);
+		tk_limiter_close(a);
+		tk_limiter_close(b);
+		tk_store_close(s);
+	}
+	tk_clock_free(clock);
+}
+
+/* Composites: each dimension's state keeps its shape too. */
+static void test_composite_dimensions_refused(void **state)
+{
+	struct tk_clock *clock;
+	struct tk_decision d;
+	struct tk_limiter *a, *b, *c;
+	struct tk_store *s;
+	struct tk_key keys[2] = { { "ip", 2 }, { "user", 4 } };
+	size_t k;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&clock, T0), 0);
+	for (k = 0; k < N_SPECS; k++) {
+		fresh_zone();
+		s = open_store(specs[k], clock, 0);
+		a = open_on("all(gcra:5/1h,sliding-log:5/1h)", s, clock, NULL);
+		b = open_on("all(sliding-log:5/1h,gcra:5/1h)", s, clock, NULL);
+		c = open_on("any(gcra:5/1h,sliding-log:1/1h)", s, clock, NULL);
+		assert_rc(tk_limiter_check_keys(a, keys, 2, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_rc(tk_limiter_check_keys(b, keys, 2, 1, &d), -EPROTO);
+		assert_rc(tk_limiter_check_keys(c, keys, 2, 1, &d), -EPROTO);
+		/* A composite's keys never meet a simple policy's. */
+		tk_limiter_close(c);
+		c = open_on("sliding-log:5/1h", s, clock, NULL);
+		assert_rc(tk_limiter_check(c, "ip", 2, 1, &d), 0);
+		assert_decision(d, true, 5, 4, T0 + 3600 * SEC, 0);
+		tk_limiter_close(a);
+		tk_limiter_close(b);
+		tk_limiter_close(c);
+		tk_store_close(s);
+	}
+	tk_clock_free(clock);
+}
+
+/*
+ * One-word states of 2^62 ns and more (a TAT a century ahead) are times,
+ * never references: a sweep keeps them and the key stays limited, as on
+ * the memory store.
+ */
+static void test_high_word_states_kept(void **state)
+{
+	struct tk_clock *clock;
+	struct tk_decision d;
+	struct tk_limiter *l;
+	struct tk_store *s;
+	uint64_t now = UINT64_C(1790000000) * SEC;
+	size_t k;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&clock, now), 0);
+	for (k = 0; k < N_SPECS; k++) {
+		fresh_zone();
+		s = open_store(specs[k], clock, 1);
+		l = open_on("gcra:1/36500d", s, clock, NULL);
+		assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_true(d.reset_at >= UINT64_C(1) << 62);
+		if (k == 1) {
+			assert_rc(tk_zone_sweep("shapes", now + SEC), 0);
+			struct tk_zone_info info;
+
+			assert_rc(tk_zone_verify("shapes", &info, sizeof(info)),
+				  0);
+			assert_int_equal(info.keys, 1);
+		}
+		assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+		assert_false(d.allowed);
+		tk_limiter_close(l);
+		tk_store_close(s);
+	}
+	tk_clock_free(clock);
+}
+
+/* xorshift64*: reproducible timelines. */
+static uint64_t rnd(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * UINT64_C(2685821657736338717);
+}
+
+/*
+ * Times in [2^62, 2^63): the zone decides as the memory store does, with
+ * full sweeps between steps (which once freed such states as broken
+ * descriptor references).
+ */
+static void test_high_times_same_as_memory(void **state)
+{
+	static const char *const policies[] = {
+		"gcra:3/1s",
+		"token-bucket:capacity=4,refill=2/1s",
+		"leaky:2/1s,max-queue=2s",
+		"fixed-window:3/1s",
+	};
+	struct tk_clock *clock;
+	struct tk_decision dm, dz;
+	struct tk_limiter *m, *z;
+	struct tk_store *sm, *sz;
+	uint64_t x = 42, now, base = UINT64_C(1) << 62;
+	size_t p;
+	int i, rm, rz;
+	char key[8];
+
+	(void)state;
+	for (p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+		fresh_zone();
+		assert_rc(tk_clock_manual_new(&clock, base), 0);
+		/* The default grace (60 s) keeps every state the
+		 * backward steps (< 1 s) return to. */
+		sm = open_store("memory", clock, 0);
+		sz = open_store("shm:shapes", clock, 0);
+		m = open_on(policies[p], sm, clock, NULL);
+		z = open_on(policies[p], sz, clock, NULL);
+		now = base;
+		for (i = 0; i < 3000; i++) {
+			/* Mostly forward, small steps; sometimes back. */
+			uint64_t r = rnd(&x);
+
+			if (r % 16 == 0 && now > base + SEC)
+				now -= r % SEC;
+			else
+				now += (r >> 8) % (SEC / 2);
+			assert_rc(tk_clock_set(clock, now), 0);
+			snprintf(key, sizeof(key), "k%d", (int)(r >> 40) % 3);
+			rm = tk_limiter_check(m, key, strlen(key), 1, &dm);
+			rz = tk_limiter_check(z, key, strlen(key), 1, &dz);
+			assert_rc(rz, rm);
+			if (rm == 0) {
+				assert_same_decision(dz, dm);
+				assert_int_equal(dz.delay, dm.delay);
+			}
+			if (i % 50 == 0)
+				assert_rc(tk_zone_sweep("shapes", now), 0);
+		}
+		tk_limiter_close(m);
+		tk_limiter_close(z);
+		tk_store_close(sm);
+		tk_store_close(sz);
+		tk_clock_free(clock);
+	}
+}
+
+/* Prefix "ab" + key "c" and prefix "a" + key "bc" are two keys. */
+static void test_prefix_boundary(void **state)
+{
+	struct tk_clock *clock;
+	struct tk_decision d;
+	struct tk_limiter *a, *b;
+	struct tk_store *s;
+	size_t k;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&clock, T0), 0);
+	for (k = 0; k < N_SPECS; k++) {
+		fresh_zone();
+		s = open_store(specs[k], clock, 0);
+		a = open_on("gcra:1/1h", s, clock, "ab");
+		b = open_on("gcra:1/1h", s, clock, "a");
+		assert_rc(tk_limiter_check(a, "c", 1, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_rc(tk_limiter_check(b, "bc", 2, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_rc(tk_limiter_check(a, "c", 1, 1, &d), 0);
+		assert_false(d.allowed);
+		tk_limiter_close(a);
+		tk_limiter_close(b);
+		tk_store_close(s);
+	}
+	tk_clock_free(clock);
+}
+
+/*
+ * Two processes hammer one word key at one instant: every lost slot CAS
+ * must be retried, never taken for a success, so exactly the burst is
+ * admitted.
+ */
+#define HAMMER_BURST 100000
+#define HAMMER_EACH 80000
+
+static void test_word_key_contended(void **state)
+{
+	_Atomic uint64_t *shared;
+	struct tk_decision d;
+	struct tk_limiter *l;
+	struct tk_clock *clock;
+	struct tk_store *s;
+	pid_t pid[2];
+	int i, n, status;
+
+	(void)state;
+	fresh_zone();
+	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(shared != MAP_FAILED);
+	atomic_store(&shared[0], 0);
+	atomic_store(&shared[1], 0);
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		assert_true(pid[i] >= 0);
+		if (pid[i] > 0)
+			continue;
+		if (tk_clock_manual_new(&clock, T0))
+			_exit(2);
+		s = open_store("shm:shapes", clock, 0);
+		l = open_on("gcra:100000/1h", s, clock, NULL);
+		atomic_fetch_add(&shared[1], 1);
+		while (atomic_load(&shared[1]) < 2)
+			;
+		for (n = 0; n < HAMMER_EACH; n++) {
+			if (tk_limiter_check(l, "hot", 3, 1, &d))
+				_exit(3);
+			if (d.allowed)
+				atomic_fetch_add(&shared[0], 1);
+		}
+		tk_limiter_close(l);
+		tk_store_close(s);
+		_exit(0);
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	assert_int_equal(atomic_load(&shared[0]), HAMMER_BURST);
+	munmap((void *)shared, 4096);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	return setenv("TK_SHM_DIR", dir, 1);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tk_zone_destroy("shapes");
+	return rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_other_algorithm_refused),
+		cmocka_unit_test(test_same_shape_shared),
+		cmocka_unit_test(test_composite_dimensions_refused),
+		cmocka_unit_test(test_high_word_states_kept),
+		cmocka_unit_test(test_high_times_same_as_memory),
+		cmocka_unit_test(test_prefix_boundary),
+		cmocka_unit_test(test_word_key_contended),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
