@@ -129,7 +129,8 @@ int ctl_simulate(int argc, char **argv)
 		if (n > 0 && line[n - 1] == '\n')
 			line[--n] = '\0';
 		if ((size_t)n != strlen(line)) {
-			snprintf(err, sizeof(err), "column %zu: a NUL byte",
+			snprintf(err, sizeof(err),
+				 "column %zu: expected no NUL byte",
 				 strlen(line) + 1);
 			print_bad_line(lineno, err);
 			status = CTL_ERROR;

@@ -126,10 +126,12 @@ printf '%s\n' '{"t":1,"key":"k","op":"peek\u0000zzz"}' \
 	'{"t":1,"key":"k"}'"$cr$cr" \
 	'{"t":1,"key":"k"' '}' \
 	'{"t":1,"key":"k","op":"chec"}' >"$tmp/in"
+printf '{"t":1,"key":"k\000x"}\n' >>"$tmp/in"
 cat >"$tmp/want" <<'OUT'
 {"error":"EINVAL"}
 {"error":"EINVAL"}
 {"allowed":true,"limit":1,"remaining":1,"reset_at":1,"retry_after":0}
+{"error":"EINVAL"}
 {"error":"EINVAL"}
 {"error":"EINVAL"}
 {"error":"EINVAL"}
@@ -150,6 +152,7 @@ throttlectl: line 8: column 18: expected the end of the line
 throttlectl: line 9: column 17: expected ',' or '}'
 throttlectl: line 10: column 1: expected '{'
 throttlectl: line 11: column 23: expected op "check", "peek" or "reset"
+throttlectl: line 12: column 16: expected no NUL byte
 ERR
 want=3 simulate_case "strict reader" gcra:1/s
 
