@@ -127,6 +127,8 @@ printf '%s\n' '{"t":1,"key":"k","op":"peek\u0000zzz"}' \
 	'{"t":1,"key":"k"' '}' \
 	'{"t":1,"key":"k","op":"chec"}' >"$tmp/in"
 printf '{"t":1,"key":"k\000x"}\n' >>"$tmp/in"
+k1024=$(head -c 1024 /dev/zero | tr '\0' k)
+printf '{"t":1,"key":"%s"}\n' "${k1024}k" "$k1024" >>"$tmp/in"
 cat >"$tmp/want" <<'OUT'
 {"error":"EINVAL"}
 {"error":"EINVAL"}
@@ -140,6 +142,8 @@ cat >"$tmp/want" <<'OUT'
 {"error":"EINVAL"}
 {"error":"EINVAL"}
 {"error":"EINVAL"}
+{"error":"EINVAL"}
+{"allowed":true,"limit":1,"remaining":0,"reset_at":1000000001,"retry_after":0}
 OUT
 cat >"$tmp/want_err" <<'ERR'
 throttlectl: line 1: column 23: expected op "check", "peek" or "reset"
@@ -153,6 +157,7 @@ throttlectl: line 9: column 17: expected ',' or '}'
 throttlectl: line 10: column 1: expected '{'
 throttlectl: line 11: column 23: expected op "check", "peek" or "reset"
 throttlectl: line 12: column 16: expected no NUL byte
+throttlectl: line 13: column 14: expected a key of at most 1024 bytes
 ERR
 want=3 simulate_case "strict reader" gcra:1/s
 
