@@ -222,9 +222,9 @@ TK_API const char *tk_strerrorname(int err);
 /*
  * tk_policy_parse() - parse a policy string.
  *
- * Returns 0, -EINVAL for a malformed or invalid policy (then, if @err is
- * not NULL, err->position and err->message say where and what was
- * expected), -ENOTSUP for an unknown algorithm, -ENOMEM.
+ * Returns 0, -EINVAL for a malformed or invalid policy, an unknown
+ * algorithm included (then, if @err is not NULL, err->position and
+ * err->message say where and what was expected), -ENOMEM.
  */
 TK_API int tk_policy_parse(struct tk_policy **out, const char *text,
 			   struct tk_parse_error *err);
@@ -413,10 +413,10 @@ TK_API int tk_zone_destroy(const char *name);
  * different prefixes never meet, and limiters sharing a store and a prefix
  * share keys, so give each policy its own prefix.
  *
- * Returns 0, -EINVAL for an invalid policy, spec or option, -ENAMETOOLONG
- * for a prefix longer than TK_PREFIX_MAX, -ENOTSUP for an unknown
- * algorithm or a backend this build lacks, -ENOMEM, or (when it opens the
- * store) a clock error.
+ * Returns 0, -EINVAL for an invalid policy (an unknown algorithm
+ * included), spec or option, -ENAMETOOLONG for a prefix longer than
+ * TK_PREFIX_MAX, -ENOTSUP for a backend this build lacks, -ENOMEM, or
+ * (when it opens the store) a clock error.
  */
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			   const char *store, const struct tk_options *opts);

@@ -17,14 +17,6 @@
 
 #include <throttlekit.h>
 
-#ifdef TK_DEBUG
-static const int tk__debug = 1;
-#else
-static const int tk__debug = 0;
-#endif
-
-#define TK__UNUSED __attribute__((unused))
-
 /* What a transition asks of the store. */
 #define TK__KEEP 0    /* leave the state as it was */
 #define TK__PERSIST 1 /* write the new state */

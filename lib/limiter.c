@@ -72,7 +72,9 @@ static const uint64_t zeros[TK__STATE_WORDS_MAX];
  * The representative decision of a composite (semantics: all() reports
  * the tightest admitting or the longest-waiting denying dimension, any()
  * the loosest admitting or the soonest-ready denying one; ties go to the
- * first dimension).  @usable[i] is 0 for a dimension that failed.
+ * first dimension).  @usable[i] is 0 for a dimension that failed.  A
+ * shaper that admits queues the request whichever dimension reports, so
+ * the delay is the longest of the admitting dimensions.
  */
 static void represent(enum tk__composite kind, size_t n,
 		      const struct tk_decision *dd, const int *usable,
@@ -98,6 +100,9 @@ static void represent(enum tk__composite kind, size_t n,
 		}
 	}
 	*out = dd[best];
+	for (i = 0; allowed && i < n; i++)
+		if (usable[i] && dd[i].allowed && dd[i].delay > out->delay)
+			out->delay = dd[i].delay;
 }
 
 /*

@@ -53,8 +53,7 @@ static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
 		ps->pos += len + 1;
 		return algorithms[i]->parse(p, ps);
 	}
-	tk__parse_fail(ps, ps->pos, "a known algorithm");
-	return -ENOTSUP;
+	return tk__parse_fail(ps, ps->pos, "a known algorithm");
 }
 
 /* all(P,P...) or any(P,P...): dimensions separated by ',' */

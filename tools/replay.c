@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 struct cursor {
 	const char *s;
 	size_t pos;
@@ -23,10 +26,16 @@ static int fail(struct cursor *c, const char *what)
 	return -1;
 }
 
+static int fail_at(struct cursor *c, size_t pos, const char *what)
+{
+	c->pos = pos;
+	return fail(c, what);
+}
+
+/* Between tokens: spaces and tabs; a line ends at its newline. */
 static void skip_ws(struct cursor *c)
 {
-	while (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' ||
-	       c->s[c->pos] == '\r' || c->s[c->pos] == '\n')
+	while (c->s[c->pos] == ' ' || c->s[c->pos] == '\t')
 		c->pos++;
 }
 
@@ -41,10 +50,14 @@ static int hex(char ch)
 	return -1;
 }
 
-/* Reads a JSON string into @buf (UTF-8); \u escapes up to U+FFFF. */
-static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len)
+/*
+ * Reads a JSON string into @buf (UTF-8); \u escapes up to U+FFFF.  More
+ * than @cap bytes fail with @too_long, at the string's opening quote.
+ */
+static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len,
+		       const char *too_long)
 {
-	size_t n = 0;
+	size_t n = 0, start = c->pos;
 	unsigned int u;
 	int i, h;
 	char ch;
@@ -95,7 +108,8 @@ static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len)
 				if (u >= 0x80) {
 					/* Encode as UTF-8 (2 or 3 bytes). */
 					if (n + (u < 0x800 ? 2 : 3) > cap)
-						return fail(c, "a shorter key");
+						return fail_at(c, start,
+							       too_long);
 					if (u < 0x800) {
 						buf[n++] =
 							(char)(0xc0 | (u >> 6));
@@ -116,7 +130,7 @@ static int read_string(struct cursor *c, char *buf, size_t cap, size_t *len)
 			}
 		}
 		if (n >= cap)
-			return fail(c, "a shorter key");
+			return fail_at(c, start, too_long);
 		buf[n++] = ch;
 		c->pos++;
 	}
@@ -148,13 +162,41 @@ static int read_uint(struct cursor *c, uint64_t *out)
 	return 0;
 }
 
+/* A string read with its length, which may hold NUL bytes. */
+static int is(const char *s, size_t len, const char *want)
+{
+	return len == strlen(want) && memcmp(s, want, len) == 0;
+}
+
+static int read_op(struct cursor *c, enum replay_op *op)
+{
+	static const char *const names[] = { "check", "peek", "reset" };
+	static const enum replay_op ops[] = { REPLAY_CHECK, REPLAY_PEEK,
+					      REPLAY_RESET };
+	const char *why = "op \"check\", \"peek\" or \"reset\"";
+	size_t start = c->pos, len, i;
+	char buf[8];
+
+	if (read_string(c, buf, sizeof(buf), &len, why))
+		return -1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (is(buf, len, names[i])) {
+			*op = ops[i];
+			return 0;
+		}
+	}
+	return fail_at(c, start, why);
+}
+
 int replay_parse(const char *line, struct replay_line *out, char *err,
 		 size_t errlen)
 {
+	static const char *const members = "a member \"t\", \"key\", "
+					   "\"cost\" or \"op\"";
 	struct cursor c = { line, 0, err, errlen };
-	char name[16], op[16];
-	size_t len;
-	int seen_t = 0, seen_key = 0, seen_cost = 0, seen_op = 0;
+	int seen_t = 0, seen_key = 0, seen_cost = 0, seen_op = 0, *seen;
+	size_t len, start;
+	char name[8];
 
 	memset(out, 0, sizeof(*out));
 	out->cost = 1;
@@ -164,43 +206,36 @@ int replay_parse(const char *line, struct replay_line *out, char *err,
 	c.pos++;
 	skip_ws(&c);
 	while (line[c.pos] != '}') {
-		if (read_string(&c, name, sizeof(name) - 1, &len))
+		start = c.pos;
+		if (read_string(&c, name, sizeof(name), &len, members))
 			return -1;
-		if (memchr(name, '\0', len))
-			return fail(&c, "a member name without NUL");
-		name[len] = '\0';
+		if (is(name, len, "t"))
+			seen = &seen_t;
+		else if (is(name, len, "key"))
+			seen = &seen_key;
+		else if (is(name, len, "cost"))
+			seen = &seen_cost;
+		else if (is(name, len, "op"))
+			seen = &seen_op;
+		else
+			return fail_at(&c, start, members);
+		if ((*seen)++)
+			return fail_at(&c, start, "each member at most once");
 		skip_ws(&c);
 		if (line[c.pos] != ':')
 			return fail(&c, "':'");
 		c.pos++;
 		skip_ws(&c);
-		if (strcmp(name, "t") == 0 && !seen_t++) {
-			if (read_uint(&c, &out->t))
-				return -1;
-		} else if (strcmp(name, "cost") == 0 && !seen_cost++) {
-			if (read_uint(&c, &out->cost))
-				return -1;
-		} else if (strcmp(name, "key") == 0 && !seen_key++) {
-			if (read_string(&c, out->key, TK_KEY_MAX,
-					&out->key_len))
-				return -1;
-		} else if (strcmp(name, "op") == 0 && !seen_op++) {
-			if (read_string(&c, op, sizeof(op) - 1, &len))
-				return -1;
-			op[len] = '\0';
-			if (strcmp(op, "check") == 0)
-				out->op = REPLAY_CHECK;
-			else if (strcmp(op, "peek") == 0)
-				out->op = REPLAY_PEEK;
-			else if (strcmp(op, "reset") == 0)
-				out->op = REPLAY_RESET;
-			else
-				return fail(&c, "op check, peek or reset");
-		} else {
-			return fail(
-				&c,
-				"one each of \"t\", \"key\", \"cost\", \"op\"");
-		}
+		if (seen == &seen_t && read_uint(&c, &out->t))
+			return -1;
+		if (seen == &seen_cost && read_uint(&c, &out->cost))
+			return -1;
+		if (seen == &seen_key &&
+		    read_string(&c, out->key, TK_KEY_MAX, &out->key_len,
+				"a key of at most " STR(TK_KEY_MAX) " bytes"))
+			return -1;
+		if (seen == &seen_op && read_op(&c, &out->op))
+			return -1;
 		skip_ws(&c);
 		if (line[c.pos] == ',') {
 			c.pos++;
@@ -214,6 +249,9 @@ int replay_parse(const char *line, struct replay_line *out, char *err,
 	}
 	c.pos++;
 	skip_ws(&c);
+	/* A CRLF line ending. */
+	if (line[c.pos] == '\r' && line[c.pos + 1] == '\0')
+		c.pos++;
 	if (line[c.pos] != '\0')
 		return fail(&c, "the end of the line");
 	if (!seen_t || !seen_key) {

@@ -3,7 +3,7 @@
 # nothing that is already there.  Safe to run again.
 set -eu
 pkgs="build-essential autoconf automake libtool pkg-config
-liburcu-dev libck-dev libcmocka-dev libhiredis-dev mandoc g++ clang
+liburcu-dev libck-dev libcmocka-dev mandoc g++ clang
 clang-format spin gnuplot-nox valgrind"
 missing=
 for p in $pkgs; do

@@ -39,7 +39,7 @@ static int parse_args(int argc, char **argv, const char **policy,
 }
 
 static int replay_one(struct tk_limiter *l, struct tk_clock *clock,
-		      const struct replay_line *r)
+		      const struct replay_line *r, int shaper)
 {
 	struct tk_decision d;
 	int rc;
@@ -61,7 +61,7 @@ static int replay_one(struct tk_limiter *l, struct tk_clock *clock,
 		return rc;
 	}
 	if (rc == 0)
-		ctl_print_decision(stdout, &d);
+		ctl_print_decision(stdout, &d, shaper);
 	return rc;
 }
 
@@ -84,7 +84,7 @@ int ctl_simulate(int argc, char **argv)
 	char *line = NULL, err[128];
 	size_t cap = 0, lineno = 0;
 	ssize_t n;
-	int rc, status = 0;
+	int rc, shaper, status = 0;
 
 	if (parse_args(argc, argv, &policy, &store)) {
 		fprintf(stderr, "usage: throttlectl simulate --policy SPEC "
@@ -95,10 +95,11 @@ int ctl_simulate(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "throttlectl: policy '%s': %s\n", policy,
 			rc == -EINVAL ? perr.message : tk_strerror(rc));
-		return CTL_USAGE;
+		return rc == -EINVAL ? CTL_USAGE : CTL_ERROR;
 	}
 	tk_policy_free(parsed);
-	rc = tk_clock_manual_new(&clock, 0);
+	shaper = ctl_has_shaper(policy);
+	rc = shaper < 0 ? shaper : tk_clock_manual_new(&clock, 0);
 	if (rc) {
 		fprintf(stderr, "throttlectl: %s\n", tk_strerror(rc));
 		return CTL_ERROR;
@@ -107,22 +108,30 @@ int ctl_simulate(int argc, char **argv)
 	o.flags = TK_OPT_NO_RECLAIMER;
 	rc = tk_limiter_open(&l, policy, store, &o);
 	if (rc) {
-		fprintf(stderr, "throttlectl: cannot open '%s' on '%s': %s\n",
-			policy, store, tk_strerror(rc));
 		tk_clock_free(clock);
-		/* The policy was valid: a zone that cannot be used (corrupt,
-		 * another user's, ...) is an error, a bad spec is usage. */
-		return strncmp(store, "shm:", 4) != 0 &&
-				       (rc == -EINVAL || rc == -ENOTSUP)
-			       ? CTL_USAGE
-			       : CTL_ERROR;
+		/* The policy was valid, so -EINVAL is the spec's (a bad zone
+		 * name, a file that is not a zone): usage.  A zone that
+		 * cannot be used (corrupt, another user's, ...) is an error. */
+		if (rc == -EINVAL) {
+			fprintf(stderr, "throttlectl: store '%s': %s\n", store,
+				strncmp(store, "shm:", 4) == 0
+					? "an invalid zone name, or a file "
+					  "that is not a zone"
+					: "expected memory or shm:NAME");
+			return CTL_USAGE;
+		}
+		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", store,
+			tk_strerror(rc), tk_strerrorname(rc));
+		return rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
 	}
 	while ((n = getline(&line, &cap, stdin)) != -1) {
 		lineno++;
 		if (n > 0 && line[n - 1] == '\n')
 			line[--n] = '\0';
 		if ((size_t)n != strlen(line)) {
-			snprintf(err, sizeof(err), "a NUL byte in the line");
+			snprintf(err, sizeof(err),
+				 "column %zu: expected no NUL byte",
+				 strlen(line) + 1);
 			print_bad_line(lineno, err);
 			status = CTL_ERROR;
 			continue;
@@ -132,7 +141,7 @@ int ctl_simulate(int argc, char **argv)
 			status = CTL_ERROR;
 			continue;
 		}
-		rc = replay_one(l, clock, &r);
+		rc = replay_one(l, clock, &r, shaper);
 		if (rc)
 			printf("{\"error\":\"%s\"}\n", tk_strerrorname(rc));
 	}

@@ -42,28 +42,26 @@ static int valid_policy(const char *text)
 	return 1;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
+/*
+ * One number option of @base (0: as C writes it); says what was wrong
+ * before the usage message.  @what names it: "an integer", ...
+ */
+static int number(const char *opt, const char *s, unsigned int base,
+		  const char *what, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-
-	errno = 0;
-	*out = strtoull(s, &end, 0);
-	return errno || !*s || *end || *s == '-' ? -1 : 0;
-}
-
-/* An octal file mode such as 0640 or 640. */
-static int parse_mode(const char *s, unsigned int *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (!*s || strspn(s, "01234567") != strlen(s))
-		return -1;
-	v = strtoul(s, &end, 8);
-	if (*end || v == 0 || v > 0777)
-		return -1;
-	*out = (unsigned int)v;
-	return 0;
+	if (ctl_parse_number(s, base, max, out) == 0 && *out >= min)
+		return 0;
+	if (base == 8)
+		fprintf(stderr,
+			"throttlectl: --%s '%s': expected %s from %#" PRIo64
+			" to %#" PRIo64 "\n",
+			opt, s, what, min, max);
+	else
+		fprintf(stderr,
+			"throttlectl: --%s '%s': expected %s from %" PRIu64
+			" to %" PRIu64 "\n",
+			opt, s, what, min, max);
+	return -1;
 }
 
 static int parse(int argc, char **argv, int positional, struct zone_args *a)
@@ -102,29 +100,44 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			a->prefix = optarg;
 			break;
 		case 'c':
-			if (parse_u64(optarg, &a->cost) || !a->cost)
+			if (number("cost", optarg, 0, "an integer", 1,
+				   UINT64_MAX, &a->cost))
 				return -1;
 			break;
 		case 'r':
-			if (parse_u64(optarg, &a->repeat) || !a->repeat)
+			if (number("repeat", optarg, 0, "an integer", 1,
+				   UINT64_MAX, &a->repeat))
 				return -1;
 			break;
 		case 'C':
-			/* A power of two, at least 64 slots. */
-			if (parse_u64(optarg, &a->capacity) ||
-			    a->capacity < 64 ||
-			    (a->capacity & (a->capacity - 1)))
+			/* 0 (the default) or a power of two of 64 to 2^32. */
+			if (number("capacity", optarg, 0, "an integer", 0,
+				   UINT64_C(1) << 32, &a->capacity))
 				return -1;
+			if (a->capacity &&
+			    (a->capacity < 64 ||
+			     (a->capacity & (a->capacity - 1)))) {
+				fprintf(stderr,
+					"throttlectl: --capacity '%s': "
+					"expected 0 or a power of two from "
+					"64 to 2^32\n",
+					optarg);
+				return -1;
+			}
 			break;
 		case 'm':
-			if (parse_mode(optarg, &a->mode))
+			if (number("mode", optarg, 8, "an octal mode", 0, 0777,
+				   &v))
 				return -1;
+			a->mode = (unsigned int)v;
 			break;
 		case 'g':
 			g = getgrnam(optarg);
 			if (g)
 				a->gid = g->gr_gid;
-			else if (parse_u64(optarg, &v) == 0 && v < UINT32_MAX)
+			else if (number("group", optarg, 0,
+					"a group name or a group ID", 0,
+					UINT32_MAX - 1, &v) == 0)
 				a->gid = (int64_t)v;
 			else
 				return -1;
@@ -132,8 +145,8 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			break;
 		case 'G':
 			/* Whole seconds; the zone keeps ns. */
-			if (parse_u64(optarg, &v) || !v ||
-			    v > UINT64_MAX / 1000000000u)
+			if (number("grace", optarg, 0, "an integer", 1,
+				   UINT64_MAX / 1000000000u, &v))
 				return -1;
 			a->grace = v * 1000000000u;
 			break;
@@ -142,7 +155,8 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			break;
 		case 'A':
 			/* Bytes of state blocks, rounded up to pages. */
-			if (parse_u64(optarg, &a->arena) || !a->arena)
+			if (number("arena", optarg, 0, "an integer", 1,
+				   UINT64_MAX, &a->arena))
 				return -1;
 			break;
 		case 'j':
@@ -161,6 +175,15 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		return -1;
 	a->name = argv[optind];
 	a->key = positional > 1 ? argv[optind + 1] : NULL;
+	if (a->key && a->key[0] == '\0') {
+		fprintf(stderr, "throttlectl: empty key\n");
+		return -1;
+	}
+	if (a->key && strlen(a->key) > TK_KEY_MAX) {
+		fprintf(stderr, "throttlectl: key longer than %d bytes\n",
+			TK_KEY_MAX);
+		return -1;
+	}
 	return 0;
 }
 
@@ -234,14 +257,15 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 	printf("uid=%u\ngid=%u\nmode=%04o\n", i->uid, i->gid, i->mode);
 }
 
-int ctl_info(int argc, char **argv)
+/* info and stats: the same output under two names. */
+static int show_info(int argc, char **argv, const char *usage_text)
 {
 	struct tk_zone_info info;
 	struct zone_args a;
 	int rc;
 
 	if (parse(argc, argv, 1, &a))
-		return usage("info NAME [--json]");
+		return usage(usage_text);
 	rc = tk_zone_info(a.name, &info, sizeof(info));
 	if (rc)
 		return fail(rc, a.name);
@@ -249,9 +273,14 @@ int ctl_info(int argc, char **argv)
 	return CTL_OK;
 }
 
+int ctl_info(int argc, char **argv)
+{
+	return show_info(argc, argv, "info NAME [--json|--prometheus]");
+}
+
 int ctl_stats(int argc, char **argv)
 {
-	return ctl_info(argc, argv);
+	return show_info(argc, argv, "stats NAME [--json|--prometheus]");
 }
 
 int ctl_verify(int argc, char **argv)
@@ -328,10 +357,13 @@ int ctl_get(int argc, char **argv)
 	struct zone_args a;
 	struct tk_limiter *l;
 	struct tk_decision d;
-	int rc;
+	int rc, shaper;
 
 	if (parse(argc, argv, 2, &a) || !a.policy)
 		return usage("get NAME KEY --policy P [--prefix P]");
+	shaper = ctl_has_shaper(a.policy);
+	if (shaper < 0)
+		return fail(shaper, a.policy);
 	rc = open_limiter(&a, a.policy, &l);
 	if (rc)
 		return fail(rc, a.name);
@@ -339,7 +371,7 @@ int ctl_get(int argc, char **argv)
 	tk_limiter_close(l);
 	if (rc)
 		return fail(rc, a.key);
-	ctl_print_decision(stdout, &d);
+	ctl_print_decision(stdout, &d, shaper);
 	return d.allowed ? CTL_OK : CTL_DENIED;
 }
 
@@ -349,11 +381,14 @@ int ctl_check(int argc, char **argv)
 	struct zone_args a;
 	struct tk_limiter *l;
 	struct tk_decision d;
-	int rc = 0;
+	int rc = 0, shaper;
 
 	if (parse(argc, argv, 2, &a) || !a.policy)
 		return usage("check NAME KEY --policy P [--cost N] "
 			     "[--repeat N] [--prefix P]");
+	shaper = ctl_has_shaper(a.policy);
+	if (shaper < 0)
+		return fail(shaper, a.policy);
 	rc = open_limiter(&a, a.policy, &l);
 	if (rc)
 		return fail(rc, a.name);
@@ -371,24 +406,44 @@ int ctl_check(int argc, char **argv)
 		printf("allowed=%" PRIu64 " denied=%" PRIu64 "\n", allowed,
 		       denied);
 	else
-		ctl_print_decision(stdout, &d);
+		ctl_print_decision(stdout, &d, shaper);
 	return d.allowed ? CTL_OK : CTL_DENIED;
 }
 
+/*
+ * Without --policy, a key's state may sit under any of the store keys a
+ * policy can give it: the simple policy's, or those of the (at most 8)
+ * dimensions of a composite.  A reset forgets a store key whatever its
+ * algorithm, so a simple policy and a composite of 8 dimensions reach
+ * them all.
+ */
+static const char *const every_policy[] = {
+	"gcra:1/1s",
+	"all(gcra:1/1s,gcra:1/1s,gcra:1/1s,gcra:1/1s,gcra:1/1s,gcra:1/1s,"
+	"gcra:1/1s,gcra:1/1s)",
+};
+
 int ctl_reset(int argc, char **argv)
 {
+	const char *const *policies = every_policy;
+	size_t i, n = sizeof(every_policy) / sizeof(every_policy[0]);
 	struct zone_args a;
 	struct tk_limiter *l;
-	int rc;
+	int rc = 0;
 
 	if (parse(argc, argv, 2, &a))
-		return usage("reset NAME KEY [--prefix P]");
-	/* Which single-word policy does not matter to a reset. */
-	rc = open_limiter(&a, "gcra:1/1s", &l);
-	if (rc)
-		return fail(rc, a.name);
-	rc = tk_limiter_reset(l, a.key, strlen(a.key));
-	tk_limiter_close(l);
+		return usage("reset NAME KEY [--policy P] [--prefix P]");
+	if (a.policy) {
+		policies = &a.policy;
+		n = 1;
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = open_limiter(&a, policies[i], &l);
+		if (rc)
+			return fail(rc, a.name);
+		rc = tk_limiter_reset(l, a.key, strlen(a.key));
+		tk_limiter_close(l);
+	}
 	if (rc)
 		return fail(rc, a.key);
 	printf("reset=%s\n", a.key);

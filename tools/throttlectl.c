@@ -3,7 +3,9 @@
  * it the library's first client.  Exit codes: 0 ok (for checks: allowed),
  * 1 denied, 2 bad usage, 3 any other error.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "throttlectl.h"
@@ -18,12 +20,12 @@ static const struct {
 	{ "create", ctl_create,
 	  "create NAME [--capacity N] [--mode OCTAL] [--group G] "
 	  "[--arena BYTES] [--grace SECONDS] [--refuse-full]" },
-	{ "info", ctl_info, "info NAME [--json]" },
+	{ "info", ctl_info, "info NAME [--json|--prometheus]" },
 	{ "ls", ctl_ls, "ls NAME [--json]" },
 	{ "get", ctl_get, "get NAME KEY --policy P [--prefix P]" },
 	{ "check", ctl_check,
 	  "check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P]" },
-	{ "reset", ctl_reset, "reset NAME KEY [--prefix P]" },
+	{ "reset", ctl_reset, "reset NAME KEY [--policy P] [--prefix P]" },
 	{ "stats", ctl_stats, "stats NAME [--json|--prometheus]" },
 	{ "verify", ctl_verify, "verify NAME" },
 	{ "sweep", ctl_sweep, "sweep NAME" },
@@ -32,15 +34,84 @@ static const struct {
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-void ctl_print_decision(FILE *f, const struct tk_decision *d)
+void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay)
 {
 	fprintf(f,
 		"{\"allowed\":%s,\"limit\":%llu,\"remaining\":%llu,"
-		"\"reset_at\":%llu,\"retry_after\":%llu}\n",
+		"\"reset_at\":%llu,\"retry_after\":%llu",
 		d->allowed ? "true" : "false", (unsigned long long)d->limit,
 		(unsigned long long)d->remaining,
 		(unsigned long long)d->reset_at,
 		(unsigned long long)d->retry_after);
+	if (delay)
+		fprintf(f, ",\"delay\":%llu", (unsigned long long)d->delay);
+	fprintf(f, "}\n");
+}
+
+/*
+ * The public API names no dimension's algorithm, but the canonical form
+ * begins every dimension with its algorithm's name, at the start or after
+ * "(" or ",", and nothing else there is followed by ':'.
+ */
+int ctl_has_shaper(const char *policy)
+{
+	struct tk_policy *p;
+	char *buf = NULL;
+	const char *s;
+	int rc, n;
+
+	rc = tk_policy_parse(&p, policy, NULL);
+	if (rc)
+		return rc;
+	n = tk_policy_format(p, NULL, 0);
+	rc = n < 0 ? n : 0;
+	if (rc == 0 && (buf = malloc((size_t)n + 1)) == NULL)
+		rc = -ENOMEM;
+	if (rc == 0)
+		tk_policy_format(p, buf, (size_t)n + 1);
+	for (s = buf; rc == 0 && (s = strstr(s, "leaky:")) != NULL; s++)
+		rc = s == buf || s[-1] == '(' || s[-1] == ',';
+	free(buf);
+	tk_policy_free(p);
+	return rc;
+}
+
+static int digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return 99;
+}
+
+int ctl_parse_number(const char *s, unsigned int base, uint64_t max,
+		     uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned int d;
+
+	if (base == 0) {
+		if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+			base = 16;
+			s += 2;
+		} else {
+			base = s[0] == '0' && s[1] ? 8 : 10;
+		}
+	}
+	if (*s == '\0')
+		return -1;
+	for (; *s; s++) {
+		d = (unsigned int)digit(*s);
+		/* v * base + d <= max, exactly, without overflow. */
+		if (d >= base || d > max || v > (max - d) / base)
+			return -1;
+		v = v * base + d;
+	}
+	*out = v;
+	return 0;
 }
 
 static void usage(FILE *f)

@@ -2,6 +2,7 @@
 #ifndef TK_THROTTLECTL_H
 #define TK_THROTTLECTL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <throttlekit.h>
@@ -24,7 +25,25 @@ int ctl_verify(int argc, char **argv);
 int ctl_sweep(int argc, char **argv);
 int ctl_destroy(int argc, char **argv);
 
-/* {"allowed":...} as one line, the replay output format. */
-void ctl_print_decision(FILE *f, const struct tk_decision *d);
+/*
+ * {"allowed":...} as one line, the replay output format; @delay appends
+ * "delay", which policies with a shaper dimension report.
+ */
+void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay);
+
+/*
+ * Whether the policy string @policy has a shaper (leaky) dimension: 1 or
+ * 0, or a negative errno (-EINVAL for a policy that does not parse).
+ */
+int ctl_has_shaper(const char *policy);
+
+/*
+ * The one reader of numbers on the command line: digits of @base (2 to
+ * 16), or with @base 0 as C writes them (decimal, hexadecimal after 0x,
+ * octal after a leading 0), and nothing else: no space, no sign, no
+ * suffix.  Returns 0 with *@out <= @max, or -1.
+ */
+int ctl_parse_number(const char *s, unsigned int base, uint64_t max,
+		     uint64_t *out);
 
 #endif

@@ -146,6 +146,52 @@ static void test_one_key_for_every_dimension(void **state)
 	fx_close(&f);
 }
 
+/*
+ * A shaper that admits queues the request: the reported delay is the
+ * longest of the admitting dimensions, whichever dimension reports.
+ */
+static void test_shaper_delay(void **state)
+{
+	static const uint64_t MS = SEC / 1000;
+	struct tk_decision d;
+	struct fx f;
+	uint64_t i;
+
+	(void)state;
+	/* gcra (less remaining) reports; leaky queues 100 ms per request. */
+	fx_open(&f, "all(leaky:10/1s,max-queue=1s,gcra:100/1s,burst=3)");
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(tk_limiter_check(f.l, "k", 1, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_int_equal(d.limit, 3);
+		assert_int_equal(d.remaining, 2 - i);
+		assert_int_equal(d.delay, i * 100 * MS);
+	}
+	/* gcra denies: nothing is queued, whatever leaky would say. */
+	assert_int_equal(tk_limiter_check(f.l, "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
+	assert_int_equal(d.delay, 0);
+	fx_close(&f);
+
+	/* any(): the fixed window (more remaining) reports. */
+	fx_open(&f, "any(leaky:10/1s,max-queue=1s,fixed-window:100/1h)");
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(tk_limiter_check(f.l, "k", 1, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_int_equal(d.limit, 100);
+		assert_int_equal(d.delay, i * 100 * MS);
+	}
+	fx_close(&f);
+
+	/* Two shapers: the longer queue. */
+	fx_open(&f, "all(leaky:10/1s,max-queue=1s,leaky:4/1s,max-queue=1s)");
+	assert_int_equal(tk_limiter_check(f.l, "k", 1, 1, &d), 0);
+	assert_int_equal(tk_limiter_check(f.l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.delay, 250 * MS);
+	fx_close(&f);
+}
+
 /* Looking is free: a peek or a denial on unseen keys stores nothing. */
 static void test_reads_create_no_keys(void **state)
 {
@@ -228,8 +274,8 @@ static void test_all_is_atomic_under_threads(void **state)
 	for (i = 0; i < 4; i++) {
 		w[i] = (struct worker){ f.l, "", 0 };
 		snprintf(w[i].user, sizeof(w[i].user), "user%u", i);
-		assert_int_equal(pthread_create(&th[i], NULL, worker_main,
-						&w[i]), 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
 	}
 	for (i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
@@ -254,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_any_consumes_only_admitting),
 		cmocka_unit_test(test_representative_decisions),
 		cmocka_unit_test(test_one_key_for_every_dimension),
+		cmocka_unit_test(test_shaper_delay),
 		cmocka_unit_test(test_reads_create_no_keys),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_all_is_atomic_under_threads),

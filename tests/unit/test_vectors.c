@@ -26,6 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -148,9 +151,21 @@ static uint64_t ceil_ms(uint64_t ns)
 }
 
 /*
+ * Whether something is at @path.  A path whose file cannot be read (a
+ * dangling link, a directory, no permission to search its directory) is
+ * present: the test must then fail, not pass as if there were no vectors.
+ */
+static bool present(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
+}
+
+/*
  * Finds the vectors file: $TK_SHARED_DIR, then $srcdir/../shared (srcdir
  * is set by automake's test harness; "." if unset), then ../shared.
- * Returns a malloc'd path, or NULL if no candidate exists.
+ * Returns a malloc'd path, or NULL if no candidate is present.
  */
 static char *find_vectors(void)
 {
@@ -170,7 +185,7 @@ static char *find_vectors(void)
 	if (asprintf(&cand[2], "../shared/%s", VECTORS_REL) < 0)
 		cand[2] = NULL;
 	for (i = 0; i < 3; i++) {
-		if (!found && cand[i] && access(cand[i], R_OK) == 0)
+		if (!found && cand[i] && present(cand[i]))
 			found = cand[i];
 		else
 			free(cand[i]);
@@ -197,9 +212,8 @@ static bool field_u64(const struct tkj_value *obj, const char *name,
 }
 
 /* Compares one field; on a mismatch prints it and counts it. */
-static void expect_field(struct replay_stats *st, const char *suite,
-			 size_t op, const char *field, uint64_t want,
-			 uint64_t got)
+static void expect_field(struct replay_stats *st, const char *suite, size_t op,
+			 const char *field, uint64_t want, uint64_t got)
 {
 	if (want == got)
 		return;
@@ -329,8 +343,10 @@ static void simulate_suite(struct replay_stats *st,
 		fprintf(in, "\", \"cost\": %llu}\n", (unsigned long long)cost);
 	}
 	fclose(in);
-	snprintf(cmd, sizeof(cmd), "'%s/tools/throttlectl' simulate "
-		 "--policy '%s' < '%s'", top ? top : ".", policy, in_path);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s/tools/throttlectl' simulate "
+		 "--policy '%s' < '%s'",
+		 top ? top : ".", policy, in_path);
 	pipe = popen(cmd, "r");
 	assert_non_null(pipe);
 	for (i = 0; i < tkj_len(ops); i++) {
@@ -481,22 +497,70 @@ static struct tkj_value *parse_exact(const char *text, size_t len, char *err,
 static void test_json_rejects_invalid(void **state)
 {
 	static const char *const bad[] = {
-		"", " ", "[", "]", "{", "[1,]", "[,1]", "[1 2]", "[1,,2]",
-		"{\"a\":1,}", "{\"a\" 1}", "{\"a\"}", "{a:1}", "{1:1}",
-		"{\"a\":1 \"b\":2}", "{\"a\":1,\"a\":2}",
-		"01", "-01", "+1", ".5", "1.", "1.e3", "1e", "1e+", "-", "--1",
-		"0x10", "1e999", "-1e999", "NaN", "Infinity", "-Infinity",
-		"tru", "truee", "nul", "nulll", "False", "'x'",
-		"\"abc", "\"\\\"", "\"\\x\"", "\"\\u12\"", "\"\\u12g4\"",
-		"\"\\ud800\"", "\"\\ud800x\"", "\"\\ud800\\u0041\"",
-		"\"\\udc00\"", "\"\x01\"", "\"\t\"", "\"\n\"",
-		"\"\xc0\xaf\"",     /* overlong '/' */
-		"\"\xed\xa0\x80\"", /* UTF-16 surrogate in UTF-8 */
+		"",
+		" ",
+		"[",
+		"]",
+		"{",
+		"[1,]",
+		"[,1]",
+		"[1 2]",
+		"[1,,2]",
+		"{\"a\":1,}",
+		"{\"a\" 1}",
+		"{\"a\"}",
+		"{a:1}",
+		"{1:1}",
+		"{\"a\":1 \"b\":2}",
+		"{\"a\":1,\"a\":2}",
+		"01",
+		"-01",
+		"+1",
+		".5",
+		"1.",
+		"1.e3",
+		"1e",
+		"1e+",
+		"-",
+		"--1",
+		"0x10",
+		"1e999",
+		"-1e999",
+		"NaN",
+		"Infinity",
+		"-Infinity",
+		"tru",
+		"truee",
+		"nul",
+		"nulll",
+		"False",
+		"'x'",
+		"\"abc",
+		"\"\\\"",
+		"\"\\x\"",
+		"\"\\u12\"",
+		"\"\\u12g4\"",
+		"\"\\ud800\"",
+		"\"\\ud800x\"",
+		"\"\\ud800\\u0041\"",
+		"\"\\udc00\"",
+		"\"\x01\"",
+		"\"\t\"",
+		"\"\n\"",
+		"\"\xc0\xaf\"",		/* overlong '/' */
+		"\"\xed\xa0\x80\"",	/* UTF-16 surrogate in UTF-8 */
 		"\"\xf4\x90\x80\x80\"", /* above U+10FFFF */
-		"\"\xe2\x82\"",     /* truncated sequence */
-		"\"\x80\"", "\"\xff\"",
+		"\"\xe2\x82\"",		/* truncated sequence */
+		"\"\x80\"",
+		"\"\xff\"",
 		"\xef\xbb\xbf{}", /* byte-order mark */
-		"\f1", "1\v", "1 2", "[1]x", "{}{}", "//\n1", "/*x*/1",
+		"\f1",
+		"1\v",
+		"1 2",
+		"[1]x",
+		"{}{}",
+		"//\n1",
+		"/*x*/1",
 	};
 	char err[128];
 	struct tkj_value *v;
@@ -568,8 +632,7 @@ static void test_json_values(void **state)
 	s = tkj_str(tkj_get(root, "u"), &len);
 	assert_non_null(s);
 	assert_int_equal(len, 2 + 3 + 4 + 1 + 1);
-	assert_memory_equal(s, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\0z",
-			    12);
+	assert_memory_equal(s, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\0z", 12);
 	assert_true(tkj_str_eq(tkj_get(root, "raw"),
 			       "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
 	assert_false(tkj_str_eq(tkj_get(root, "u"), "\xc3\xa9"));
@@ -720,6 +783,82 @@ static bool tap_output(void)
 	return out && strcasecmp(out, "TAP") == 0;
 }
 
+/*
+ * Runs this binary's golden-vector test alone (TK_VECTORS_ONLY), with
+ * $TK_SHARED_DIR and $srcdir/../shared at @root/shared and ../shared
+ * absent; returns its exit status.
+ */
+static int run_vectors_alone(const char *root)
+{
+	char shared[256], src[256], cwd[256];
+	int status, fd;
+	pid_t pid;
+
+	snprintf(shared, sizeof(shared), "%s/shared", root);
+	snprintf(src, sizeof(src), "%s/src", root);
+	snprintf(cwd, sizeof(cwd), "%s/a/b", root);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fd = open("/dev/null", O_WRONLY);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 ||
+		    chdir(cwd) != 0)
+			_exit(126);
+		setenv("TK_VECTORS_ONLY", "1", 1);
+		setenv("TK_SHARED_DIR", shared, 1);
+		setenv("srcdir", src, 1);
+		setenv("CMOCKA_MESSAGE_OUTPUT", "TAP", 1);
+		execl("/proc/self/exe", "test_vectors", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void make_dir(const char *root, const char *sub)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", root, sub);
+	if (mkdir(path, 0700) != 0)
+		fail_msg("mkdir %s: %s", path, strerror(errno));
+}
+
+/* Skipped only when the vectors are absent: present but unreadable or
+ * unparsable vectors fail the test. */
+static void test_vectors_present_must_load(void **state)
+{
+	static const char *const dirs[] = { "shared", "shared/vectors", "src",
+					    "a", "a/b" };
+	char root[] = "/tmp/tk-vectors-XXXXXX", path[256], cmd[300];
+	FILE *f;
+	size_t i;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		make_dir(root, dirs[i]);
+	snprintf(path, sizeof(path), "%s/shared/%s", root, VECTORS_REL);
+	/* Absent: skipped, which passes. */
+	assert_int_equal(run_vectors_alone(root), 0);
+	/* A dangling link. */
+	assert_int_equal(symlink("nowhere.json", path), 0);
+	assert_int_not_equal(run_vectors_alone(root), 0);
+	assert_int_equal(unlink(path), 0);
+	/* A directory. */
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_not_equal(run_vectors_alone(root), 0);
+	assert_int_equal(rmdir(path), 0);
+	/* Not JSON. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"suites\": [", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_not_equal(run_vectors_alone(root), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -727,9 +866,11 @@ int main(void)
 		cmocka_unit_test(test_json_values),
 		cmocka_unit_test(test_json_depth_limit),
 		cmocka_unit_test(test_json_truncated_input),
+		cmocka_unit_test(test_vectors_present_must_load),
 		cmocka_unit_test(test_golden_vectors),
 	};
 	size_t last = sizeof(tests) / sizeof(tests[0]) - 1;
+	struct CMUnitTest only[1];
 	int rc;
 
 	/*
@@ -742,7 +883,12 @@ int main(void)
 	if (!vectors_path && tap_output())
 		tests[last].name = "test_golden_vectors # SKIP golden vectors "
 				   "not found (set TK_SHARED_DIR)";
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	/* Run by test_vectors_present_must_load(). */
+	only[0] = tests[last];
+	if (getenv("TK_VECTORS_ONLY"))
+		rc = cmocka_run_group_tests(only, NULL, NULL);
+	else
+		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(vectors_path);
 	return rc;
 }
