@@ -18,11 +18,14 @@ struct tk__zone; /* a process's mapping of one zone */
 struct tk__zone_config {
 	uint64_t capacity; /* slots; 0: 65536 */
 	unsigned int mode; /* file mode; 0: 0600 */
-	gid_t gid;	   /* (gid_t)-1: the creator's */
-	uint64_t flags;	   /* TKZ_FLAG_* */
-	uint64_t grace;	   /* ns; 0: 60 s */
-	uint64_t arena;	   /* bytes of state blocks; 0: 32 per slot */
-	uint64_t now;	   /* creation time, ns */
+	/* Owner and group of the file at creation, and trusted at attach;
+	 * (uid_t)-1 and (gid_t)-1: none named (the creator's). */
+	uid_t uid;
+	gid_t gid;
+	uint64_t flags; /* TKZ_FLAG_* */
+	uint64_t grace; /* ns; 0: 60 s */
+	uint64_t arena; /* bytes of state blocks; 0: 32 per slot */
+	uint64_t now;	/* creation time, ns */
 };
 
 /* segment.c */
@@ -30,17 +33,33 @@ struct tk__zone_config {
 #define TK__ZONE_EXCL 0x2   /* with CREATE: -EEXIST if it exists */
 
 /*
- * Attach to zone @name (creating it from @cfg with TK__ZONE_CREATE).
- * Returns 0, -EINVAL (bad name; wrong magic), -EPROTO (other version,
- * truncated, corrupt or inconsistent header), -EACCES (another user's
- * zone that its mode does not share), -ENOENT (absent, without create),
- * -ENOMEM, -EIO.
+ * Attach to zone @name (creating it from @cfg with TK__ZONE_CREATE; @cfg
+ * also names the trusted owner and group, and may be NULL).  Returns 0,
+ * -EINVAL (bad name; wrong magic; a world-writable mode to create),
+ * -EPROTO (other version, truncated, corrupt or inconsistent header),
+ * -EACCES (a file the trust rules refuse, see segment.c, or one we may
+ * not read and write), -ENOENT (absent, without create), -ENOMEM, -EIO.
  */
 int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags);
 void tk__zone_detach(struct tk__zone *z);
-int tk__zone_destroy(const char *name);
+/* Remove zone @name if the trust rules accept its file (as attach). */
+int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg);
+/*
+ * Would attaching @name with @cfg pass the trust rules?  0, or the error
+ * an attach would return, with a sentence saying why in @why (if @len).
+ */
+int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
+		    char *why, size_t len);
 struct tkz_header *tk__zone_header(struct tk__zone *z);
+
+/*
+ * Run @fn(@ctx), which touches @z's mapping, so that a fault on it (the
+ * file was truncated: SIGBUS) aborts @fn and marks the zone broken
+ * instead of killing the process.  Returns @fn's result, or -EPROTO if
+ * the zone is broken (now or before: then @fn does not run).
+ */
+int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx), void *ctx);
 
 /*
  * The zone's geometry as validated at attach, in the process's own
@@ -60,6 +79,9 @@ static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
 {
 	return (const struct tkz_geo *)(const void *)z;
 }
+/* Has a fault shown the zone's file truncated?  Then nothing may touch
+ * the mapping any more. */
+int tk__zone_broken(const struct tk__zone *z);
 struct tkz_slot *tk__zone_slots(struct tk__zone *z);
 uint64_t *tk__zone_pagetable(struct tk__zone *z);
 struct tkz_cell *tk__zone_cells(struct tk__zone *z);
