@@ -73,12 +73,14 @@ static struct tk_limiter *open_limiter(const char *policy, const char *zone)
 static void in_child(void (*fn)(void *), void *arg)
 {
 	int status;
-	pid_t pid = fork();
+	pid_t pid;
 
+	fflush(NULL);
+	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		fn(arg);
-		_exit(0);
+		exit(0); /* not _exit(): LeakSanitizer checks at exit */
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	if (WIFSIGNALED(status))
