@@ -344,8 +344,10 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * returns -EPROTO, and so does every later call on every store of that
  * zone in this process (tk_store_stats() too); close them and open the
  * zone again.  This takes a process-wide SIGBUS handler, installed at the
- * first open of a zone, which passes every other SIGBUS to the handler it
- * replaced; a handler installed later must do the same.
+ * first open of a zone, which maps zero pages over a truncated zone and
+ * passes every other SIGBUS to the handler it replaced; a handler
+ * installed later must pass on what it does not handle.  A process maps
+ * at most 1024 zones at once (-ENOMEM beyond).
  */
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts);

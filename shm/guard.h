@@ -3,46 +3,32 @@
  *
  * Any process that may write a zone's file may also ftruncate(2) it, and
  * the next access to a mapped page past the new end raises SIGBUS, which
- * kills the process by default.  Code that touches a mapping runs through
- * tk__guard_run(): a fault inside the guarded range returns from it with
- * *faulted set instead.  See guard.c.
+ * kills the process by default.  Every zone mapping is registered here:
+ * a fault in one marks it broken and replaces it with zero pages, so the
+ * access that faulted, and any other under way, completes harmlessly on
+ * an empty table, and the caller, seeing the mark, returns an error.  See
+ * guard.c.
  */
 #ifndef TK_SHM_GUARD_H
 #define TK_SHM_GUARD_H
 
-#include <setjmp.h>
 #include <stddef.h>
-#include <stdint.h>
-
-/* One guarded call, on its caller's stack; the frames of a thread nest. */
-struct tk__guard {
-	sigjmp_buf env;		/* where a fault resumes */
-	uintptr_t lo, hi;	/* the guarded bytes: [lo, hi) */
-	void *hold;		/* freed if a fault aborts the call */
-	struct tk__guard *prev; /* the frame this one nests in */
-};
 
 /*
  * Install the process's SIGBUS handler, once (later calls do nothing).
- * Signals it does not claim go to the handler it replaced, exactly as
- * they would have without it.
+ * Signals it does not claim go to the disposition it replaced, exactly
+ * as they would have without it.
  */
 void tk__guard_install(void);
 
 /*
- * Run @fn(@ctx) so that a SIGBUS at an address in [@lo, @lo + @len) (a
- * page past the end of a truncated file) aborts it: *@faulted is then 1
- * and the result 0; otherwise *@faulted is 0 and the result @fn's.  An
- * aborted @fn must leave nothing to undo but what it handed to
- * tk__guard_hold().  Async-signal-safe: no.
+ * Register the mapping [@base, @base + @len): a fault in it sets *@broken
+ * to 1 before the zero pages replace it.  0, or -ENOMEM if the process
+ * has TK__GUARD_MAX mappings registered already.
  */
-int tk__guard_run(const void *lo, size_t len, int (*fn)(void *ctx), void *ctx,
-		  int *faulted);
-
-/*
- * Make @p (from malloc) the innermost guarded call's to free should a
- * fault abort it; NULL when it is freed or handed on.  No-op unguarded.
- */
-void tk__guard_hold(void *p);
+#define TK__GUARD_MAX 1024
+int tk__guard_add(void *base, size_t len, int *broken);
+/* Unregister the mapping at @base; before it is unmapped. */
+void tk__guard_remove(void *base);
 
 #endif /* TK_SHM_GUARD_H */

@@ -58,7 +58,11 @@ struct tk__zone {
 	struct tkz_cell *cells;
 };
 
-_Static_assert(offsetof(struct tk__zone, geo) == 0, "tk__zone_geo()");
+_Static_assert(offsetof(struct tk__zone, geo) ==
+			       offsetof(struct tk__zone_head, geo) &&
+		       offsetof(struct tk__zone, broken) ==
+			       offsetof(struct tk__zone_head, broken),
+	       "struct tk__zone_head");
 
 static const char *zone_dir(void)
 {
@@ -246,7 +250,7 @@ static int create(const char *name, const struct tk__zone_config *c)
 	uint64_t pages = arena_pages(c, capacity);
 	struct tkz_header *h;
 	uint32_t nonce;
-	int fd, rc = 0, n;
+	int fd, rc = 0, n, broken = 0;
 
 	/* A world-writable zone is one any user may reset or corrupt: it is
 	 * refused at attach, so it is not made. */
@@ -281,12 +285,18 @@ static int create(const char *name, const struct tk__zone_config *c)
 		rc = errno_rc();
 		goto out;
 	}
+	/* Our user may truncate even the temporary file: guarded too. */
+	rc = tk__guard_add(h, TKZ_HEADER_SIZE, &broken);
 	/* The slots are zero: a zero slot is EMPTY.  Only the header. */
-	if (getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
+	if (rc == 0 &&
+	    getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
 		rc = -EIO;
-	else
+	else if (rc == 0)
 		fill_header(h, c, capacity, pages);
+	tk__guard_remove(h);
 	munmap(h, TKZ_HEADER_SIZE);
+	if (rc == 0 && ck_pr_load_int(&broken))
+		rc = -EIO;
 	if (rc)
 		goto out;
 	if (link(tmp, final) != 0)
@@ -419,8 +429,12 @@ static int map_zone(struct tk__zone *z, int fd,
 		return errno_rc();
 	}
 	z->h = z->base;
-	tk__guard_install();
-	rc = tk__zone_run(z, read_header, z);
+	rc = tk__guard_add(z->base, z->size, &z->broken);
+	if (rc == 0) {
+		rc = tk__zone_run(z, read_header, z);
+		if (rc)
+			tk__guard_remove(z->base);
+	}
 	if (rc) {
 		munmap(z->base, z->size);
 		z->base = NULL;
@@ -490,6 +504,7 @@ void tk__zone_detach(struct tk__zone *z)
 {
 	if (!z)
 		return;
+	tk__guard_remove(z->base);
 	munmap(z->base, z->size);
 	free(z);
 }
@@ -559,24 +574,6 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 	}
 	close(fd);
 	return 0;
-}
-
-int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx), void *ctx)
-{
-	int faulted, rc;
-
-	if (ck_pr_load_int(&z->broken))
-		return -EPROTO;
-	rc = tk__guard_run(z->base, z->size, fn, ctx, &faulted);
-	if (!faulted)
-		return rc;
-	ck_pr_store_int(&z->broken, 1);
-	return -EPROTO;
-}
-
-int tk__zone_broken(const struct tk__zone *z)
-{
-	return ck_pr_load_int(&((struct tk__zone *)z)->broken);
 }
 
 struct tkz_header *tk__zone_header(struct tk__zone *z)

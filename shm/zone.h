@@ -8,8 +8,11 @@
 #ifndef TK_SHM_ZONE_H
 #define TK_SHM_ZONE_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <ck_pr.h>
 
 #include "layout.h"
 
@@ -54,14 +57,6 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 struct tkz_header *tk__zone_header(struct tk__zone *z);
 
 /*
- * Run @fn(@ctx), which touches @z's mapping, so that a fault on it (the
- * file was truncated: SIGBUS) aborts @fn and marks the zone broken
- * instead of killing the process.  Returns @fn's result, or -EPROTO if
- * the zone is broken (now or before: then @fn does not run).
- */
-int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx), void *ctx);
-
-/*
  * The zone's geometry as validated at attach, in the process's own
  * memory: the shared header may be overwritten later (a bug, an attacker
  * with write access), and nothing may then crash; the shared header is
@@ -74,14 +69,48 @@ struct tkz_geo {
 	uint32_t window;
 };
 
-/* The geometry is the first member of a struct tk__zone (segment.c). */
+/* The first members of a struct tk__zone (segment.c), read inline on
+ * the hot path. */
+struct tk__zone_head {
+	struct tkz_geo geo;
+	/* 1 once a fault showed the file truncated; set by the SIGBUS
+	 * handler (guard.c), which then maps zero pages over the zone. */
+	int broken;
+};
+
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
 {
-	return (const struct tkz_geo *)(const void *)z;
+	return &((const struct tk__zone_head *)(const void *)z)->geo;
 }
-/* Has a fault shown the zone's file truncated?  Then nothing may touch
- * the mapping any more. */
-int tk__zone_broken(const struct tk__zone *z);
+
+/* Has a fault shown the zone's file truncated?  Then the mapping holds
+ * zeros, not the zone, for good. */
+static inline int tk__zone_broken(const struct tk__zone *z)
+{
+	return ck_pr_load_int(
+		&((struct tk__zone_head *)(uintptr_t)(const void *)z)->broken);
+}
+
+/*
+ * Run @fn(@ctx), which touches @z's mapping: a fault on it (the file was
+ * truncated: SIGBUS) lets @fn finish on zero pages instead of killing the
+ * process, and makes this return -EPROTO; so does a zone broken before
+ * (then @fn does not run).  Otherwise @fn's result.  Whatever @fn wrote
+ * after the fault stays in this process.
+ */
+static inline int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx),
+			       void *ctx)
+{
+	int rc;
+
+	if (tk__zone_broken(z))
+		return -EPROTO;
+	rc = fn(ctx);
+	/* Pairs with the store fence of the SIGBUS handler (guard.c): a
+	 * call that read its zero pages sees the mark. */
+	ck_pr_fence_load();
+	return tk__zone_broken(z) ? -EPROTO : rc;
+}
 struct tkz_slot *tk__zone_slots(struct tk__zone *z);
 uint64_t *tk__zone_pagetable(struct tk__zone *z);
 struct tkz_cell *tk__zone_cells(struct tk__zone *z);
