@@ -273,6 +273,70 @@ static void test_symlink(void **state)
 	assert_int_equal(unlink(link), 0);
 }
 
+/* throttlectl: the same rules, --owner and --group to trust, and a
+ * message that says which rule refused the zone. */
+static int ctl(const char *args, char *err, size_t len)
+{
+	char cmd[1024], errfile[400];
+	const char *top = getenv("top_builddir");
+	FILE *f;
+	size_t n = 0;
+	int st;
+
+	snprintf(errfile, sizeof(errfile), "%s/ctl.err", dir);
+	snprintf(cmd, sizeof(cmd), "%s/tools/throttlectl %s >/dev/null 2>%s",
+		 top ? top : ".", args, errfile);
+	st = system(cmd);
+	f = fopen(errfile, "r");
+	if (f) {
+		n = fread(err, 1, len - 1, f);
+		fclose(f);
+	}
+	err[n] = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_throttlectl(void **state)
+{
+	char err[1024];
+
+	(void)state;
+	need_root();
+	if (ctl("--version", err, sizeof(err)) != 0)
+		skip();
+	assert_int_equal(as_other("create", "srv", "0660"), 0);
+	assert_int_equal(ctl("info srv", err, sizeof(err)), 3);
+	assert_non_null(strstr(err, "EACCES"));
+	assert_non_null(strstr(err, "owned by uid 65534"));
+	assert_int_equal(ctl("info srv --owner 65534", err, sizeof(err)), 0);
+	assert_int_equal(ctl("verify srv --owner 65534", err, sizeof(err)), 0);
+	assert_int_equal(ctl("ls srv --owner 65534", err, sizeof(err)), 0);
+	assert_int_equal(ctl("sweep srv --owner 65534", err, sizeof(err)), 0);
+	assert_int_equal(
+		ctl("check srv k --policy gcra:5/1s", err, sizeof(err)), 3);
+	assert_int_equal(ctl("check srv k --policy gcra:5/1s --owner 65534",
+			     err, sizeof(err)),
+			 0);
+	assert_int_equal(ctl("reset srv k --owner 65534", err, sizeof(err)), 0);
+	assert_int_equal(ctl("destroy srv", err, sizeof(err)), 3);
+	assert_int_equal(ctl("destroy srv --owner 65534", err, sizeof(err)), 0);
+	/* Root's zone writable by a foreign group: --group trusts it. */
+	assert_int_equal(
+		ctl("create gz --capacity 64 --mode 0660 --group 54321", err,
+		    sizeof(err)),
+		0);
+	assert_int_equal(ctl("info gz", err, sizeof(err)), 3);
+	assert_non_null(strstr(err, "writable by group 54321"));
+	assert_int_equal(ctl("info gz --group 54321", err, sizeof(err)), 0);
+	assert_int_equal(ctl("destroy gz --group 54321", err, sizeof(err)), 0);
+	/* Root creates a zone owned by the server's user. */
+	assert_int_equal(
+		ctl("create own --capacity 64 --owner 65534", err, sizeof(err)),
+		0);
+	assert_int_equal(as_other("attach", "own", NULL), 0);
+	assert_int_equal(ctl("destroy own --owner 65534", err, sizeof(err)), 0);
+}
+
 /* Not a regular file: refused at once (a fifo must not block). */
 static void test_not_regular(void **state)
 {
@@ -335,6 +399,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_own_zone),
 		cmocka_unit_test(test_symlink),
 		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_throttlectl),
 	};
 
 	if (argc > 1 && strcmp(argv[1], "helper") == 0)

@@ -262,7 +262,7 @@ static void *check_until_error(void *arg)
 
 	atomic_fetch_add(r->started, 1);
 	do {
-		snprintf(key, sizeof(key), "k%u", i++ % 100);
+		snprintf(key, sizeof(key), "k%u", i++ % 50);
 		r->rc = tk_limiter_check(r->l, key, strlen(key), 1, &d);
 	} while (r->rc == 0);
 	return NULL;
@@ -270,6 +270,7 @@ static void *check_until_error(void *arg)
 
 static void threads_child(void *arg)
 {
+	const char *policy = arg;
 	struct tk_limiter *l;
 	atomic_int started = 0;
 	struct racer r[2];
@@ -277,9 +278,8 @@ static void threads_child(void *arg)
 	char path[512];
 	int i;
 
-	(void)arg;
 	make_zone("m");
-	l = open_limiter("gcra:1000/1s", "m");
+	l = open_limiter(policy, "m");
 	CHECK(1, l != NULL);
 	r[0] = r[1] = (struct racer){ l, &started, 0 };
 	for (i = 0; i < 2; i++)
@@ -302,7 +302,10 @@ static void threads_child(void *arg)
 static void test_threads_checking(void **state)
 {
 	(void)state;
-	in_child(threads_child, NULL);
+	in_child(threads_child, "gcra:1000/1s");
+	/* Block states and multi-key steps on the zero pages too. */
+	in_child(threads_child, "sliding-window:1000/1s");
+	in_child(threads_child, "all(gcra:1000/1s,fixed-window:9000/1m)");
 }
 
 /*
