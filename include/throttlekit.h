@@ -332,12 +332,12 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * opts->flags.  Limiters that share a store should use the same clock.
  * Returns 0, -EINVAL for an unknown spec, a bad zone name, a zone with the
  * wrong magic, or invalid options (max_keys of 2^32 or more, unknown
- * flags, opts->store set), -ENAMETOOLONG for a long prefix, -ENOTSUP for a
- * backend this build lacks ("redis://"), -ENOENT (zone absent with
- * TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another layout version,
- * truncated, resized or corrupt), -EACCES (a zone's file the trust rules
- * refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this process
- * may not read and write), -ENOMEM, -EIO, or a clock error.
+ * flags, opts->store set, a zone_mode writable by every user), -ENAMETOOLONG
+ * for a long prefix, -ENOTSUP for a backend this build lacks ("redis://"),
+ * -ENOENT (zone absent with TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another
+ * layout version, truncated, resized or corrupt), -EACCES (a zone's file the
+ * trust rules refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this
+ * process may not read and write), -ENOMEM, -EIO, or a clock error.
  *
  * A zone's file truncated while it is open (by any process that may write
  * it) does not kill the process with SIGBUS: the call that meets it

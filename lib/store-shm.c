@@ -308,7 +308,8 @@ static void shm_stats(struct tk_store *base, struct tk_stats *out)
 	struct shm_store *s = (struct shm_store *)base;
 	struct stats_call c = { s, out };
 
-	/* A fault leaves counters read before it: shm_failed() says so. */
+	/* After a fault the counters are not the zone's: tk_store_stats()
+	 * returns shm_failed()'s error instead. */
 	if (tk__zone_run(s->zone, stats, &c) != 0)
 		memset(out, 0, sizeof(*out));
 	out->capacity = tk__zone_geo(s->zone)->capacity;
