@@ -97,6 +97,12 @@ struct tk_options {
 	/* Bytes of state blocks (states of more than one word: windows,
 	 * logs, quotas), rounded up to 16 KiB pages; 0: 32 per slot. */
 	uint64_t zone_arena;
+	/* Appended fields. */
+	/*
+	 * Owner of the zone's file; used with TK_OPT_ZONE_UID: given to the
+	 * file at creation, and trusted at attach (see TK_OPT_ZONE_UID).
+	 */
+	int64_t zone_uid;
 };
 
 #define TK_OPTIONS_INIT                                                        \
@@ -110,7 +116,10 @@ struct tk_options {
 #define TK_OPT_ZONE_NO_CREATE 0x2u
 /* Zones: a full table answers -ENOSPC instead of evicting (at creation). */
 #define TK_OPT_ZONE_REFUSE_FULL 0x4u
-/* Zones: give the file the group zone_gid (at creation). */
+/*
+ * Zones: give the file the group zone_gid at creation; at attach, trust a
+ * zone writable by that group although this process is not a member.
+ */
 #define TK_OPT_ZONE_GID 0x8u
 /*
  * Zones: run a background reclaimer thread in this process (started by
@@ -118,6 +127,16 @@ struct tk_options {
  * zone is reclaimed incrementally by checks.
  */
 #define TK_OPT_ZONE_RECLAIMER 0x10u
+/*
+ * Zones: give the file the owner zone_uid at creation (root only, unless
+ * it is our own uid); at attach, trust a zone owned by zone_uid whatever
+ * its mode, as that user made it.  Without it a zone must be owned by
+ * this process's effective uid or root and be writable by no other user:
+ * not by every user (mode o+w) and by its group (g+w) only if that is
+ * one of this process's groups or zone_gid with TK_OPT_ZONE_GID.  See
+ * throttlekit(7), "Permissions".
+ */
+#define TK_OPT_ZONE_UID 0x20u
 
 /* One element of a tk_limiter_check_many() batch. */
 struct tk_request {
@@ -315,11 +334,22 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * opts->flags.  Limiters that share a store should use the same clock.
  * Returns 0, -EINVAL for an unknown spec, a bad zone name, a zone with the
  * wrong magic, or invalid options (max_keys of 2^32 or more, unknown
- * flags, opts->store set), -ENAMETOOLONG for a long prefix, -ENOTSUP for a
- * backend this build lacks ("redis://"), -ENOENT (zone absent with
- * TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another layout version,
- * truncated, resized or corrupt), -EACCES (another user's zone), -ENOMEM,
- * -EIO, or a clock error.
+ * flags, opts->store set, a zone_mode writable by every user), -ENAMETOOLONG
+ * for a long prefix, -ENOTSUP for a backend this build lacks ("redis://"),
+ * -ENOENT (zone absent with TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another
+ * layout version, truncated, resized or corrupt), -EACCES (a zone's file the
+ * trust rules refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this
+ * process may not read and write), -ENOMEM, -EIO, or a clock error.
+ *
+ * A zone's file truncated while it is open (by any process that may write
+ * it) does not kill the process with SIGBUS: the call that meets it
+ * returns -EPROTO, and so does every later call on every store of that
+ * zone in this process (tk_store_stats() too); close them and open the
+ * zone again.  This takes a process-wide SIGBUS handler, installed at the
+ * first open of a zone, which maps zero pages over a truncated zone and
+ * passes every other SIGBUS to the handler it replaced; a handler
+ * installed later must pass on what it does not handle.  A process maps
+ * at most 1024 zones at once (-ENOMEM beyond).
  */
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts);
@@ -329,7 +359,8 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
  *
  * Pass sizeof(struct tk_stats); an older, smaller structure gets its
  * prefix.  Counters are read one by one, not as one snapshot.
- * Returns 0, or -EINVAL for NULL arguments.
+ * Returns 0, -EINVAL for NULL arguments, or -EPROTO for a zone whose file
+ * was truncated under the store (see tk_store_open()).
  */
 TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
 			  size_t size);
@@ -352,9 +383,11 @@ TK_API void tk_store_close(struct tk_store *s);
  * tk_zone_create() - create zone @name from @opts (zone_capacity,
  * zone_mode, zone_gid with TK_OPT_ZONE_GID, TK_OPT_ZONE_REFUSE_FULL,
  * reclaim_grace); @opts may be NULL.  Of processes creating one zone at
- * once exactly one gets 0, the others -EEXIST.  Returns 0, -EEXIST if it
- * exists, -EINVAL (bad name or options), -EACCES, -ENOENT (no zone
- * directory), -ENAMETOOLONG, -ENOMEM, -EIO.
+ * once exactly one gets 0, the others -EEXIST.  zone_uid with
+ * TK_OPT_ZONE_UID gives the file that owner.  Returns 0, -EEXIST if it
+ * exists, -EINVAL (bad name or options; a mode writable by every user),
+ * -EACCES (no right to create it, or to give it that owner or group),
+ * -ENOENT (no zone directory), -ENAMETOOLONG, -ENOMEM, -EIO.
  */
 TK_API int tk_zone_create(const char *name, const struct tk_options *opts);
 
@@ -362,10 +395,18 @@ TK_API int tk_zone_create(const char *name, const struct tk_options *opts);
  * tk_zone_info() - geometry, occupancy and counters of zone @name; copies
  * up to @size bytes into @out.  The occupancy comes from a full scan.
  * Returns 0, -ENOENT, -EINVAL (bad name; not a zone), -EPROTO (another
- * layout version, truncated or corrupt), -EACCES, -ENOMEM, -EIO.
+ * layout version, truncated or corrupt, also while it is read), -EACCES
+ * (refused by the trust rules, see TK_OPT_ZONE_UID), -ENOMEM, -EIO.
+ *
+ * Every zone function has an _opts variant whose @opts name the trusted
+ * owner and group (zone_uid with TK_OPT_ZONE_UID, zone_gid with
+ * TK_OPT_ZONE_GID): how root manages a zone owned by a server's user.
+ * @opts may be NULL; other options are ignored.
  */
 TK_API int tk_zone_info(const char *name, struct tk_zone_info *out,
 			size_t size);
+TK_API int tk_zone_info_opts(const char *name, const struct tk_options *opts,
+			     struct tk_zone_info *out, size_t size);
 
 /*
  * tk_zone_verify() - as tk_zone_info(), and -EBADMSG if the scan found
@@ -374,6 +415,8 @@ TK_API int tk_zone_info(const char *name, struct tk_zone_info *out,
  */
 TK_API int tk_zone_verify(const char *name, struct tk_zone_info *out,
 			  size_t size);
+TK_API int tk_zone_verify_opts(const char *name, const struct tk_options *opts,
+			       struct tk_zone_info *out, size_t size);
 
 /*
  * tk_zone_walk() - call @fn(@ctx, slot, fingerprint, state) for every
@@ -385,6 +428,10 @@ TK_API int tk_zone_walk(const char *name,
 			int (*fn)(void *ctx, uint64_t slot,
 				  uint64_t fingerprint, uint64_t state),
 			void *ctx);
+TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
+			     int (*fn)(void *ctx, uint64_t slot,
+				       uint64_t fingerprint, uint64_t state),
+			     void *ctx);
 
 /*
  * tk_zone_sweep() - one full reclamation pass over zone @name at time
@@ -395,13 +442,30 @@ TK_API int tk_zone_walk(const char *name,
  * tk_zone_info().
  */
 TK_API int tk_zone_sweep(const char *name, uint64_t now);
+TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
+			      uint64_t now);
 
 /*
  * tk_zone_destroy() - remove zone @name.  Processes attached keep their
- * mapping until they close it; new attaches create a new zone.  Returns
- * 0, -ENOENT, -EINVAL, -EACCES, -EIO.
+ * mapping until they close it; new attaches create a new zone.  A name the
+ * trust rules refuse (a symbolic link, another user's file) is not
+ * removed.  Returns 0, -ENOENT, -EINVAL, -EACCES, -EIO.
  */
 TK_API int tk_zone_destroy(const char *name);
+TK_API int tk_zone_destroy_opts(const char *name,
+				const struct tk_options *opts);
+
+/*
+ * tk_zone_access() - would this process, with @opts (the trusted owner
+ * and group; may be NULL), be allowed to attach zone @name?  Returns 0,
+ * or the error an attach would return (-EACCES, -ENOENT, -EINVAL, -EIO),
+ * and writes a sentence saying why into @why (at most @len bytes with
+ * the NUL; @why may be NULL if @len is 0), such as "it is owned by uid
+ * 65534, neither this process's (0) nor root; name that owner to trust
+ * it".  The answer describes the file now; a later attach judges again.
+ */
+TK_API int tk_zone_access(const char *name, const struct tk_options *opts,
+			  char *why, size_t len);
 
 /*
  * tk_limiter_open() - bind a policy, a store and a clock.

@@ -28,7 +28,7 @@ static const struct {
 	{ ECANCELED, "ECANCELED", "Wait cancelled by the caller" },
 	{ ENOENT, "ENOENT", "No such zone" },
 	{ EEXIST, "EEXIST", "Zone exists" },
-	{ EACCES, "EACCES", "Zone belongs to another user" },
+	{ EACCES, "EACCES", "Zone not trusted or not accessible" },
 	{ EBADMSG, "EBADMSG", "Zone failed verification" },
 };
 

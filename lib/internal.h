@@ -226,6 +226,9 @@ struct tk__store_ops {
 			   const struct tk__multi *m);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
+	/* Optional: 0, or the error every call of the store now returns
+	 * (a zone whose file was truncated under it: -EPROTO). */
+	int (*failed)(struct tk_store *s);
 	void (*close)(struct tk_store *s);
 };
 

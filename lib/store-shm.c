@@ -13,6 +13,11 @@
  * Counters of checks and denials are batched per process and added to the
  * zone every 256 checks and at close, so that a check never writes a
  * shared counter line (a fork() child drops its parent's unflushed batch).
+ *
+ * Every touch of the mapping runs through tk__zone_run(): if the zone's
+ * file is truncated under us, the call returns -EPROTO instead of dying of
+ * SIGBUS, and the zone is broken for good (every later call of every store
+ * on it returns -EPROTO at once; a new open maps the file afresh).
  */
 #include "internal.h"
 #include "atomic.h"
@@ -40,11 +45,26 @@ struct shm_store {
 	struct tk__reclaimer reclaimer; /* when want_thread */
 };
 
+struct sweep_call {
+	struct tk__zone *zone;
+	uint64_t now;
+};
+
+static int sweep_all(void *ctx)
+{
+	struct sweep_call *c = ctx;
+
+	tk__zone_sweep_all(c->zone, c->now);
+	return 0;
+}
+
+/* The reclaimer thread's sweep: a broken zone is left alone. */
 static void sweep_zone(void *arg, uint64_t now)
 {
 	struct shm_store *s = arg;
+	struct sweep_call c = { s->zone, now };
 
-	tk__zone_sweep_all(s->zone, now);
+	tk__zone_run(s->zone, sweep_all, &c);
 }
 
 struct step {
@@ -101,6 +121,8 @@ static void own_batch(struct shm_store *s)
 	}
 }
 
+/* Under a guard (tk__zone_run()), as everything below that touches the
+ * zone. */
 static void flush(struct shm_store *s)
 {
 	struct tkz_header *h = tk__zone_header(s->zone);
@@ -131,23 +153,41 @@ static int block_state(const struct tk__transform *t)
 	return t->words != 1 || !(t->flags & TK__T_WORD_IS_EXPIRY);
 }
 
+struct apply_call {
+	struct shm_store *s;
+	const struct tk__zone_key *k;
+	uint64_t now;
+	const struct tk__transform *t;
+	struct step st;
+};
+
+static int apply(void *ctx)
+{
+	struct apply_call *c = ctx;
+	int rc;
+
+	rc = tk__zone_apply(c->s->zone, c->k, c->now, c->t->words, state_fn,
+			    &c->st);
+	tk__zone_maybe_sweep(c->s->zone, c->k, c->now);
+	if (rc >= 0 && (c->t->flags & TK__T_CHECK))
+		tally(c->s, rc == TK__ZONE_KEEP);
+	return rc;
+}
+
 static int shm_apply(struct tk_store *base, const unsigned char *key,
 		     size_t len, uint64_t now, const struct tk__transform *t)
 {
 	struct shm_store *s = (struct shm_store *)base;
-	struct step st = { .t = t, .rc = 0 };
 	struct tk__zone_key k;
+	struct apply_call c = { s, &k, now, t, { t, 0 } };
 	int rc;
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
 	key_of(s, key, len, block_state(t), t->alg, &k);
-	rc = tk__zone_apply(s->zone, &k, now, t->words, state_fn, &st);
-	tk__zone_maybe_sweep(s->zone, &k, now);
+	rc = tk__zone_run(s->zone, apply, &c);
 	if (rc < 0)
 		return rc;
-	if (t->flags & TK__T_CHECK)
-		tally(s, rc == TK__ZONE_KEEP);
 	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
 }
 
@@ -166,6 +206,29 @@ static int multi_fn(void *ctx, const uint64_t *const *old,
 				 : rc;
 }
 
+struct multi_call {
+	struct shm_store *s;
+	const struct tk__zone_key *k;
+	uint64_t now;
+	const struct tk__multi *m;
+};
+
+static int apply_multi(void *ctx)
+{
+	struct multi_call *c = ctx;
+	struct multi_step st = { .m = c->m };
+	size_t i;
+	int rc;
+
+	rc = tk__zone_apply_multi(c->s->zone, c->m->n, c->k, c->m->words,
+				  c->now, multi_fn, &st);
+	for (i = 0; i < c->m->n; i++)
+		tk__zone_maybe_sweep(c->s->zone, &c->k[i], c->now);
+	if (rc >= 0 && (c->m->flags & TK__T_CHECK))
+		tally(c->s, rc == TK__ZONE_KEEP);
+	return rc;
+}
+
 /* Composites: every dimension's state in a block, one atomic step over
  * all of them (shm/mcas.c). */
 static int shm_apply_multi(struct tk_store *base, uint64_t now,
@@ -173,7 +236,7 @@ static int shm_apply_multi(struct tk_store *base, uint64_t now,
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k[TK__ZONE_MULTI_MAX];
-	struct multi_step st = { .m = m };
+	struct multi_call c = { s, k, now, m };
 	size_t i;
 	int rc;
 
@@ -183,46 +246,85 @@ static int shm_apply_multi(struct tk_store *base, uint64_t now,
 		tk__reclaimer_ensure(&s->reclaimer);
 	for (i = 0; i < m->n; i++)
 		key_of(s, m->key[i], m->len[i], 1, m->alg[i], &k[i]);
-	rc = tk__zone_apply_multi(s->zone, m->n, k, m->words, now, multi_fn,
-				  &st);
-	for (i = 0; i < m->n; i++)
-		tk__zone_maybe_sweep(s->zone, &k[i], now);
+	rc = tk__zone_run(s->zone, apply_multi, &c);
 	if (rc == -E2BIG)
 		return -ENOTSUP;
 	if (rc < 0)
 		return rc;
-	if (m->flags & TK__T_CHECK)
-		tally(s, rc == TK__ZONE_KEEP);
 	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
+}
+
+struct reset_call {
+	struct tk__zone *zone;
+	struct tk__zone_key k;
+};
+
+static int reset(void *ctx)
+{
+	struct reset_call *c = ctx;
+
+	/* Slots match by key, whatever the shape of the state they hold. */
+	return tk__zone_reset(c->zone, &c->k);
 }
 
 static int shm_reset(struct tk_store *base, const unsigned char *key,
 		     size_t len)
 {
 	struct shm_store *s = (struct shm_store *)base;
-	struct tk__zone_key k;
+	struct reset_call c = { .zone = s->zone };
 
-	/* Slots match by key, whatever the shape of the state they hold. */
-	key_of(s, key, len, 0, TK__ALG_GCRA, &k);
-	return tk__zone_reset(s->zone, &k);
+	key_of(s, key, len, 0, TK__ALG_GCRA, &c.k);
+	return tk__zone_run(s->zone, reset, &c);
+}
+
+struct stats_call {
+	struct shm_store *s;
+	struct tk_stats *out;
+};
+
+static int stats(void *ctx)
+{
+	struct stats_call *c = ctx;
+	struct tk__zone_census census = { .valid = NULL };
+	uint64_t n[TKZ_COUNTERS];
+
+	flush(c->s);
+	c->out->keys =
+		tk__zone_census(c->s->zone, &census) == 0 ? census.mem : 0;
+	tk__zone_counters(c->s->zone, n);
+	c->out->inserts = n[TKZ_INSERTS];
+	c->out->expirations = n[TKZ_RECLAIMS];
+	c->out->evictions = n[TKZ_EVICTIONS];
+	c->out->resets = n[TKZ_RESETS];
+	c->out->checks = n[TKZ_CHECKS];
+	c->out->denies = n[TKZ_DENIES];
+	return 0;
 }
 
 static void shm_stats(struct tk_store *base, struct tk_stats *out)
 {
 	struct shm_store *s = (struct shm_store *)base;
-	struct tk__zone_census c;
-	uint64_t n[TKZ_COUNTERS];
+	struct stats_call c = { s, out };
 
-	flush(s);
-	out->keys = tk__zone_census(s->zone, &c) == 0 ? c.mem : 0;
+	/* After a fault the counters are not the zone's: tk_store_stats()
+	 * returns shm_failed()'s error instead. */
+	if (tk__zone_run(s->zone, stats, &c) != 0)
+		memset(out, 0, sizeof(*out));
 	out->capacity = tk__zone_geo(s->zone)->capacity;
-	tk__zone_counters(s->zone, n);
-	out->inserts = n[TKZ_INSERTS];
-	out->expirations = n[TKZ_RECLAIMS];
-	out->evictions = n[TKZ_EVICTIONS];
-	out->resets = n[TKZ_RESETS];
-	out->checks = n[TKZ_CHECKS];
-	out->denies = n[TKZ_DENIES];
+}
+
+/* A zone truncated under this process: every call fails from then on. */
+static int shm_failed(struct tk_store *base)
+{
+	struct shm_store *s = (struct shm_store *)base;
+
+	return tk__zone_broken(s->zone) ? -EPROTO : 0;
+}
+
+static int flush_call(void *ctx)
+{
+	flush(ctx);
+	return 0;
 }
 
 static void shm_close(struct tk_store *base)
@@ -231,7 +333,7 @@ static void shm_close(struct tk_store *base)
 
 	if (s->want_thread)
 		tk__reclaimer_destroy(&s->reclaimer);
-	flush(s);
+	tk__zone_run(s->zone, flush_call, s);
 	tk__zone_close_shared(s->zone);
 	free(s);
 }
@@ -242,6 +344,7 @@ static const struct tk__store_ops shm_ops = {
 	.apply_multi = shm_apply_multi,
 	.reset = shm_reset,
 	.stats = shm_stats,
+	.failed = shm_failed,
 	.close = shm_close,
 };
 
@@ -251,7 +354,13 @@ int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c)
 	memset(c, 0, sizeof(*c));
 	c->capacity = o->zone_capacity;
 	c->mode = o->zone_mode;
+	c->uid = (uid_t)-1;
 	c->gid = (gid_t)-1;
+	if (o->flags & TK_OPT_ZONE_UID) {
+		if (o->zone_uid < 0 || o->zone_uid > UINT32_MAX - 1)
+			return -EINVAL;
+		c->uid = (uid_t)o->zone_uid;
+	}
 	if (o->flags & TK_OPT_ZONE_GID) {
 		if (o->zone_gid < 0 || o->zone_gid > UINT32_MAX - 1)
 			return -EINVAL;

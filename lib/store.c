@@ -37,11 +37,14 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out, size_t size)
 {
 	struct tk_stats st;
+	int rc;
 
 	if (!s || !out)
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	s->ops->stats(s, &st);
+	if (s->ops->failed && (rc = s->ops->failed(s)) != 0)
+		return tk__rc(rc);
 	st.corrupt = atomic_load_explicit(&s->corrupt, memory_order_relaxed);
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
 	return 0;

@@ -55,7 +55,10 @@ static struct tk__zone *find(const char *name)
 	tk__rcu_read_lock();
 	cds_list_for_each_entry_rcu(e, &zones, node)
 	{
-		if (strcmp(e->name, name) == 0 && take(e)) {
+		/* A broken mapping serves its stores until they close; a
+		 * new open maps the file afresh. */
+		if (strcmp(e->name, name) == 0 && !tk__zone_broken(e->zone) &&
+		    take(e)) {
 			z = e->zone;
 			break;
 		}

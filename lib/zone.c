@@ -1,6 +1,9 @@
 /*
  * zone.c - the administrative face of zones: create, inspect, verify,
- * walk and destroy them by name (what throttlectl's zone commands use).
+ * walk, sweep and destroy them by name (what throttlectl's zone commands
+ * use).  Each opens the zone under the same trust rules as a store
+ * (shm/segment.c) and touches it only under a fault guard
+ * (tk__zone_run()), so a zone truncated meanwhile gives -EPROTO.
  */
 #include "internal.h"
 #include "../shm/zone.h"
@@ -12,16 +15,34 @@
 #include <string.h>
 #include <sys/stat.h>
 
-TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
+/* The zone configuration @opts describe (trusted owner and group). */
+static int config_of(const struct tk_options *opts, struct tk__zone_config *c)
 {
-	struct tk__zone_config cfg;
-	struct tk__zone *z;
 	struct tk_options o;
 	int rc;
 
 	rc = tk__options_read(&o, opts);
-	if (rc == 0)
-		rc = tk__zone_config_from(&o, &cfg);
+	return rc ? rc : tk__zone_config_from(&o, c);
+}
+
+/* Attach @name as an administrator: never creates. */
+static int attach(struct tk__zone **z, const char *name,
+		  const struct tk_options *opts)
+{
+	struct tk__zone_config cfg;
+	int rc;
+
+	rc = config_of(opts, &cfg);
+	return rc ? rc : tk__zone_attach(z, name, &cfg, 0);
+}
+
+TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
+{
+	struct tk__zone_config cfg;
+	struct tk__zone *z;
+	int rc;
+
+	rc = config_of(opts, &cfg);
 	if (rc)
 		return tk__rc(rc);
 	/* Only a zone that is not there yet: exactly one racer wins. */
@@ -41,8 +62,16 @@ static int state_valid(unsigned int alg, uint32_t words, const uint64_t *state)
 	return a && (!a->valid || a->valid(NULL, words, state));
 }
 
-static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
+struct info_call {
+	struct tk__zone *z;
+	struct tk_zone_info *info;
+};
+
+static int fill_info(void *ctx)
 {
+	struct info_call *call = ctx;
+	struct tk__zone *z = call->z;
+	struct tk_zone_info *info = call->info;
 	struct tk__zone_census c = { .valid = state_valid };
 	uint64_t n[TKZ_COUNTERS];
 	int rc;
@@ -77,20 +106,20 @@ static int fill_info(struct tk__zone *z, struct tk_zone_info *info)
 	return tk__zone_file_owner(z, &info->uid, &info->gid, &info->mode);
 }
 
-static int info_of(const char *name, struct tk_zone_info *out, size_t size,
-		   int verify)
+static int info_of(const char *name, const struct tk_options *opts,
+		   struct tk_zone_info *out, size_t size, int verify)
 {
 	struct tk_zone_info info;
-	struct tk__zone *z;
+	struct info_call call = { NULL, &info };
 	int rc;
 
 	if (!out)
 		return -EINVAL;
-	rc = tk__zone_attach(&z, name, NULL, 0);
+	rc = attach(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);
-	rc = fill_info(z, &info);
-	tk__zone_detach(z);
+	rc = tk__zone_run(call.z, fill_info, &call);
+	tk__zone_detach(call.z);
 	if (rc)
 		return tk__rc(rc);
 	memcpy(out, &info, size < sizeof(info) ? size : sizeof(info));
@@ -99,13 +128,58 @@ static int info_of(const char *name, struct tk_zone_info *out, size_t size,
 
 TK_API int tk_zone_info(const char *name, struct tk_zone_info *out, size_t size)
 {
-	return info_of(name, out, size, 0);
+	return info_of(name, NULL, out, size, 0);
+}
+
+TK_API int tk_zone_info_opts(const char *name, const struct tk_options *opts,
+			     struct tk_zone_info *out, size_t size)
+{
+	return info_of(name, opts, out, size, 0);
 }
 
 TK_API int tk_zone_verify(const char *name, struct tk_zone_info *out,
 			  size_t size)
 {
-	return info_of(name, out, size, 1);
+	return info_of(name, NULL, out, size, 1);
+}
+
+TK_API int tk_zone_verify_opts(const char *name, const struct tk_options *opts,
+			       struct tk_zone_info *out, size_t size)
+{
+	return info_of(name, opts, out, size, 1);
+}
+
+struct walk_call {
+	struct tk__zone *z;
+	int (*fn)(void *ctx, uint64_t slot, uint64_t fingerprint,
+		  uint64_t state);
+	void *ctx;
+};
+
+static int walk(void *ctx)
+{
+	struct walk_call *call = ctx;
+
+	return tk__zone_walk(call->z, call->fn, call->ctx);
+}
+
+TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
+			     int (*fn)(void *ctx, uint64_t slot,
+				       uint64_t fingerprint, uint64_t state),
+			     void *ctx)
+{
+	struct walk_call call = { NULL, fn, ctx };
+	int rc;
+
+	if (!fn)
+		return -EINVAL;
+	rc = attach(&call.z, name, opts);
+	if (rc)
+		return tk__rc(rc);
+	rc = tk__zone_run(call.z, walk, &call);
+	tk__zone_detach(call.z);
+	/* @fn's own non-zero result passes as it is. */
+	return rc;
 }
 
 TK_API int tk_zone_walk(const char *name,
@@ -113,33 +187,68 @@ TK_API int tk_zone_walk(const char *name,
 				  uint64_t fingerprint, uint64_t state),
 			void *ctx)
 {
+	return tk_zone_walk_opts(name, NULL, fn, ctx);
+}
+
+struct sweep_call {
 	struct tk__zone *z;
+	uint64_t now;
+};
+
+static int sweep(void *ctx)
+{
+	struct sweep_call *call = ctx;
+
+	tk__zone_sweep_all(call->z, call->now);
+	return 0;
+}
+
+TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
+			      uint64_t now)
+{
+	struct sweep_call call = { NULL, now };
 	int rc;
 
-	if (!fn)
-		return -EINVAL;
-	rc = tk__zone_attach(&z, name, NULL, 0);
+	rc = attach(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);
-	rc = tk__zone_walk(z, fn, ctx);
-	tk__zone_detach(z);
-	return rc;
+	rc = tk__zone_run(call.z, sweep, &call);
+	tk__zone_detach(call.z);
+	return tk__rc(rc);
 }
 
 TK_API int tk_zone_sweep(const char *name, uint64_t now)
 {
-	struct tk__zone *z;
+	return tk_zone_sweep_opts(name, NULL, now);
+}
+
+TK_API int tk_zone_destroy_opts(const char *name, const struct tk_options *opts)
+{
+	struct tk__zone_config cfg;
 	int rc;
 
-	rc = tk__zone_attach(&z, name, NULL, 0);
-	if (rc)
-		return tk__rc(rc);
-	tk__zone_sweep_all(z, now);
-	tk__zone_detach(z);
-	return 0;
+	rc = config_of(opts, &cfg);
+	return tk__rc(rc ? rc : tk__zone_destroy(name, &cfg));
 }
 
 TK_API int tk_zone_destroy(const char *name)
 {
-	return tk__rc(tk__zone_destroy(name));
+	return tk_zone_destroy_opts(name, NULL);
+}
+
+TK_API int tk_zone_access(const char *name, const struct tk_options *opts,
+			  char *why, size_t len)
+{
+	struct tk__zone_config cfg;
+	int rc;
+
+	if (len && !why)
+		return -EINVAL;
+	rc = config_of(opts, &cfg);
+	if (rc) {
+		if (len)
+			snprintf(why, len, "invalid options");
+		return tk__rc(rc);
+	}
+	return tk__rc(tk__zone_access(name, &cfg, why, len));
 }

@@ -6,16 +6,27 @@
  * fails atomically if the final name exists: two creators racing yield one
  * zone, and a creator killed half-way leaves only a temporary file that no
  * one attaches to.  Attaching validates every header field before anything
- * else reads the zone, and refuses another user's zone unless its mode
- * shares it.
+ * else reads the zone.
+ *
+ * Whoever can write a zone can reset its keys or corrupt it, so a process
+ * uses only a zone it can trust, as OpenSSH's StrictModes judges files: a
+ * regular file reached without following a symbolic link (O_NOFOLLOW),
+ * owned by us, by root or by the owner the caller names, and writable by
+ * no one else: not by every user, and by its group only if that group is
+ * ours or named.  A zone whose owner the caller names is trusted as its
+ * owner made it.  The opened descriptor is judged (fstat), never the path,
+ * so a name swapped between the check and the use changes nothing.
  */
 #define _GNU_SOURCE
 #include "zone.h"
+#include "guard.h"
 
+#include <ck_pr.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +46,7 @@
 
 struct tk__zone {
 	struct tkz_geo geo; /* first: see tk__zone_geo() */
+	int broken; /* 1 once a fault showed the file truncated (ck_pr) */
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	void *base;
@@ -45,7 +57,11 @@ struct tk__zone {
 	struct tkz_cell *cells;
 };
 
-_Static_assert(offsetof(struct tk__zone, geo) == 0, "tk__zone_geo()");
+_Static_assert(offsetof(struct tk__zone, geo) ==
+			       offsetof(struct tk__zone_head, geo) &&
+		       offsetof(struct tk__zone, broken) ==
+			       offsetof(struct tk__zone_head, broken),
+	       "struct tk__zone_head");
 
 static const char *zone_dir(void)
 {
@@ -141,6 +157,9 @@ static int errno_rc(void)
 	switch (errno) {
 	case EACCES:
 	case EPERM:
+	case ELOOP:  /* O_NOFOLLOW met a symbolic link */
+	case EISDIR: /* not a regular file */
+	case ENXIO:
 		return -EACCES;
 	case ENOENT:
 		return -ENOENT;
@@ -230,10 +249,13 @@ static int create(const char *name, const struct tk__zone_config *c)
 	uint64_t pages = arena_pages(c, capacity);
 	struct tkz_header *h;
 	uint32_t nonce;
-	int fd, rc = 0, n;
+	int fd, rc = 0, n, broken = 0;
 
+	/* A world-writable zone is one any user may reset or corrupt: it is
+	 * refused at attach, so it is not made. */
 	if (!power_of_two(capacity) || capacity < TKZ_CAPACITY_MIN ||
-	    capacity > TKZ_CAPACITY_MAX || (mode & ~0777u) || !pages)
+	    capacity > TKZ_CAPACITY_MAX || (mode & ~0777u) || (mode & 0002) ||
+	    !pages)
 		return -EINVAL;
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		return -EIO;
@@ -243,12 +265,15 @@ static int create(const char *name, const struct tk__zone_config *c)
 		     zone_dir(), name, (long)getpid(), nonce);
 	if (rc || n <= 0 || (size_t)n >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	/* Private until complete; owner and group before the mode, on the
+	 * descriptor; fchmod() so the umask does not narrow the mode. */
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
 	if (fd < 0)
 		return errno_rc();
-	/* The umask must not narrow what the caller asked for. */
-	if (fchmod(fd, mode) != 0 ||
-	    (c && c->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, c->gid) != 0) ||
+	if ((c && (c->uid != (uid_t)-1 || c->gid != (gid_t)-1) &&
+	     fchown(fd, c->uid, c->gid) != 0) ||
+	    fchmod(fd, mode) != 0 ||
 	    ftruncate(fd, (off_t)tkz_segment_size(capacity, pages)) != 0) {
 		rc = errno_rc();
 		goto out;
@@ -259,12 +284,18 @@ static int create(const char *name, const struct tk__zone_config *c)
 		rc = errno_rc();
 		goto out;
 	}
+	/* Our user may truncate even the temporary file: guarded too. */
+	rc = tk__guard_add(h, TKZ_HEADER_SIZE, &broken);
 	/* The slots are zero: a zero slot is EMPTY.  Only the header. */
-	if (getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
+	if (rc == 0 &&
+	    getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
 		rc = -EIO;
-	else
+	else if (rc == 0)
 		fill_header(h, c, capacity, pages);
+	tk__guard_remove(h);
 	munmap(h, TKZ_HEADER_SIZE);
+	if (rc == 0 && ck_pr_load_int(&broken))
+		rc = -EIO;
 	if (rc)
 		goto out;
 	if (link(tmp, final) != 0)
@@ -275,49 +306,88 @@ out:
 	return rc;
 }
 
-/* Another user's zone is ours to use only if its mode says so. */
-static int may_use(const struct stat *st)
+static int our_group(gid_t g, const struct tk__zone_config *cfg)
 {
-	uid_t me = geteuid();
+	return g == getegid() || group_member(g) ||
+	       (cfg && cfg->gid != (gid_t)-1 && g == cfg->gid);
+}
 
-	if (st->st_uid == me)
-		return 1;
-	if ((st->st_mode & 0006) == 0006)
-		return 1;
-	if ((st->st_mode & 0060) == 0060 &&
-	    (st->st_gid == getegid() || group_member(st->st_gid)))
-		return 1;
+static void say(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The trust rules (see the top of this file), on the file as opened.
+ * 0, or -EACCES with the reason in @why.
+ */
+static int judge(const struct stat *st, const struct tk__zone_config *cfg,
+		 char *why, size_t len)
+{
+	uid_t owner = cfg ? cfg->uid : (uid_t)-1;
+	unsigned int mode = st->st_mode & 07777;
+
+	if (S_ISLNK(st->st_mode)) {
+		say(why, len,
+		    "it is a symbolic link, which zones never follow");
+		return -EACCES;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		say(why, len, "it is not a regular file");
+		return -EACCES;
+	}
+	if (owner != (uid_t)-1 && st->st_uid == owner)
+		return 0;
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		say(why, len,
+		    "it is owned by uid %lu, neither this process's (%lu) "
+		    "nor root; name that owner to trust it",
+		    (unsigned long)st->st_uid, (unsigned long)geteuid());
+		return -EACCES;
+	}
+	if (mode & 0002) {
+		say(why, len,
+		    "it is writable by every user (mode %04o); name its owner "
+		    "(uid %lu) to trust it anyway",
+		    mode, (unsigned long)st->st_uid);
+		return -EACCES;
+	}
+	if ((mode & 0020) && !our_group(st->st_gid, cfg)) {
+		say(why, len,
+		    "it is writable by group %lu (mode %04o), not one of this "
+		    "process's groups; name that group to trust it",
+		    (unsigned long)st->st_gid, mode);
+		return -EACCES;
+	}
 	return 0;
 }
 
-static int map_zone(struct tk__zone *z, int fd)
+/* Open zone file @path as attaching does: never through a link, never a
+ * device's side effects. */
+static int open_zone(const char *path)
 {
-	struct stat st;
-	int rc;
+	return open(path,
+		    O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+}
 
-	if (fstat(fd, &st) != 0)
-		return errno_rc();
-	if (!may_use(&st))
-		return -EACCES;
-	z->uid = (uint32_t)st.st_uid;
-	z->gid = (uint32_t)st.st_gid;
-	z->mode = (uint32_t)(st.st_mode & 07777);
-	if ((uint64_t)st.st_size < TKZ_HEADER_SIZE)
-		return -EPROTO;
-	z->size = (uint64_t)st.st_size;
-	z->base =
-		mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (z->base == MAP_FAILED) {
-		z->base = NULL;
-		return errno_rc();
-	}
-	z->h = z->base;
-	rc = tk__zone_validate(z->h, z->size);
-	if (rc) {
-		munmap(z->base, z->size);
-		z->base = NULL;
+/* Validate the mapped header and copy the geometry (under a guard: the
+ * file may shrink under us even now). */
+static int read_header(void *ctx)
+{
+	struct tk__zone *z = ctx;
+	int rc = tk__zone_validate(z->h, z->size);
+
+	if (rc)
 		return rc;
-	}
 	z->geo = (struct tkz_geo){
 		.capacity = z->h->capacity,
 		.shards = z->h->shards,
@@ -331,10 +401,43 @@ static int map_zone(struct tk__zone *z, int fd)
 	};
 	/* Validated, then copied: a check of a header another process is
 	 * rewriting could pass with values that differ from those copied. */
-	if (tk__zone_check_geo(&z->geo, z->size)) {
+	return tk__zone_check_geo(&z->geo, z->size);
+}
+
+static int map_zone(struct tk__zone *z, int fd,
+		    const struct tk__zone_config *cfg)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) != 0)
+		return errno_rc();
+	rc = judge(&st, cfg, NULL, 0);
+	if (rc)
+		return rc;
+	z->uid = (uint32_t)st.st_uid;
+	z->gid = (uint32_t)st.st_gid;
+	z->mode = (uint32_t)(st.st_mode & 07777);
+	if ((uint64_t)st.st_size < TKZ_HEADER_SIZE)
+		return -EPROTO;
+	z->size = (uint64_t)st.st_size;
+	z->base =
+		mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (z->base == MAP_FAILED) {
+		z->base = NULL;
+		return errno_rc();
+	}
+	z->h = z->base;
+	rc = tk__guard_add(z->base, z->size, &z->broken);
+	if (rc == 0) {
+		rc = tk__zone_run(z, read_header, z);
+		if (rc)
+			tk__guard_remove(z->base);
+	}
+	if (rc) {
 		munmap(z->base, z->size);
 		z->base = NULL;
-		return -EPROTO;
+		return rc;
 	}
 	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
 	z->pagetable = (uint64_t *)(z->slots + z->geo.capacity);
@@ -360,7 +463,7 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 		return -ENOMEM;
 	strcpy(z->name, name);
 	for (tries = 0; tries < 3; tries++) {
-		fd = open(path, O_RDWR | O_CLOEXEC);
+		fd = open_zone(path);
 		if (fd < 0 && errno == ENOENT && (flags & TK__ZONE_CREATE)) {
 			rc = create(name, cfg);
 			if (rc == -EEXIST && (flags & TK__ZONE_EXCL))
@@ -384,7 +487,7 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 			rc = -EEXIST;
 			break;
 		}
-		rc = map_zone(z, fd);
+		rc = map_zone(z, fd, cfg);
 		close(fd);
 		break;
 	}
@@ -400,11 +503,34 @@ void tk__zone_detach(struct tk__zone *z)
 {
 	if (!z)
 		return;
+	tk__guard_remove(z->base);
 	munmap(z->base, z->size);
 	free(z);
 }
 
-int tk__zone_destroy(const char *name)
+/*
+ * Judge the file at @path by the trust rules without needing to write it
+ * (O_PATH): what destroy removes and what tk__zone_access() explains.
+ */
+static int judge_path(const char *path, const struct tk__zone_config *cfg,
+		      char *why, size_t len)
+{
+	struct stat st;
+	int fd, rc;
+
+	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		rc = errno_rc();
+		say(why, len, "%s",
+		    rc == -ENOENT ? "no such zone" : strerror(errno));
+		return rc;
+	}
+	rc = fstat(fd, &st) == 0 ? judge(&st, cfg, why, len) : errno_rc();
+	close(fd);
+	return rc;
+}
+
+int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg)
 {
 	char path[PATH_MAX];
 	int rc;
@@ -412,9 +538,41 @@ int tk__zone_destroy(const char *name)
 	if (!valid_name(name))
 		return -EINVAL;
 	rc = zone_path(path, sizeof(path), name);
+	if (rc == 0)
+		rc = judge_path(path, cfg, NULL, 0);
 	if (rc)
 		return rc;
+	/* A name replaced since the judgement can only be replaced by its
+	 * directory's writers; unlink(2) never follows a link. */
 	return unlink(path) == 0 ? 0 : errno_rc();
+}
+
+int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
+		    char *why, size_t len)
+{
+	char path[PATH_MAX];
+	int fd, rc;
+
+	say(why, len, "%s", "the zone may be used");
+	if (!valid_name(name)) {
+		say(why, len, "%s", "not a valid zone name");
+		return -EINVAL;
+	}
+	rc = zone_path(path, sizeof(path), name);
+	if (rc == 0)
+		rc = judge_path(path, cfg, why, len);
+	if (rc)
+		return rc;
+	/* Trusted: but may we also read and write it? */
+	fd = open_zone(path);
+	if (fd < 0) {
+		rc = errno_rc();
+		say(why, len, "it cannot be opened for reading and writing: %s",
+		    strerror(errno));
+		return rc;
+	}
+	close(fd);
+	return 0;
 }
 
 struct tkz_header *tk__zone_header(struct tk__zone *z)

@@ -8,8 +8,11 @@
 #ifndef TK_SHM_ZONE_H
 #define TK_SHM_ZONE_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <ck_pr.h>
 
 #include "layout.h"
 
@@ -18,11 +21,14 @@ struct tk__zone; /* a process's mapping of one zone */
 struct tk__zone_config {
 	uint64_t capacity; /* slots; 0: 65536 */
 	unsigned int mode; /* file mode; 0: 0600 */
-	gid_t gid;	   /* (gid_t)-1: the creator's */
-	uint64_t flags;	   /* TKZ_FLAG_* */
-	uint64_t grace;	   /* ns; 0: 60 s */
-	uint64_t arena;	   /* bytes of state blocks; 0: 32 per slot */
-	uint64_t now;	   /* creation time, ns */
+	/* Owner and group of the file at creation, and trusted at attach;
+	 * (uid_t)-1 and (gid_t)-1: none named (the creator's). */
+	uid_t uid;
+	gid_t gid;
+	uint64_t flags; /* TKZ_FLAG_* */
+	uint64_t grace; /* ns; 0: 60 s */
+	uint64_t arena; /* bytes of state blocks; 0: 32 per slot */
+	uint64_t now;	/* creation time, ns */
 };
 
 /* segment.c */
@@ -30,16 +36,24 @@ struct tk__zone_config {
 #define TK__ZONE_EXCL 0x2   /* with CREATE: -EEXIST if it exists */
 
 /*
- * Attach to zone @name (creating it from @cfg with TK__ZONE_CREATE).
- * Returns 0, -EINVAL (bad name; wrong magic), -EPROTO (other version,
- * truncated, corrupt or inconsistent header), -EACCES (another user's
- * zone that its mode does not share), -ENOENT (absent, without create),
- * -ENOMEM, -EIO.
+ * Attach to zone @name (creating it from @cfg with TK__ZONE_CREATE; @cfg
+ * also names the trusted owner and group, and may be NULL).  Returns 0,
+ * -EINVAL (bad name; wrong magic; a world-writable mode to create),
+ * -EPROTO (other version, truncated, corrupt or inconsistent header),
+ * -EACCES (a file the trust rules refuse, see segment.c, or one we may
+ * not read and write), -ENOENT (absent, without create), -ENOMEM, -EIO.
  */
 int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags);
 void tk__zone_detach(struct tk__zone *z);
-int tk__zone_destroy(const char *name);
+/* Remove zone @name if the trust rules accept its file (as attach). */
+int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg);
+/*
+ * Would attaching @name with @cfg pass the trust rules?  0, or the error
+ * an attach would return, with a sentence saying why in @why (if @len).
+ */
+int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
+		    char *why, size_t len);
 struct tkz_header *tk__zone_header(struct tk__zone *z);
 
 /*
@@ -55,10 +69,47 @@ struct tkz_geo {
 	uint32_t window;
 };
 
-/* The geometry is the first member of a struct tk__zone (segment.c). */
+/* The first members of a struct tk__zone (segment.c), read inline on
+ * the hot path. */
+struct tk__zone_head {
+	struct tkz_geo geo;
+	/* 1 once a fault showed the file truncated; set by the SIGBUS
+	 * handler (guard.c), which then maps zero pages over the zone. */
+	int broken;
+};
+
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
 {
-	return (const struct tkz_geo *)(const void *)z;
+	return &((const struct tk__zone_head *)(const void *)z)->geo;
+}
+
+/* Has a fault shown the zone's file truncated?  Then the mapping holds
+ * zeros, not the zone, for good. */
+static inline int tk__zone_broken(const struct tk__zone *z)
+{
+	return ck_pr_load_int(
+		&((struct tk__zone_head *)(uintptr_t)(const void *)z)->broken);
+}
+
+/*
+ * Run @fn(@ctx), which touches @z's mapping: a fault on it (the file was
+ * truncated: SIGBUS) lets @fn finish on zero pages instead of killing the
+ * process, and makes this return -EPROTO; so does a zone broken before
+ * (then @fn does not run).  Otherwise @fn's result.  Whatever @fn wrote
+ * after the fault stays in this process.
+ */
+static inline int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx),
+			       void *ctx)
+{
+	int rc;
+
+	if (tk__zone_broken(z))
+		return -EPROTO;
+	rc = fn(ctx);
+	/* Pairs with the store fence of the SIGBUS handler (guard.c): a
+	 * call that read its zero pages sees the mark. */
+	ck_pr_fence_load();
+	return tk__zone_broken(z) ? -EPROTO : rc;
 }
 struct tkz_slot *tk__zone_slots(struct tk__zone *z);
 uint64_t *tk__zone_pagetable(struct tk__zone *z);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ struct zone_args {
 	const char *name, *key, *policy, *prefix, *format;
 	uint64_t cost, repeat, capacity, grace, arena;
 	unsigned int mode, flags;
-	int64_t gid;
+	int64_t gid, uid;
 };
 
 /* Arguments were checked by parse(): anything failing now is an error
@@ -25,6 +26,31 @@ static int fail(int rc, const char *what)
 {
 	fprintf(stderr, "throttlectl: %s: %s (%s)\n", what, tk_strerror(rc),
 		tk_strerrorname(rc));
+	return CTL_ERROR;
+}
+
+/* The trusted owner and group (--owner, --group) as options. */
+static struct tk_options trust_of(const struct zone_args *a)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	o.zone_uid = a->uid;
+	o.zone_gid = a->gid;
+	o.flags = a->flags & (TK_OPT_ZONE_UID | TK_OPT_ZONE_GID);
+	return o;
+}
+
+/* A zone refused: say why, as the library judges it. */
+static int fail_zone(int rc, const struct zone_args *a)
+{
+	struct tk_options o = trust_of(a);
+	char why[256];
+
+	if (rc != -EACCES ||
+	    tk_zone_access(a->name, &o, why, sizeof(why)) != -EACCES)
+		return fail(rc, a->name);
+	fprintf(stderr, "throttlectl: %s: %s (%s): %s\n", a->name,
+		tk_strerror(rc), tk_strerrorname(rc), why);
 	return CTL_ERROR;
 }
 
@@ -74,6 +100,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "group", required_argument, NULL, 'g' },
+		{ "owner", required_argument, NULL, 'o' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "refuse-full", no_argument, NULL, 'R' },
 		{ "arena", required_argument, NULL, 'A' },
@@ -81,6 +108,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		{ "prometheus", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct passwd *pw;
 	struct group *g;
 	uint64_t v;
 	int ch;
@@ -90,6 +118,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 	a->repeat = 1;
 	a->format = "text";
 	a->gid = -1;
+	a->uid = -1;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -142,6 +171,18 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			else
 				return -1;
 			a->flags |= TK_OPT_ZONE_GID;
+			break;
+		case 'o':
+			pw = getpwnam(optarg);
+			if (pw)
+				a->uid = pw->pw_uid;
+			else if (number("owner", optarg, 0,
+					"a user name or a user ID", 0,
+					UINT32_MAX - 1, &v) == 0)
+				a->uid = (int64_t)v;
+			else
+				return -1;
+			a->flags |= TK_OPT_ZONE_UID;
 			break;
 		case 'G':
 			/* Whole seconds; the zone keeps ns. */
@@ -201,17 +242,18 @@ int ctl_create(int argc, char **argv)
 
 	if (parse(argc, argv, 1, &a))
 		return usage("create NAME [--capacity N] [--arena BYTES] "
-			     "[--mode OCTAL] [--group G] [--grace SECONDS] "
-			     "[--refuse-full]");
+			     "[--mode OCTAL] [--owner U] [--group G] "
+			     "[--grace SECONDS] [--refuse-full]");
 	o.zone_capacity = a.capacity;
 	o.zone_arena = a.arena;
 	o.zone_mode = a.mode;
 	o.zone_gid = a.gid;
+	o.zone_uid = a.uid;
 	o.reclaim_grace = a.grace;
 	o.flags = a.flags;
 	rc = tk_zone_create(a.name, &o);
 	if (rc)
-		return fail(rc, a.name);
+		return fail_zone(rc, &a);
 	printf("created=%s\n", a.name);
 	return CTL_OK;
 }
@@ -261,39 +303,47 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 static int show_info(int argc, char **argv, const char *usage_text)
 {
 	struct tk_zone_info info;
+	struct tk_options o;
 	struct zone_args a;
 	int rc;
 
 	if (parse(argc, argv, 1, &a))
 		return usage(usage_text);
-	rc = tk_zone_info(a.name, &info, sizeof(info));
+	o = trust_of(&a);
+	rc = tk_zone_info_opts(a.name, &o, &info, sizeof(info));
 	if (rc)
-		return fail(rc, a.name);
+		return fail_zone(rc, &a);
 	print_info(a.name, &info, a.format);
 	return CTL_OK;
 }
 
 int ctl_info(int argc, char **argv)
 {
-	return show_info(argc, argv, "info NAME [--json|--prometheus]");
+	return show_info(argc, argv,
+			 "info NAME [--json|--prometheus] [--owner U] "
+			 "[--group G]");
 }
 
 int ctl_stats(int argc, char **argv)
 {
-	return show_info(argc, argv, "stats NAME [--json|--prometheus]");
+	return show_info(argc, argv,
+			 "stats NAME [--json|--prometheus] [--owner U] "
+			 "[--group G]");
 }
 
 int ctl_verify(int argc, char **argv)
 {
 	struct tk_zone_info info;
+	struct tk_options o;
 	struct zone_args a;
 	int rc;
 
 	if (parse(argc, argv, 1, &a))
-		return usage("verify NAME");
-	rc = tk_zone_verify(a.name, &info, sizeof(info));
+		return usage("verify NAME [--owner U] [--group G]");
+	o = trust_of(&a);
+	rc = tk_zone_verify_opts(a.name, &o, &info, sizeof(info));
 	if (rc && rc != -EBADMSG)
-		return fail(rc, a.name);
+		return fail_zone(rc, &a);
 	printf("zone=%s\nkeys=%" PRIu64 "\ntentative=%" PRIu64
 	       "\ngarbage=%" PRIu64 "\nviolations=%" PRIu64 "\ncorrupt=%" PRIu64
 	       "\nresult=%s\n",
@@ -326,28 +376,30 @@ static int print_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
 int ctl_ls(int argc, char **argv)
 {
 	struct walk_ctx w = { 0, 0 };
+	struct tk_options o;
 	struct zone_args a;
 	int rc;
 
 	if (parse(argc, argv, 1, &a))
-		return usage("ls NAME [--json]");
+		return usage("ls NAME [--json] [--owner U] [--group G]");
+	o = trust_of(&a);
 	w.json = strcmp(a.format, "json") == 0;
 	if (w.json)
 		printf("[");
-	rc = tk_zone_walk(a.name, print_key, &w);
+	rc = tk_zone_walk_opts(a.name, &o, print_key, &w);
 	if (w.json)
 		printf("]\n");
-	return rc ? fail(rc, a.name) : CTL_OK;
+	return rc ? fail_zone(rc, &a) : CTL_OK;
 }
 
 static int open_limiter(const struct zone_args *a, const char *policy,
 			struct tk_limiter **l)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_options o = trust_of(a);
 	char spec[256];
 
 	o.prefix = a->prefix;
-	o.flags = TK_OPT_ZONE_NO_CREATE;
+	o.flags |= TK_OPT_ZONE_NO_CREATE;
 	snprintf(spec, sizeof(spec), "shm:%s", a->name);
 	return tk_limiter_open(l, policy, spec, &o);
 }
@@ -360,13 +412,14 @@ int ctl_get(int argc, char **argv)
 	int rc, shaper;
 
 	if (parse(argc, argv, 2, &a) || !a.policy)
-		return usage("get NAME KEY --policy P [--prefix P]");
+		return usage("get NAME KEY --policy P [--prefix P] "
+			     "[--owner U] [--group G]");
 	shaper = ctl_has_shaper(a.policy);
 	if (shaper < 0)
 		return fail(shaper, a.policy);
 	rc = open_limiter(&a, a.policy, &l);
 	if (rc)
-		return fail(rc, a.name);
+		return fail_zone(rc, &a);
 	rc = tk_limiter_peek(l, a.key, strlen(a.key), &d);
 	tk_limiter_close(l);
 	if (rc)
@@ -384,14 +437,15 @@ int ctl_check(int argc, char **argv)
 	int rc = 0, shaper;
 
 	if (parse(argc, argv, 2, &a) || !a.policy)
-		return usage("check NAME KEY --policy P [--cost N] "
-			     "[--repeat N] [--prefix P]");
+		return usage(
+			"check NAME KEY --policy P [--cost N] "
+			"[--repeat N] [--prefix P] [--owner U] [--group G]");
 	shaper = ctl_has_shaper(a.policy);
 	if (shaper < 0)
 		return fail(shaper, a.policy);
 	rc = open_limiter(&a, a.policy, &l);
 	if (rc)
-		return fail(rc, a.name);
+		return fail_zone(rc, &a);
 	for (i = 0; i < a.repeat && rc == 0; i++) {
 		rc = tk_limiter_check(l, a.key, strlen(a.key), a.cost, &d);
 		if (rc == 0 && d.allowed)
@@ -432,7 +486,8 @@ int ctl_reset(int argc, char **argv)
 	int rc = 0;
 
 	if (parse(argc, argv, 2, &a))
-		return usage("reset NAME KEY [--policy P] [--prefix P]");
+		return usage("reset NAME KEY [--policy P] [--prefix P] "
+			     "[--owner U] [--group G]");
 	if (a.policy) {
 		policies = &a.policy;
 		n = 1;
@@ -440,7 +495,7 @@ int ctl_reset(int argc, char **argv)
 	for (i = 0; i < n && rc == 0; i++) {
 		rc = open_limiter(&a, policies[i], &l);
 		if (rc)
-			return fail(rc, a.name);
+			return fail_zone(rc, &a);
 		rc = tk_limiter_reset(l, a.key, strlen(a.key));
 		tk_limiter_close(l);
 	}
@@ -452,35 +507,40 @@ int ctl_reset(int argc, char **argv)
 
 /* A command that only names a zone: run @op on it, print "@done=NAME". */
 static int on_zone(int argc, char **argv, const char *cmd,
-		   int (*op)(const char *name), const char *done)
+		   int (*op)(const char *name, const struct tk_options *o),
+		   const char *done)
 {
-	char text[64];
+	char text[96];
+	struct tk_options o;
 	struct zone_args a;
 	int rc;
 
 	if (parse(argc, argv, 1, &a)) {
-		snprintf(text, sizeof(text), "%s NAME", cmd);
+		snprintf(text, sizeof(text), "%s NAME [--owner U] [--group G]",
+			 cmd);
 		return usage(text);
 	}
-	rc = op(a.name);
+	o = trust_of(&a);
+	rc = op(a.name, &o);
 	if (rc)
-		return fail(rc, a.name);
+		return fail_zone(rc, &a);
 	printf("%s=%s\n", done, a.name);
 	return CTL_OK;
 }
 
 int ctl_destroy(int argc, char **argv)
 {
-	return on_zone(argc, argv, "destroy", tk_zone_destroy, "destroyed");
+	return on_zone(argc, argv, "destroy", tk_zone_destroy_opts,
+		       "destroyed");
 }
 
 /* Zones keep time on the clock of their limiters: the system clock. */
-static int sweep_now(const char *name)
+static int sweep_now(const char *name, const struct tk_options *o)
 {
 	uint64_t now;
 	int rc = tk_clock_now(tk_clock_system(), &now);
 
-	return rc ? rc : tk_zone_sweep(name, now);
+	return rc ? rc : tk_zone_sweep_opts(name, o, now);
 }
 
 int ctl_sweep(int argc, char **argv)

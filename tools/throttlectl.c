@@ -18,7 +18,7 @@ static const struct {
 	{ "simulate", ctl_simulate,
 	  "simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl" },
 	{ "create", ctl_create,
-	  "create NAME [--capacity N] [--mode OCTAL] [--group G] "
+	  "create NAME [--capacity N] [--mode OCTAL] [--owner U] [--group G] "
 	  "[--arena BYTES] [--grace SECONDS] [--refuse-full]" },
 	{ "info", ctl_info, "info NAME [--json|--prometheus]" },
 	{ "ls", ctl_ls, "ls NAME [--json]" },
@@ -122,6 +122,9 @@ static void usage(FILE *f)
 		   "       throttlectl --version\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(f, "  %s\n", commands[i].usage);
+	fprintf(f, "\nzone commands also take --owner U and --group G: the "
+		   "zone's trusted\nowner and group (see throttlekit(7), "
+		   "Permissions)\n");
 }
 
 int main(int argc, char **argv)

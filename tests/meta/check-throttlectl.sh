@@ -39,8 +39,8 @@ expect() {
 		echo "ok: $* -> $want"
 	fi
 }
-usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P]'
-usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--group G] [--grace SECONDS] [--refuse-full]'
+usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] [--owner U] [--group G]'
+usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--owner U] [--group G] [--grace SECONDS] [--refuse-full]'
 usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl'
 not_zone='an invalid zone name, or a file that is not a zone'
 
@@ -262,8 +262,8 @@ grep -q '^{"zone":"z","capacity":256,' "$tmp/out" || failed "stats --json"
 expect 0 "" "$ctl" stats z --prometheus
 grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
 	failed "stats --prometheus"
-expect 2 "usage: throttlectl stats NAME [--json|--prometheus]" "$ctl" stats
-expect 2 "usage: throttlectl info NAME [--json|--prometheus]" "$ctl" info
+expect 2 "usage: throttlectl stats NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" stats
+expect 2 "usage: throttlectl info NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" info
 expect 0 "" "$ctl" verify z
 # A sliding window's state lives in a block of the arena (6 words: 128 B).
 expect 0 "" "$ctl" check z team --policy sliding-window:2/1h,buckets=2 \
@@ -281,7 +281,7 @@ grep -qx "swept=z" "$tmp/out" || failed "sweep"
 expect 0 "" "$ctl" info z
 grep -qx "blocks=0" "$tmp/out" || failed "reset left a block"
 expect 3 "throttlectl: nosuch: No such zone (ENOENT)" "$ctl" sweep nosuch
-expect 2 "usage: throttlectl sweep NAME" "$ctl" sweep
+expect 2 "usage: throttlectl sweep NAME [--owner U] [--group G]" "$ctl" sweep
 expect 2 "throttlectl: --arena 'nope': expected an integer from 1 to 18446744073709551615
 $usage_create" "$ctl" create big --arena nope
 expect 3 "throttlectl: big: Invalid argument (EINVAL)" \
@@ -334,7 +334,7 @@ expect 2 "throttlectl: empty key
 $usage_check" "$ctl" check z "" --policy gcra:2/1h
 long=$(head -c 1025 /dev/zero | tr '\0' k)
 expect 2 "throttlectl: key longer than 1024 bytes
-usage: throttlectl reset NAME KEY [--policy P] [--prefix P]" "$ctl" reset z "$long"
+usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" "$ctl" reset z "$long"
 expect 0 "" "$ctl" reset z "${long%k}"
 
 # reset forgets whatever policy the key has: a simple one or a composite

@@ -680,14 +680,17 @@ static void test_bad_segments(void **state)
 	broken_block_reference(UINT64_C(0x1ffffff) << 37 | 5);
 	broken_block_reference(UINT64_C(1) << 62 | UINT64_C(0x1ffffff) << 37);
 	broken_block_reference(UINT64_C(1) << 62 | UINT64_C(1) << 37 | 9);
-	/* Another user's zone, 0600: refused; shared through its mode: fine. */
+	/* Another user's zone is refused whatever its mode (the trust rules
+	 * have their own tests: test_zone_security). */
 	fresh("bad");
 	snprintf(path, sizeof(path), "%s/throttlekit.bad", dir);
 	if (geteuid() == 0) {
 		assert_int_equal(chown(path, 65534, 65534), 0);
 		assert_int_equal(attach_rc("bad"), -EACCES);
 		assert_int_equal(chmod(path, 0666), 0);
-		assert_int_equal(attach_rc("bad"), 0);
+		assert_int_equal(attach_rc("bad"), -EACCES);
+		assert_int_equal(chown(path, 0, 0), 0);
+		assert_int_equal(chmod(path, 0600), 0);
 	}
 	assert_int_equal(tk_zone_destroy("bad"), 0);
 	/* Names and absence. */
