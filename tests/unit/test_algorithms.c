@@ -1630,7 +1630,7 @@ static void model_period(const struct model *m, uint64_t now, uint64_t *start,
 
 /* Fixed window and quota: semantics.md's fixed-window rule. */
 static int window_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-		       bool is_peek, struct tk_decision *d)
+		       bool is_peek, bool commit, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t ws, we, s, e, count;
@@ -1659,6 +1659,8 @@ static int window_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 		d->allowed = true;
 		d->remaining = m->L - count - cost;
 		d->retry_after = 0;
+		if (!commit)
+			return 0;
 		k->has = true;
 		k->start = s;
 		k->end = e;
@@ -1717,7 +1719,7 @@ static uint64_t sw_retry(const struct model *m, uint64_t full, uint64_t old,
 }
 
 static int sliding_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-			bool is_peek, struct tk_decision *d)
+			bool is_peek, bool commit, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t c = now / m->w, e = now - c * m->w, full, old, hi;
@@ -1746,6 +1748,8 @@ static int sliding_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 		d->allowed = true;
 		d->remaining = sw_floor_left(m, full, old, e, cost);
 		d->retry_after = 0;
+		if (!commit)
+			return 0;
 		found = false;
 		for (i = 0; i < k->nb; i++) {
 			if (k->b[i].tick == c) {
@@ -1792,7 +1796,7 @@ static void log_age(struct model *m, struct mkey *k, uint64_t now)
 }
 
 static int log_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-		    bool is_peek, struct tk_decision *d)
+		    bool is_peek, bool commit, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t count, kth, need = is_peek ? 1 : cost;
@@ -1807,7 +1811,7 @@ static int log_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 		d->allowed = true;
 		d->remaining = m->L - count - (is_peek ? 0 : cost);
 		d->retry_after = 0;
-		if (is_peek) {
+		if (is_peek || !commit) {
 			d->reset_at = count ? k->st[0] + m->W : now;
 			return 0;
 		}
@@ -1836,19 +1840,44 @@ static int log_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 	return 0;
 }
 
-static int model_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-		      bool is_peek, struct tk_decision *d)
+/* A check (@commit: the model takes it), or a peek (@is_peek). */
+static int model_eval_as(struct model *m, int key, uint64_t now, uint64_t cost,
+			 bool is_peek, bool commit, struct tk_decision *d)
 {
 	memset(d, 0, sizeof(*d));
 	switch (m->kind) {
 	case M_FIXED:
 	case M_QUOTA:
-		return window_eval(m, key, now, cost, is_peek, d);
+		return window_eval(m, key, now, cost, is_peek, commit, d);
 	case M_SLIDING:
-		return sliding_eval(m, key, now, cost, is_peek, d);
+		return sliding_eval(m, key, now, cost, is_peek, commit, d);
 	default:
-		return log_eval(m, key, now, cost, is_peek, d);
+		return log_eval(m, key, now, cost, is_peek, commit, d);
 	}
+}
+
+static int model_eval(struct model *m, int key, uint64_t now, uint64_t cost,
+		      bool is_peek, struct tk_decision *d)
+{
+	return model_eval_as(m, key, now, cost, is_peek, !is_peek, d);
+}
+
+/*
+ * forecast(@cost): allowed and retry_after as a check of @cost would say,
+ * the other fields as a peek reports them (tk_limiter_forecast(3)).
+ */
+static int model_forecast(struct model *m, int key, uint64_t now, uint64_t cost,
+			  struct tk_decision *d)
+{
+	struct tk_decision c;
+	int rc = model_eval_as(m, key, now, cost, false, false, &c);
+
+	if (rc != 0)
+		return rc;
+	model_eval_as(m, key, now, 0, true, false, d);
+	d->allowed = c.allowed;
+	d->retry_after = c.retry_after;
+	return 0;
 }
 
 /* Every operation at @now is a time the store has seen. */
@@ -1949,7 +1978,8 @@ static uint64_t model_boundary(const struct model *m, uint64_t now,
 }
 
 struct prop_stats {
-	uint64_t checks, denied, peeks, eranges, jumps, live_jumps, jump_resets;
+	uint64_t checks, denied, peeks, forecasts, eranges, jumps, live_jumps,
+		jump_resets;
 };
 
 static void print_decision(char *buf, size_t len, const struct tk_decision *d)
@@ -2060,6 +2090,21 @@ static void run_property(struct model *m, const char *policy, uint64_t start,
 			} else {
 				ps->eranges++;
 			}
+		} else if (r < 80) {
+			what = "forecast";
+			r = rnd_range(&seed, 0, 99);
+			cost = r < 30 ? 1
+			       : r < 60
+				       ? rnd_range(&seed, 2,
+						   max_u64(2, min_u64(m->L, 4)))
+			       : r < 95 ? rnd_range(&seed, 1, m->L)
+					: m->L + 1;
+			want_rc = model_forecast(m, key, now, cost, &want);
+			poison(&got);
+			rc = tk_limiter_forecast(f.l, key_names[key],
+						 strlen(key_names[key]), cost,
+						 &got);
+			ps->forecasts++;
 		} else if (r < 90) {
 			what = "peek";
 			want_rc = model_eval(m, key, now, 0, true, &want);
@@ -2109,6 +2154,7 @@ static void assert_coverage(const char *name, const struct prop_stats *ps)
 	assert_true(ps->denied > ps->checks / 20);
 	assert_true(ps->denied < ps->checks * 19 / 20);
 	assert_true(ps->peeks > 100);
+	assert_true(ps->forecasts > 100);
 	assert_true(ps->eranges > 10);
 	assert_true(ps->live_jumps > 50);
 }
