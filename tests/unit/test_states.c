@@ -386,6 +386,20 @@ static bool valid(const struct subject *s, const uint64_t *state)
 	return v;
 }
 
+/* The sliding window's units counted in full at @now, exactly. */
+static i128 sw_full(const struct subject *s, const uint64_t *state,
+		    uint64_t now)
+{
+	i128 S = s->p->u.sliding.buckets, c = now / s->p->u.sliding.width;
+	i128 full = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->words; i += 2)
+		if (state[i + 1] && (i128)state[i] + S >= c + 1)
+			full += state[i + 1];
+	return full;
+}
+
 static bool may_overflow(const struct subject *s)
 {
 	return s->a->id == TK__ALG_QUOTA;
@@ -444,6 +458,12 @@ static int run_op(const struct subject *s, const uint64_t *state, uint64_t now,
 			 s->text, where, (unsigned long long)cost,
 			 (unsigned long long)now, frc, show(fd, b1, sizeof(b1)),
 			 crc, show(cd, b2, sizeof(b2)));
+	if (crc == TK__PERSIST && s->a->id == TK__ALG_SLIDING_WINDOW &&
+	    sw_full(s, state, now) + cost > (i128)s->p->limit)
+		fail_msg("[%s] %s: cost %llu at %llu admitted over the full "
+			 "buckets alone",
+			 s->text, where, (unsigned long long)cost,
+			 (unsigned long long)now);
 	if (crc != TK__PERSIST) {
 		memcpy(next, state, s->words * sizeof(next[0]));
 		return crc;
@@ -672,6 +692,100 @@ static void hostile_state(const struct subject *s, const uint64_t *real,
 	}
 }
 
+/* One of @n values, nudged by -1, 0 or +1. */
+static uint64_t near(uint64_t *seed, const uint64_t *v, size_t n)
+{
+	return v[rnd_range(seed, 0, n - 1)] + rnd_range(seed, 0, 2) - 1;
+}
+
+/* @s's own layout, with values on both sides of every bound. */
+static void structured_state(const struct subject *s, uint64_t *st,
+			     uint64_t *seed)
+{
+	const struct tk__policy *p = s->p;
+	uint64_t L = p->limit, W, S, k, x, top = UINT64_C(1) << 63;
+	uint32_t i, w = s->words;
+
+	memset(st, 0, w * sizeof(*st));
+	switch (s->a->id) {
+	case TK__ALG_GCRA:
+	case TK__ALG_TOKEN_BUCKET: {
+		const uint64_t v[] = { top + p->u.gcra.tau, top + P62,
+				       UINT64_MAX, p->u.gcra.tau, top };
+
+		st[0] = near(seed, v, ARRAY_SIZE(v));
+		break;
+	}
+	case TK__ALG_LEAKY: {
+		const uint64_t v[] = { top + p->u.leaky.max_queue +
+					       P62 / p->u.leaky.t *
+						       p->u.leaky.t,
+				       top + p->u.leaky.max_queue, UINT64_MAX,
+				       top };
+
+		st[0] = near(seed, v, ARRAY_SIZE(v));
+		break;
+	}
+	case TK__ALG_FIXED_WINDOW:
+	case TK__ALG_QUOTA: {
+		const uint64_t counts[] = { 1, L, L + 1, P62, UINT64_MAX };
+
+		W = s->ref == R_WINDOW ? window_of(s) : UINT64_C(86400) * SEC;
+		if (w == 1) {
+			const uint64_t v[] = { (top + W) >> 24,
+					       (top + P62) >> 24,
+					       (UINT64_C(1) << 40) - 1,
+					       (T0 + W) >> 24, 1 };
+
+			st[0] = near(seed, v, ARRAY_SIZE(v)) << 24 |
+				(rnd_range(seed, 0, 1) ? L : L + 1) %
+					(UINT64_C(1) << 24);
+			break;
+		}
+		k = rnd_range(seed, 0, 2);
+		k = k == 0 ? (top - 1) / W : k == 1 ? UINT64_MAX / W : T0 / W;
+		st[0] = (k + rnd_range(seed, 0, 2) - 1) * W +
+			(rnd_range(seed, 0, 3) == 0);
+		st[1] = near(seed, counts, ARRAY_SIZE(counts));
+		break;
+	}
+	case TK__ALG_SLIDING_WINDOW: {
+		const uint64_t counts[] = {
+			1, 1, L, L, L + 1, UINT64_C(1) << 48, UINT64_C(1) << 63
+		};
+
+		S = p->u.sliding.buckets;
+		for (i = 0; i <= S; i++) {
+			if (rnd_range(seed, 0, 2) == 0)
+				continue;
+			k = rnd_range(seed, 0, 2);
+			k = k == 0   ? (top - 1) / p->u.sliding.width / (S + 1)
+			    : k == 1 ? UINT64_MAX / (S + 1) - 1
+				     : T0 / p->u.sliding.width / (S + 1);
+			st[2 * i] =
+				(k + rnd_range(seed, 0, 2) - 1) * (S + 1) + i;
+			st[2 * i + 1] = near(seed, counts, ARRAY_SIZE(counts));
+		}
+		break;
+	}
+	default: { /* sliding log */
+		const uint64_t bases[] = { 0, top - 4, top, UINT64_MAX - 4,
+					   T0 };
+
+		x = rnd_range(seed, 0, 4);
+		st[0] = x < 3	? rnd_range(seed, 0, w - 1)
+			: x < 4 ? w
+				: UINT64_C(1000000000000);
+		x = near(seed, bases, ARRAY_SIZE(bases));
+		for (i = 1; i < w; i++) {
+			st[i] = x;
+			x += rnd_range(seed, 0, 1);
+		}
+		break;
+	}
+	}
+}
+
 /*
  * Random and adversarial states: each one either fails valid() or goes
  * through forecast, check and expires at instants near 0, 2^62 and
@@ -707,7 +821,10 @@ static void test_hostile_states(void **state)
 			if (run_op(&s, real, now, pick_cost(&s, &seed), next,
 				   &fd, &cd, "timeline") == TK__PERSIST)
 				memcpy(real, next, s.words * sizeof(*real));
-			hostile_state(&s, real, st, n % 12, &seed);
+			if (n % 3 == 0)
+				structured_state(&s, st, &seed);
+			else
+				hostile_state(&s, real, st, n % 12, &seed);
 			if (!valid(&s, st)) {
 				rejected++;
 				continue;
@@ -839,6 +956,125 @@ static void test_foreign_states_rejected(void **state)
 	subject_close(&log21);
 }
 
+/* One bucket {@tick, @count} in its slot of @text's ring. */
+static bool valid_sw(const char *text, uint64_t tick, uint64_t count,
+		     bool with_policy)
+{
+	struct subject s;
+	uint64_t *st, i;
+	bool v;
+
+	subject_open(&s, text);
+	st = calloc(s.words, sizeof(*st));
+	assert_non_null(st);
+	i = tick % (s.words / 2);
+	st[2 * i] = tick;
+	st[2 * i + 1] = count;
+	v = s.a->valid(with_policy ? s.p : NULL, s.words, st);
+	free(st);
+	subject_close(&s);
+	return v;
+}
+
+/* valid() of @text (or of its algorithm alone) on @n words. */
+static bool valid_words(const char *text, bool with_policy, uint64_t w0,
+			uint64_t w1, uint64_t w2, uint64_t w3)
+{
+	const uint64_t words[4] = { w0, w1, w2, w3 };
+	struct subject s;
+	uint64_t *st;
+	bool v;
+
+	subject_open(&s, text);
+	assert_true(s.words <= 4 || s.a->id == TK__ALG_SLIDING_WINDOW);
+	st = calloc(s.words, sizeof(*st));
+	assert_non_null(st);
+	memcpy(st, words, min_u64(s.words, 4) * sizeof(*st));
+	v = s.a->valid(with_policy ? s.p : NULL, s.words, st);
+	free(st);
+	subject_close(&s);
+	return v;
+}
+
+#define VALID(text, ...) valid_words(text, true, __VA_ARGS__)
+#define VALID_ALONE(text, ...) valid_words(text, false, __VA_ARGS__)
+
+/* Each bound valid() keeps, on both sides. */
+static void test_valid_bounds(void **state)
+{
+	const uint64_t top = UINT64_C(1) << 63, H = 3600 * SEC;
+	const uint64_t Wl = (top - 1) / SEC * SEC; /* last 1 s window */
+	const uint64_t Wm = (top - 1) / (10 * MS) * (10 * MS);
+	const uint64_t D = (top - 1) / (86400 * SEC) * (86400 * SEC);
+	const uint64_t coarse_max = (top + P62) >> 24;
+	uint64_t c, t, leaky;
+
+	(void)state;
+	/* GCRA: a TAT below 2^63 + tau (2^62 for any policy). */
+	assert_true(VALID("gcra:1/1h", top - 1 + H, 0, 0, 0));
+	assert_false(VALID("gcra:1/1h", top + H, 0, 0, 0));
+	assert_true(VALID_ALONE("gcra:1/1h", top - 1 + P62, 0, 0, 0));
+	assert_false(VALID_ALONE("gcra:1/1h", top + P62, 0, 0, 0));
+	assert_false(VALID("token-bucket:capacity=2,refill=1/1h", top + 2 * H,
+			   0, 0, 0));
+	/* Leaky: a departure below 2^63 + Q + T * floor(2^62 / T). */
+	leaky = top - 1 + SEC + P62 / (100 * MS) * (100 * MS);
+	assert_true(VALID("leaky:10/s,max-queue=1s", leaky, 0, 0, 0));
+	assert_false(VALID("leaky:10/s,max-queue=1s", leaky + 1, 0, 0, 0));
+	assert_true(
+		VALID_ALONE("leaky:10/s,max-queue=1s", UINT64_MAX, 0, 0, 0));
+	/* Fixed window, packed: the last window that starts below 2^63. */
+	c = ((Wl + SEC) >> 24) + !!((Wl + SEC) & 0xffffff);
+	assert_true(VALID("fixed-window:5/1s", c << 24 | 5, 0, 0, 0));
+	assert_false(VALID("fixed-window:5/1s", c << 24 | 6, 0, 0, 0));
+	c = ((Wl + 2 * SEC) >> 24) + !!((Wl + 2 * SEC) & 0xffffff);
+	assert_false(VALID("fixed-window:5/1s", c << 24 | 1, 0, 0, 0));
+	assert_false(VALID("fixed-window:5/1s", 1, 0, 0, 0));
+	assert_false(VALID("fixed-window:5/1s", (c + 1) << 24 | 1, 0, 0, 0));
+	assert_true(VALID_ALONE("fixed-window:5/1s", coarse_max << 24 | 1, 0, 0,
+				0));
+	assert_false(VALID_ALONE("fixed-window:5/1s",
+				 (coarse_max + 1) << 24 | 1, 0, 0, 0));
+	assert_false(VALID_ALONE("fixed-window:5/1s", 1, 0, 0, 0));
+	/* Unpacked: a window start below 2^63, a count up to L. */
+	assert_true(VALID("fixed-window:5/10ms", Wm, 5, 0, 0));
+	assert_false(VALID("fixed-window:5/10ms", Wm, 6, 0, 0));
+	assert_false(VALID("fixed-window:5/10ms", Wm + 10 * MS, 1, 0, 0));
+	assert_false(VALID("fixed-window:5/10ms", 10 * MS + 1, 1, 0, 0));
+	assert_true(VALID_ALONE("fixed-window:5/10ms", top - 1, P62, 0, 0));
+	assert_false(VALID_ALONE("fixed-window:5/10ms", top, 1, 0, 0));
+	assert_false(VALID_ALONE("fixed-window:5/10ms", 0, P62 + 1, 0, 0));
+	/* Quota, unpacked: a count belongs to a period start. */
+	assert_true(
+		VALID("quota:16777216/day", D - 86400 * SEC, 16777216, 0, 0));
+	assert_false(
+		VALID("quota:16777216/day", D - 86400 * SEC, 16777217, 0, 0));
+	assert_false(VALID("quota:16777216/day", D - 86400 * SEC + 1, 1, 0, 0));
+	assert_true(VALID("quota:16777216/day", D + 1, 0, 0, 0));
+	/* Quota, packed: the coarse end of a period. */
+	c = (D >> 24) + !!(D & 0xffffff);
+	assert_true(VALID("quota:5/day", c << 24 | 5, 0, 0, 0));
+	assert_false(VALID("quota:5/day", c << 24 | 6, 0, 0, 0));
+	assert_false(VALID("quota:5/day", (c + 1) << 24 | 1, 0, 0, 0));
+	/* Sliding window: the last tick a clock reading gives. */
+	t = (top - 1) / (100 * MS);
+	assert_true(valid_sw("sliding-window:10/1s", t, 10, true));
+	assert_false(valid_sw("sliding-window:10/1s", t + 11, 1, true));
+	assert_false(valid_sw("sliding-window:10/1s", t, 11, true));
+	assert_true(valid_sw("sliding-window:10/1s", top - 1, 1, false));
+	assert_false(valid_sw("sliding-window:10/1s", top - 1 + 11, 1, false));
+	assert_false(valid_sw("sliding-window:10/1s", t,
+			      (UINT64_C(1) << 48) + 1, false));
+	/* Sliding log: n <= L stamps, ascending, below 2^63. */
+	assert_true(VALID("sliding-log:3/1s", 3, 5, 5, top - 1));
+	assert_false(VALID("sliding-log:3/1s", 4, 5, 5, top - 1));
+	assert_false(VALID("sliding-log:3/1s", 3, 5, 4, top - 1));
+	assert_false(VALID("sliding-log:3/1s", 1, top, 0, 0));
+	assert_true(VALID("sliding-log:3/1s", 1, top - 1, 0, 0));
+	assert_true(VALID("sliding-log:3/1s", 0, UINT64_MAX, 1, 0));
+	assert_false(VALID_ALONE("sliding-log:3/1s", 4, 5, 5, 5));
+}
+
 /* ------------------------------------------------------------------ */
 /* Nothing that stopped counting comes back                             */
 
@@ -962,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_own_states_validate),
 		cmocka_unit_test(test_hostile_states),
 		cmocka_unit_test(test_foreign_states_rejected),
+		cmocka_unit_test(test_valid_bounds),
 		cmocka_unit_test(test_dead_state_stays_dead),
 		cmocka_unit_test(test_window_packing_bound),
 	};
