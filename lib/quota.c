@@ -5,7 +5,9 @@
  * Counting is the fixed-window rule (tk__window_check) over the period
  * [start, next boundary).  State: {period start, count}.  A state stamped
  * with a later period than now's (the clock stepped back) keeps counting
- * in that later period, which is never reopened early.
+ * in that later period, which is never reopened early.  Periods end
+ * before 2^63 (calendar.h), and valid() holds a state's count to L and its
+ * start to a period start, so the counting never wraps.
  */
 #include "internal.h"
 #include "calendar.h"
