@@ -825,6 +825,53 @@ static void test_sliding_window_far_backward_jump(void **state)
 	fx_close(&f);
 }
 
+/*
+ * semantics.md: what no longer counts at the latest time the key has seen
+ * is gone for good.  4 units at t1, 1 at B0 + 950 ms (which keeps the
+ * state live), 1 at B0 + 1250 ms when t1's units count nothing any more
+ * (the sliding window's tick c0 + 12 sits in another ring slot than
+ * c0's), then back to t1: t1's units must not count again.
+ */
+static void test_dead_units_stay_dead(void **state)
+{
+	static const struct {
+		const char *policy;
+		uint64_t remaining, reset_at; /* back at t1 */
+	} cases[] = {
+		/* Only the later window's unit counts. */
+		{ "fixed-window:5/1s", 4, B0 + 2 * SEC },
+		{ "quota:5/1s", 4, B0 + 2 * SEC },
+		/* The two later units count. */
+		{ "sliding-window:5/1s", 3, B0 + 2300 * MS },
+		{ "sliding-log:5/1s", 3, B0 + 1950 * MS },
+	};
+	const uint64_t t1 = B0 + 20 * MS;
+	struct tk_decision d;
+	struct fx f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		fx_open(&f, cases[i].policy, t1);
+		assert_true(chk(&f, "k", 4).allowed);
+		fx_at(&f, B0 + 950 * MS);
+		assert_true(chk(&f, "k", 1).allowed);
+		fx_at(&f, B0 + 1250 * MS);
+		assert_true(chk(&f, "k", 1).allowed);
+		fx_at(&f, t1 + 10 * MS);
+		d = peek(&f, "k");
+		if (d.remaining != cases[i].remaining)
+			fail_msg("%s: back at t1, remaining %llu, want %llu",
+				 cases[i].policy,
+				 (unsigned long long)d.remaining,
+				 (unsigned long long)cases[i].remaining);
+		assert_int_equal(d.reset_at, cases[i].reset_at);
+		assert_true(chk(&f, "k", cases[i].remaining).allowed);
+		assert_false(chk(&f, "k", 1).allowed);
+		fx_close(&f);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* 4. Sliding log                                                       */
 
@@ -2421,6 +2468,7 @@ int main(void)
 		cmocka_unit_test(test_sliding_window_cost_range),
 		cmocka_unit_test(test_sliding_window_backward_jump),
 		cmocka_unit_test(test_sliding_window_far_backward_jump),
+		cmocka_unit_test(test_dead_units_stay_dead),
 		cmocka_unit_test(test_sliding_log_exact),
 		cmocka_unit_test(test_sliding_log_backward_jump),
 		cmocka_unit_test(test_sliding_log_limit_bound),
