@@ -10,6 +10,10 @@
  *
  * Windows of 2^24 ns or more with limits below 2^24 keep the state packed
  * in one word (see internal.h), which a zone holds in the key's slot.
+ *
+ * Overflow: a start a check writes is a window's start at a clock reading,
+ * below 2^63, and W is at most 2^62, so start + W never wraps; valid()
+ * holds every state read to that and to a count of at most L.
  */
 #include "internal.h"
 #include "parse.h"
@@ -50,6 +54,20 @@ uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
 	st[0] = 0;
 	st[1] = state[0] & (PACK_UNIT - 1);
 	return state[0] >> PACK_BITS;
+}
+
+/* Windows and quota periods last at most 2^62 ns and start below 2^63. */
+#define WINDOW_MAX (UINT64_C(1) << 62)
+#define COARSE_MAX ((TK__NOW_LIMIT + WINDOW_MAX) >> PACK_BITS)
+
+int tk__window_valid(uint32_t words, const uint64_t *state)
+{
+	uint64_t coarse = state[0] >> PACK_BITS;
+
+	if (words == 1)
+		return coarse <= COARSE_MAX &&
+		       (coarse > 0 || (state[0] & (PACK_UNIT - 1)) == 0);
+	return words == 2 && state[0] < TK__NOW_LIMIT && state[1] <= LIMIT_MAX;
 }
 
 int tk__window_step(const struct tk__policy *p, const uint64_t *st,
@@ -136,21 +154,29 @@ static void fw_format(const struct tk__policy *p, struct tk__fmt *f)
 	tk__fmt_duration(f, p->u.window.window);
 }
 
-/* @state as {start, count}, packed or not. */
-static void unpack(const struct tk__policy *p, const uint64_t *state,
-		   uint64_t st[2])
+/*
+ * @state as {start, count}, packed or not.  Returns 0, or -1 for a state
+ * no check of @p writes (then st[1] = 0 for a packed one).
+ */
+static int unpack(const struct tk__policy *p, const uint64_t *state,
+		  uint64_t st[2])
 {
 	uint64_t w = p->u.window.window, coarse = tk__window_load(p, state, st);
 	uint64_t n = (coarse << PACK_BITS) / w;
 
+	if (!p->word_is_expiry)
+		return st[0] % w == 0 && st[0] < TK__NOW_LIMIT ? 0 : -1;
 	/* The one window whose end rounds up to the coarse end, as windows
 	 * are at least as long as a coarse unit. */
-	if (!p->word_is_expiry)
-		return;
-	if (coarse == 0 || n == 0 || !tk__window_ends_at(n * w, coarse))
-		st[1] = 0; /* no state (or a corrupt one) */
-	else
-		st[0] = (n - 1) * w;
+	if (coarse == 0 && st[1] == 0)
+		return 0; /* no state */
+	if (coarse == 0 || n == 0 || !tk__window_ends_at(n * w, coarse) ||
+	    (n - 1) * w >= TK__NOW_LIMIT) {
+		st[1] = 0;
+		return -1;
+	}
+	st[0] = (n - 1) * w;
+	return 0;
 }
 
 static uint64_t window_start(const struct tk__policy *p, const uint64_t *st,
@@ -192,6 +218,20 @@ static uint64_t fw_expires(const struct tk__policy *p, const uint64_t *state)
 	return st[1] ? st[0] + p->u.window.window : 0;
 }
 
+/* A start a check writes is a window's, below 2^63; a count at most L. */
+static int fw_valid(const struct tk__policy *p, uint32_t words,
+		    const uint64_t *state)
+{
+	uint64_t st[2];
+
+	if (!tk__window_valid(words, state))
+		return 0;
+	if (!p)
+		return 1;
+	return words == p->state_words && unpack(p, state, st) == 0 &&
+	       st[1] <= p->limit;
+}
+
 const struct tk__algorithm tk__fixed_window = {
 	.name = "fixed-window",
 	.id = TK__ALG_FIXED_WINDOW,
@@ -200,4 +240,5 @@ const struct tk__algorithm tk__fixed_window = {
 	.check = fw_check,
 	.forecast = fw_forecast,
 	.expires = fw_expires,
+	.valid = fw_valid,
 };

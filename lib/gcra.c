@@ -16,8 +16,11 @@
  * gcra:R/P,burst=C, so it stores its state as a TAT too.
  *
  * Overflow: parsing bounds tau by 2^62 ns and cost by the burst, and
- * clock readings are below 2^63, so every sum below fits in 64 bits;
- * differences that can go negative are taken in int64_t.
+ * clock readings are below 2^63, so a TAT this policy writes is below
+ * 2^63 + tau (valid() holds every state it reads to that) and every sum
+ * below stays under 2^64.  A TAT may stand more than 2^63 ns after now
+ * (written near 2^63, read after a step back to 0), so differences are
+ * compared before they are subtracted, never taken as signed.
  *
  * References: ITU-T I.371 (the virtual scheduling algorithm).
  */
@@ -135,12 +138,14 @@ static void bucket_format(const struct tk__policy *p, struct tk__fmt *f)
 	tk__fmt_duration(f, p->u.gcra.period);
 }
 
-/* Whole units left when the TAT stands @ahead ns after now; never < 0. */
-static uint64_t units_left(const struct tk__policy *p, int64_t ahead)
+/* Whole units left when the TAT is @tat at @now (tat >= now). */
+static uint64_t units_left(const struct tk__policy *p, uint64_t tat,
+			   uint64_t now)
 {
-	int64_t slack = (int64_t)p->u.gcra.tau - ahead;
+	uint64_t ahead = tat - now;
 
-	return slack > 0 ? (uint64_t)slack / p->u.gcra.t : 0;
+	return ahead < p->u.gcra.tau ? (p->u.gcra.tau - ahead) / p->u.gcra.t
+				     : 0;
 }
 
 static uint64_t current_tat(const uint64_t *state, uint64_t now)
@@ -161,14 +166,14 @@ static int gcra_check(const struct tk__policy *p, const uint64_t *state,
 	d->limit = p->limit;
 	if (now + p->u.gcra.tau >= tat_new) {
 		d->allowed = true;
-		d->remaining = units_left(p, (int64_t)(tat_new - now));
+		d->remaining = units_left(p, tat_new, now);
 		d->reset_at = tat_new;
 		d->retry_after = 0;
 		next[0] = tat_new;
 		return TK__PERSIST;
 	}
 	d->allowed = false;
-	d->remaining = units_left(p, (int64_t)(tat - now));
+	d->remaining = units_left(p, tat, now);
 	d->reset_at = tat;
 	d->retry_after = tat_new - p->u.gcra.tau - now;
 	return TK__KEEP;
@@ -185,7 +190,7 @@ static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
 	allow_at = tat + p->u.gcra.t * (cost ? cost : 1);
 	allow_at = allow_at > p->u.gcra.tau ? allow_at - p->u.gcra.tau : 0;
 	d->limit = p->limit;
-	d->remaining = units_left(p, (int64_t)(tat - now));
+	d->remaining = units_left(p, tat, now);
 	d->reset_at = tat;
 	d->retry_after = allow_at > now ? allow_at - now : 0;
 	d->allowed = d->retry_after == 0;
@@ -199,6 +204,17 @@ static uint64_t gcra_expires(const struct tk__policy *p, const uint64_t *state)
 	return state[0];
 }
 
+/* Every TAT a check writes is below 2^63 + tau: now < 2^63, and a new TAT
+ * is admitted only within tau of now. */
+static int gcra_valid(const struct tk__policy *p, uint32_t words,
+		      const uint64_t *state)
+{
+	uint64_t tau = p ? p->u.gcra.tau : TAU_MAX;
+
+	return words == 1 &&
+	       (state[0] < TK__NOW_LIMIT || state[0] - TK__NOW_LIMIT < tau);
+}
+
 const struct tk__algorithm tk__gcra = {
 	.name = "gcra",
 	.id = TK__ALG_GCRA,
@@ -207,6 +223,7 @@ const struct tk__algorithm tk__gcra = {
 	.check = gcra_check,
 	.forecast = gcra_forecast,
 	.expires = gcra_expires,
+	.valid = gcra_valid,
 };
 
 const struct tk__algorithm tk__token_bucket = {
@@ -217,4 +234,5 @@ const struct tk__algorithm tk__token_bucket = {
 	.check = gcra_check,
 	.forecast = gcra_forecast,
 	.expires = gcra_expires,
+	.valid = gcra_valid,
 };

@@ -73,6 +73,9 @@ struct tk__algorithm {
 		     const uint64_t *state);
 };
 
+/* Clock readings are below this (tk__clock_read); states may not be. */
+#define TK__NOW_LIMIT (UINT64_C(1) << 63)
+
 /* Algorithm ids: 3 bits in a zone slot, so 1..7 (0: none). */
 #define TK__ALG_GCRA 1
 #define TK__ALG_TOKEN_BUCKET 2
@@ -161,6 +164,12 @@ int tk__window_packs(uint64_t shortest, uint64_t limit);
  */
 uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
 			 uint64_t st[2]);
+/*
+ * What every {start, count} state in @words words shares, packed (1) or
+ * not (2): a start below 2^63, a count of at most 2^62, an end of at most
+ * 2^63 + 2^62, and a count only with an end.
+ */
+int tk__window_valid(uint32_t words, const uint64_t *state);
 /* Does window [.., @end) have coarse end @coarse? */
 int tk__window_ends_at(uint64_t end, uint64_t coarse);
 /* tk__window_check() from @st, into @next as @p keeps its state. */

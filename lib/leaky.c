@@ -12,6 +12,11 @@
  * requests of one unit an idle key accepts at once (floor(Q / T) + 1),
  * remaining = how many more of those it would accept now, reset_at = when
  * the queue will be empty.
+ *
+ * Overflow: an accepted departure is at most now + Q < 2^63 + 2^62, and
+ * T * cost is at most 2^62, so a new state is below 2^64; a state read
+ * back may lie anywhere after now (the clock stepped back), and only its
+ * difference to now is ever formed.
  */
 #include "internal.h"
 #include "parse.h"
@@ -112,6 +117,22 @@ static uint64_t leaky_expires(const struct tk__policy *p, const uint64_t *state)
 	return state[0];
 }
 
+/* A departure is written only while the queue holds at most Q, and one
+ * request adds at most T * floor(2^62 / T) ns (leaky_forecast). */
+static int leaky_valid(const struct tk__policy *p, uint32_t words,
+		       const uint64_t *state)
+{
+	uint64_t t, span;
+
+	if (words != 1)
+		return 0;
+	if (!p)
+		return 1; /* (2^63 - 1) + 2^62 + 2^62: any word */
+	t = p->u.leaky.t;
+	span = p->u.leaky.max_queue + SPAN_MAX / t * t;
+	return state[0] < TK__NOW_LIMIT || state[0] - TK__NOW_LIMIT < span;
+}
+
 const struct tk__algorithm tk__leaky = {
 	.name = "leaky",
 	.id = TK__ALG_LEAKY,
@@ -120,4 +141,5 @@ const struct tk__algorithm tk__leaky = {
 	.check = leaky_check,
 	.forecast = leaky_forecast,
 	.expires = leaky_expires,
+	.valid = leaky_valid,
 };

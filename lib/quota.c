@@ -5,7 +5,9 @@
  * Counting is the fixed-window rule (tk__window_check) over the period
  * [start, next boundary).  State: {period start, count}.  A state stamped
  * with a later period than now's (the clock stepped back) keeps counting
- * in that later period, which is never reopened early.
+ * in that later period, which is never reopened early.  Periods end
+ * before 2^63 (calendar.h), and valid() holds a state's count to L and its
+ * start to a period start, so the counting never wraps.
  */
 #include "internal.h"
 #include "calendar.h"
@@ -43,21 +45,34 @@ static int period_of(const struct tk__policy *p, uint64_t t, uint64_t *start,
 	return rc ? -EOVERFLOW : 0;
 }
 
-/* @state as {period start, count}, packed or not (see internal.h). */
-static void unpack(const struct tk__policy *p, const uint64_t *state,
-		   uint64_t st[2])
+/*
+ * @state as {period start, count}, packed or not (see internal.h).
+ * Returns 0, or -1 for a state no check of @p writes (then st[1] = 0).
+ */
+static int unpack(const struct tk__policy *p, const uint64_t *state,
+		  uint64_t st[2])
 {
 	uint64_t coarse = tk__window_load(p, state, st), start, end;
 
+	if (!p->word_is_expiry) {
+		/* A count belongs to a period that starts at st[0]. */
+		if (st[1] == 0 ||
+		    (period_of(p, st[0], &start, &end) == 0 && start == st[0]))
+			return 0;
+		st[1] = 0;
+		return -1;
+	}
+	if (coarse == 0 && st[1] == 0)
+		return 0; /* no state */
 	/* Periods last a coarse unit at least: the instant one unit before
 	 * the coarse end lies in the period that ends there. */
-	if (!p->word_is_expiry)
-		return;
 	if (coarse == 0 || period_of(p, (coarse - 1) << 24, &start, &end) ||
-	    !tk__window_ends_at(end, coarse))
-		st[1] = 0; /* no state (or a corrupt one) */
-	else
-		st[0] = start;
+	    !tk__window_ends_at(end, coarse)) {
+		st[1] = 0;
+		return -1;
+	}
+	st[0] = start;
+	return 0;
 }
 
 /* The period to count in: now's, or the state's if that one is later. */
@@ -108,6 +123,20 @@ static uint64_t quota_expires(const struct tk__policy *p, const uint64_t *state)
 	if (st[1] == 0 || period_of(p, st[0], &start, &end))
 		return 0;
 	return end;
+}
+
+/* A count at most L, in a period of @p that has one. */
+static int quota_valid(const struct tk__policy *p, uint32_t words,
+		       const uint64_t *state)
+{
+	uint64_t st[2];
+
+	if (!tk__window_valid(words, state))
+		return 0;
+	if (!p)
+		return 1;
+	return words == p->state_words && unpack(p, state, st) == 0 &&
+	       st[1] <= p->limit;
 }
 
 /* [+-]HH:MM, at most 14:00 either way. */
@@ -251,4 +280,5 @@ const struct tk__algorithm tk__quota = {
 	.check = quota_check,
 	.forecast = quota_forecast,
 	.expires = quota_expires,
+	.valid = quota_valid,
 };

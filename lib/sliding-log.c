@@ -7,7 +7,11 @@
  * bounded (LIMIT_MAX units, 4 KiB of state); larger limits want the
  * sliding window.  Stamps later than now (the clock stepped back) stay
  * live, and new stamps are inserted in order, so nothing counted is
- * forgotten early.
+ * forgotten early.  A write keeps only the stamps live at now: those
+ * that count nothing any more are gone for good.
+ *
+ * Overflow: stamps are clock readings, below 2^63, and W is at most
+ * 2^62, so t + W never wraps; valid() holds every state read to that.
  */
 #include "internal.h"
 #include "parse.h"
@@ -95,6 +99,22 @@ static uint64_t sl_expires(const struct tk__policy *p, const uint64_t *state)
 	return state[0] ? state[state[0]] + p->u.window.window : 0;
 }
 
+/* At most L stamps in words 1..n, ascending, each a clock reading. */
+static int sl_valid(const struct tk__policy *p, uint32_t words,
+		    const uint64_t *state)
+{
+	uint64_t n = state[0], i;
+
+	if (words < 2 || words > 1 + LIMIT_MAX ||
+	    (p && words != p->state_words) || n > words - 1)
+		return 0;
+	for (i = 1; i <= n; i++)
+		if (state[i] >= TK__NOW_LIMIT ||
+		    (i > 1 && state[i] < state[i - 1]))
+			return 0;
+	return 1;
+}
+
 static int sl_parse(struct tk__policy *p, struct tk__parser *ps)
 {
 	uint64_t limit, window;
@@ -126,4 +146,5 @@ const struct tk__algorithm tk__sliding_log = {
 	.check = sl_check,
 	.forecast = sl_forecast,
 	.expires = sl_expires,
+	.valid = sl_valid,
 };

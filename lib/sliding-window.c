@@ -12,7 +12,14 @@
  * t mod (S + 1).  After a backward clock step a bucket may carry a tick
  * above c: it counts in full (it is "later" than now), and a request that
  * would land in its ring slot is added to it rather than overwrite it, so
- * nothing counted is ever forgotten early.
+ * nothing counted is ever forgotten early.  A write empties the buckets
+ * that count nothing at now (ticks below c - S), so that a later step back
+ * cannot make them count again.
+ *
+ * Overflow: ticks are below 2^63 / w (valid() holds every state to what a
+ * check writes), so (tick + 1) * w + W stays below 2^64; every count is at
+ * most L (one bucket never holds more than the estimate it was admitted
+ * under), so sums of S + 1 of them do not wrap.
  */
 #include "internal.h"
 #include "parse.h"
@@ -112,8 +119,14 @@ static int sw_check(const struct tk__policy *p, const uint64_t *state,
 	d->allowed = true;
 	d->remaining = whole_units(p, room(p, &v, cost));
 	d->retry_after = 0;
-	for (i = 0; i < words; i++)
-		next[i] = state[i];
+	for (i = 0; i < words; i += 2) {
+		if (state[i + 1] > 0 && state[i] + s < v.c) {
+			next[i] = next[i + 1] = 0;
+		} else {
+			next[i] = state[i];
+			next[i + 1] = state[i + 1];
+		}
+	}
 	i = 2 * (v.c % (s + 1));
 	if (next[i] == v.c || (next[i] > v.c && next[i + 1] > 0)) {
 		/* This tick's bucket, or a later one in its slot. */
@@ -152,6 +165,30 @@ static uint64_t sw_expires(const struct tk__policy *p, const uint64_t *state)
 			top = state[2 * i];
 	}
 	return any ? (top + 1) * p->u.sliding.width + p->u.sliding.window : 0;
+}
+
+/*
+ * Every bucket with a count sits at its tick's ring index, with a tick a
+ * clock reading below 2^63 gives and at most L (at most 2^48 without @p)
+ * in it.
+ */
+static int sw_valid(const struct tk__policy *p, uint32_t words,
+		    const uint64_t *state)
+{
+	uint64_t s = words / 2 - 1, i, w = p ? p->u.sliding.width : 1;
+	uint64_t limit = p ? p->limit : LIMIT_MAX;
+
+	if (words < 4 || words % 2 || s > BUCKETS_MAX ||
+	    (p && words != p->state_words))
+		return 0;
+	for (i = 0; i <= s; i++) {
+		if (state[2 * i + 1] == 0)
+			continue;
+		if (state[2 * i + 1] > limit || state[2 * i] % (s + 1) != i ||
+		    state[2 * i] > (TK__NOW_LIMIT - 1) / w)
+			return 0;
+	}
+	return 1;
 }
 
 static int sw_parse(struct tk__policy *p, struct tk__parser *ps)
@@ -213,4 +250,5 @@ const struct tk__algorithm tk__sliding_window = {
 	.check = sw_check,
 	.forecast = sw_forecast,
 	.expires = sw_expires,
+	.valid = sw_valid,
 };

@@ -825,6 +825,53 @@ static void test_sliding_window_far_backward_jump(void **state)
 	fx_close(&f);
 }
 
+/*
+ * semantics.md: what no longer counts at the latest time the key has seen
+ * is gone for good.  4 units at t1, 1 at B0 + 950 ms (which keeps the
+ * state live), 1 at B0 + 1250 ms when t1's units count nothing any more
+ * (the sliding window's tick c0 + 12 sits in another ring slot than
+ * c0's), then back to t1: t1's units must not count again.
+ */
+static void test_dead_units_stay_dead(void **state)
+{
+	static const struct {
+		const char *policy;
+		uint64_t remaining, reset_at; /* back at t1 */
+	} cases[] = {
+		/* Only the later window's unit counts. */
+		{ "fixed-window:5/1s", 4, B0 + 2 * SEC },
+		{ "quota:5/1s", 4, B0 + 2 * SEC },
+		/* The two later units count. */
+		{ "sliding-window:5/1s", 3, B0 + 2300 * MS },
+		{ "sliding-log:5/1s", 3, B0 + 1950 * MS },
+	};
+	const uint64_t t1 = B0 + 20 * MS;
+	struct tk_decision d;
+	struct fx f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		fx_open(&f, cases[i].policy, t1);
+		assert_true(chk(&f, "k", 4).allowed);
+		fx_at(&f, B0 + 950 * MS);
+		assert_true(chk(&f, "k", 1).allowed);
+		fx_at(&f, B0 + 1250 * MS);
+		assert_true(chk(&f, "k", 1).allowed);
+		fx_at(&f, t1 + 10 * MS);
+		d = peek(&f, "k");
+		if (d.remaining != cases[i].remaining)
+			fail_msg("%s: back at t1, remaining %llu, want %llu",
+				 cases[i].policy,
+				 (unsigned long long)d.remaining,
+				 (unsigned long long)cases[i].remaining);
+		assert_int_equal(d.reset_at, cases[i].reset_at);
+		assert_true(chk(&f, "k", cases[i].remaining).allowed);
+		assert_false(chk(&f, "k", 1).allowed);
+		fx_close(&f);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* 4. Sliding log                                                       */
 
@@ -1630,7 +1677,7 @@ static void model_period(const struct model *m, uint64_t now, uint64_t *start,
 
 /* Fixed window and quota: semantics.md's fixed-window rule. */
 static int window_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-		       bool is_peek, struct tk_decision *d)
+		       bool is_peek, bool commit, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t ws, we, s, e, count;
@@ -1659,6 +1706,8 @@ static int window_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 		d->allowed = true;
 		d->remaining = m->L - count - cost;
 		d->retry_after = 0;
+		if (!commit)
+			return 0;
 		k->has = true;
 		k->start = s;
 		k->end = e;
@@ -1717,7 +1766,7 @@ static uint64_t sw_retry(const struct model *m, uint64_t full, uint64_t old,
 }
 
 static int sliding_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-			bool is_peek, struct tk_decision *d)
+			bool is_peek, bool commit, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t c = now / m->w, e = now - c * m->w, full, old, hi;
@@ -1746,6 +1795,8 @@ static int sliding_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 		d->allowed = true;
 		d->remaining = sw_floor_left(m, full, old, e, cost);
 		d->retry_after = 0;
+		if (!commit)
+			return 0;
 		found = false;
 		for (i = 0; i < k->nb; i++) {
 			if (k->b[i].tick == c) {
@@ -1792,7 +1843,7 @@ static void log_age(struct model *m, struct mkey *k, uint64_t now)
 }
 
 static int log_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-		    bool is_peek, struct tk_decision *d)
+		    bool is_peek, bool commit, struct tk_decision *d)
 {
 	struct mkey *k = &m->k[key];
 	uint64_t count, kth, need = is_peek ? 1 : cost;
@@ -1807,7 +1858,7 @@ static int log_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 		d->allowed = true;
 		d->remaining = m->L - count - (is_peek ? 0 : cost);
 		d->retry_after = 0;
-		if (is_peek) {
+		if (is_peek || !commit) {
 			d->reset_at = count ? k->st[0] + m->W : now;
 			return 0;
 		}
@@ -1836,19 +1887,44 @@ static int log_eval(struct model *m, int key, uint64_t now, uint64_t cost,
 	return 0;
 }
 
-static int model_eval(struct model *m, int key, uint64_t now, uint64_t cost,
-		      bool is_peek, struct tk_decision *d)
+/* A check (@commit: the model takes it), or a peek (@is_peek). */
+static int model_eval_as(struct model *m, int key, uint64_t now, uint64_t cost,
+			 bool is_peek, bool commit, struct tk_decision *d)
 {
 	memset(d, 0, sizeof(*d));
 	switch (m->kind) {
 	case M_FIXED:
 	case M_QUOTA:
-		return window_eval(m, key, now, cost, is_peek, d);
+		return window_eval(m, key, now, cost, is_peek, commit, d);
 	case M_SLIDING:
-		return sliding_eval(m, key, now, cost, is_peek, d);
+		return sliding_eval(m, key, now, cost, is_peek, commit, d);
 	default:
-		return log_eval(m, key, now, cost, is_peek, d);
+		return log_eval(m, key, now, cost, is_peek, commit, d);
 	}
+}
+
+static int model_eval(struct model *m, int key, uint64_t now, uint64_t cost,
+		      bool is_peek, struct tk_decision *d)
+{
+	return model_eval_as(m, key, now, cost, is_peek, !is_peek, d);
+}
+
+/*
+ * forecast(@cost): allowed and retry_after as a check of @cost would say,
+ * the other fields as a peek reports them (tk_limiter_forecast(3)).
+ */
+static int model_forecast(struct model *m, int key, uint64_t now, uint64_t cost,
+			  struct tk_decision *d)
+{
+	struct tk_decision c;
+	int rc = model_eval_as(m, key, now, cost, false, false, &c);
+
+	if (rc != 0)
+		return rc;
+	model_eval_as(m, key, now, 0, true, false, d);
+	d->allowed = c.allowed;
+	d->retry_after = c.retry_after;
+	return 0;
 }
 
 /* Every operation at @now is a time the store has seen. */
@@ -1949,7 +2025,8 @@ static uint64_t model_boundary(const struct model *m, uint64_t now,
 }
 
 struct prop_stats {
-	uint64_t checks, denied, peeks, eranges, jumps, live_jumps, jump_resets;
+	uint64_t checks, denied, peeks, forecasts, eranges, jumps, live_jumps,
+		jump_resets;
 };
 
 static void print_decision(char *buf, size_t len, const struct tk_decision *d)
@@ -2060,6 +2137,21 @@ static void run_property(struct model *m, const char *policy, uint64_t start,
 			} else {
 				ps->eranges++;
 			}
+		} else if (r < 80) {
+			what = "forecast";
+			r = rnd_range(&seed, 0, 99);
+			cost = r < 30 ? 1
+			       : r < 60
+				       ? rnd_range(&seed, 2,
+						   max_u64(2, min_u64(m->L, 4)))
+			       : r < 95 ? rnd_range(&seed, 1, m->L)
+					: m->L + 1;
+			want_rc = model_forecast(m, key, now, cost, &want);
+			poison(&got);
+			rc = tk_limiter_forecast(f.l, key_names[key],
+						 strlen(key_names[key]), cost,
+						 &got);
+			ps->forecasts++;
 		} else if (r < 90) {
 			what = "peek";
 			want_rc = model_eval(m, key, now, 0, true, &want);
@@ -2109,6 +2201,7 @@ static void assert_coverage(const char *name, const struct prop_stats *ps)
 	assert_true(ps->denied > ps->checks / 20);
 	assert_true(ps->denied < ps->checks * 19 / 20);
 	assert_true(ps->peeks > 100);
+	assert_true(ps->forecasts > 100);
 	assert_true(ps->eranges > 10);
 	assert_true(ps->live_jumps > 50);
 }
@@ -2375,6 +2468,7 @@ int main(void)
 		cmocka_unit_test(test_sliding_window_cost_range),
 		cmocka_unit_test(test_sliding_window_backward_jump),
 		cmocka_unit_test(test_sliding_window_far_backward_jump),
+		cmocka_unit_test(test_dead_units_stay_dead),
 		cmocka_unit_test(test_sliding_log_exact),
 		cmocka_unit_test(test_sliding_log_backward_jump),
 		cmocka_unit_test(test_sliding_log_limit_bound),
