@@ -109,7 +109,8 @@ int tk__window_check(uint64_t limit, const uint64_t *state, uint64_t start,
 		return TK__PERSIST;
 	}
 	d->allowed = false;
-	d->remaining = limit - count;
+	/* A count above the limit: a policy of a higher limit wrote it. */
+	d->remaining = count < limit ? limit - count : 0;
 	d->retry_after = end - now;
 	return TK__KEEP;
 }
@@ -124,7 +125,7 @@ int tk__window_forecast(uint64_t limit, const uint64_t *state, uint64_t start,
 		return -ERANGE;
 	d->limit = limit;
 	d->reset_at = end;
-	d->remaining = limit - count;
+	d->remaining = count < limit ? limit - count : 0;
 	d->allowed = count + (cost ? cost : 1) <= limit;
 	d->retry_after = d->allowed ? 0 : end - now;
 	return TK__KEEP;
@@ -218,7 +219,11 @@ static uint64_t fw_expires(const struct tk__policy *p, const uint64_t *state)
 	return st[1] ? st[0] + p->u.window.window : 0;
 }
 
-/* A start a check writes is a window's, below 2^63; a count at most L. */
+/*
+ * A start a check writes is a window's, below 2^63.  A count above L is
+ * valid: a policy of a higher limit wrote it, and lowering a live key's
+ * limit must leave it over the new one, not reset it.
+ */
 static int fw_valid(const struct tk__policy *p, uint32_t words,
 		    const uint64_t *state)
 {
@@ -228,8 +233,7 @@ static int fw_valid(const struct tk__policy *p, uint32_t words,
 		return 0;
 	if (!p)
 		return 1;
-	return words == p->state_words && unpack(p, state, st) == 0 &&
-	       st[1] <= p->limit;
+	return words == p->state_words && unpack(p, state, st) == 0;
 }
 
 const struct tk__algorithm tk__fixed_window = {

@@ -115,8 +115,7 @@ static int run_dim(struct step *s, const struct tk__policy *p,
 		   const uint64_t *state, uint64_t *next, struct tk_decision *d)
 {
 	memset(d, 0, sizeof(*d));
-	if (state && p->alg->valid &&
-	    !p->alg->valid(p, p->state_words, state)) {
+	if (state && !p->alg->valid(p, p->state_words, state)) {
 		s->corrupt = 1;
 		state = NULL;
 	}

@@ -125,7 +125,7 @@ static uint64_t quota_expires(const struct tk__policy *p, const uint64_t *state)
 	return end;
 }
 
-/* A count at most L, in a period of @p that has one. */
+/* A count in a period of @p that has one (above L: see fw_valid()). */
 static int quota_valid(const struct tk__policy *p, uint32_t words,
 		       const uint64_t *state)
 {
@@ -135,8 +135,7 @@ static int quota_valid(const struct tk__policy *p, uint32_t words,
 		return 0;
 	if (!p)
 		return 1;
-	return words == p->state_words && unpack(p, state, st) == 0 &&
-	       st[1] <= p->limit;
+	return words == p->state_words && unpack(p, state, st) == 0;
 }
 
 /* [+-]HH:MM, at most 14:00 either way. */

@@ -169,14 +169,14 @@ static uint64_t sw_expires(const struct tk__policy *p, const uint64_t *state)
 
 /*
  * Every bucket with a count sits at its tick's ring index, with a tick a
- * clock reading below 2^63 gives and at most L (at most 2^48 without @p)
- * in it.
+ * clock reading below 2^63 gives and at most 2^48 in it.  A count above
+ * this policy's L is valid: a policy of a higher limit wrote it, and the
+ * key is simply over its new limit (the sums stay far from overflow).
  */
 static int sw_valid(const struct tk__policy *p, uint32_t words,
 		    const uint64_t *state)
 {
 	uint64_t s = words / 2 - 1, i, w = p ? p->u.sliding.width : 1;
-	uint64_t limit = p ? p->limit : LIMIT_MAX;
 
 	if (words < 4 || words % 2 || s > BUCKETS_MAX ||
 	    (p && words != p->state_words))
@@ -184,7 +184,7 @@ static int sw_valid(const struct tk__policy *p, uint32_t words,
 	for (i = 0; i <= s; i++) {
 		if (state[2 * i + 1] == 0)
 			continue;
-		if (state[2 * i + 1] > limit || state[2 * i] % (s + 1) != i ||
+		if (state[2 * i + 1] > LIMIT_MAX || state[2 * i] % (s + 1) != i ||
 		    state[2 * i] > (TK__NOW_LIMIT - 1) / w)
 			return 0;
 	}

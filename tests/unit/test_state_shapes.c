@@ -399,6 +399,146 @@ static void test_word_key_contended(void **state)
 	munmap((void *)shared, 4096);
 }
 
+/* The byte offset of word @w of the block state of the one key of zone
+ * "shapes" (a block key), found through tk_zone_walk(). */
+struct found {
+	uint64_t slot, state;
+	int n;
+};
+
+static int find_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
+{
+	struct found *f = ctx;
+
+	(void)fp;
+	f->slot = slot;
+	f->state = state;
+	f->n++;
+	return 0;
+}
+
+static off_t block_word_offset(unsigned int w)
+{
+	struct tk_zone_info info;
+	struct found f = { 0, 0, 0 };
+	uint64_t pages, cell, table;
+
+	assert_rc(tk_zone_info("shapes", &info, sizeof(info)), 0);
+	assert_rc(tk_zone_walk("shapes", find_key, &f), 0);
+	assert_int_equal(f.n, 1);
+	pages = info.arena_size / (1024 * 16);
+	table = (pages * 8 + 63) / 64 * 64;
+	/* A reference holds (cell / 4 + 1) above its 37 gen bits; cell 0 of a
+	 * block is its header, cell 1 its expiry, then one word a cell, the
+	 * value in the cell's second half. */
+	cell = ((f.state >> 37) - 1) * 4;
+	return (off_t)(4096 + info.capacity * 16 + table + (cell + 2 + w) * 16 +
+		       8);
+}
+
+static void poke(off_t off, uint64_t v)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/throttlekit.shapes", dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));
+	close(fd);
+}
+
+/*
+ * A corrupt block state (a sliding log's count of 10^12) is found by
+ * verify, and a check takes it as no state: a cold key's decision, the
+ * state replaced, the store's corrupt counter up by one.
+ */
+static void test_corrupt_state_is_cold(void **state)
+{
+	struct tk_zone_info info;
+	struct tk_clock *clock;
+	struct tk_decision d;
+	struct tk_stats st;
+	struct tk_limiter *l;
+	struct tk_store *s;
+
+	(void)state;
+	fresh_zone();
+	assert_rc(tk_clock_manual_new(&clock, T0), 0);
+	s = open_store("shm:shapes", clock, 0);
+	l = open_on("sliding-log:5/1h", s, clock, NULL);
+	assert_rc(tk_limiter_check(l, "k", 1, 3, &d), 0);
+	assert_decision(d, true, 5, 2, T0 + 3600 * SEC, 0);
+	assert_rc(tk_zone_verify("shapes", &info, sizeof(info)), 0);
+	assert_int_equal(info.corrupt, 0);
+	poke(block_word_offset(0), UINT64_C(1000000000000));
+	assert_rc(tk_zone_verify("shapes", &info, sizeof(info)), -EBADMSG);
+	assert_int_equal(info.corrupt, 1);
+	assert_rc(tk_limiter_peek(l, "k", 1, &d), 0);
+	assert_decision(d, true, 5, 5, T0, 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_decision(d, true, 5, 4, T0 + 3600 * SEC, 0);
+	assert_rc(tk_store_stats(s, &st, sizeof(st)), 0);
+	assert_int_equal(st.corrupt, 2);
+	assert_rc(tk_zone_verify("shapes", &info, sizeof(info)), 0);
+	assert_int_equal(info.corrupt, 0);
+	tk_limiter_close(l);
+	tk_store_close(s);
+	tk_clock_free(clock);
+}
+
+/*
+ * A live key's limit lowered (same algorithm, same state size): the key
+ * is over its new limit, denied, never taken for corrupt and reset.
+ */
+static void test_lowered_limit_stays_over(void **state)
+{
+	static const struct {
+		const char *from, *to;
+		uint64_t used; /* by from, more than to's limit */
+	} pairs[] = {
+		{ "fixed-window:10/1h", "fixed-window:5/1h", 8 },
+		{ "fixed-window:20000000/1h", "fixed-window:16777216/1h",
+		  17000000 },
+		{ "quota:10/day", "quota:5/day", 8 },
+		{ "sliding-window:10/1h,buckets=4",
+		  "sliding-window:5/1h,buckets=4", 8 },
+	};
+	struct tk_clock *clock;
+	struct tk_decision d;
+	struct tk_limiter *a, *b;
+	struct tk_store *s;
+	struct tk_stats st;
+	size_t i, k;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&clock, T0), 0);
+	for (k = 0; k < N_SPECS; k++) {
+		for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+			fresh_zone();
+			s = open_store(specs[k], clock, 0);
+			a = open_on(pairs[i].from, s, clock, NULL);
+			b = open_on(pairs[i].to, s, clock, NULL);
+			assert_rc(
+				tk_limiter_check(a, "k", 1, pairs[i].used, &d),
+				0);
+			assert_true(d.allowed);
+			assert_rc(tk_limiter_check(b, "k", 1, 1, &d), 0);
+			assert_false(d.allowed);
+			assert_int_equal(d.remaining, 0);
+			assert_rc(tk_limiter_peek(b, "k", 1, &d), 0);
+			assert_false(d.allowed);
+			assert_int_equal(d.remaining, 0);
+			assert_rc(tk_store_stats(s, &st, sizeof(st)), 0);
+			assert_int_equal(st.corrupt, 0);
+			tk_limiter_close(a);
+			tk_limiter_close(b);
+			tk_store_close(s);
+		}
+	}
+	tk_clock_free(clock);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -424,6 +564,8 @@ int main(void)
 		cmocka_unit_test(test_high_times_same_as_memory),
 		cmocka_unit_test(test_prefix_boundary),
 		cmocka_unit_test(test_word_key_contended),
+		cmocka_unit_test(test_corrupt_state_is_cold),
+		cmocka_unit_test(test_lowered_limit_stays_over),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
