@@ -164,17 +164,19 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
 /*
  * Press the key whose live block is at @cell: reclaim it if expired; in
  * @pass 1 evict it unless its ref bit spares it, in pass 2 clear that
- * bit (every key was spared), in pass 3 evict it.  Returns 1 if the block
- * was released.
+ * bit (every key was spared), in pass 3 evict it.  Never the key in slot
+ * @self, whose update this allocation is for: evicting it would only make
+ * that update start again, its state lost.  Returns 1 if the block was
+ * released.
  */
 static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
-		 uint64_t now, int pass)
+		 uint64_t now, int pass, uint64_t self)
 {
 	uint64_t slot = h1 >> 32, w0, w1, exp;
 	struct tkz_slot *s;
 	int expired;
 
-	if (slot >= tk__zone_geo(z)->capacity)
+	if (slot >= tk__zone_geo(z)->capacity || slot == self)
 		return 0;
 	s = &tk__zone_slots(z)[slot];
 	tkz_read(s->w, &w0, &w1);
@@ -237,7 +239,7 @@ static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		tkz_read(cells[cell].w, &h0, &h1);
 		if ((h0 & TKZ_BLK_USED) &&
 		    (pass == 0 ? collect(z, cell, h0, h1)
-			       : press(z, cell, h0, h1, now, pass)))
+			       : press(z, cell, h0, h1, now, pass, bind >> 32)))
 			tkz_read(cells[cell].w, &h0, &h1);
 		if (try_claim(z, cell, h0, h1, mark, bind, b)) {
 			ck_pr_store_64(&h->alloc[k].v, (cell + size) % total);
@@ -269,7 +271,7 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		return visit(z, k, mark, bind, now, 0, b);
 	}
 	for (pass = 1; pass <= 3; pass++)
-		if (visit(z, k, mark, bind, now, 1, b) == 0)
+		if (visit(z, k, mark, bind, now, pass, b) == 0)
 			return 0;
 	return -ENOSPC;
 }
