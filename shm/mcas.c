@@ -66,7 +66,8 @@ static int desc_read(struct tk__zone *z, uint64_t dref, struct desc *d)
 	    cell + CELLS(1) > tk__zone_geo(z)->pages * TKZ_PAGE_CELLS)
 		return -ESTALE;
 	tkz_after_reference();
-	size = ck_pr_load_64(&tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS]);
+	size = tkz_page_size(
+		ck_pr_load_64(&tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS]));
 	tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
 	if (!(h0 & TKZ_BLK_USED) ||
 	    ((h0 >> TKZ_BLK_WORDS_SHIFT) & TKZ_BLK_WORDS_MAX) != TKZ_BLK_DESC ||

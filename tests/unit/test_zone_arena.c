@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,11 @@
 #define LOG "sliding-log:100/1h"	       /* 32 blocks fill the arena */
 #define WINDOW "sliding-window:5/1h,buckets=3" /* another size */
 #define BLOCKS 32
+/* A composite over two more sizes: 16 cells and 4 cells. */
+#define COMBO "all(sliding-window:5/1h,buckets=3,fixed-window:5/1ms)"
+/* Where the page table of a zone of 4096 slots starts in its file. */
+#define PAGETABLE (4096 + 4096 * 16)
+#define CELLS (PAGETABLE + 64) /* and its arena */
 
 static char dir[] = "/tmp/tk-arena-XXXXXX";
 
@@ -40,6 +46,7 @@ struct shared {
 	_Atomic uint64_t errors;
 	_Atomic uint64_t per_key[64];
 	_Atomic uint64_t ready;
+	_Atomic uint64_t phase; /* workers done with the first phase */
 };
 
 static struct shared *sh;
@@ -212,11 +219,291 @@ static void test_eviction_across_processes(void **state)
 	assert_int_equal(tk_zone_destroy("evictp"), 0);
 }
 
+static void reset_all(struct tk_limiter *l, const char *prefix, int n)
+{
+	char key[32];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s%d", prefix, i);
+		assert_int_equal(tk_limiter_reset(l, key, strlen(key)), 0);
+	}
+}
+
+/* A composite check of keys @a and @b: its rc, with *allowed set. */
+static int check2(struct tk_limiter *l, const char *a, const char *b,
+		  int *allowed)
+{
+	struct tk_key k[2] = { { a, strlen(a) }, { b, strlen(b) } };
+	struct tk_decision d;
+	int rc = tk_limiter_check_keys(l, k, 2, 1, &d);
+
+	*allowed = rc == 0 && d.allowed;
+	return rc;
+}
+
+/*
+ * The arena filled by one policy's keys, which are then reset and swept:
+ * a policy of another block size, and a composite over two more sizes,
+ * get blocks (the empty pages went back to the pool), exactly counted;
+ * in a zone that refuses as in one that evicts.
+ */
+static void test_pages_return_to_pool(void **state)
+{
+	struct tk_limiter *log, *win, *combo;
+	struct tk_zone_info info;
+	char key[32], other[32];
+	int i, t, refuse, allowed, n;
+
+	(void)state;
+	for (refuse = 0; refuse < 2; refuse++) {
+		log = open_on("pool", LOG,
+			      refuse ? TK_OPT_ZONE_REFUSE_FULL : 0);
+		win = open_on("pool", WINDOW, 0);
+		combo = open_on("pool", COMBO, 0);
+		assert_non_null(log);
+		assert_non_null(win);
+		assert_non_null(combo);
+		fill(log, "l", BLOCKS, 1);
+		verify("pool", &info);
+		assert_int_equal(info.blocks, BLOCKS);
+		reset_all(log, "l", BLOCKS);
+		assert_int_equal(tk_zone_sweep("pool", T0), 0);
+		for (i = 0; i < 100; i++) {
+			snprintf(key, sizeof(key), "w%d", i);
+			for (t = n = 0; t < 7; t++) {
+				assert_int_equal(check(win, key, &allowed), 0);
+				n += allowed;
+			}
+			assert_int_equal(n, 5);
+		}
+		for (i = 0; i < 50; i++) {
+			snprintf(key, sizeof(key), "x%d", i);
+			snprintf(other, sizeof(other), "y%d", i);
+			for (t = n = 0; t < 6; t++) {
+				assert_int_equal(
+					check2(combo, key, other, &allowed), 0);
+				n += allowed;
+			}
+			assert_int_equal(n, 5);
+		}
+		verify("pool", &info);
+		assert_int_equal(info.evictions, 0);
+		/* And back: the first policy gets pages again. */
+		reset_all(win, "w", 100);
+		for (i = 0; i < 50; i++) {
+			snprintf(key, sizeof(key), "x%d", i);
+			snprintf(other, sizeof(other), "y%d", i);
+			assert_int_equal(
+				tk_limiter_reset(combo, key, strlen(key)), 0);
+			assert_int_equal(
+				tk_limiter_reset(combo, other, strlen(other)),
+				0);
+		}
+		assert_int_equal(tk_zone_sweep("pool", T0), 0);
+		fill(log, "m", BLOCKS - 1, 2);
+		verify("pool", &info);
+		assert_int_equal(info.evictions, 0);
+		tk_limiter_close(log);
+		tk_limiter_close(win);
+		tk_limiter_close(combo);
+		assert_int_equal(tk_zone_destroy("pool"), 0);
+	}
+}
+
+/*
+ * A zone that refuses, every block of a size live: a new key of that size
+ * is refused, and so is an update of a key that exists (an update writes
+ * a new block before it frees the old one), which changes nothing: once a
+ * block is free again the key goes on from the same count.  Reads need no
+ * block.
+ */
+static void test_refuse_full_arena(void **state)
+{
+	struct tk_limiter *l = open_on("refuse", LOG, TK_OPT_ZONE_REFUSE_FULL);
+	struct tk_zone_info info;
+	struct tk_decision d;
+	int allowed;
+
+	(void)state;
+	assert_non_null(l);
+	fill(l, "k", BLOCKS, 1);
+	assert_int_equal(check(l, "new", &allowed), -ENOSPC);
+	assert_int_equal(check(l, "k0", &allowed), -ENOSPC);
+	assert_int_equal(tk_limiter_peek(l, "k0", 2, &d), 0);
+	assert_int_equal(d.remaining, 99);
+	assert_int_equal(tk_limiter_reset(l, "k31", 3), 0);
+	check_ok(l, "k0");
+	assert_int_equal(tk_limiter_peek(l, "k0", 2, &d), 0);
+	assert_int_equal(d.remaining, 98);
+	tk_limiter_close(l);
+	verify("refuse", &info);
+	assert_int_equal(info.evictions, 0);
+	assert_int_equal(tk_zone_destroy("refuse"), 0);
+}
+
+/* Write @v at @off of zone @name's file. */
+static void poke64(const char *name, off_t off, uint64_t v)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/throttlekit.%s", dir, name);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &v, sizeof(v), off), sizeof(v));
+	close(fd);
+}
+
+/*
+ * A process killed while it returned pages to the pool: right after it
+ * marked them CLOSING (variant 0: while a key still had a block in one,
+ * which must stay); after it closed every block and marked them FORMAT;
+ * half-way through formatting.  The next allocation that needs a page
+ * finishes the job, or reopens the page in use.  (Each key of the first
+ * policy was used once, "keep" three times: formatting writes gen 4.)
+ */
+static void test_page_return_left_half_done(void **state)
+{
+	struct tk_limiter *log, *win;
+	struct tk_zone_info info;
+	struct tk_decision d;
+	uint64_t cell;
+	int i, p;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		log = open_on("half", LOG, 0);
+		win = open_on("half", WINDOW, 0);
+		assert_non_null(log);
+		assert_non_null(win);
+		fill(log, "l", BLOCKS - 2, 1);
+		fill(log, "keep", 1, 3);
+		reset_all(log, "l", BLOCKS - 2);
+		if (i > 0)
+			reset_all(log, "keep", 1);
+		/* Not swept: every page is still of the first size. */
+		for (p = 0; p < 4; p++) {
+			poke64("half", PAGETABLE + 8 * p,
+			       128 | (i < 2 ? 1u << 11 : 1u << 12));
+			for (cell = 0; i >= 2 && cell < 1024; cell += 128)
+				poke64("half",
+				       CELLS + 16 * (p * 1024 + cell) + 8,
+				       UINT64_C(1) << 63);
+			for (cell = 0; i == 3 && cell < 300; cell++) {
+				poke64("half", CELLS + 16 * (p * 1024 + cell),
+				       4);
+				poke64("half",
+				       CELLS + 16 * (p * 1024 + cell) + 8, 0);
+			}
+		}
+		fill(win, "w", (i ? 4 : 3) * 64 - 1, 1);
+		verify("half", &info);
+		assert_int_equal(info.evictions, 0);
+		if (i == 0) {
+			assert_int_equal(tk_limiter_peek(log, "keep0", 5, &d),
+					 0);
+			assert_int_equal(d.remaining, 97);
+		}
+		tk_limiter_close(log);
+		tk_limiter_close(win);
+		assert_int_equal(tk_zone_destroy("half"), 0);
+	}
+}
+
+/* Phase 1: fill and reset keys of one size; phase 2: other sizes. */
+static void churn_worker(int i)
+{
+	struct tk_limiter *log = open_on("churn", LOG, 0);
+	struct tk_limiter *win = open_on("churn", WINDOW, 0);
+	struct tk_limiter *combo = open_on("churn", COMBO, 0);
+	char key[32], other[32];
+	int k, t, allowed, n;
+
+	if (!log || !win || !combo)
+		_exit(2);
+	for (k = 0; k < 7; k++) {
+		snprintf(key, sizeof(key), "l%d-%d", i, k);
+		if (check(log, key, &allowed) != 0 || !allowed)
+			atomic_fetch_add(&sh->errors, 1);
+		if (check(log, "hot", &allowed) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+	}
+	for (k = 0; k < 7; k++) {
+		snprintf(key, sizeof(key), "l%d-%d", i, k);
+		tk_limiter_reset(log, key, strlen(key));
+	}
+	atomic_fetch_add(&sh->phase, 1);
+	while (atomic_load(&sh->phase) < 4)
+		;
+	for (k = 0; k < 12; k++) {
+		snprintf(key, sizeof(key), "w%d-%d", i, k);
+		for (t = n = 0; t < 7; t++) {
+			if (check(win, key, &allowed) != 0)
+				atomic_fetch_add(&sh->errors, 1);
+			n += allowed;
+		}
+		snprintf(key, sizeof(key), "x%d-%d", i, k);
+		snprintf(other, sizeof(other), "y%d", k);
+		if (check2(combo, key, other, &allowed) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		if (n != 5)
+			atomic_fetch_add(&sh->errors, 1);
+		if (allowed)
+			atomic_fetch_add(&sh->per_key[k], 1);
+		if (check(log, "hot", &allowed) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+		if (k % 4 == 3)
+			tk_zone_sweep("churn", T0);
+	}
+	tk_limiter_close(log);
+	tk_limiter_close(win);
+	tk_limiter_close(combo);
+}
+
+/*
+ * Four processes fill the arena with one size, reset, then use two other
+ * sizes and a composite while sweeps return pages to the pool: every
+ * count exact, no -ENOSPC, nothing evicted.
+ */
+static void test_pages_change_hands_across_processes(void **state)
+{
+	struct tk_limiter *l = open_on("churn", LOG, 0);
+	struct tk_zone_info info;
+	struct tk_decision d;
+	int k;
+
+	(void)state;
+	assert_non_null(l);
+	memset(sh, 0, sizeof(*sh));
+	run_workers(4, churn_worker);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	/* 4 x (7 + 12) checks of the hot key, all admitted, all counted. */
+	assert_int_equal(atomic_load(&sh->allowed), 76);
+	assert_int_equal(tk_limiter_peek(l, "hot", 3, &d), 0);
+	assert_int_equal(d.remaining, 100 - 76);
+	/* y_k is shared by the four workers' composites: limit 5. */
+	for (k = 0; k < 12; k++)
+		assert_int_equal(atomic_load(&sh->per_key[k]), 4);
+	tk_limiter_close(l);
+	verify("churn", &info);
+	assert_int_equal(info.evictions, 0);
+	assert_int_equal(tk_zone_destroy("churn"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_class_evicts),
 		cmocka_unit_test(test_eviction_across_processes),
+		cmocka_unit_test(test_pages_return_to_pool),
+		cmocka_unit_test(test_refuse_full_arena),
+		cmocka_unit_test(test_page_return_left_half_done),
+		cmocka_unit_test(test_pages_change_hands_across_processes),
 	};
 	int rc;
 
