@@ -32,7 +32,7 @@ for h in "$src"/tests/fuzz/fuzz-*.c; do
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed k \
 			--policy gcra:1/1s >/dev/null 2>&1 || true
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed t \
-			--policy sliding-window:5/1s,buckets=3 >/dev/null 2>&1 || true
+			--policy sliding-window:5/1s,buckets=4 >/dev/null 2>&1 || true
 		corpus="$corpus.gen"
 	fi
 	echo "fuzz: $name for ${secs}s"
