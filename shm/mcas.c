@@ -110,18 +110,25 @@ static int same_key(uint64_t w0, uint64_t e0)
 	return (w0 & ~TKZ_REF) == (e0 & ~TKZ_REF);
 }
 
+static int help_at(struct tk__zone *z, uint64_t dref, uint64_t slot);
+
 /*
  * Install @d in its slots in order, aborting other updates met on the
  * way.  Returns the number installed before a slot that no longer holds
  * what @d expects (n if all were), or -1 if @d was aborted meanwhile.
+ * Each slot is tried a bounded number of times: a slot that keeps
+ * changing fails this attempt, and the caller's rounds are bounded too.
  */
 static int install(struct tk__zone *z, const struct desc *d)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	uint64_t i, w0, w1;
+	int tries;
 
 	for (i = 0; i < d->n; i++) {
-		for (;;) {
+		for (tries = 0;; tries++) {
+			if (tries == ROUNDS_MAX)
+				return (int)i;
 			tkz_read_slot(&slots[d->slot[i]], &w0, &w1);
 			if (w1 == d->ref)
 				break;
@@ -135,7 +142,7 @@ static int install(struct tk__zone *z, const struct desc *d)
 			}
 			/* Another update (or a broken reference, which a
 			 * retry replaces): abort it. */
-			if (!tkz_is_desc(w1) || tk__desc_help(z, w1) != 0)
+			if (!tkz_is_desc(w1) || help_at(z, w1, d->slot[i]) != 0)
 				return (int)i;
 		}
 	}
@@ -193,6 +200,24 @@ int tk__desc_help(struct tk__zone *z, uint64_t dref)
 	return complete(z, &d);
 }
 
+/*
+ * Complete the update @dref met in slot @slot: -ESTALE if it names none,
+ * or one that does not list @slot (a corrupt zone: completing it would
+ * never take it out of the slot, and the caller would meet it for ever;
+ * as a broken reference, the slot's value is replaced).
+ */
+static int help_at(struct tk__zone *z, uint64_t dref, uint64_t slot)
+{
+	struct desc d;
+	uint64_t i;
+
+	if (desc_read(z, dref, &d) != 0)
+		return -ESTALE;
+	for (i = 0; i < d.n && d.slot[i] != slot; i++)
+		;
+	return i < d.n ? complete(z, &d) : -ESTALE;
+}
+
 int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
 		     uint64_t h1)
 {
@@ -238,7 +263,7 @@ static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
 	p->old = NULL;
 	/* A reference to no descriptor is broken: replaced as no state. */
 	if (tkz_is_desc(p->w1))
-		return tk__desc_help(z, p->w1) == 0 ? -EAGAIN : 0;
+		return help_at(z, p->w1, p->idx) == 0 ? -EAGAIN : 0;
 	if (!tkz_is_ref(p->w1))
 		return 0;
 	rc = tk__blk_read(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1, buf,

@@ -26,6 +26,9 @@
 
 #include <throttlekit.h>
 
+/* White-box: the multi-key update met with a hostile slot value. */
+#include "../../shm/zone.h"
+
 #define T0 UINT64_C(1700000000000000000)
 #define SEC UINT64_C(1000000000)
 #define ARENA (64 * 1024)
@@ -411,6 +414,100 @@ static void test_page_return_left_half_done(void **state)
 	}
 }
 
+/* What hostile_fn() plants, and where. */
+static struct tk__zone *hz;
+static struct tk__zone_key hk[2];
+static int hcalls;
+
+/*
+ * A transition of two 2-word states (blocks of 4 cells) that, the second
+ * time it runs (the keys exist then), puts into the first key's slot a
+ * reference to a valid, decided descriptor of another update that does
+ * not list that slot, in a block of a page of the pool: what a process
+ * with write access to the zone could leave there while the update runs.
+ */
+static int hostile_fn(void *ctx, const uint64_t *const *old,
+		      uint64_t *const *next, int *persist, uint64_t *expires)
+{
+	struct tkz_cell *c = tk__zone_cells(hz);
+	uint64_t idx, w0, w1, cell = 3 * TKZ_PAGE_CELLS, g = 5, i;
+	const uint64_t v[7][2] = {
+		{ TKZ_BLK_USED | (uint64_t)TKZ_BLK_DESC << TKZ_BLK_WORDS_SHIFT |
+			  g,
+		  0 },
+		{ g, 2 }, /* FAILED */
+		{ g, 1 }, /* one key */
+		{ g, 0 },
+		{ g, 0 }, /* slot 0 (not the key's), its w0 */
+		{ g, 0 },
+		{ g, 0 }, /* expected and new w1 */
+	};
+
+	(void)ctx;
+	(void)old;
+	for (i = 0; i < 2; i++) {
+		next[i][0] = next[i][1] = 1;
+		persist[i] = 1;
+		expires[i] = T0 + 3600 * SEC;
+	}
+	if (++hcalls == 2 &&
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) == 0 &&
+	    idx != 0) {
+		tk__zone_pagetable(hz)[3] = 16; /* open, 16-cell blocks */
+		for (i = 0; i < 7; i++) {
+			c[cell + i].w[0] = v[i][0];
+			c[cell + i].w[1] = v[i][1];
+		}
+		tk__zone_slots(hz)[idx].w[1] = tkz_ref(cell, g) | TKZ_DESC;
+	}
+	return TK__ZONE_PERSIST;
+}
+
+/*
+ * A slot holding a descriptor that does not list it: completing that
+ * update never takes it out, so a multi-key update that met it looped
+ * for ever.  It is a broken reference: the update replaces it.  (In a
+ * child, so that a hang fails the test instead of hanging it.)
+ */
+static void test_foreign_descriptor_in_slot(void **state)
+{
+	const uint32_t words[2] = { 2, 2 };
+	struct tk_options o = TK_OPTIONS_INIT;
+	uint64_t idx, w0, w1;
+	int status, rc;
+	pid_t pid;
+
+	(void)state;
+	o.zone_capacity = 4096;
+	o.zone_arena = ARENA;
+	assert_int_equal(tk_zone_create("foreign", &o), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		if (tk__zone_attach(&hz, "foreign", NULL, 0) != 0)
+			_exit(2);
+		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
+		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
+		hk[1].fp = TKZ_FP_BLOCK | 0x5678;
+		hk[1].pos = UINT64_C(0xc2b2ae3d27d4eb4f);
+		rc = tk__zone_apply_multi(hz, 2, hk, words, T0, hostile_fn,
+					  NULL);
+		if (rc != TK__ZONE_PERSIST || hcalls < 2)
+			_exit(3);
+		/* The key's slot holds its new state, not the descriptor. */
+		if (tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+		    !tkz_is_ref(w1))
+			_exit(4);
+		tk__zone_detach(hz);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tk_zone_destroy("foreign"), 0);
+}
+
 /* Phase 1: fill and reset keys of one size; phase 2: other sizes. */
 static void churn_worker(int i)
 {
@@ -504,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_refuse_full_arena),
 		cmocka_unit_test(test_page_return_left_half_done),
 		cmocka_unit_test(test_pages_change_hands_across_processes),
+		cmocka_unit_test(test_foreign_descriptor_in_slot),
 	};
 	int rc;
 
