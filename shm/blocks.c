@@ -11,12 +11,19 @@
  * referencing it, and references never repeat.  The second is harmless:
  * every cell is written by a CAS that refuses a cell carrying a newer gen,
  * and a claimer writes all its cells before publishing.
+ *
+ * A page holds blocks of one size while it is open, and goes back to a
+ * common pool once none is in use: its free blocks are marked closed one
+ * by one (a block in use aborts), then every cell is set to a gen above
+ * any the page had, so no value of an earlier life of a page ever comes
+ * back and every CAS prepared in one fails ("Pages" in the protocol).
  */
 #include "slot.h"
 
 #include <errno.h>
 
 #define VISITS_MAX 4096 /* blocks looked at per allocation, each pass */
+#define TRIES_MAX 64	/* CAS failures on one cell before leaving it */
 
 static uint64_t arena_cells(const struct tk__zone *z)
 {
@@ -40,14 +47,32 @@ int tk__blk_class(uint32_t words)
 	return -E2BIG;
 }
 
+static uint64_t *page_word(struct tk__zone *z, uint64_t cell)
+{
+	return &tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS];
+}
+
 /* Size in cells of the blocks of the page holding @cell; 0: none. */
 static uint64_t page_class_cells(struct tk__zone *z, uint64_t cell)
 {
-	uint64_t c =
-		ck_pr_load_64(&tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS]);
+	return tkz_page_size(ck_pr_load_64(page_word(z, cell)));
+}
 
-	return c >= TKZ_CLASS_MIN && c <= TKZ_PAGE_CELLS && !(c & (c - 1)) ? c
-									   : 0;
+static uint64_t epoch_of(uint64_t pw)
+{
+	return pw >> TKZ_PAGE_EPOCH_SHIFT;
+}
+
+/* The word of a page of @size-cell blocks (0: of the pool) in @epoch. */
+static uint64_t page_word_of(uint64_t size, uint64_t epoch)
+{
+	return size | epoch << TKZ_PAGE_EPOCH_SHIFT;
+}
+
+static int page_open(uint64_t pw)
+{
+	return tkz_page_size(pw) &&
+	       !(pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT));
 }
 
 static uint64_t gen_of(uint64_t h0)
@@ -145,6 +170,14 @@ static int collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
 	return tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
 }
 
+/*
+ * Claim the block at @cell, its header read as {@h0, @h1} while its page
+ * was open (the caller read the page word before and after): a free
+ * block, or one marked closed by a closing since aborted (a mark of this
+ * epoch cannot exist while the page is open).  If the page has moved on
+ * since, the CAS fails: a page's cells never take a value of an earlier
+ * life again (see "State blocks" in docs/shm-protocol.md).
+ */
 static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
 		     uint64_t h1, uint32_t mark, uint64_t bind,
 		     struct tk__blk *b)
@@ -152,7 +185,7 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
 	uint64_t n0 = TKZ_BLK_USED | (uint64_t)mark << TKZ_BLK_WORDS_SHIFT |
 		      ((gen_of(h0) + 1) & TKZ_BLK_GEN_MASK);
 
-	if ((h0 & TKZ_BLK_USED) || h1 != 0 ||
+	if ((h0 & TKZ_BLK_USED) || (h1 != 0 && !(h1 & TKZ_BLK_CLOSED)) ||
 	    !tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, n0, bind))
 		return 0;
 	b->cell = cell;
@@ -164,17 +197,19 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
 /*
  * Press the key whose live block is at @cell: reclaim it if expired; in
  * @pass 1 evict it unless its ref bit spares it, in pass 2 clear that
- * bit (every key was spared), in pass 3 evict it.  Returns 1 if the block
- * was released.
+ * bit (every key was spared), in pass 3 evict it.  Never the key in slot
+ * @self, whose update this allocation is for: evicting it would only make
+ * that update start again, its state lost.  Returns 1 if the block was
+ * released.
  */
 static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
-		 uint64_t now, int pass)
+		 uint64_t now, int pass, uint64_t self)
 {
 	uint64_t slot = h1 >> 32, w0, w1, exp;
 	struct tkz_slot *s;
 	int expired;
 
-	if (slot >= tk__zone_geo(z)->capacity)
+	if (slot >= tk__zone_geo(z)->capacity || slot == self)
 		return 0;
 	s = &tk__zone_slots(z)[slot];
 	tkz_read(s->w, &w0, &w1);
@@ -198,35 +233,206 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 	return tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
 }
 
-/* A page for class @k that nobody uses yet; its first cell, or -1. */
-static int64_t new_page(struct tk__zone *z, int k)
+/*
+ * Read the header of @cell, in the page whose word was @pw, into {@h0,
+ * @h1}.  0 if the page still had that word after the read, so that the
+ * header belongs to that life of the page.
+ */
+static int read_header(struct tk__zone *z, uint64_t cell, uint64_t pw,
+		       uint64_t *h0, uint64_t *h1)
 {
-	uint64_t *pt = tk__zone_pagetable(z), p;
+	tkz_read(tk__zone_cells(z)[cell].w, h0, h1);
+	ck_pr_fence_load(); /* the header, then the page word again */
+	return ck_pr_load_64(page_word(z, cell)) == pw ? 0 : -1;
+}
 
-	for (p = 0; p < tk__zone_geo(z)->pages; p++)
-		if (ck_pr_load_64(&pt[p]) == 0 &&
-		    ck_pr_cas_64(&pt[p], 0, class_cells(k)))
-			return (int64_t)(p * TKZ_PAGE_CELLS);
-	return -1;
+/*
+ * Format page @p, word @pw (FORMAT): set every cell to {f, 0}, f above
+ * every gen its blocks ever had.  Anyone may do it, and may stop anywhere:
+ * f is computed alike by all (a header is {f, 0} once formatted, or still
+ * {g, closed} with g < f), and a cell already at f or beyond is left.  A
+ * cell read while the page was FORMAT with a tag below f never takes that
+ * value again, so a late CAS fails.
+ */
+static void format(struct tk__zone *z, uint64_t p, uint64_t pw)
+{
+	struct tkz_cell *cells = tk__zone_cells(z);
+	uint64_t *w = &tk__zone_pagetable(z)[p], size = tkz_page_size(pw);
+	uint64_t first = p * TKZ_PAGE_CELLS, cell, h0, h1, f = 0, g;
+	int tries;
+
+	for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size) {
+		tkz_read(cells[cell].w, &h0, &h1);
+		g = gen_of(h0) + (h1 != 0);
+		f = g > f ? g : f;
+	}
+	ck_pr_fence_load();
+	if (ck_pr_load_64(w) != pw)
+		return;
+	for (cell = first; cell < first + TKZ_PAGE_CELLS; cell++) {
+		for (tries = 0;; tries++) {
+			if (tries == TRIES_MAX)
+				return; /* late writers: others will finish */
+			tkz_read(cells[cell].w, &h0, &h1);
+			ck_pr_fence_load();
+			if (ck_pr_load_64(w) != pw)
+				return;
+			if (h0 >= f || tkz_cas(cells[cell].w, h0, h1,
+					       f & TKZ_BLK_GEN_MASK, 0))
+				break;
+		}
+	}
+	ck_pr_cas_64(w, pw, page_word_of(0, epoch_of(pw) + 1));
+}
+
+/*
+ * Help page @p along, seen as @pw: mark the free blocks of a CLOSING page
+ * closed, or reopen it in a new epoch if one is in use (its marks are then
+ * stale, and stale marks are free blocks); then format it.  Anyone may do
+ * it, and a process killed anywhere here leaves a page the next helper
+ * finishes: allocations and sweeps that meet one help it.
+ */
+static void help_page(struct tk__zone *z, uint64_t p, uint64_t pw)
+{
+	struct tkz_cell *cells = tk__zone_cells(z);
+	uint64_t *w = &tk__zone_pagetable(z)[p], size = tkz_page_size(pw);
+	uint64_t first = p * TKZ_PAGE_CELLS, cell, h0, h1;
+	uint64_t closed = TKZ_BLK_CLOSED | epoch_of(pw);
+	int tries;
+
+	if (!size || (pw & TKZ_PAGE_CLOSING && pw & TKZ_PAGE_FORMAT))
+		return; /* not a state: a corrupt page stays out of use */
+	if (pw & TKZ_PAGE_CLOSING) {
+		for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size)
+			for (tries = 0;; tries++) {
+				if (tries == TRIES_MAX ||
+				    read_header(z, cell, pw, &h0, &h1))
+					return;
+				if (h0 & TKZ_BLK_USED) {
+					ck_pr_cas_64(
+						w, pw,
+						page_word_of(size,
+							     epoch_of(pw) + 1));
+					return;
+				}
+				if (h1 == closed ||
+				    tkz_cas(cells[cell].w, h0, h1, h0, closed))
+					break;
+			}
+		/* Every block closed, and none can be claimed while the page
+		 * is CLOSING in this epoch. */
+		if (!ck_pr_cas_64(w, pw,
+				  pw ^ TKZ_PAGE_CLOSING ^ TKZ_PAGE_FORMAT))
+			return;
+		pw ^= TKZ_PAGE_CLOSING ^ TKZ_PAGE_FORMAT;
+	}
+	if (pw & TKZ_PAGE_FORMAT)
+		format(z, p, pw);
+}
+
+/*
+ * Return page @p to the pool if none of its blocks is in use (collecting
+ * those no key can reference any more).  Returns 1 if it is in the pool.
+ */
+static int close_page(struct tk__zone *z, uint64_t p)
+{
+	uint64_t *w = &tk__zone_pagetable(z)[p], pw = ck_pr_load_64(w);
+	uint64_t size = tkz_page_size(pw), first = p * TKZ_PAGE_CELLS;
+	uint64_t cell, h0, h1;
+
+	if (page_open(pw)) {
+		for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size)
+			if (read_header(z, cell, pw, &h0, &h1) ||
+			    ((h0 & TKZ_BLK_USED) && !collect(z, cell, h0, h1)))
+				return 0;
+		if (!ck_pr_cas_64(w, pw, pw | TKZ_PAGE_CLOSING))
+			return 0;
+		pw |= TKZ_PAGE_CLOSING;
+	}
+	if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT))
+		help_page(z, p, pw);
+	pw = ck_pr_load_64(w);
+	return !(pw &
+		 (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT));
+}
+
+/*
+ * Take a page of the pool for class @k and claim its first block: 0, or
+ * -ENOSPC if the pool is empty.  Pages being returned are helped on the
+ * way, so a page a dead process left half returned is found here.
+ */
+static int new_page(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
+		    struct tk__blk *b)
+{
+	uint64_t *pt = tk__zone_pagetable(z), p, pw, open, h0, h1;
+
+	for (p = 0; p < tk__zone_geo(z)->pages; p++) {
+		pw = ck_pr_load_64(&pt[p]);
+		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT)) {
+			help_page(z, p, pw);
+			pw = ck_pr_load_64(&pt[p]);
+		}
+		if (pw &
+		    (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT))
+			continue;
+		open = page_word_of(class_cells(k), epoch_of(pw));
+		if (!ck_pr_cas_64(&pt[p], pw, open))
+			continue;
+		if (read_header(z, p * TKZ_PAGE_CELLS, open, &h0, &h1) == 0 &&
+		    try_claim(z, p * TKZ_PAGE_CELLS, h0, h1, mark, bind, b))
+			return 0;
+		/* Raced for its first block: the class's visit finds the
+		 * others. */
+		return -EAGAIN;
+	}
+	return -ENOSPC;
+}
+
+/*
+ * Return to the pool an empty page of another class than @k, looking at
+ * up to VISITS_MAX block headers: a class that needs a page then finds
+ * one, whatever class had it before.  Returns 1 if one went.
+ */
+static int reuse_page(struct tk__zone *z, int k)
+{
+	uint64_t pages = tk__zone_geo(z)->pages, p, i, pw, size, cost = 0;
+	uint64_t start =
+		ck_pr_load_64(&tk__zone_header(z)->alloc[k].v) / TKZ_PAGE_CELLS;
+
+	for (i = 0; i < pages && cost < VISITS_MAX; i++) {
+		p = (start + i) % pages;
+		pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
+		size = tkz_page_size(pw);
+		if (!size || size == class_cells(k))
+			continue;
+		cost += TKZ_PAGE_CELLS / size;
+		if (close_page(z, p))
+			return 1;
+	}
+	return 0;
 }
 
 /*
  * Visit up to VISITS_MAX blocks of class @k from the class's cursor:
  * claim the first free one, collecting garbage on the way (@pass 0), or
- * pressing live keys (passes 1 to 3, see press()).
+ * pressing live keys (passes 1 to 3, see press()).  Pages that are not
+ * open for the class are skipped (those being returned are helped).
  */
 static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		 uint64_t now, int pass, struct tk__blk *b)
 {
 	struct tkz_header *h = tk__zone_header(z);
-	struct tkz_cell *cells = tk__zone_cells(z);
 	uint64_t size = class_cells(k), total = arena_cells(z);
-	uint64_t cell = ck_pr_load_64(&h->alloc[k].v) % total, h0, h1;
+	uint64_t cell = ck_pr_load_64(&h->alloc[k].v) % total, h0, h1, pw;
 	uint64_t visits = 0, steps;
 
 	cell -= cell % size;
 	for (steps = 0; steps < total / size && visits < VISITS_MAX; steps++) {
-		if (page_class_cells(z, cell) != size) {
+		pw = ck_pr_load_64(page_word(z, cell));
+		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT) &&
+		    cell % TKZ_PAGE_CELLS == 0)
+			help_page(z, cell / TKZ_PAGE_CELLS, pw);
+		if (!page_open(pw) || tkz_page_size(pw) != size) {
 			/* Another class's page or a free one: skip it. */
 			cell = (cell / TKZ_PAGE_CELLS + 1) * TKZ_PAGE_CELLS;
 			steps += TKZ_PAGE_CELLS / size - 1;
@@ -234,12 +440,13 @@ static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 			continue;
 		}
 		visits++;
-		tkz_read(cells[cell].w, &h0, &h1);
-		if ((h0 & TKZ_BLK_USED) &&
+		if (read_header(z, cell, pw, &h0, &h1) == 0 &&
+		    (h0 & TKZ_BLK_USED) &&
 		    (pass == 0 ? collect(z, cell, h0, h1)
-			       : press(z, cell, h0, h1, now, pass)))
-			tkz_read(cells[cell].w, &h0, &h1);
-		if (try_claim(z, cell, h0, h1, mark, bind, b)) {
+			       : press(z, cell, h0, h1, now, pass, bind >> 32)))
+			read_header(z, cell, pw, &h0, &h1);
+		if (ck_pr_load_64(page_word(z, cell)) == pw &&
+		    try_claim(z, cell, h0, h1, mark, bind, b)) {
 			ck_pr_store_64(&h->alloc[k].v, (cell + size) % total);
 			return 0;
 		}
@@ -249,27 +456,31 @@ static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 }
 
 /* Claim a block of class @k whose header says @mark (words or
- * TKZ_BLK_DESC). */
+ * TKZ_BLK_DESC): a free one; else a page of the pool; else an empty page
+ * of another class, returned to the pool; else by eviction (or, in a zone
+ * that refuses, by reclaiming expired states only). */
 static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		 uint64_t e, uint64_t now, struct tk__blk *b)
 {
-	uint64_t bind = slot << 32 | tkz_tag(e), h0, h1;
-	int pass;
-	int64_t cell;
+	uint64_t bind = slot << 32 | tkz_tag(e);
+	int pass, rc, round;
 
 	if (k < 0)
 		return k;
-	if (visit(z, k, mark, bind, now, 0, b) == 0)
-		return 0;
-	cell = new_page(z, k);
-	if (cell >= 0) {
-		tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
-		if (try_claim(z, (uint64_t)cell, h0, h1, mark, bind, b))
+	/* Again only if a page was taken from under us. */
+	for (round = 0; round < 4; round++) {
+		if (visit(z, k, mark, bind, now, 0, b) == 0)
 			return 0;
-		return visit(z, k, mark, bind, now, 0, b);
+		rc = new_page(z, k, mark, bind, b);
+		if (rc == -ENOSPC && reuse_page(z, k))
+			rc = new_page(z, k, mark, bind, b);
+		if (rc == 0)
+			return 0;
+		if (rc == -ENOSPC)
+			break;
 	}
 	for (pass = 1; pass <= 3; pass++)
-		if (visit(z, k, mark, bind, now, 1, b) == 0)
+		if (visit(z, k, mark, bind, now, pass, b) == 0)
 			return 0;
 	return -ENOSPC;
 }
@@ -361,24 +572,36 @@ void tk__blk_release_ref(struct tk__zone *z, uint64_t w1)
 		tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
 }
 
+/*
+ * Collect up to @budget blocks from the sweep cursor, within one page; a
+ * sweep that ends a page returns it to the pool if it is empty, and one
+ * that meets a page being returned helps it.
+ */
 void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t total = arena_cells(z), cell, size, h0, h1;
+	uint64_t total = arena_cells(z), cell, size, h0, h1, pw;
 
 	cell = ck_pr_faa_64(&h->arena_sweep.v, budget * TKZ_CLASS_MIN) % total;
+	pw = ck_pr_load_64(page_word(z, cell));
+	if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT)) {
+		help_page(z, cell / TKZ_PAGE_CELLS, pw);
+		return;
+	}
+	size = tkz_page_size(pw);
+	if (!size)
+		return; /* a page of the pool */
+	cell -= cell % size;
 	while (budget--) {
-		size = page_class_cells(z, cell);
-		if (!size)
-			return; /* a page no one uses */
-		cell -= cell % size;
 		tkz_read(cells[cell].w, &h0, &h1);
 		if (h0 & TKZ_BLK_USED)
 			collect(z, cell, h0, h1);
 		cell += size;
-		if (cell % TKZ_PAGE_CELLS == 0 || cell >= total)
+		if (cell % TKZ_PAGE_CELLS == 0) {
+			close_page(z, cell / TKZ_PAGE_CELLS - 1);
 			return;
+		}
 	}
 }
 

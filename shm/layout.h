@@ -243,6 +243,37 @@ _Static_assert(sizeof(struct tkz_cell) == 16, "layout");
 /* Most words a block state may have: the largest class, less overhead. */
 #define TKZ_STATE_WORDS_MAX (TKZ_PAGE_CELLS - TKZ_BLK_OVERHEAD)
 
+/*
+ * A page's word in the page table: the size of its blocks in cells (0: a
+ * page of the common pool), its state, and an epoch that grows with every
+ * change of state but one, so that a page word never repeats:
+ *   FREE     size 0, in the pool: every cell is {f, 0} (a free header of
+ *            gen f, for blocks of any size; all zero at first)
+ *   OPEN     blocks of its size are claimed and released
+ *   CLOSING  going back to the pool: every free block is being marked
+ *            closed (h1 = TKZ_BLK_CLOSED | epoch); a block in use aborts
+ *   FORMAT   every block closed: every cell is being set to {f, 0}, f
+ *            above every gen the page has held
+ * FREE(e) -> OPEN(e) -> CLOSING(e) -> FORMAT(e) -> FREE(e + 1), and
+ * CLOSING(e) -> OPEN(e + 1) when aborted (see blocks.c).  A zone's first
+ * word, 0, is FREE(0).
+ */
+#define TKZ_PAGE_SIZE_MASK UINT64_C(0x7ff)
+#define TKZ_PAGE_CLOSING (UINT64_C(1) << 11)
+#define TKZ_PAGE_FORMAT (UINT64_C(1) << 12)
+#define TKZ_PAGE_EPOCH_SHIFT 13
+/* h1 of a free block header marked closed: this bit and the epoch. */
+#define TKZ_BLK_CLOSED (UINT64_C(1) << 63)
+
+/* The block size in cells of page word @pw, or 0 if it names none. */
+static inline uint64_t tkz_page_size(uint64_t pw)
+{
+	uint64_t c = pw & TKZ_PAGE_SIZE_MASK;
+
+	return c >= TKZ_CLASS_MIN && c <= TKZ_PAGE_CELLS && !(c & (c - 1)) ? c
+									   : 0;
+}
+
 static inline uint64_t tkz_pagetable_size(uint64_t pages)
 {
 	/* Rounded to a cache line: pages stay 64-byte aligned. */

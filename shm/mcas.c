@@ -66,7 +66,8 @@ static int desc_read(struct tk__zone *z, uint64_t dref, struct desc *d)
 	    cell + CELLS(1) > tk__zone_geo(z)->pages * TKZ_PAGE_CELLS)
 		return -ESTALE;
 	tkz_after_reference();
-	size = ck_pr_load_64(&tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS]);
+	size = tkz_page_size(
+		ck_pr_load_64(&tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS]));
 	tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
 	if (!(h0 & TKZ_BLK_USED) ||
 	    ((h0 >> TKZ_BLK_WORDS_SHIFT) & TKZ_BLK_WORDS_MAX) != TKZ_BLK_DESC ||
@@ -113,14 +114,19 @@ static int same_key(uint64_t w0, uint64_t e0)
  * Install @d in its slots in order, aborting other updates met on the
  * way.  Returns the number installed before a slot that no longer holds
  * what @d expects (n if all were), or -1 if @d was aborted meanwhile.
+ * Each slot is tried a bounded number of times: a slot that keeps
+ * changing fails this attempt, and the caller's rounds are bounded too.
  */
 static int install(struct tk__zone *z, const struct desc *d)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	uint64_t i, w0, w1;
+	int tries;
 
 	for (i = 0; i < d->n; i++) {
-		for (;;) {
+		for (tries = 0;; tries++) {
+			if (tries == ROUNDS_MAX)
+				return (int)i;
 			tkz_read_slot(&slots[d->slot[i]], &w0, &w1);
 			if (w1 == d->ref)
 				break;
@@ -134,7 +140,8 @@ static int install(struct tk__zone *z, const struct desc *d)
 			}
 			/* Another update (or a broken reference, which a
 			 * retry replaces): abort it. */
-			if (!tkz_slot_desc(w0, w1) || tk__desc_help(z, w1) != 0)
+			if (!tkz_slot_desc(w0, w1) ||
+			    tk__desc_help(z, w1, d->slot[i]) != 0)
 				return (int)i;
 		}
 	}
@@ -183,13 +190,22 @@ int tk__desc_valid(struct tk__zone *z, uint64_t dref)
 	return desc_read(z, dref, &d) == 0;
 }
 
-int tk__desc_help(struct tk__zone *z, uint64_t dref)
+/*
+ * Complete the update @dref met in slot @slot: -ESTALE if it names none,
+ * or one that does not list @slot (a corrupt zone: completing it would
+ * never take it out of the slot, and the caller would meet it for ever;
+ * as a broken reference, the slot's value is replaced).
+ */
+int tk__desc_help(struct tk__zone *z, uint64_t dref, uint64_t slot)
 {
 	struct desc d;
+	uint64_t i;
 
 	if (desc_read(z, dref, &d) != 0)
 		return -ESTALE;
-	return complete(z, &d);
+	for (i = 0; i < d.n && d.slot[i] != slot; i++)
+		;
+	return i < d.n ? complete(z, &d) : -ESTALE;
 }
 
 int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
@@ -237,7 +253,7 @@ static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
 	p->old = NULL;
 	/* A reference to no descriptor is broken: replaced as no state. */
 	if (tkz_is_desc(p->w1))
-		return tk__desc_help(z, p->w1) == 0 ? -EAGAIN : 0;
+		return tk__desc_help(z, p->w1, p->idx) == 0 ? -EAGAIN : 0;
 	if (!tkz_is_ref(p->w1))
 		return 0;
 	rc = tk__blk_read(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1, buf,

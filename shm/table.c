@@ -200,7 +200,8 @@ static int drop(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 {
 	/* A multi-key update owns the slot until someone completes it
 	 * (a reference to none is broken, and goes). */
-	if (tkz_slot_desc(w0, w1) && tk__desc_help(z, w1) == 0)
+	if (tkz_slot_desc(w0, w1) &&
+	    tk__desc_help(z, w1, (uint64_t)(s - tk__zone_slots(z))) == 0)
 		return 0;
 	if (!tkz_cas_slot(s, w0, w1, 0, 0))
 		return 0;
@@ -351,7 +352,7 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	const uint64_t *have = NULL;
 	int rc;
 
-	if (tkz_is_desc(w1) && tk__desc_help(z, w1) == 0) {
+	if (tkz_is_desc(w1) && tk__desc_help(z, w1, idx) == 0) {
 		return -EAGAIN;
 	} else if (tkz_is_ref(w1)) {
 		rc = tk__blk_read(z, s, w0, w1, old, words, &exp);

@@ -244,10 +244,11 @@ int tk__zone_apply_multi(struct tk__zone *z, size_t n,
 			 const struct tk__zone_key *k, const uint32_t *words,
 			 uint64_t now, tk__zone_multi_fn fn, void *ctx);
 /*
- * Complete the multi-key update that slot value @dref names: 0, or
- * -ESTALE if it names none (gone since the slot was read, or corrupt).
+ * Complete the multi-key update that slot value @dref, met in slot
+ * @slot, names: 0, or -ESTALE if it names none (gone since the slot was
+ * read, or corrupt) or one that does not list @slot.
  */
-int tk__desc_help(struct tk__zone *z, uint64_t dref);
+int tk__desc_help(struct tk__zone *z, uint64_t dref, uint64_t slot);
 int tk__desc_valid(struct tk__zone *z, uint64_t dref);
 /* May descriptor block @cell, read as {@h0, @h1}, be released? */
 int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,

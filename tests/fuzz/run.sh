@@ -32,11 +32,13 @@ for h in "$src"/tests/fuzz/fuzz-*.c; do
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed k \
 			--policy gcra:1/1s >/dev/null 2>&1 || true
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed t \
-			--policy sliding-window:5/1s,buckets=3 >/dev/null 2>&1 || true
+			--policy sliding-window:5/1s,buckets=4 >/dev/null 2>&1 || true
 		corpus="$corpus.gen"
 	fi
 	echo "fuzz: $name for ${secs}s"
+	# A run of one input longer than 10 s is a hang, and fails.
 	"$out/$name" -max_total_time="$secs" -seed=1 -print_final_stats=1 \
+		-timeout=10 \
 		"$work" "$corpus" 2>"$out/$name.log" ||
 		{ tail -n 40 "$out/$name.log"; exit 1; }
 	grep -E "stat::number_of_executed_units|Done" "$out/$name.log" || true

@@ -124,6 +124,32 @@
  *   With full tags (the default) the documented rule is sound: there a
  *   rebind that keeps the header keeps the slot value too.
  *
+ * PAGES (-DPAGES): THE PAGE OF THE BLOCKS GOES BACK TO THE POOL
+ *   The NB blocks are one page, with a page word pw (state OPEN, CLOSING,
+ *   FORMAT or FREE, and an epoch) and a closed mark hm[b] (0, or epoch +
+ *   1) in each free header.  A claim is three steps, as in shm/blocks.c:
+ *   read the page word (OPEN) and a header; read the page word again
+ *   (unchanged, else start again); CAS the header, free and unmarked or
+ *   with a stale mark.  One pager, NP cycles, each step one d_step, may
+ *   stop for ever anywhere: CAS OPEN -> CLOSING (without first looking:
+ *   the marking decides); for each block read its header, check the word,
+ *   then abort (CAS the word to OPEN in the next epoch) if the block is in
+ *   use, or CAS the header to closed; CAS CLOSING -> FORMAT; read every
+ *   header for f = max(gen + (binding or mark != 0)), check the word; for
+ *   each cell (headers, then data cells) read it and check the word, then
+ *   CAS it to {f, 0} unless its tag is at least f; CAS FORMAT -> FREE in
+ *   the next epoch; then take the page again (FREE -> OPEN): the same
+ *   block boundaries, so what is checked is that no CAS prepared in an
+ *   earlier life of the page (a claim, a write, a release, a rebind)
+ *   lands in a later one, and that no live block is formatted.
+ *   Broken variants (each must be rejected):
+ *     CLOSE_IGNORES_USED  marking skips a block in use instead of
+ *                         aborting: the page is formatted under a live
+ *                         state.
+ *     FORMAT_ZERO         formatting writes {0, 0} (a fresh page) instead
+ *                         of {f, 0}: gens start again, and a write or a
+ *                         release prepared in the earlier life lands.
+ *
  * KNOBS (-D on the spin command line)
  *   NB blocks (2..3), NU updaters, UPD updates each (UPD0 the first one),
  *   TRIES restarts per update, NC collector actions, NR resets; NODEATH;
@@ -169,6 +195,9 @@
 #ifndef NR
 #define NR 1
 #endif
+#ifndef NP
+#define NP 1            /* page cycles of the pager (PAGES) */
+#endif
 
 #define NONE 255
 #define REF(b, g) (128 + 32 * (b) + (g))
@@ -199,6 +228,20 @@ byte hbd[NB];
 byte ct[NB];            /* data cells: tag, value */
 byte cv[NB];
 byte gcnt;              /* ghost: updates published since the last reset */
+#ifdef PAGES
+#define P_OPEN 0
+#define P_CLOSING 1
+#define P_FORMAT 2
+#define P_FREE 3
+#define PST(w) ((w) % 4)
+#define PEP(w) ((w) / 4)
+#define PW(st, ep) ((ep) * 4 + (st))
+byte pw;                /* the page word: PW(state, epoch), OPEN in epoch 0 */
+byte hm[NB];            /* closed mark of a free header: 0, or epoch + 1 */
+#define MARK(b) hm[b]
+#else
+#define MARK(b) 0
+#endif
 
 #ifdef NOHIDDEN                 /* for pan -DBFS, which refuses hidden */
 #define SCRATCH byte
@@ -262,6 +305,8 @@ inline check_inv()
 #define U_REL 12        /* release the replaced block */
 #define U_FIN 13        /* all updates done */
 #define U_DEAD 14       /* killed */
+#define U_CLP 15        /* PAGES claim: read the page word again */
+#define U_CLC 16        /* PAGES claim: CAS the header read */
 
 /* ---- updater helpers; all run inside a d_step ---- */
 
@@ -307,6 +352,17 @@ inline lost_claim()
 	phase = U_CLAIM
 }
 
+#ifdef PAGES
+/* claim (2), as shm/blocks.c does it in a page that may go back to the
+ * pool: read the page word (OPEN) and header j; then (U_CLP) the page word
+ * again; then (U_CLC) CAS the header as read */
+#define CLAIM_OPT(j) \
+	:: d_step { \
+		phase == U_CLAIM && PST(pw) == P_OPEN -> \
+		cj = j; cpw = pw; cu = hu[j]; cg = hg[j]; cb = hbd[j]; cm = hm[j]; \
+		phase = U_CLP \
+	}
+#else
 /* claim (2): CAS {free, g, 0} -> {used, g+1, TAG(e)}: any block free at
  * the CAS (a superset of "a free block seen by the allocation") */
 #define CLAIM_OPT(j) \
@@ -319,6 +375,14 @@ inline lost_claim()
 		show_state(); check_inv(); \
 		phase = U_WT \
 	}
+#endif
+
+#ifdef PAGES
+inline claim_done()
+{
+	cj = 0; cpw = 0; cu = 0; cg = 0; cb = 0; cm = 0
+}
+#endif
 
 active [NU] proctype updater()
 {
@@ -334,6 +398,10 @@ active [NU] proctype updater()
 	byte my = NONE;   /* the block claimed, its gen and binding */
 	byte G, mb;
 	byte wt, wx;      /* the cell as read before writing it */
+#ifdef PAGES
+	byte cj, cpw, cg, cb, cm;   /* a claim's page word and header, read */
+	bit cu;
+#endif
 
 end:
 	do
@@ -388,6 +456,36 @@ end:
 		/* no block is free (in the code: allocate a page, evict) */
 		phase == U_CLAIM && ALLUSED -> retry()
 	   }
+#ifdef PAGES
+	:: d_step {
+		/* the page is not open: look elsewhere (give up here) */
+		phase == U_CLAIM && PST(pw) != P_OPEN -> retry()
+	   }
+	:: d_step {
+		phase == U_CLP ->
+		if
+		:: pw == cpw -> phase = U_CLC
+		:: else -> claim_done(); retry()
+		fi
+	   }
+	:: d_step {
+		/* a free header, unmarked or marked in an earlier epoch (no
+		 * mark of this epoch exists while the page is open) */
+		phase == U_CLC ->
+		if
+		:: cu == 0 && (cm == 0 || cm != PEP(cpw) + 1) &&
+		   hu[cj] == cu && hg[cj] == cg && hbd[cj] == cb && hm[cj] == cm ->
+			hu[cj] = 1; hg[cj] = cg + 1; hbd[cj] = TAG(e); hm[cj] = 0;
+			assert(hg[cj] <= MAXGEN);
+			my = cj; G = hg[cj]; mb = hbd[cj];
+			printf("P%d claims block %d: gen %d bound %d\n", _pid, my, G, mb);
+			show_state(); check_inv();
+			claim_done();
+			phase = U_WT
+		:: else -> claim_done(); retry()
+		fi
+	   }
+#endif
 	:: d_step {
 		/* rebind (3): CAS the header from our binding to TAG(e) */
 		phase == U_REBIND ->
@@ -498,6 +596,9 @@ end:
 		phase < U_FIN ->
 		printf("P%d dies\n", _pid);
 		forget_read(); my = NONE; G = 0; mb = 0; upd = 0; tries = 0;
+#ifdef PAGES
+		claim_done();
+#endif
 		phase = U_DEAD
 	   }
 #endif
@@ -660,3 +761,203 @@ end:
 #endif
 	od
 }
+
+#ifdef PAGES
+/* pager phases */
+#define G_IDLE 0
+#define G_MH 1          /* mark: read header k */
+#define G_MP 2          /* mark: check the page word */
+#define G_MC 3          /* mark: abort, or CAS the header closed */
+#define G_TOF 4         /* CAS CLOSING -> FORMAT */
+#define G_FH 5          /* format: read header k for f */
+#define G_FP 6          /* format: check the page word */
+#define G_FR 7          /* format: read cell k, check the page word */
+#define G_FC 8          /* format: CAS cell k to {f, 0} */
+#define G_FREE 9        /* CAS FORMAT -> FREE */
+#define G_TAKE 10       /* an allocation takes the page: FREE -> OPEN */
+#define G_DEAD 11
+
+inline gdone()
+{
+	k = 0; f = 0; gpw = 0; gu = 0; gg = 0; gb = 0; gm = 0;
+	gs = G_IDLE
+}
+
+inline gnext_mark()
+{
+	gu = 0; gg = 0; gb = 0; gm = 0;
+	k++;
+	if
+	:: k == NB -> k = 0; gs = G_TOF
+	:: else -> gs = G_MH
+	fi
+}
+
+active proctype pager()
+{
+	byte gs = G_IDLE;
+	byte np = NP;
+	byte k, f, gpw, gg, gb, gm;
+	bit gu;
+
+end:
+	do
+	:: d_step {
+		/* close: OPEN(e) -> CLOSING(e) */
+		gs == G_IDLE && np > 0 && PST(pw) == P_OPEN ->
+		np--; pw = PW(P_CLOSING, PEP(pw)); gpw = pw; k = 0;
+		printf("P%d (pager) closes the page: epoch %d\n", _pid, PEP(pw));
+		gs = G_MH
+	   }
+	:: d_step {
+		gs == G_MH ->
+		gu = hu[k]; gg = hg[k]; gb = hbd[k]; gm = hm[k]; gs = G_MP
+	   }
+	:: d_step {
+		gs == G_MP ->
+		if
+		:: pw == gpw -> gs = G_MC
+		:: else -> gdone()
+		fi
+	   }
+	:: d_step {
+		gs == G_MC ->
+		if
+		:: gu == 1 ->
+#ifdef CLOSE_IGNORES_USED
+			gnext_mark()
+#else
+			if
+			:: pw == gpw ->
+				pw = PW(P_OPEN, PEP(gpw) + 1);
+				printf("P%d (pager) aborts: block %d in use\n", _pid, k)
+			:: else -> skip
+			fi;
+			gdone()
+#endif
+		:: gu == 0 && gm == PEP(gpw) + 1 -> gnext_mark()
+		:: gu == 0 && gm != PEP(gpw) + 1 ->
+			if
+			:: hu[k] == gu && hg[k] == gg && hbd[k] == gb && hm[k] == gm ->
+				hm[k] = PEP(gpw) + 1;
+				printf("P%d (pager) marks block %d closed\n", _pid, k);
+				gnext_mark()
+			:: else -> gs = G_MH
+			fi
+		fi
+	   }
+	:: d_step {
+		gs == G_TOF ->
+		if
+		:: pw == gpw ->
+			pw = PW(P_FORMAT, PEP(gpw)); gpw = pw; k = 0; f = 0;
+			printf("P%d (pager) formats the page\n", _pid);
+			gs = G_FH
+		:: else -> gdone()
+		fi
+	   }
+	:: d_step {
+		/* f: above every gen; a formatted header {f, 0} gives f */
+		gs == G_FH ->
+		if
+		:: hu[k] == 0 && hbd[k] == 0 && hm[k] == 0 ->
+			f = (hg[k] > f -> hg[k] : f)
+		:: else ->
+			f = (hg[k] + 1 > f -> hg[k] + 1 : f)
+		fi;
+		k++;
+		if
+		:: k == NB -> k = 0; gs = G_FP
+		:: else -> skip
+		fi
+	   }
+	:: d_step {
+		gs == G_FP ->
+		if
+		:: pw == gpw -> assert(f <= MAXGEN); gs = G_FR
+		:: else -> gdone()
+		fi
+	   }
+	:: d_step {
+		/* cell k: headers 0..NB-1, then data cells NB..2NB-1; read it,
+		 * then check the page word (one step: the word is read last) */
+		gs == G_FR ->
+		if
+		:: k < NB -> gu = hu[k]; gg = hg[k]; gb = hbd[k]; gm = hm[k]
+		:: else -> gu = 0; gg = ct[k - NB]; gb = cv[k - NB]; gm = 0
+		fi;
+		if
+		:: pw != gpw -> gdone()
+#ifdef FORMAT_ZERO
+		:: pw == gpw -> gs = G_FC
+#else
+		:: pw == gpw && (gu == 1 || gg >= f) ->
+			/* at f or beyond: left */
+			gu = 0; gg = 0; gb = 0; gm = 0;
+			k++;
+			if
+			:: k == 2 * NB -> gs = G_FREE
+			:: else -> skip
+			fi
+		:: pw == gpw && gu == 0 && gg < f -> gs = G_FC
+#endif
+		fi
+	   }
+	:: d_step {
+		gs == G_FC ->
+#ifdef FORMAT_ZERO
+		f = 0;
+#endif
+		if
+		:: k < NB && hu[k] == gu && hg[k] == gg && hbd[k] == gb &&
+		   hm[k] == gm ->
+			NOT_REFERENCED(k);                      /* P3 */
+			hu[k] = 0; hg[k] = f; hbd[k] = 0; hm[k] = 0;
+			show_state(); check_inv()
+		:: k >= NB && ct[k - NB] == gg && cv[k - NB] == gb ->
+			ct[k - NB] = f; cv[k - NB] = 0;
+			show_state(); check_inv()
+		:: else -> skip         /* changed: read it again */
+		fi;
+		if
+		:: (k < NB && hu[k] == 0 && hg[k] == f && hbd[k] == 0 && hm[k] == 0) ||
+		   (k >= NB && ct[k - NB] == f && cv[k - NB] == 0) ->
+			k++;
+			if
+			:: k == 2 * NB -> gs = G_FREE
+			:: else -> gs = G_FR
+			fi
+		:: else -> gs = G_FR
+		fi;
+		gu = 0; gg = 0; gb = 0; gm = 0
+	   }
+	:: d_step {
+		gs == G_FREE ->
+		if
+		:: pw == gpw ->
+			pw = PW(P_FREE, PEP(gpw) + 1);
+			printf("P%d (pager) the page is in the pool\n", _pid);
+			k = 0; f = 0; gpw = 0;
+			gs = G_TAKE
+		:: else -> gdone()
+		fi
+	   }
+	:: d_step {
+		gs == G_TAKE ->
+		if
+		:: PST(pw) == P_FREE -> pw = PW(P_OPEN, PEP(pw))
+		:: else -> skip
+		fi;
+		gdone()
+	   }
+#ifndef NODEATH
+	:: d_step {
+		gs != G_DEAD && (np > 0 || gs != G_IDLE) ->
+		printf("P%d (pager) dies\n", _pid);
+		np = 0; k = 0; f = 0; gpw = 0; gu = 0; gg = 0; gb = 0; gm = 0;
+		gs = G_DEAD
+	   }
+#endif
+	od
+}
+#endif

@@ -29,6 +29,14 @@
 #               the slot still holds: its publish references a free block)
 #               blocks.pml -DSLOT_FIRST (collect reads the slot before the
 #               header)
+#   exhaustive, -DPAGES NB=2 UPD0=1 UPD=1 NC=1: the page of the blocks
+#                                   goes back to the pool and is taken
+#                                   again (a pager of NP=1 cycle)
+#   must fail (-DPAGES NB=2 UPD0=1 UPD=1 NC=1):
+#               blocks.pml -DCLOSE_IGNORES_USED (closing skips a block in
+#               use: the page is formatted under a live state)
+#               blocks.pml -DFORMAT_ZERO (formatting writes {0, 0}: a
+#               claim prepared before the page went back lands after)
 #   must fail (UPD0=1 UPD=1 NC=3):
 #               blocks.pml -DTRUNC_TAG (the rebind rule as documented, with
 #               32-bit tags: a rebind to an equal tag leaves the header as
@@ -187,6 +195,12 @@ expect_violation blocks-trunc blocks.pml \
 expect_violation blocks-rebind-shortcut blocks.pml \
 	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT" \
 	"-DCOLLAPSE" "-m10000 -w22"
+pages="-DPAGES -DNB=2 -DUPD0=1 -DUPD=1 -DNC=1"
+expect_ok blocks-pages blocks.pml "$pages" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-pages-close-ignores-used blocks.pml \
+	"$pages -DCLOSE_IGNORES_USED" "-DCOLLAPSE" "-m10000 -w22"
+expect_violation blocks-pages-format-zero blocks.pml \
+	"$pages -DFORMAT_ZERO" "-DCOLLAPSE" "-m10000 -w22"
 
 mcas2="-DNI=2 -DNS=0 -DTRIES=2 -DNC=2"
 mcas1="-DNI=1 -DNS=1 -DTRIES=2 -DSTRIES=2 -DNC=3"
