@@ -420,17 +420,15 @@ static struct tk__zone_key hk[2];
 static int hcalls;
 
 /*
- * A transition of two 2-word states (blocks of 4 cells) that, the second
- * time it runs (the keys exist then), puts into the first key's slot a
- * reference to a valid, decided descriptor of another update that does
- * not list that slot, in a block of a page of the pool: what a process
- * with write access to the zone could leave there while the update runs.
+ * Put into slot @idx a reference to a valid, decided descriptor of
+ * another update that does not list that slot, in a block of a page of
+ * the pool: what a process with write access to the zone could leave
+ * there while an update runs.
  */
-static int hostile_fn(void *ctx, const uint64_t *const *old,
-		      uint64_t *const *next, int *persist, uint64_t *expires)
+static void plant_foreign(uint64_t idx)
 {
 	struct tkz_cell *c = tk__zone_cells(hz);
-	uint64_t idx, w0, w1, cell = 3 * TKZ_PAGE_CELLS, g = 5, i;
+	uint64_t cell = 3 * TKZ_PAGE_CELLS, g = 5, i;
 	const uint64_t v[7][2] = {
 		{ TKZ_BLK_USED | (uint64_t)TKZ_BLK_DESC << TKZ_BLK_WORDS_SHIFT |
 			  g,
@@ -443,6 +441,22 @@ static int hostile_fn(void *ctx, const uint64_t *const *old,
 		{ g, 0 }, /* expected and new w1 */
 	};
 
+	tk__zone_pagetable(hz)[3] = 16; /* open, 16-cell blocks */
+	for (i = 0; i < 7; i++) {
+		c[cell + i].w[0] = v[i][0];
+		c[cell + i].w[1] = v[i][1];
+	}
+	tk__zone_slots(hz)[idx].w[1] = tkz_ref(cell, g) | TKZ_DESC;
+}
+
+/* A transition of two 2-word states (blocks of 4 cells) that, the second
+ * time it runs (the keys exist then), plants a foreign descriptor in the
+ * first key's slot. */
+static int hostile_fn(void *ctx, const uint64_t *const *old,
+		      uint64_t *const *next, int *persist, uint64_t *expires)
+{
+	uint64_t idx, w0, w1, i;
+
 	(void)ctx;
 	(void)old;
 	for (i = 0; i < 2; i++) {
@@ -451,16 +465,68 @@ static int hostile_fn(void *ctx, const uint64_t *const *old,
 		expires[i] = T0 + 3600 * SEC;
 	}
 	if (++hcalls == 2 &&
-	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) == 0 &&
-	    idx != 0) {
-		tk__zone_pagetable(hz)[3] = 16; /* open, 16-cell blocks */
-		for (i = 0; i < 7; i++) {
-			c[cell + i].w[0] = v[i][0];
-			c[cell + i].w[1] = v[i][1];
-		}
-		tk__zone_slots(hz)[idx].w[1] = tkz_ref(cell, g) | TKZ_DESC;
-	}
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) == 0 && idx != 0)
+		plant_foreign(idx);
 	return TK__ZONE_PERSIST;
+}
+
+static int one_fn(void *ctx, const uint64_t *old, uint64_t *next,
+		  uint64_t *expires)
+{
+	(void)ctx;
+	(void)old;
+	next[0] = next[1] = 1;
+	*expires = T0 + 3600 * SEC;
+	return TK__ZONE_PERSIST;
+}
+
+/*
+ * The same foreign descriptor met by a single-key update, a reset and a
+ * sweep: each replaces or frees it as a broken reference, never answers
+ * -EIO for the key for ever.
+ */
+static void test_foreign_descriptor_single_key(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	uint64_t idx, w0, w1;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	o.zone_capacity = 4096;
+	o.zone_arena = ARENA;
+	assert_int_equal(tk_zone_create("foreign1", &o), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		if (tk__zone_attach(&hz, "foreign1", NULL, 0) != 0)
+			_exit(2);
+		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
+		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
+		if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
+			    TK__ZONE_PERSIST ||
+		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+		    idx == 0)
+			_exit(3);
+		plant_foreign(idx);
+		if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
+			    TK__ZONE_PERSIST ||
+		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+		    !tkz_is_ref(w1))
+			_exit(4);
+		plant_foreign(idx);
+		if (tk__zone_reset(hz, &hk[0]) != 0 ||
+		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) !=
+			    -ENOENT)
+			_exit(5);
+		tk__zone_detach(hz);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tk_zone_destroy("foreign1"), 0);
 }
 
 /*
@@ -602,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_page_return_left_half_done),
 		cmocka_unit_test(test_pages_change_hands_across_processes),
 		cmocka_unit_test(test_foreign_descriptor_in_slot),
+		cmocka_unit_test(test_foreign_descriptor_single_key),
 	};
 	int rc;
 
