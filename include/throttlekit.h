@@ -447,7 +447,8 @@ TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
 
 /*
  * tk_zone_destroy() - remove zone @name.  Processes attached keep their
- * mapping until they close it; new attaches create a new zone.  A name the
+ * mapping until they close it; new attaches create a new zone (also in a
+ * process whose older stores still have the removed one).  A name the
  * trust rules refuse (a symbolic link, another user's file) is not
  * removed.  Returns 0, -ENOENT, -EINVAL, -EACCES, -EIO.
  */

@@ -55,10 +55,11 @@ static struct tk__zone *find(const char *name)
 	tk__rcu_read_lock();
 	cds_list_for_each_entry_rcu(e, &zones, node)
 	{
-		/* A broken mapping serves its stores until they close; a
-		 * new open maps the file afresh. */
+		/* A broken mapping, or one of a file destroyed or replaced
+		 * since, serves its stores until they close; a new open
+		 * maps the name afresh, as any other process would. */
 		if (strcmp(e->name, name) == 0 && !tk__zone_broken(e->zone) &&
-		    take(e)) {
+		    !tk__zone_replaced(e->zone) && take(e)) {
 			z = e->zone;
 			break;
 		}

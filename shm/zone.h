@@ -46,6 +46,12 @@ struct tk__zone_config {
 int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags);
 void tk__zone_detach(struct tk__zone *z);
+/*
+ * Is @z's file no longer the one its name leads to (destroyed, replaced,
+ * or TK_SHM_DIR changed)?  Its users keep it; a new open maps the name
+ * afresh.
+ */
+int tk__zone_replaced(const struct tk__zone *z);
 /* Remove zone @name if the trust rules accept its file (as attach). */
 int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg);
 /*

@@ -1,0 +1,103 @@
+/*
+ * test_hostile.c - the library used as a careless operator or a hostile
+ * local user would: zones destroyed or replaced under their users, times
+ * no clock can read, and the like.  Each case is a defect once found.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <throttlekit.h>
+
+static char dir[] = "/tmp/tk-hostile-XXXXXX";
+
+static struct tk_limiter *open_limiter(const char *policy, const char *zone)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l = NULL;
+	char spec[128];
+
+	o.flags = TK_OPT_NO_RECLAIMER;
+	snprintf(spec, sizeof(spec), "shm:%s", zone);
+	assert_int_equal(tk_limiter_open(&l, policy, spec, &o), 0);
+	return l;
+}
+
+static int allowed(struct tk_limiter *l, const char *key)
+{
+	struct tk_decision d;
+
+	assert_int_equal(tk_limiter_check(l, key, strlen(key), 1, &d), 0);
+	return d.allowed;
+}
+
+/*
+ * A zone destroyed (and made again) while this process still has it open:
+ * the old limiter keeps its mapping, as documented, but a new open is a
+ * new attach and must see the new file, as every other process does, not
+ * the removed zone this process happens to have mapped.
+ */
+static void test_open_after_destroy_sees_new_zone(void **state)
+{
+	struct tk_limiter *old, *fresh;
+	struct tk_zone_info info;
+
+	(void)state;
+	tk_zone_destroy("swap");
+	old = open_limiter("gcra:1/1h", "swap");
+	assert_true(allowed(old, "k"));
+	assert_false(allowed(old, "k"));
+
+	assert_int_equal(tk_zone_destroy("swap"), 0);
+	fresh = open_limiter("gcra:1/1h", "swap");
+	assert_true(allowed(fresh, "k"));
+	/* The new key is in the file every other process sees. */
+	assert_int_equal(tk_zone_info("swap", &info, sizeof(info)), 0);
+	assert_int_equal(info.keys, 1);
+	assert_int_equal(info.inserts, 1);
+	/* The old limiter still decides on the zone it had. */
+	assert_false(allowed(old, "k"));
+
+	/* Destroyed with no new zone: a new open must not find the old. */
+	tk_limiter_close(fresh);
+	assert_int_equal(tk_zone_destroy("swap"), 0);
+	{
+		struct tk_options o = TK_OPTIONS_INIT;
+		struct tk_limiter *l = NULL;
+
+		o.flags = TK_OPT_ZONE_NO_CREATE;
+		assert_int_equal(
+			tk_limiter_open(&l, "gcra:1/1h", "shm:swap", &o),
+			-ENOENT);
+	}
+	tk_limiter_close(old);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_after_destroy_sees_new_zone),
+	};
+	int rc;
+
+	if (!mkdtemp(dir))
+		return 99;
+	setenv("TK_SHM_DIR", dir, 1);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			rc = rc ? rc : 1;
+	}
+	return rc;
+}
