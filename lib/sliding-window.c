@@ -184,7 +184,8 @@ static int sw_valid(const struct tk__policy *p, uint32_t words,
 	for (i = 0; i <= s; i++) {
 		if (state[2 * i + 1] == 0)
 			continue;
-		if (state[2 * i + 1] > LIMIT_MAX || state[2 * i] % (s + 1) != i ||
+		if (state[2 * i + 1] > LIMIT_MAX ||
+		    state[2 * i] % (s + 1) != i ||
 		    state[2 * i] > (TK__NOW_LIMIT - 1) / w)
 			return 0;
 	}
