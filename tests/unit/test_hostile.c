@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +82,22 @@ static void test_open_after_destroy_sees_new_zone(void **state)
 	tk_limiter_close(old);
 }
 
+/* Any int is an error code to describe: INT_MIN has no positive twin
+ * (negating it overflowed; UBSan aborts). */
+static void test_strerror_of_any_int(void **state)
+{
+	(void)state;
+	assert_string_equal(tk_strerror(INT_MIN), "Unknown error");
+	assert_string_equal(tk_strerrorname(INT_MIN), "EUNKNOWN");
+	assert_string_equal(tk_strerrorname(INT_MAX), "EUNKNOWN");
+	assert_string_equal(tk_strerrorname(-EPROTO), "EPROTO");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_after_destroy_sees_new_zone),
+		cmocka_unit_test(test_strerror_of_any_int),
 	};
 	int rc;
 
