@@ -439,7 +439,7 @@ TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
  * state expired for the zone's grace, every abandoned insert and every
  * state block no key can reference any more.  Checks do this
  * incrementally; this is for operators and tests.  Errors as
- * tk_zone_info().
+ * tk_zone_info(), and -EINVAL for @now of 2^63 or more.
  */
 TK_API int tk_zone_sweep(const char *name, uint64_t now);
 TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,

@@ -82,6 +82,28 @@ static void test_open_after_destroy_sees_new_zone(void **state)
 	tk_limiter_close(old);
 }
 
+/*
+ * A sweep at a time no clock can read (2^63 ns or more) would find every
+ * state expired and wipe the zone: refused, and the keys stay.
+ */
+static void test_sweep_at_impossible_time(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_zone_info info;
+
+	(void)state;
+	tk_zone_destroy("sweep");
+	l = open_limiter("gcra:1/1h", "sweep");
+	assert_true(allowed(l, "k"));
+	assert_int_equal(tk_zone_sweep("sweep", UINT64_MAX), -EINVAL);
+	assert_int_equal(tk_zone_sweep("sweep", UINT64_C(1) << 63), -EINVAL);
+	assert_int_equal(tk_zone_info("sweep", &info, sizeof(info)), 0);
+	assert_int_equal(info.keys, 1);
+	assert_false(allowed(l, "k"));
+	tk_limiter_close(l);
+	assert_int_equal(tk_zone_destroy("sweep"), 0);
+}
+
 /* Any int is an error code to describe: INT_MIN has no positive twin
  * (negating it overflowed; UBSan aborts). */
 static void test_strerror_of_any_int(void **state)
@@ -97,6 +119,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_after_destroy_sees_new_zone),
+		cmocka_unit_test(test_sweep_at_impossible_time),
 		cmocka_unit_test(test_strerror_of_any_int),
 	};
 	int rc;
