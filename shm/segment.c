@@ -579,14 +579,16 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 	return 0;
 }
 
-int tk__zone_replaced(const struct tk__zone *z)
+int tk__zone_current(const struct tk__zone *z,
+		     const struct tk__zone_config *cfg)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
-	return zone_path(path, sizeof(path), z->name) != 0 ||
-	       lstat(path, &st) != 0 || st.st_dev != z->dev ||
-	       st.st_ino != z->ino;
+	/* lstat(): a link at the name is another file, never followed. */
+	return zone_path(path, sizeof(path), z->name) == 0 &&
+	       lstat(path, &st) == 0 && st.st_dev == z->dev &&
+	       st.st_ino == z->ino && judge(&st, cfg, NULL, 0) == 0;
 }
 
 struct tkz_header *tk__zone_header(struct tk__zone *z)

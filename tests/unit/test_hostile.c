@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <throttlekit.h>
@@ -104,6 +105,47 @@ static void test_sweep_at_impossible_time(void **state)
 	assert_int_equal(tk_zone_destroy("sweep"), 0);
 }
 
+/*
+ * The trust rules judge every open: a zone this process trusted once,
+ * because one open named its owner, is not handed to a later open that
+ * names no owner (it gets -EACCES, as it would in a process of its own),
+ * nor to one after the file was made writable by every user.
+ */
+static void test_every_open_judged(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_store *trusted = NULL, *s = NULL;
+	char path[256];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* only root gives a zone another owner */
+	tk_zone_destroy_opts("theirs", &o);
+	o.flags = TK_OPT_ZONE_UID;
+	o.zone_uid = 65534;
+	o.zone_capacity = 64;
+	assert_int_equal(tk_zone_create("theirs", &o), 0);
+	assert_int_equal(tk_store_open(&trusted, "shm:theirs", &o), 0);
+
+	assert_int_equal(tk_store_open(&s, "shm:theirs", NULL), -EACCES);
+	/* Our own zone, then made writable by every user. */
+	assert_int_equal(tk_zone_create("ours", NULL), 0);
+	assert_int_equal(tk_store_open(&s, "shm:ours", NULL), 0);
+	snprintf(path, sizeof(path), "%s/throttlekit.ours", dir);
+	assert_int_equal(chmod(path, 0666), 0);
+	{
+		struct tk_store *again = NULL;
+
+		assert_int_equal(tk_store_open(&again, "shm:ours", NULL),
+				 -EACCES);
+	}
+	tk_store_close(s);
+	tk_store_close(trusted);
+	assert_int_equal(tk_zone_destroy_opts("theirs", &o), 0);
+	o.zone_uid = 0;
+	assert_int_equal(tk_zone_destroy_opts("ours", &o), 0);
+}
+
 /* Any int is an error code to describe: INT_MIN has no positive twin
  * (negating it overflowed; UBSan aborts). */
 static void test_strerror_of_any_int(void **state)
@@ -120,6 +162,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_after_destroy_sees_new_zone),
 		cmocka_unit_test(test_sweep_at_impossible_time),
+		cmocka_unit_test(test_every_open_judged),
 		cmocka_unit_test(test_strerror_of_any_int),
 	};
 	int rc;
