@@ -225,6 +225,11 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			TK_KEY_MAX);
 		return -1;
 	}
+	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {
+		fprintf(stderr, "throttlectl: prefix longer than %d bytes\n",
+			TK_PREFIX_MAX);
+		return -1;
+	}
 	return 0;
 }
 

@@ -336,6 +336,11 @@ long=$(head -c 1025 /dev/zero | tr '\0' k)
 expect 2 "throttlectl: key longer than 1024 bytes
 usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" "$ctl" reset z "$long"
 expect 0 "" "$ctl" reset z "${long%k}"
+# A prefix too long is bad usage too, named as such (not the zone's error).
+longp=$(head -c 257 /dev/zero | tr '\0' p)
+expect 2 "throttlectl: prefix longer than 256 bytes
+$usage_check" "$ctl" check z alice --policy gcra:2/1h --prefix "$longp"
+expect 0 "" "$ctl" reset z alice --prefix "${longp%p}"
 
 # reset forgets whatever policy the key has: a simple one or a composite
 # (each dimension under its own store key); with --policy, exactly that
