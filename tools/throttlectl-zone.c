@@ -158,6 +158,16 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			if (number("mode", optarg, 8, "an octal mode", 0, 0777,
 				   &v))
 				return -1;
+			/* The library refuses it too, but only as EINVAL. */
+			if (v & 0002) {
+				fprintf(stderr,
+					"throttlectl: --mode '%s': expected a "
+					"mode without the bit 0002: a zone "
+					"writable by every user is never "
+					"trusted\n",
+					optarg);
+				return -1;
+			}
 			a->mode = (unsigned int)v;
 			break;
 		case 'g':

@@ -320,6 +320,10 @@ expect 2 "throttlectl: --mode '0800': expected an octal mode from 0 to 0777
 $usage_create" "$ctl" create big --mode 0800
 expect 2 "throttlectl: --mode '01000': expected an octal mode from 0 to 0777
 $usage_create" "$ctl" create big --mode 01000
+# A mode writable by every user makes a zone no one may trust: bad usage
+# that says so, not the library's bare EINVAL.
+expect 2 "throttlectl: --mode '0666': expected a mode without the bit 0002: a zone writable by every user is never trusted
+$usage_create" "$ctl" create big --mode 0666
 expect 2 "throttlectl: --capacity '96': expected 0 or a power of two from 64 to 2^32
 $usage_create" "$ctl" create big --capacity 96
 expect 2 "throttlectl: --capacity '8589934592': expected an integer from 0 to 4294967296
