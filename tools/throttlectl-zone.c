@@ -13,6 +13,10 @@
 
 #include "throttlectl.h"
 
+/* The largest arena a zone can have, 131071 pages of 16 KiB (see What a
+ * zone holds in tk_zone_create(3)). */
+#define ARENA_MAX (UINT64_C(131071) * 16384)
+
 struct zone_args {
 	const char *name, *key, *policy, *prefix, *format;
 	uint64_t cost, repeat, capacity, grace, arena;
@@ -207,7 +211,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		case 'A':
 			/* Bytes of state blocks, rounded up to pages. */
 			if (number("arena", optarg, 0, "an integer", 1,
-				   UINT64_MAX, &a->arena))
+				   ARENA_MAX, &a->arena))
 				return -1;
 			break;
 		case 'j':
