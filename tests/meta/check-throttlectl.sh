@@ -346,6 +346,9 @@ long=$(head -c 1025 /dev/zero | tr '\0' k)
 expect 2 "throttlectl: key longer than 1024 bytes
 usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" "$ctl" reset z "$long"
 expect 0 "" "$ctl" reset z "${long%k}"
+# A key that begins with '-' follows "--".
+expect 0 "" "$ctl" reset z --policy gcra:2/1h -- -42
+grep -qx "reset=-42" "$tmp/out" || failed "reset -- -42"
 # A prefix too long is bad usage too, named as such (not the zone's error).
 longp=$(head -c 257 /dev/zero | tr '\0' p)
 expect 2 "throttlectl: prefix longer than 256 bytes
