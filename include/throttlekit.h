@@ -573,7 +573,9 @@ TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
 /*
  * tk_limiter_reset() - forget @key's state, as if it had never been seen.
  *
- * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG.
+ * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG;
+ * on a zone also -EPROTO (its file truncated, see tk_store_open()) and
+ * -EIO (the key's slots changed under the reset 128 times in a row).
  * A check racing a reset is ordered entirely before or after it.
  */
 TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
