@@ -131,7 +131,10 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
-	if (argc < 2) {
+	/* --version and help take no arguments; commands check their own. */
+	if (argc < 2 || (argc > 2 && (strcmp(argv[1], "--version") == 0 ||
+				      strcmp(argv[1], "--help") == 0 ||
+				      strcmp(argv[1], "help") == 0))) {
 		usage(stderr);
 		return CTL_USAGE;
 	}

@@ -49,6 +49,12 @@ grep -q "^throttlectl .* (libthrottlekit .*)$" "$tmp/out" ||
 	failed "--version text"
 expect 2 "usage: throttlectl COMMAND [ARGS]
 ..." "$ctl"
+# An extra argument is bad usage for --version and help too.
+expect 2 "usage: throttlectl COMMAND [ARGS]
+..." "$ctl" --version extra
+expect 2 "usage: throttlectl COMMAND [ARGS]
+..." "$ctl" help extra
+expect 0 "" "$ctl" help
 expect 2 "throttlectl: unknown command 'nosuch'
 usage: throttlectl COMMAND [ARGS]
 ..." "$ctl" nosuch
