@@ -249,6 +249,14 @@ expect 2 "throttlectl: store 'shm:text': $not_zone" \
 # Zone commands, their exit codes and messages.
 expect 0 "" "$ctl" create z --capacity 256 --mode 0640
 expect 3 "throttlectl: z: Zone exists (EEXIST)" "$ctl" create z
+# Output that cannot be written is an error, not a success with nothing.
+if [ -w /dev/full ]; then
+	for cmd in "info z" "ls z --json" "verify z" "--version" "help"; do
+		expect 3 "throttlectl: I/O error" \
+			sh -c "exec \"\$0\" $cmd >/dev/full" "$ctl"
+	done
+	expect 0 "" sh -c "exec \"\$0\" info z --json >/dev/null" "$ctl"
+fi
 expect 2 "throttlectl: --capacity 'nope': expected an integer from 0 to 4294967296
 $usage_create" "$ctl" create z --capacity nope
 expect 0 "" "$ctl" check z alice --policy gcra:2/1h
