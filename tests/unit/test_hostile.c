@@ -86,6 +86,42 @@ static void test_open_after_destroy_sees_new_zone(void **state)
 }
 
 /*
+ * TK_SHM_DIR names where zones are: missing, it is -ENOENT (nothing is
+ * made elsewhere); changed between two opens of one name, the second
+ * open uses the zone of the new directory, not the one mapped from the
+ * old.
+ */
+static void test_zone_directory_moves(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *first, *second;
+	struct tk_store *s = NULL;
+	char other[64], missing[96], path[128];
+
+	(void)state;
+	snprintf(other, sizeof(other), "%s/other", dir);
+	snprintf(missing, sizeof(missing), "%s/missing", dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+
+	setenv("TK_SHM_DIR", missing, 1);
+	assert_int_equal(tk_store_open(&s, "shm:moved", &o), -ENOENT);
+
+	setenv("TK_SHM_DIR", dir, 1);
+	first = open_limiter("gcra:1/1h", "moved");
+	assert_true(allowed(first, "k"));
+	setenv("TK_SHM_DIR", other, 1);
+	second = open_limiter("gcra:1/1h", "moved");
+	snprintf(path, sizeof(path), "%s/throttlekit.moved", other);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_true(allowed(second, "k"));
+	tk_limiter_close(second);
+	assert_int_equal(tk_zone_destroy("moved"), 0);
+	setenv("TK_SHM_DIR", dir, 1);
+	tk_limiter_close(first);
+	assert_int_equal(tk_zone_destroy("moved"), 0);
+}
+
+/*
  * A sweep at a time no clock can read (2^63 ns or more) would find every
  * state expired and wipe the zone: refused, and the keys stay.
  */
@@ -163,6 +199,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_after_destroy_sees_new_zone),
+		cmocka_unit_test(test_zone_directory_moves),
 		cmocka_unit_test(test_sweep_at_impossible_time),
 		cmocka_unit_test(test_every_open_judged),
 		cmocka_unit_test(test_strerror_of_any_int),
