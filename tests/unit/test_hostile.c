@@ -184,6 +184,26 @@ static void test_every_open_judged(void **state)
 	assert_int_equal(tk_zone_destroy_opts("ours", &o), 0);
 }
 
+/* The empty prefix is no prefix, as tk_limiter_open(3) says. */
+static void test_empty_prefix_is_none(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *none = NULL, *empty = NULL;
+	struct tk_store *s = NULL;
+
+	(void)state;
+	assert_int_equal(tk_store_open(&s, "memory", NULL), 0);
+	o.store = s;
+	assert_int_equal(tk_limiter_open(&none, "gcra:1/1h", NULL, &o), 0);
+	o.prefix = "";
+	assert_int_equal(tk_limiter_open(&empty, "gcra:1/1h", NULL, &o), 0);
+	assert_true(allowed(none, "k"));
+	assert_false(allowed(empty, "k"));
+	tk_limiter_close(empty);
+	tk_limiter_close(none);
+	tk_store_close(s);
+}
+
 /* Any int is an error code to describe: INT_MIN has no positive twin
  * (negating it overflowed; UBSan aborts). */
 static void test_strerror_of_any_int(void **state)
@@ -202,6 +222,7 @@ int main(void)
 		cmocka_unit_test(test_zone_directory_moves),
 		cmocka_unit_test(test_sweep_at_impossible_time),
 		cmocka_unit_test(test_every_open_judged),
+		cmocka_unit_test(test_empty_prefix_is_none),
 		cmocka_unit_test(test_strerror_of_any_int),
 	};
 	int rc;
