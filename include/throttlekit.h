@@ -439,7 +439,7 @@ TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
  * state expired for the zone's grace, every abandoned insert and every
  * state block no key can reference any more.  Checks do this
  * incrementally; this is for operators and tests.  Errors as
- * tk_zone_info().
+ * tk_zone_info(), and -EINVAL for @now of 2^63 or more.
  */
 TK_API int tk_zone_sweep(const char *name, uint64_t now);
 TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
@@ -447,7 +447,8 @@ TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
 
 /*
  * tk_zone_destroy() - remove zone @name.  Processes attached keep their
- * mapping until they close it; new attaches create a new zone.  A name the
+ * mapping until they close it; new attaches create a new zone (also in a
+ * process whose older stores still have the removed one).  A name the
  * trust rules refuse (a symbolic link, another user's file) is not
  * removed.  Returns 0, -ENOENT, -EINVAL, -EACCES, -EIO.
  */
@@ -572,7 +573,9 @@ TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
 /*
  * tk_limiter_reset() - forget @key's state, as if it had never been seen.
  *
- * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG.
+ * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG;
+ * on a zone also -EPROTO (its file truncated, see tk_store_open()) and
+ * -EIO (the key's slots changed under the reset 128 times in a row).
  * A check racing a reset is ordered entirely before or after it.
  */
 TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,

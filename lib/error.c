@@ -49,12 +49,12 @@ int tk__rc(int rc)
 /* The table row of @err (negative or positive), or NULL. */
 static const char *const *lookup(int err, int text)
 {
+	/* Wider than int: -INT_MIN is no int. */
+	long long code = err < 0 ? -(long long)err : err;
 	size_t i;
 
-	if (err < 0)
-		err = -err;
 	for (i = 0; i < N_ERRORS; i++)
-		if (err == errors[i].code)
+		if (code == errors[i].code)
 			return text ? &errors[i].text : &errors[i].name;
 	return NULL;
 }

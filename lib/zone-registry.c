@@ -47,7 +47,8 @@ static int take(struct entry *e)
 	return 0;
 }
 
-static struct tk__zone *find(const char *name)
+static struct tk__zone *find(const char *name,
+			     const struct tk__zone_config *cfg)
 {
 	struct tk__zone *z = NULL;
 	struct entry *e;
@@ -55,10 +56,12 @@ static struct tk__zone *find(const char *name)
 	tk__rcu_read_lock();
 	cds_list_for_each_entry_rcu(e, &zones, node)
 	{
-		/* A broken mapping serves its stores until they close; a
-		 * new open maps the file afresh. */
+		/* A broken mapping, or one of a file destroyed or replaced
+		 * since, serves its stores until they close; a new open
+		 * maps the name afresh, as any other process would, and is
+		 * judged by the trust rules with its own options. */
 		if (strcmp(e->name, name) == 0 && !tk__zone_broken(e->zone) &&
-		    take(e)) {
+		    tk__zone_current(e->zone, cfg) && take(e)) {
 			z = e->zone;
 			break;
 		}
@@ -74,12 +77,12 @@ int tk__zone_open_shared(struct tk__zone **out, const char *name,
 	int rc;
 
 	tk__rcu_setup();
-	*out = find(name);
+	*out = find(name, cfg);
 	if (*out)
 		return 0;
 	pthread_mutex_lock(&lock);
 	/* Again, under the lock: another thread may have just mapped it. */
-	*out = find(name);
+	*out = find(name, cfg);
 	if (*out) {
 		pthread_mutex_unlock(&lock);
 		return 0;

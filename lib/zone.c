@@ -209,6 +209,10 @@ TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
 	struct sweep_call call = { NULL, now };
 	int rc;
 
+	/* No clock reads such a time; swept at it, every live key would
+	 * go. */
+	if (now >= UINT64_C(1) << 63)
+		return -EINVAL;
 	rc = attach(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);

@@ -49,6 +49,8 @@ struct tk__zone {
 	int broken; /* 1 once a fault showed the file truncated (ck_pr) */
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
+	dev_t dev;		 /* and which file it was */
+	ino_t ino;
 	void *base;
 	uint64_t size;
 	struct tkz_header *h;
@@ -418,6 +420,8 @@ static int map_zone(struct tk__zone *z, int fd,
 	z->uid = (uint32_t)st.st_uid;
 	z->gid = (uint32_t)st.st_gid;
 	z->mode = (uint32_t)(st.st_mode & 07777);
+	z->dev = st.st_dev;
+	z->ino = st.st_ino;
 	if ((uint64_t)st.st_size < TKZ_HEADER_SIZE)
 		return -EPROTO;
 	z->size = (uint64_t)st.st_size;
@@ -573,6 +577,18 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 	}
 	close(fd);
 	return 0;
+}
+
+int tk__zone_current(const struct tk__zone *z,
+		     const struct tk__zone_config *cfg)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	/* lstat(): a link at the name is another file, never followed. */
+	return zone_path(path, sizeof(path), z->name) == 0 &&
+	       lstat(path, &st) == 0 && st.st_dev == z->dev &&
+	       st.st_ino == z->ino && judge(&st, cfg, NULL, 0) == 0;
 }
 
 struct tkz_header *tk__zone_header(struct tk__zone *z)

@@ -46,6 +46,14 @@ struct tk__zone_config {
 int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags);
 void tk__zone_detach(struct tk__zone *z);
+/*
+ * May an open with @cfg share @z: is its file still the one its name
+ * leads to (not destroyed, replaced, nor TK_SHM_DIR changed), and do the
+ * trust rules with @cfg accept it now?  1 or 0.  If not, @z's users keep
+ * it, and the open attaches the name afresh (and is judged so).
+ */
+int tk__zone_current(const struct tk__zone *z,
+		     const struct tk__zone_config *cfg);
 /* Remove zone @name if the trust rules accept its file (as attach). */
 int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg);
 /*

@@ -13,6 +13,10 @@
 
 #include "throttlectl.h"
 
+/* The largest arena a zone can have, 131071 pages of 16 KiB (see What a
+ * zone holds in tk_zone_create(3)). */
+#define ARENA_MAX (UINT64_C(131071) * 16384)
+
 struct zone_args {
 	const char *name, *key, *policy, *prefix, *format;
 	uint64_t cost, repeat, capacity, grace, arena;
@@ -158,6 +162,16 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			if (number("mode", optarg, 8, "an octal mode", 0, 0777,
 				   &v))
 				return -1;
+			/* The library refuses it too, but only as EINVAL. */
+			if (v & 0002) {
+				fprintf(stderr,
+					"throttlectl: --mode '%s': expected a "
+					"mode without the bit 0002: a zone "
+					"writable by every user is never "
+					"trusted\n",
+					optarg);
+				return -1;
+			}
 			a->mode = (unsigned int)v;
 			break;
 		case 'g':
@@ -197,7 +211,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		case 'A':
 			/* Bytes of state blocks, rounded up to pages. */
 			if (number("arena", optarg, 0, "an integer", 1,
-				   UINT64_MAX, &a->arena))
+				   ARENA_MAX, &a->arena))
 				return -1;
 			break;
 		case 'j':
@@ -223,6 +237,11 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 	if (a->key && strlen(a->key) > TK_KEY_MAX) {
 		fprintf(stderr, "throttlectl: key longer than %d bytes\n",
 			TK_KEY_MAX);
+		return -1;
+	}
+	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {
+		fprintf(stderr, "throttlectl: prefix longer than %d bytes\n",
+			TK_PREFIX_MAX);
 		return -1;
 	}
 	return 0;

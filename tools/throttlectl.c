@@ -127,11 +127,28 @@ static void usage(FILE *f)
 		   "Permissions)\n");
 }
 
-int main(int argc, char **argv)
+/*
+ * Output that did not reach standard output (a full disk, /dev/full) is
+ * an error: a script must not take a status of 0 with nothing to read.
+ * simulate reports its own.
+ */
+static int flushed(int rc)
+{
+	if (rc == CTL_ERROR || rc == CTL_USAGE ||
+	    (fflush(stdout) == 0 && !ferror(stdout)))
+		return rc;
+	fprintf(stderr, "throttlectl: I/O error\n");
+	return CTL_ERROR;
+}
+
+static int run(int argc, char **argv)
 {
 	size_t i;
 
-	if (argc < 2) {
+	/* --version and help take no arguments; commands check their own. */
+	if (argc < 2 || (argc > 2 && (strcmp(argv[1], "--version") == 0 ||
+				      strcmp(argv[1], "--help") == 0 ||
+				      strcmp(argv[1], "help") == 0))) {
 		usage(stderr);
 		return CTL_USAGE;
 	}
@@ -150,4 +167,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "throttlectl: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return CTL_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	return flushed(run(argc, argv));
 }

@@ -49,6 +49,12 @@ grep -q "^throttlectl .* (libthrottlekit .*)$" "$tmp/out" ||
 	failed "--version text"
 expect 2 "usage: throttlectl COMMAND [ARGS]
 ..." "$ctl"
+# An extra argument is bad usage for --version and help too.
+expect 2 "usage: throttlectl COMMAND [ARGS]
+..." "$ctl" --version extra
+expect 2 "usage: throttlectl COMMAND [ARGS]
+..." "$ctl" help extra
+expect 0 "" "$ctl" help
 expect 2 "throttlectl: unknown command 'nosuch'
 usage: throttlectl COMMAND [ARGS]
 ..." "$ctl" nosuch
@@ -243,6 +249,14 @@ expect 2 "throttlectl: store 'shm:text': $not_zone" \
 # Zone commands, their exit codes and messages.
 expect 0 "" "$ctl" create z --capacity 256 --mode 0640
 expect 3 "throttlectl: z: Zone exists (EEXIST)" "$ctl" create z
+# Output that cannot be written is an error, not a success with nothing.
+if [ -w /dev/full ]; then
+	for cmd in "info z" "ls z --json" "verify z" "--version" "help"; do
+		expect 3 "throttlectl: I/O error" \
+			sh -c "exec \"\$0\" $cmd >/dev/full" "$ctl"
+	done
+	expect 0 "" sh -c "exec \"\$0\" info z --json >/dev/null" "$ctl"
+fi
 expect 2 "throttlectl: --capacity 'nope': expected an integer from 0 to 4294967296
 $usage_create" "$ctl" create z --capacity nope
 expect 0 "" "$ctl" check z alice --policy gcra:2/1h
@@ -282,13 +296,19 @@ expect 0 "" "$ctl" info z
 grep -qx "blocks=0" "$tmp/out" || failed "reset left a block"
 expect 3 "throttlectl: nosuch: No such zone (ENOENT)" "$ctl" sweep nosuch
 expect 2 "usage: throttlectl sweep NAME [--owner U] [--group G]" "$ctl" sweep
-expect 2 "throttlectl: --arena 'nope': expected an integer from 1 to 18446744073709551615
+expect 2 "throttlectl: --arena 'nope': expected an integer from 1 to 2147467264
 $usage_create" "$ctl" create big --arena nope
-expect 3 "throttlectl: big: Invalid argument (EINVAL)" \
-	"$ctl" create big --arena 99999999999999
+# Out of the documented range (less than 2 GiB) is bad usage that names
+# the range, as for every number option.
+expect 2 "throttlectl: --arena '99999999999999': expected an integer from 1 to 2147467264
+$usage_create" "$ctl" create big --arena 99999999999999
 # Block references hold 25 bits: 2 GiB of arena is one page too many.
-expect 3 "throttlectl: big: Invalid argument (EINVAL)" \
-	"$ctl" create big --arena 2147483648
+expect 2 "throttlectl: --arena '2147483648': expected an integer from 1 to 2147467264
+$usage_create" "$ctl" create big --arena 2147483648
+expect 2 "throttlectl: --arena '2147467265': expected an integer from 1 to 2147467264
+$usage_create" "$ctl" create big --arena 2147467265
+expect 0 "" "$ctl" create big --capacity 64 --arena 2147467264
+expect 0 "" "$ctl" destroy big
 expect 0 "" "$ctl" create big --capacity 64 --arena 100000
 expect 0 "" "$ctl" info big
 grep -qx "arena_size=114688" "$tmp/out" || failed "arena not rounded up to pages"
@@ -307,7 +327,7 @@ $usage_check" "$ctl" check z alice --policy gcra:2/1h --cost "$bad"
 done
 expect 2 "throttlectl: --repeat ' -1': expected $any_u64
 $usage_check" timeout 10 "$ctl" check z alice --policy gcra:2/1h --repeat ' -1'
-expect 2 "throttlectl: --arena ' -1': expected $any_u64
+expect 2 "throttlectl: --arena ' -1': expected an integer from 1 to 2147467264
 $usage_create" "$ctl" create big --arena ' -1'
 expect 3 "throttlectl: alice: Cost exceeds what the policy can ever admit (ERANGE)" \
 	"$ctl" check z alice --policy gcra:2/1h --cost 18446744073709551615
@@ -320,6 +340,10 @@ expect 2 "throttlectl: --mode '0800': expected an octal mode from 0 to 0777
 $usage_create" "$ctl" create big --mode 0800
 expect 2 "throttlectl: --mode '01000': expected an octal mode from 0 to 0777
 $usage_create" "$ctl" create big --mode 01000
+# A mode writable by every user makes a zone no one may trust: bad usage
+# that says so, not the library's bare EINVAL.
+expect 2 "throttlectl: --mode '0666': expected a mode without the bit 0002: a zone writable by every user is never trusted
+$usage_create" "$ctl" create big --mode 0666
 expect 2 "throttlectl: --capacity '96': expected 0 or a power of two from 64 to 2^32
 $usage_create" "$ctl" create big --capacity 96
 expect 2 "throttlectl: --capacity '8589934592': expected an integer from 0 to 4294967296
@@ -336,6 +360,14 @@ long=$(head -c 1025 /dev/zero | tr '\0' k)
 expect 2 "throttlectl: key longer than 1024 bytes
 usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" "$ctl" reset z "$long"
 expect 0 "" "$ctl" reset z "${long%k}"
+# A key that begins with '-' follows "--".
+expect 0 "" "$ctl" reset z --policy gcra:2/1h -- -42
+grep -qx "reset=-42" "$tmp/out" || failed "reset -- -42"
+# A prefix too long is bad usage too, named as such (not the zone's error).
+longp=$(head -c 257 /dev/zero | tr '\0' p)
+expect 2 "throttlectl: prefix longer than 256 bytes
+$usage_check" "$ctl" check z alice --policy gcra:2/1h --prefix "$longp"
+expect 0 "" "$ctl" reset z alice --prefix "${longp%p}"
 
 # reset forgets whatever policy the key has: a simple one or a composite
 # (each dimension under its own store key); with --policy, exactly that
