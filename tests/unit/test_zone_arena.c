@@ -20,11 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <throttlekit.h>
+
+#include "workers.h"
 
 /* White-box: the multi-key update met with a hostile slot value. */
 #include "../../shm/zone.h"
@@ -43,17 +44,8 @@
 
 static char dir[] = "/tmp/tk-arena-XXXXXX";
 
-/* What forked workers share. */
-struct shared {
-	_Atomic uint64_t allowed;
-	_Atomic uint64_t errors;
-	_Atomic uint64_t per_key[64];
-	_Atomic uint64_t ready;
-	_Atomic uint64_t phase; /* workers done with the first phase */
-};
-
-static struct shared *sh;
-static struct tk_clock *clk; /* a manual clock at T0: nothing expires */
+static struct kit_shared *sh; /* kit_shared() */
+static struct tk_clock *clk;  /* a manual clock at T0: nothing expires */
 
 static struct tk_limiter *open_on(const char *zone, const char *policy,
 				  unsigned int flags)
@@ -107,31 +99,6 @@ static void verify(const char *zone, struct tk_zone_info *info)
 {
 	assert_int_equal(tk_zone_verify(zone, info, sizeof(*info)), 0);
 	assert_int_equal(info->violations, 0);
-}
-
-/* Fork @n workers running @fn(i); they must all exit 0. */
-static void run_workers(int n, void (*fn)(int))
-{
-	pid_t pid[8];
-	int i, status;
-
-	for (i = 0; i < n; i++) {
-		pid[i] = fork();
-		assert_true(pid[i] >= 0);
-		if (pid[i] == 0) {
-			atomic_fetch_add(&sh->ready, 1);
-			while (atomic_load(&sh->ready) < (uint64_t)n)
-				;
-			fn(i);
-			_exit(0);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
-	}
-	atomic_store(&sh->ready, 0);
 }
 
 /*
@@ -208,11 +175,11 @@ static void test_eviction_across_processes(void **state)
 
 	(void)state;
 	assert_non_null(l);
-	memset(sh, 0, sizeof(*sh));
+	kit_shared_reset(0);
 	/* Used twice: it earned its second chance before the flood. */
 	check_ok(l, "hot");
 	check_ok(l, "hot");
-	run_workers(4, flood_worker);
+	kit_run_workers(4, flood_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	/* 2 + 4 x 50 checks, at most 100 admitted: exactly 100. */
 	assert_int_equal(atomic_load(&sh->allowed) + 2, 100);
@@ -489,7 +456,6 @@ static void test_foreign_descriptor_single_key(void **state)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	uint64_t idx, w0, w1;
-	int status;
 	pid_t pid;
 
 	(void)state;
@@ -523,9 +489,7 @@ static void test_foreign_descriptor_single_key(void **state)
 		tk__zone_detach(hz);
 		_exit(0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	kit_wait_exit(pid, 0);
 	assert_int_equal(tk_zone_destroy("foreign1"), 0);
 }
 
@@ -540,7 +504,7 @@ static void test_foreign_descriptor_in_slot(void **state)
 	const uint32_t words[2] = { 2, 2 };
 	struct tk_options o = TK_OPTIONS_INIT;
 	uint64_t idx, w0, w1;
-	int status, rc;
+	int rc;
 	pid_t pid;
 
 	(void)state;
@@ -568,9 +532,7 @@ static void test_foreign_descriptor_in_slot(void **state)
 		tk__zone_detach(hz);
 		_exit(0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	kit_wait_exit(pid, 0);
 	assert_int_equal(tk_zone_destroy("foreign"), 0);
 }
 
@@ -642,8 +604,8 @@ static void test_pages_change_hands_across_processes(void **state)
 
 	(void)state;
 	assert_non_null(l);
-	memset(sh, 0, sizeof(*sh));
-	run_workers(4, churn_worker);
+	kit_shared_reset(0);
+	kit_run_workers(4, churn_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	/* 4 x (7 + 12) checks of the hot key, all admitted, all counted. */
 	assert_int_equal(atomic_load(&sh->allowed), 76);
@@ -672,12 +634,8 @@ int main(void)
 	};
 	int rc;
 
-	if (!mkdtemp(dir))
-		return 99;
-	setenv("TK_SHM_DIR", dir, 1);
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || tk_clock_manual_new(&clk, T0) != 0)
+	sh = kit_shared();
+	if (kit_zone_dir(dir) != 0 || !sh || tk_clock_manual_new(&clk, T0) != 0)
 		return 99;
 	rc = cmocka_run_group_tests_name("zone_arena", tests, NULL, NULL);
 	tk_clock_free(clk);
