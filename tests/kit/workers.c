@@ -79,10 +79,19 @@ int kit_zone_dir(char *tmpl)
 	return setenv("TK_SHM_DIR", tmpl, 1);
 }
 
-int kit_remove_dir(const char *dir)
+int kit_zone_dir_remove(void **state)
 {
+	const char *dir = getenv("TK_SHM_DIR");
 	char cmd[1024];
 
+	(void)state;
+	if (!dir)
+		return -1;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
+}
+
+void kit_zone_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/throttlekit.%s", getenv("TK_SHM_DIR"), name);
 }

@@ -8,6 +8,7 @@
 #ifndef TK_TESTS_KIT_WORKERS_H
 #define TK_TESTS_KIT_WORKERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -39,7 +40,9 @@ void kit_wait_exit(pid_t pid, int code);
 /* Make a fresh directory from @tmpl (mkdtemp) and point TK_SHM_DIR at
  * it: 0, or -1. */
 int kit_zone_dir(char *tmpl);
-/* Remove @dir and all it holds: 0, or -1. */
-int kit_remove_dir(const char *dir);
+/* A cmocka group teardown: remove that directory and all it holds. */
+int kit_zone_dir_remove(void **state);
+/* The path of zone @name's file in it. */
+void kit_zone_path(char *buf, size_t len, const char *name);
 
 #endif
