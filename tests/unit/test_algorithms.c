@@ -56,6 +56,7 @@
 #include <throttlekit.h>
 
 #include "asserts.h"
+#include "rnd.h"
 
 #define MINUTE (60ull * SEC)
 #define HOUR (3600ull * SEC)
@@ -176,36 +177,6 @@ static struct tk_decision peek(struct fx *f, const char *key)
 
 	assert_rc(peek_rc(f->l, key, &d), 0);
 	return d;
-}
-
-/* splitmix64: a tiny seeded generator, so failures reproduce exactly. */
-static uint64_t rnd_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]; the modulo bias is irrelevant here. */
-static uint64_t rnd_range(uint64_t *s, uint64_t lo, uint64_t hi)
-{
-	if (hi <= lo)
-		return lo;
-	if (hi - lo == UINT64_MAX)
-		return rnd_next(s);
-	return lo + rnd_next(s) % (hi - lo + 1);
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
 }
 
 /* ------------------------------------------------------------------ */

@@ -38,6 +38,7 @@
 #include "internal.h"
 
 #include "asserts.h"
+#include "rnd.h"
 
 typedef __int128 i128;
 
@@ -46,31 +47,6 @@ typedef __int128 i128;
 #define P62 (UINT64_C(1) << 62)
 #define T0 (UINT64_C(1700000000) * SEC) /* 2023-11-14 */
 #define POISON UINT64_C(0xa5a5a5a5a5a5a5a5)
-
-/* splitmix64: a tiny seeded generator, so failures reproduce exactly. */
-static uint64_t rnd_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]; the modulo bias is irrelevant here. */
-static uint64_t rnd_range(uint64_t *s, uint64_t lo, uint64_t hi)
-{
-	if (hi <= lo)
-		return lo;
-	if (hi - lo == UINT64_MAX)
-		return rnd_next(s);
-	return lo + rnd_next(s) % (hi - lo + 1);
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
 
 /* a + b, or TOP if that is later. */
 static uint64_t later(uint64_t a, uint64_t b)
