@@ -1987,17 +1987,6 @@ struct prop_stats {
 		jump_resets;
 };
 
-static void print_decision(char *buf, size_t len, const struct tk_decision *d)
-{
-	snprintf(buf, len,
-		 "{allowed %d, limit %llu, remaining %llu, "
-		 "reset_at %llu, retry_after %llu}",
-		 d->allowed, (unsigned long long)d->limit,
-		 (unsigned long long)d->remaining,
-		 (unsigned long long)d->reset_at,
-		 (unsigned long long)d->retry_after);
-}
-
 /*
  * Runs @nops random operations on @policy against @m.  Time moves by
  * @gran-sized steps (inside a bucket or window), by multiples of @scale,
@@ -2011,7 +2000,7 @@ static void run_property(struct model *m, const char *policy, uint64_t start,
 	const uint64_t seed0 = seed;
 	const uint64_t ceiling = (1ull << 63) - 400ull * 366 * DAY;
 	struct tk_decision got, want;
-	char gs[160], ws[160];
+	char gs[200], ws[200];
 	struct fx f;
 	uint64_t now = start, to, back, r, cost, step, b;
 	const char *what;
@@ -2133,8 +2122,8 @@ static void run_property(struct model *m, const char *policy, uint64_t start,
 				 tk_strerrorname(rc), want_rc,
 				 tk_strerrorname(want_rc));
 		if (rc == 0 && !same_decision(&got, &want)) {
-			print_decision(gs, sizeof(gs), &got);
-			print_decision(ws, sizeof(ws), &want);
+			show_decision(&got, gs, sizeof(gs));
+			show_decision(&want, ws, sizeof(ws));
 			fail_msg("[%s] seed %#llx op %d: %s key %d cost %llu "
 				 "at %llu:\n  got  %s\n  want %s",
 				 policy, (unsigned long long)seed0, i, what,
