@@ -448,92 +448,94 @@ static int one_fn(void *ctx, const uint64_t *old, uint64_t *next,
 }
 
 /*
+ * @body in a child (so that a hang fails the test instead of hanging it)
+ * on zone @name, a fresh one attached as hz, with block keys hk[0] and
+ * hk[1]: it must return 0, else the number of the step that failed.
+ */
+static void in_zone_child(const char *name, int (*body)(void))
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	pid_t pid;
+	int rc;
+
+	o.zone_capacity = 4096;
+	o.zone_arena = ARENA;
+	assert_int_equal(tk_zone_create(name, &o), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		if (tk__zone_attach(&hz, name, NULL, 0) != 0)
+			_exit(2);
+		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
+		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
+		hk[1].fp = TKZ_FP_BLOCK | 0x5678;
+		hk[1].pos = UINT64_C(0xc2b2ae3d27d4eb4f);
+		rc = body();
+		tk__zone_detach(hz);
+		_exit(rc);
+	}
+	kit_wait_exit(pid, 0);
+	assert_int_equal(tk_zone_destroy(name), 0);
+}
+
+static int foreign_single_key(void)
+{
+	uint64_t idx, w0, w1;
+
+	if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
+		    TK__ZONE_PERSIST ||
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 || idx == 0)
+		return 3;
+	plant_foreign(idx);
+	if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
+		    TK__ZONE_PERSIST ||
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+	    !tkz_is_ref(w1))
+		return 4;
+	plant_foreign(idx);
+	if (tk__zone_reset(hz, &hk[0]) != 0 ||
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != -ENOENT)
+		return 5;
+	return 0;
+}
+
+/*
  * The same foreign descriptor met by a single-key update, a reset and a
  * sweep: each replaces or frees it as a broken reference, never answers
  * -EIO for the key for ever.
  */
 static void test_foreign_descriptor_single_key(void **state)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
-	uint64_t idx, w0, w1;
-	pid_t pid;
-
 	(void)state;
-	o.zone_capacity = 4096;
-	o.zone_arena = ARENA;
-	assert_int_equal(tk_zone_create("foreign1", &o), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(20);
-		if (tk__zone_attach(&hz, "foreign1", NULL, 0) != 0)
-			_exit(2);
-		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
-		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
-		if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
-			    TK__ZONE_PERSIST ||
-		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
-		    idx == 0)
-			_exit(3);
-		plant_foreign(idx);
-		if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
-			    TK__ZONE_PERSIST ||
-		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
-		    !tkz_is_ref(w1))
-			_exit(4);
-		plant_foreign(idx);
-		if (tk__zone_reset(hz, &hk[0]) != 0 ||
-		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) !=
-			    -ENOENT)
-			_exit(5);
-		tk__zone_detach(hz);
-		_exit(0);
-	}
-	kit_wait_exit(pid, 0);
-	assert_int_equal(tk_zone_destroy("foreign1"), 0);
+	in_zone_child("foreign1", foreign_single_key);
+}
+
+static int foreign_in_slot(void)
+{
+	const uint32_t words[2] = { 2, 2 };
+	uint64_t idx, w0, w1;
+
+	if (tk__zone_apply_multi(hz, 2, hk, words, T0, hostile_fn, NULL) !=
+		    TK__ZONE_PERSIST ||
+	    hcalls < 2)
+		return 3;
+	/* The key's slot holds its new state, not the descriptor. */
+	if (tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+	    !tkz_is_ref(w1))
+		return 4;
+	return 0;
 }
 
 /*
  * A slot holding a descriptor that does not list it: completing that
  * update never takes it out, so a multi-key update that met it looped
- * for ever.  It is a broken reference: the update replaces it.  (In a
- * child, so that a hang fails the test instead of hanging it.)
+ * for ever.  It is a broken reference: the update replaces it.
  */
 static void test_foreign_descriptor_in_slot(void **state)
 {
-	const uint32_t words[2] = { 2, 2 };
-	struct tk_options o = TK_OPTIONS_INIT;
-	uint64_t idx, w0, w1;
-	int rc;
-	pid_t pid;
-
 	(void)state;
-	o.zone_capacity = 4096;
-	o.zone_arena = ARENA;
-	assert_int_equal(tk_zone_create("foreign", &o), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(20);
-		if (tk__zone_attach(&hz, "foreign", NULL, 0) != 0)
-			_exit(2);
-		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
-		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
-		hk[1].fp = TKZ_FP_BLOCK | 0x5678;
-		hk[1].pos = UINT64_C(0xc2b2ae3d27d4eb4f);
-		rc = tk__zone_apply_multi(hz, 2, hk, words, T0, hostile_fn,
-					  NULL);
-		if (rc != TK__ZONE_PERSIST || hcalls < 2)
-			_exit(3);
-		/* The key's slot holds its new state, not the descriptor. */
-		if (tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
-		    !tkz_is_ref(w1))
-			_exit(4);
-		tk__zone_detach(hz);
-		_exit(0);
-	}
-	kit_wait_exit(pid, 0);
-	assert_int_equal(tk_zone_destroy("foreign"), 0);
+	in_zone_child("foreign", foreign_in_slot);
 }
 
 /* Phase 1: fill and reset keys of one size; phase 2: other sizes. */
