@@ -49,6 +49,18 @@
 	assert_decision(x, (y).allowed, (y).limit, (y).remaining,              \
 			(y).reset_at, (y).retry_after)
 
+/* One unit of @key (@len bytes) through @l: no error, and admitted if
+ * @want, else denied. */
+#define assert_admits(l, key, len, want)                                       \
+	do {                                                                   \
+		struct tk_decision ad_;                                        \
+		assert_rc(tk_limiter_check((l), (key), (len), 1, &ad_), 0);    \
+		if (ad_.allowed != (want))                                     \
+			fail_msg("line %d: key %s %s, want it %s", __LINE__,   \
+				 #key, ad_.allowed ? "admitted" : "denied",    \
+				 (want) ? "admitted" : "denied");              \
+	} while (0)
+
 /* @d, every field, into @buf for a failure message: @buf. */
 static inline const char *show_decision(const struct tk_decision *d, char *buf,
 					size_t len)

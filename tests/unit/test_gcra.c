@@ -742,25 +742,18 @@ static void test_invalid_arguments(void **state)
 /* Keys are byte strings of key_len bytes, not C strings. */
 static void test_keys_are_counted_bytes(void **state)
 {
-	struct tk_decision d;
 	struct fx f;
 
 	(void)state;
 	fx_open(&f, "gcra:1/s,burst=1", T0);
-	assert_rc(tk_limiter_check(f.l, "ab", 1, 1, &d), 0);
-	assert_true(d.allowed);
+	assert_admits(f.l, "ab", 1, true);
 	/* "a" is now spent; "ab" is another key. */
-	assert_rc(tk_limiter_check(f.l, "ab", 2, 1, &d), 0);
-	assert_true(d.allowed);
-	assert_rc(tk_limiter_check(f.l, "ax", 1, 1, &d), 0);
-	assert_false(d.allowed);
+	assert_admits(f.l, "ab", 2, true);
+	assert_admits(f.l, "ax", 1, false);
 	/* Bytes after an embedded NUL still distinguish keys. */
-	assert_rc(tk_limiter_check(f.l, "a\0b", 3, 1, &d), 0);
-	assert_true(d.allowed);
-	assert_rc(tk_limiter_check(f.l, "a\0c", 3, 1, &d), 0);
-	assert_true(d.allowed);
-	assert_rc(tk_limiter_check(f.l, "a\0b", 3, 1, &d), 0);
-	assert_false(d.allowed);
+	assert_admits(f.l, "a\0b", 3, true);
+	assert_admits(f.l, "a\0c", 3, true);
+	assert_admits(f.l, "a\0b", 3, false);
 	fx_close(&f);
 }
 
