@@ -60,7 +60,7 @@ uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
 #define WINDOW_MAX (UINT64_C(1) << 62)
 #define COARSE_MAX ((TK__NOW_LIMIT + WINDOW_MAX) >> PACK_BITS)
 
-int tk__window_valid(uint32_t words, const uint64_t *state)
+static int shared_valid(uint32_t words, const uint64_t *state)
 {
 	uint64_t coarse = state[0] >> PACK_BITS;
 
@@ -68,6 +68,18 @@ int tk__window_valid(uint32_t words, const uint64_t *state)
 		return coarse <= COARSE_MAX &&
 		       (coarse > 0 || (state[0] & (PACK_UNIT - 1)) == 0);
 	return words == 2 && state[0] < TK__NOW_LIMIT && state[1] <= LIMIT_MAX;
+}
+
+int tk__window_valid(const struct tk__policy *p, uint32_t words,
+		     const uint64_t *state, tk__window_unpack_fn *unpack)
+{
+	uint64_t st[2];
+
+	if (!shared_valid(words, state))
+		return 0;
+	if (!p)
+		return 1;
+	return words == p->state_words && unpack(p, state, st) == 0;
 }
 
 int tk__window_step(const struct tk__policy *p, const uint64_t *st,
@@ -227,13 +239,7 @@ static uint64_t fw_expires(const struct tk__policy *p, const uint64_t *state)
 static int fw_valid(const struct tk__policy *p, uint32_t words,
 		    const uint64_t *state)
 {
-	uint64_t st[2];
-
-	if (!tk__window_valid(words, state))
-		return 0;
-	if (!p)
-		return 1;
-	return words == p->state_words && unpack(p, state, st) == 0;
+	return tk__window_valid(p, words, state, unpack);
 }
 
 const struct tk__algorithm tk__fixed_window = {

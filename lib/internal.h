@@ -164,12 +164,18 @@ int tk__window_packs(uint64_t shortest, uint64_t limit);
  */
 uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
 			 uint64_t st[2]);
+/* An algorithm's reading of its {start, count} state: 0, or -1 if no check
+ * of @p writes @state. */
+typedef int tk__window_unpack_fn(const struct tk__policy *p,
+				 const uint64_t *state, uint64_t st[2]);
 /*
- * What every {start, count} state in @words words shares, packed (1) or
- * not (2): a start below 2^63, a count of at most 2^62, an end of at most
- * 2^63 + 2^62, and a count only with an end.
+ * The valid() of a {start, count} algorithm.  What every such state in
+ * @words words shares, packed (1) or not (2): a start below 2^63, a count
+ * of at most 2^62, an end of at most 2^63 + 2^62, and a count only with an
+ * end; and, with @p, @p's word count and a state @unpack reads.
  */
-int tk__window_valid(uint32_t words, const uint64_t *state);
+int tk__window_valid(const struct tk__policy *p, uint32_t words,
+		     const uint64_t *state, tk__window_unpack_fn *unpack);
 /* Does window [.., @end) have coarse end @coarse? */
 int tk__window_ends_at(uint64_t end, uint64_t coarse);
 /* tk__window_check() from @st, into @next as @p keeps its state. */

@@ -129,13 +129,7 @@ static uint64_t quota_expires(const struct tk__policy *p, const uint64_t *state)
 static int quota_valid(const struct tk__policy *p, uint32_t words,
 		       const uint64_t *state)
 {
-	uint64_t st[2];
-
-	if (!tk__window_valid(words, state))
-		return 0;
-	if (!p)
-		return 1;
-	return words == p->state_words && unpack(p, state, st) == 0;
+	return tk__window_valid(p, words, state, unpack);
 }
 
 /* [+-]HH:MM, at most 14:00 either way. */

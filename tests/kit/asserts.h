@@ -5,6 +5,8 @@
 #ifndef TK_TEST_ASSERTS_H
 #define TK_TEST_ASSERTS_H
 
+#include <stdio.h>
+
 #define NS 1ull
 #define US (1000ull * NS)
 #define MS (1000ull * US)
@@ -46,5 +48,32 @@
 #define assert_same_decision(x, y)                                             \
 	assert_decision(x, (y).allowed, (y).limit, (y).remaining,              \
 			(y).reset_at, (y).retry_after)
+
+/* One unit of @key (@len bytes) through @l: no error, and admitted if
+ * @want, else denied. */
+#define assert_admits(l, key, len, want)                                       \
+	do {                                                                   \
+		struct tk_decision ad_;                                        \
+		assert_rc(tk_limiter_check((l), (key), (len), 1, &ad_), 0);    \
+		if (ad_.allowed != (want))                                     \
+			fail_msg("line %d: key %s %s, want it %s", __LINE__,   \
+				 #key, ad_.allowed ? "admitted" : "denied",    \
+				 (want) ? "admitted" : "denied");              \
+	} while (0)
+
+/* @d, every field, into @buf for a failure message: @buf. */
+static inline const char *show_decision(const struct tk_decision *d, char *buf,
+					size_t len)
+{
+	snprintf(buf, len,
+		 "{allowed %d, limit %llu, remaining %llu, "
+		 "reset_at %llu, retry_after %llu, delay %llu}",
+		 d->allowed, (unsigned long long)d->limit,
+		 (unsigned long long)d->remaining,
+		 (unsigned long long)d->reset_at,
+		 (unsigned long long)d->retry_after,
+		 (unsigned long long)d->delay);
+	return buf;
+}
 
 #endif /* TK_TEST_ASSERTS_H */

@@ -19,13 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <throttlekit.h>
 
 #include "../kit/asserts.h"
+#include "workers.h"
 
 #define T0 UINT64_C(1700000000000000000)
 
@@ -90,119 +89,122 @@ static void fresh_zone(void)
 	assert_true(rc == 0 || rc == -ENOENT);
 }
 
+/* Two limiters on one store of a fresh zone, with a manual clock at T0. */
+struct pair {
+	const char *prefix_a, *prefix_b; /* set by the caller, or NULL */
+	struct tk_clock *clock;
+	struct tk_store *s;
+	struct tk_limiter *a, *b;
+};
+
+static void pair_open(struct pair *p, const char *spec, const char *policy_a,
+		      const char *policy_b)
+{
+	fresh_zone();
+	assert_rc(tk_clock_manual_new(&p->clock, T0), 0);
+	p->s = open_store(spec, p->clock, 0);
+	p->a = open_on(policy_a, p->s, p->clock, p->prefix_a);
+	p->b = open_on(policy_b, p->s, p->clock, p->prefix_b);
+}
+
+static void pair_close(struct pair *p)
+{
+	tk_limiter_close(p->a);
+	tk_limiter_close(p->b);
+	tk_store_close(p->s);
+	tk_clock_free(p->clock);
+}
+
 /* Policy b on a key a wrote: -EPROTO for check, peek and forecast, on
  * every store; a's state untouched; reset under b clears it. */
 static void test_other_algorithm_refused(void **state)
 {
-	struct tk_clock *clock;
 	struct tk_decision d, before, after;
-	struct tk_limiter *a, *b;
-	struct tk_store *s;
+	struct pair p = { 0 };
 	size_t i, j, k;
 
 	(void)state;
-	assert_rc(tk_clock_manual_new(&clock, T0), 0);
 	for (k = 0; k < N_SPECS; k++) {
 		for (i = 0; i < N_SHAPES; i++) {
 			for (j = 0; j < N_SHAPES; j++) {
 				if (i == j)
 					continue;
-				fresh_zone();
-				s = open_store(specs[k], clock, 0);
-				a = open_on(shapes[i], s, clock, NULL);
-				b = open_on(shapes[j], s, clock, NULL);
-				assert_rc(tk_limiter_check(a, "k", 1, 1, &d),
+				pair_open(&p, specs[k], shapes[i], shapes[j]);
+				assert_rc(tk_limiter_check(p.a, "k", 1, 1, &d),
 					  0);
 				assert_true(d.allowed);
-				assert_rc(tk_limiter_peek(a, "k", 1, &before),
+				assert_rc(tk_limiter_peek(p.a, "k", 1, &before),
 					  0);
-				assert_rc(tk_limiter_check(b, "k", 1, 1, &d),
+				assert_rc(tk_limiter_check(p.b, "k", 1, 1, &d),
 					  -EPROTO);
-				assert_rc(tk_limiter_peek(b, "k", 1, &d),
+				assert_rc(tk_limiter_peek(p.b, "k", 1, &d),
 					  -EPROTO);
-				assert_rc(tk_limiter_forecast(b, "k", 1, 1, &d),
-					  -EPROTO);
-				assert_rc(tk_limiter_peek(a, "k", 1, &after),
+				assert_rc(
+					tk_limiter_forecast(p.b, "k", 1, 1, &d),
+					-EPROTO);
+				assert_rc(tk_limiter_peek(p.a, "k", 1, &after),
 					  0);
 				assert_same_decision(after, before);
-				assert_rc(tk_limiter_reset(b, "k", 1), 0);
-				assert_rc(tk_limiter_check(b, "k", 1, 1, &d),
+				assert_rc(tk_limiter_reset(p.b, "k", 1), 0);
+				assert_rc(tk_limiter_check(p.b, "k", 1, 1, &d),
 					  0);
 				assert_true(d.allowed);
-				assert_rc(tk_limiter_check(a, "k", 1, 1, &d),
+				assert_rc(tk_limiter_check(p.a, "k", 1, 1, &d),
 					  -EPROTO);
-				tk_limiter_close(a);
-				tk_limiter_close(b);
-				tk_store_close(s);
+				pair_close(&p);
 			}
 		}
 	}
-	tk_clock_free(clock);
 }
 
 /* Another policy of the same algorithm and shape reads the state: a
  * live change of the limit works. */
 static void test_same_shape_shared(void **state)
 {
-	struct tk_clock *clock;
 	struct tk_decision d;
-	struct tk_limiter *a, *b;
-	struct tk_store *s;
+	struct pair p = { 0 };
 	size_t k;
 
 	(void)state;
-	assert_rc(tk_clock_manual_new(&clock, T0), 0);
 	for (k = 0; k < N_SPECS; k++) {
-		fresh_zone();
-		s = open_store(specs[k], clock, 0);
-		a = open_on("gcra:5/1h", s, clock, NULL);
-		b = open_on("gcra:10/1h", s, clock, NULL);
-		assert_rc(tk_limiter_check(a, "k", 1, 5, &d), 0);
+		pair_open(&p, specs[k], "gcra:5/1h", "gcra:10/1h");
+		assert_rc(tk_limiter_check(p.a, "k", 1, 5, &d), 0);
 		assert_true(d.allowed);
 		/* b reads a's TAT, an hour ahead: one more of b's units
 		 * (6 min) must wait for it. */
-		assert_rc(tk_limiter_check(b, "k", 1, 1, &d), 0);
+		assert_rc(tk_limiter_check(p.b, "k", 1, 1, &d), 0);
 		assert_decision(d, false, 10, 0, T0 + 3600 * SEC, 360 * SEC);
-		tk_limiter_close(a);
-		tk_limiter_close(b);
-		tk_store_close(s);
+		pair_close(&p);
 	}
-	tk_clock_free(clock);
 }
 
 /* Composites: each dimension's state keeps its shape too. */
 static void test_composite_dimensions_refused(void **state)
 {
-	struct tk_clock *clock;
 	struct tk_decision d;
-	struct tk_limiter *a, *b, *c;
-	struct tk_store *s;
+	struct tk_limiter *c;
 	struct tk_key keys[2] = { { "ip", 2 }, { "user", 4 } };
+	struct pair p = { 0 };
 	size_t k;
 
 	(void)state;
-	assert_rc(tk_clock_manual_new(&clock, T0), 0);
 	for (k = 0; k < N_SPECS; k++) {
-		fresh_zone();
-		s = open_store(specs[k], clock, 0);
-		a = open_on("all(gcra:5/1h,sliding-log:5/1h)", s, clock, NULL);
-		b = open_on("all(sliding-log:5/1h,gcra:5/1h)", s, clock, NULL);
-		c = open_on("any(gcra:5/1h,sliding-log:1/1h)", s, clock, NULL);
-		assert_rc(tk_limiter_check_keys(a, keys, 2, 1, &d), 0);
+		pair_open(&p, specs[k], "all(gcra:5/1h,sliding-log:5/1h)",
+			  "all(sliding-log:5/1h,gcra:5/1h)");
+		c = open_on("any(gcra:5/1h,sliding-log:1/1h)", p.s, p.clock,
+			    NULL);
+		assert_rc(tk_limiter_check_keys(p.a, keys, 2, 1, &d), 0);
 		assert_true(d.allowed);
-		assert_rc(tk_limiter_check_keys(b, keys, 2, 1, &d), -EPROTO);
+		assert_rc(tk_limiter_check_keys(p.b, keys, 2, 1, &d), -EPROTO);
 		assert_rc(tk_limiter_check_keys(c, keys, 2, 1, &d), -EPROTO);
 		/* A composite's keys never meet a simple policy's. */
 		tk_limiter_close(c);
-		c = open_on("sliding-log:5/1h", s, clock, NULL);
+		c = open_on("sliding-log:5/1h", p.s, p.clock, NULL);
 		assert_rc(tk_limiter_check(c, "ip", 2, 1, &d), 0);
 		assert_decision(d, true, 5, 4, T0 + 3600 * SEC, 0);
-		tk_limiter_close(a);
-		tk_limiter_close(b);
 		tk_limiter_close(c);
-		tk_store_close(s);
+		pair_close(&p);
 	}
-	tk_clock_free(clock);
 }
 
 /*
@@ -317,30 +319,17 @@ static void test_high_times_same_as_memory(void **state)
 /* Prefix "ab" + key "c" and prefix "a" + key "bc" are two keys. */
 static void test_prefix_boundary(void **state)
 {
-	struct tk_clock *clock;
-	struct tk_decision d;
-	struct tk_limiter *a, *b;
-	struct tk_store *s;
+	struct pair p = { .prefix_a = "ab", .prefix_b = "a" };
 	size_t k;
 
 	(void)state;
-	assert_rc(tk_clock_manual_new(&clock, T0), 0);
 	for (k = 0; k < N_SPECS; k++) {
-		fresh_zone();
-		s = open_store(specs[k], clock, 0);
-		a = open_on("gcra:1/1h", s, clock, "ab");
-		b = open_on("gcra:1/1h", s, clock, "a");
-		assert_rc(tk_limiter_check(a, "c", 1, 1, &d), 0);
-		assert_true(d.allowed);
-		assert_rc(tk_limiter_check(b, "bc", 2, 1, &d), 0);
-		assert_true(d.allowed);
-		assert_rc(tk_limiter_check(a, "c", 1, 1, &d), 0);
-		assert_false(d.allowed);
-		tk_limiter_close(a);
-		tk_limiter_close(b);
-		tk_store_close(s);
+		pair_open(&p, specs[k], "gcra:1/1h", "gcra:1/1h");
+		assert_admits(p.a, "c", 1, true);
+		assert_admits(p.b, "bc", 2, true);
+		assert_admits(p.a, "c", 1, false);
+		pair_close(&p);
 	}
-	tk_clock_free(clock);
 }
 
 /*
@@ -351,52 +340,42 @@ static void test_prefix_boundary(void **state)
 #define HAMMER_BURST 100000
 #define HAMMER_EACH 80000
 
-static void test_word_key_contended(void **state)
+static void hammer_worker(int i)
 {
-	_Atomic uint64_t *shared;
+	struct kit_shared *sh = kit_shared();
 	struct tk_decision d;
 	struct tk_limiter *l;
 	struct tk_clock *clock;
 	struct tk_store *s;
-	pid_t pid[2];
-	int i, n, status;
+	int n;
 
+	(void)i;
+	if (tk_clock_manual_new(&clock, T0))
+		_exit(2);
+	s = open_store("shm:shapes", clock, 0);
+	l = open_on("gcra:100000/1h", s, clock, NULL);
+	/* Opening takes a while: start the checks together. */
+	atomic_fetch_add(&sh->phase, 1);
+	while (atomic_load(&sh->phase) < 2)
+		;
+	for (n = 0; n < HAMMER_EACH; n++) {
+		if (tk_limiter_check(l, "hot", 3, 1, &d))
+			_exit(3);
+		if (d.allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+	}
+	tk_limiter_close(l);
+	tk_store_close(s);
+}
+
+static void test_word_key_contended(void **state)
+{
 	(void)state;
 	fresh_zone();
-	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(shared != MAP_FAILED);
-	atomic_store(&shared[0], 0);
-	atomic_store(&shared[1], 0);
-	for (i = 0; i < 2; i++) {
-		pid[i] = fork();
-		assert_true(pid[i] >= 0);
-		if (pid[i] > 0)
-			continue;
-		if (tk_clock_manual_new(&clock, T0))
-			_exit(2);
-		s = open_store("shm:shapes", clock, 0);
-		l = open_on("gcra:100000/1h", s, clock, NULL);
-		atomic_fetch_add(&shared[1], 1);
-		while (atomic_load(&shared[1]) < 2)
-			;
-		for (n = 0; n < HAMMER_EACH; n++) {
-			if (tk_limiter_check(l, "hot", 3, 1, &d))
-				_exit(3);
-			if (d.allowed)
-				atomic_fetch_add(&shared[0], 1);
-		}
-		tk_limiter_close(l);
-		tk_store_close(s);
-		_exit(0);
-	}
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
-	}
-	assert_int_equal(atomic_load(&shared[0]), HAMMER_BURST);
-	munmap((void *)shared, 4096);
+	assert_non_null(kit_shared());
+	kit_shared_reset(T0);
+	kit_run_workers(2, hammer_worker);
+	assert_int_equal(atomic_load(&kit_shared()->allowed), HAMMER_BURST);
 }
 
 /* The byte offset of word @w of the block state of the one key of zone
@@ -441,7 +420,7 @@ static void poke(off_t off, uint64_t v)
 	char path[512];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/throttlekit.shapes", dir);
+	kit_zone_path(path, sizeof(path), "shapes");
 	fd = open(path, O_RDWR);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));
@@ -504,47 +483,36 @@ static void test_lowered_limit_stays_over(void **state)
 		{ "sliding-window:10/1h,buckets=4",
 		  "sliding-window:5/1h,buckets=4", 8 },
 	};
-	struct tk_clock *clock;
 	struct tk_decision d;
-	struct tk_limiter *a, *b;
-	struct tk_store *s;
 	struct tk_stats st;
+	struct pair p = { 0 };
 	size_t i, k;
 
 	(void)state;
-	assert_rc(tk_clock_manual_new(&clock, T0), 0);
 	for (k = 0; k < N_SPECS; k++) {
 		for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
-			fresh_zone();
-			s = open_store(specs[k], clock, 0);
-			a = open_on(pairs[i].from, s, clock, NULL);
-			b = open_on(pairs[i].to, s, clock, NULL);
-			assert_rc(
-				tk_limiter_check(a, "k", 1, pairs[i].used, &d),
-				0);
+			pair_open(&p, specs[k], pairs[i].from, pairs[i].to);
+			assert_rc(tk_limiter_check(p.a, "k", 1, pairs[i].used,
+						   &d),
+				  0);
 			assert_true(d.allowed);
-			assert_rc(tk_limiter_check(b, "k", 1, 1, &d), 0);
+			assert_rc(tk_limiter_check(p.b, "k", 1, 1, &d), 0);
 			assert_false(d.allowed);
 			assert_int_equal(d.remaining, 0);
-			assert_rc(tk_limiter_peek(b, "k", 1, &d), 0);
+			assert_rc(tk_limiter_peek(p.b, "k", 1, &d), 0);
 			assert_false(d.allowed);
 			assert_int_equal(d.remaining, 0);
-			assert_rc(tk_store_stats(s, &st, sizeof(st)), 0);
+			assert_rc(tk_store_stats(p.s, &st, sizeof(st)), 0);
 			assert_int_equal(st.corrupt, 0);
-			tk_limiter_close(a);
-			tk_limiter_close(b);
-			tk_store_close(s);
+			pair_close(&p);
 		}
 	}
-	tk_clock_free(clock);
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	return setenv("TK_SHM_DIR", dir, 1);
+	return kit_zone_dir(dir);
 }
 
 static int teardown(void **state)

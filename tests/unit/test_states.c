@@ -38,6 +38,7 @@
 #include "internal.h"
 
 #include "asserts.h"
+#include "rnd.h"
 
 typedef __int128 i128;
 
@@ -46,31 +47,6 @@ typedef __int128 i128;
 #define P62 (UINT64_C(1) << 62)
 #define T0 (UINT64_C(1700000000) * SEC) /* 2023-11-14 */
 #define POISON UINT64_C(0xa5a5a5a5a5a5a5a5)
-
-/* splitmix64: a tiny seeded generator, so failures reproduce exactly. */
-static uint64_t rnd_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]; the modulo bias is irrelevant here. */
-static uint64_t rnd_range(uint64_t *s, uint64_t lo, uint64_t hi)
-{
-	if (hi <= lo)
-		return lo;
-	if (hi - lo == UINT64_MAX)
-		return rnd_next(s);
-	return lo + rnd_next(s) % (hi - lo + 1);
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
 
 /* a + b, or TOP if that is later. */
 static uint64_t later(uint64_t a, uint64_t b)
@@ -363,17 +339,21 @@ static bool same(const struct tk_decision *a, const struct tk_decision *b)
 	       a->retry_after == b->retry_after && a->delay == b->delay;
 }
 
-static const char *show(const struct tk_decision *d, char *buf, size_t len)
+/* The @op ("forecast" or "check") of @cost at @now gave @got: it must be
+ * the model's @want. */
+static void expect_same(const struct subject *s, const char *where,
+			const char *op, uint64_t cost, uint64_t now,
+			const struct tk_decision *got,
+			const struct tk_decision *want)
 {
-	snprintf(buf, len,
-		 "{allowed %d, limit %llu, remaining %llu, "
-		 "reset_at %llu, retry_after %llu, delay %llu}",
-		 d->allowed, (unsigned long long)d->limit,
-		 (unsigned long long)d->remaining,
-		 (unsigned long long)d->reset_at,
-		 (unsigned long long)d->retry_after,
-		 (unsigned long long)d->delay);
-	return buf;
+	char b1[200], b2[200];
+
+	if (!same(got, want))
+		fail_msg("[%s] %s: %s cost %llu at %llu:\n got  %s\n want %s",
+			 s->text, where, op, (unsigned long long)cost,
+			 (unsigned long long)now,
+			 show_decision(got, b1, sizeof(b1)),
+			 show_decision(want, b2, sizeof(b2)));
 }
 
 static bool valid(const struct subject *s, const uint64_t *state)
@@ -447,7 +427,7 @@ static int run_op(const struct subject *s, const uint64_t *state, uint64_t now,
 				 s->text, where, i ? "check" : "forecast",
 				 (unsigned long long)cost,
 				 (unsigned long long)now,
-				 show(d, b1, sizeof(b1)));
+				 show_decision(d, b1, sizeof(b1)));
 	}
 	if ((frc < 0 || crc < 0) ? frc != crc
 				 : (fd->allowed != cd->allowed ||
@@ -456,8 +436,9 @@ static int run_op(const struct subject *s, const uint64_t *state, uint64_t now,
 		fail_msg("[%s] %s: cost %llu at %llu: forecast %d %s, check "
 			 "%d %s",
 			 s->text, where, (unsigned long long)cost,
-			 (unsigned long long)now, frc, show(fd, b1, sizeof(b1)),
-			 crc, show(cd, b2, sizeof(b2)));
+			 (unsigned long long)now, frc,
+			 show_decision(fd, b1, sizeof(b1)), crc,
+			 show_decision(cd, b2, sizeof(b2)));
 	if (crc == TK__PERSIST && s->a->id == TK__ALG_SLIDING_WINDOW &&
 	    sw_full(s, state, now) + cost > (i128)s->p->limit)
 		fail_msg("[%s] %s: cost %llu at %llu admitted over the full "
@@ -528,7 +509,7 @@ static void test_own_states_validate(void **state)
 {
 	const int nseeds = 6, nops = 3000;
 	struct tk_decision fd, cd, want;
-	char where[64], b1[200], b2[200];
+	char where[64];
 	struct subject s;
 	struct ref *ref;
 	uint64_t *st, *next, seed, now, cost;
@@ -578,25 +559,13 @@ static void test_own_states_validate(void **state)
 				/* forecast: allowed and retry_after as the
 				 * check, the rest as a peek */
 				ref_eval(&s, ref, now, cost, false, &want);
-				if (!same(&fd, &want))
-					fail_msg("[%s] %s: forecast cost %llu "
-						 "at %llu:\n got  %s\n want %s",
-						 s.text, where,
-						 (unsigned long long)cost,
-						 (unsigned long long)now,
-						 show(&fd, b1, sizeof(b1)),
-						 show(&want, b2, sizeof(b2)));
+				expect_same(&s, where, "forecast", cost, now,
+					    &fd, &want);
 				if (cost == 0)
 					goto next_op;
 				ref_eval(&s, ref, now, cost, true, &want);
-				if (!same(&cd, &want))
-					fail_msg("[%s] %s: check cost %llu at "
-						 "%llu:\n got  %s\n want %s",
-						 s.text, where,
-						 (unsigned long long)cost,
-						 (unsigned long long)now,
-						 show(&cd, b1, sizeof(b1)),
-						 show(&want, b2, sizeof(b2)));
+				expect_same(&s, where, "check", cost, now, &cd,
+					    &want);
 			next_op:
 				if (rc == TK__PERSIST) {
 					memcpy(st, next, s.words * sizeof(*st));

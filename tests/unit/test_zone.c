@@ -20,28 +20,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <throttlekit.h>
 
+#include "workers.h"
+
 #define T0 UINT64_C(1700000000000000000)
 #define SEC UINT64_C(1000000000)
 
 static char dir[] = "/tmp/tk-zones-XXXXXX";
 
-/* What forked workers share: the time and the admitted counts. */
-struct shared {
-	_Atomic uint64_t now;
-	_Atomic uint64_t allowed;
-	_Atomic uint64_t errors;
-	_Atomic uint64_t per_key[1024];
-	_Atomic uint64_t ready; /* start barrier */
-};
-
-static struct shared *sh;
+static struct kit_shared *sh;	      /* kit_shared() */
 static struct tk_clock *shared_clock; /* reads sh->now */
 static uint64_t zone_arena;	      /* for zones open_zone() creates */
 static uint64_t zone_grace;
@@ -69,38 +61,6 @@ static struct tk_limiter *open_zone(const char *zone, const char *policy,
 	snprintf(spec, sizeof(spec), "shm:%s", zone);
 	rc = tk_limiter_open(&l, policy, spec, &o);
 	return rc ? NULL : l;
-}
-
-static void reset_shared(void)
-{
-	memset(sh, 0, sizeof(*sh));
-	atomic_store(&sh->now, T0);
-}
-
-/* Fork @n workers running @fn(i); wait for all; they must exit 0. */
-static void run_workers(int n, void (*fn)(int))
-{
-	pid_t pid[16];
-	int i, status;
-
-	for (i = 0; i < n; i++) {
-		pid[i] = fork();
-		assert_true(pid[i] >= 0);
-		if (pid[i] == 0) {
-			/* Start together: races need company. */
-			atomic_fetch_add(&sh->ready, 1);
-			while (atomic_load(&sh->ready) < (uint64_t)n)
-				;
-			fn(i);
-			_exit(0);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
-	}
-	atomic_store(&sh->ready, 0);
 }
 
 /* The zone and policy hot_worker() uses. */
@@ -131,8 +91,8 @@ static void test_processes_admit_exactly_limit(void **state)
 	struct tk_zone_info info;
 
 	(void)state;
-	reset_shared();
-	run_workers(4, hot_worker);
+	kit_shared_reset(T0);
+	kit_run_workers(4, hot_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	assert_int_equal(atomic_load(&sh->allowed), 1000);
 	assert_int_equal(tk_zone_verify("hot", &info, sizeof(info)), 0);
@@ -180,8 +140,8 @@ static void test_many_keys_each_exact(void **state)
 	(void)state;
 	for (p = 0; p < 2; p++) {
 		many_policy = policies[p];
-		reset_shared();
-		run_workers(4, many_worker);
+		kit_shared_reset(T0);
+		kit_run_workers(4, many_worker);
 		assert_int_equal(atomic_load(&sh->errors), 0);
 		for (k = 0; k < 1024; k++)
 			assert_int_equal(atomic_load(&sh->per_key[k]), 5);
@@ -221,8 +181,8 @@ static void test_reclaim_under_churn(void **state)
 	struct tk_zone_info info;
 
 	(void)state;
-	reset_shared();
-	run_workers(4, clock_worker);
+	kit_shared_reset(T0);
+	kit_run_workers(4, clock_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	assert_int_equal(tk_zone_verify("time", &info, sizeof(info)), 0);
 	assert_true(info.reclaims > 0 || info.evictions > 0);
@@ -265,8 +225,8 @@ static const char *flood_hot, *flood_new;
 
 static void flood_worker(int i)
 {
-	struct tk_limiter *hot = open_zone("flood", flood_hot, 64,
-					   TK_OPT_ZONE_RECLAIMER);
+	struct tk_limiter *hot =
+		open_zone("flood", flood_hot, 64, TK_OPT_ZONE_RECLAIMER);
 	struct tk_limiter *other = open_zone("flood", flood_new, 64, 0);
 	struct tk_decision d;
 	char key[24];
@@ -299,8 +259,9 @@ static void flood_worker(int i)
  */
 static void test_hot_key_exact_under_flood(void **state)
 {
-	static const char *const hot[] = { "gcra:1000/100d",
-					   "sliding-window:1000/100d,buckets=4" };
+	static const char *const hot[] = {
+		"gcra:1000/100d", "sliding-window:1000/100d,buckets=4"
+	};
 	static const char *const flood[] = { "gcra:1/1s,burst=1",
 					     "sliding-window:1/1s,buckets=4" };
 	struct tk_zone_info info;
@@ -310,10 +271,10 @@ static void test_hot_key_exact_under_flood(void **state)
 	zone_grace = SEC;
 	zone_arena = 64 * 1024;
 	for (p = 0; p < 2; p++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		flood_hot = hot[p];
 		flood_new = flood[p];
-		run_workers(4, flood_worker);
+		kit_run_workers(4, flood_worker);
 		assert_int_equal(atomic_load(&sh->errors), 0);
 		assert_int_equal(atomic_load(&sh->allowed), 1000);
 		assert_int_equal(tk_zone_verify("flood", &info, sizeof(info)),
@@ -333,13 +294,13 @@ static void test_full_zone_refuses(void **state)
 	int k;
 
 	(void)state;
-	reset_shared();
+	kit_shared_reset(T0);
 	spread.zone = "full";
 	spread.policy = "gcra:3/1h";
 	spread.capacity = 64;
 	spread.flags = TK_OPT_ZONE_REFUSE_FULL;
 	spread.keys = 200;
-	run_workers(4, spread_worker);
+	kit_run_workers(4, spread_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	for (k = 0; k < 200; k++)
 		assert_true(atomic_load(&sh->per_key[k]) <= 3);
@@ -373,8 +334,8 @@ static void test_eviction_pressure(void **state)
 	struct tk_zone_info info;
 
 	(void)state;
-	reset_shared();
-	run_workers(4, evict_worker);
+	kit_shared_reset(T0);
+	kit_run_workers(4, evict_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	assert_int_equal(tk_zone_verify("evict", &info, sizeof(info)), 0);
 	assert_true(info.evictions >= 4 * 3000 - 64);
@@ -463,7 +424,7 @@ static void chaos(const char *policy)
 	chaos_policy = policy;
 	/* Room for every key's block: eviction is tested elsewhere. */
 	zone_arena = 1 << 20;
-	reset_shared();
+	kit_shared_reset(T0);
 	/* There before anyone is killed, however early. */
 	tk_limiter_close(open_zone("chaos", policy, 128, 0));
 	for (round = 0; round < 30; round++) {
@@ -492,7 +453,7 @@ static void chaos(const char *policy)
 	hot_zone = "chaos";
 	hot_policy = policy;
 	hot_capacity = 128;
-	run_workers(4, hot_worker);
+	kit_run_workers(4, hot_worker);
 	assert_int_equal(atomic_load(&sh->allowed), 200);
 	assert_int_equal(tk_zone_verify("chaos", &info, sizeof(info)), 0);
 	/* Blocks killed workers held: once every key has moved on, a sweep
@@ -617,8 +578,11 @@ static void header_rewritten_under_us(void)
 	static const struct {
 		off_t off;
 		uint64_t v;
-	} pokes[] = { { 40, 0 }, { 40, UINT64_C(1) << 32 }, { 48, 0 },
-		      { 80, 0 },  { 80, UINT64_MAX } };
+	} pokes[] = { { 40, 0 },
+		      { 40, UINT64_C(1) << 32 },
+		      { 48, 0 },
+		      { 80, 0 },
+		      { 80, UINT64_MAX } };
 	struct tk_decision d;
 	struct tk_limiter *a, *b;
 	size_t i;
@@ -736,17 +700,17 @@ static void test_creation_race(void **state)
 	(void)state;
 	/* tk_zone_create: exactly one of the racers creates it. */
 	for (round = 0; round < 20; round++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		tk_zone_destroy("excl");
-		run_workers(4, excl_worker);
+		kit_run_workers(4, excl_worker);
 		assert_int_equal(atomic_load(&sh->errors), 0);
 		assert_int_equal(atomic_load(&sh->allowed), 1);
 	}
 	assert_int_equal(tk_zone_destroy("excl"), 0);
 	for (round = 0; round < 20; round++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		tk_zone_destroy("race");
-		run_workers(4, create_worker);
+		kit_run_workers(4, create_worker);
 		/* One zone: the key admitted once across all creators. */
 		assert_int_equal(atomic_load(&sh->allowed), 1);
 	}
@@ -776,11 +740,11 @@ static void test_every_algorithm_exact(void **state)
 
 	(void)state;
 	for (p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		hot_zone = "kinds";
 		hot_policy = policies[p];
 		hot_capacity = 256;
-		run_workers(4, hot_worker);
+		kit_run_workers(4, hot_worker);
 		assert_int_equal(atomic_load(&sh->errors), 0);
 		assert_int_equal(atomic_load(&sh->allowed),
 				 p == 3 ? 500 : 1000);
@@ -886,9 +850,9 @@ static void test_composite_exact_across_processes(void **state)
 
 	(void)state;
 	for (p = 0; p < 2; p++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		combo_policy = policies[p];
-		run_workers(4, combo_worker);
+		kit_run_workers(4, combo_worker);
 		assert_int_equal(atomic_load(&sh->errors), 0);
 		for (i = 0, total = 0; i < 4; i++)
 			total += seen[i] = atomic_load(&sh->per_key[i]);
@@ -917,7 +881,7 @@ static void test_composite_kill9_chaos(void **state)
 	int round, i;
 
 	(void)state;
-	reset_shared();
+	kit_shared_reset(T0);
 	combo_policy = policy;
 	combo_forever = 1;
 	/* There before anyone is killed, however early. */
@@ -979,13 +943,13 @@ static void test_arena_pressure(void **state)
 	(void)state;
 	zone_arena = 64 * 1024;
 	for (refuse = 0; refuse < 2; refuse++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		spread.zone = "arena";
 		spread.policy = "sliding-log:100/1h";
 		spread.capacity = 1024;
 		spread.flags = refuse ? TK_OPT_ZONE_REFUSE_FULL : 0;
 		spread.keys = 300;
-		run_workers(4, spread_worker);
+		kit_run_workers(4, spread_worker);
 		assert_int_equal(atomic_load(&sh->errors), 0);
 		assert_int_equal(tk_zone_verify("arena", &info, sizeof(info)),
 				 0);
@@ -1013,7 +977,7 @@ static void test_same_zone_twice_and_reclaimer(void **state)
 	int i;
 
 	(void)state;
-	reset_shared();
+	kit_shared_reset(T0);
 	a = open_zone("twice", "gcra:2/1s", 256, TK_OPT_ZONE_RECLAIMER);
 	b = open_zone("twice", "gcra:2/1s", 256, 0);
 	assert_non_null(a);
@@ -1074,13 +1038,13 @@ static void test_threads_on_a_zone(void **state)
 
 	(void)state;
 	for (p = 0; p < 3; p++) {
-		reset_shared();
+		kit_shared_reset(T0);
 		l = open_zone("threads", policies[p], 256, 0);
 		assert_non_null(l);
 		for (i = 0; i < 4; i++)
-			assert_int_equal(pthread_create(&th[i], NULL,
-							thread_main, l),
-					 0);
+			assert_int_equal(
+				pthread_create(&th[i], NULL, thread_main, l),
+				0);
 		for (i = 0; i < 4; i++)
 			pthread_join(th[i], NULL);
 		assert_int_equal(atomic_load(&sh->errors), 0);
@@ -1113,12 +1077,8 @@ int main(void)
 	};
 	int rc;
 
-	if (!mkdtemp(dir))
-		return 99;
-	setenv("TK_SHM_DIR", dir, 1);
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED)
+	sh = kit_shared();
+	if (kit_zone_dir(dir) != 0 || !sh)
 		return 99;
 	if (tk_clock_custom_new(&shared_clock, shared_now, NULL) != 0)
 		return 99;

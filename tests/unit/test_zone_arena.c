@@ -20,11 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <throttlekit.h>
+
+#include "workers.h"
 
 /* White-box: the multi-key update met with a hostile slot value. */
 #include "../../shm/zone.h"
@@ -43,17 +44,8 @@
 
 static char dir[] = "/tmp/tk-arena-XXXXXX";
 
-/* What forked workers share. */
-struct shared {
-	_Atomic uint64_t allowed;
-	_Atomic uint64_t errors;
-	_Atomic uint64_t per_key[64];
-	_Atomic uint64_t ready;
-	_Atomic uint64_t phase; /* workers done with the first phase */
-};
-
-static struct shared *sh;
-static struct tk_clock *clk; /* a manual clock at T0: nothing expires */
+static struct kit_shared *sh; /* kit_shared() */
+static struct tk_clock *clk;  /* a manual clock at T0: nothing expires */
 
 static struct tk_limiter *open_on(const char *zone, const char *policy,
 				  unsigned int flags)
@@ -107,31 +99,6 @@ static void verify(const char *zone, struct tk_zone_info *info)
 {
 	assert_int_equal(tk_zone_verify(zone, info, sizeof(*info)), 0);
 	assert_int_equal(info->violations, 0);
-}
-
-/* Fork @n workers running @fn(i); they must all exit 0. */
-static void run_workers(int n, void (*fn)(int))
-{
-	pid_t pid[8];
-	int i, status;
-
-	for (i = 0; i < n; i++) {
-		pid[i] = fork();
-		assert_true(pid[i] >= 0);
-		if (pid[i] == 0) {
-			atomic_fetch_add(&sh->ready, 1);
-			while (atomic_load(&sh->ready) < (uint64_t)n)
-				;
-			fn(i);
-			_exit(0);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
-	}
-	atomic_store(&sh->ready, 0);
 }
 
 /*
@@ -208,11 +175,11 @@ static void test_eviction_across_processes(void **state)
 
 	(void)state;
 	assert_non_null(l);
-	memset(sh, 0, sizeof(*sh));
+	kit_shared_reset(0);
 	/* Used twice: it earned its second chance before the flood. */
 	check_ok(l, "hot");
 	check_ok(l, "hot");
-	run_workers(4, flood_worker);
+	kit_run_workers(4, flood_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	/* 2 + 4 x 50 checks, at most 100 admitted: exactly 100. */
 	assert_int_equal(atomic_load(&sh->allowed) + 2, 100);
@@ -481,97 +448,94 @@ static int one_fn(void *ctx, const uint64_t *old, uint64_t *next,
 }
 
 /*
+ * @body in a child (so that a hang fails the test instead of hanging it)
+ * on zone @name, a fresh one attached as hz, with block keys hk[0] and
+ * hk[1]: it must return 0, else the number of the step that failed.
+ */
+static void in_zone_child(const char *name, int (*body)(void))
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	pid_t pid;
+	int rc;
+
+	o.zone_capacity = 4096;
+	o.zone_arena = ARENA;
+	assert_int_equal(tk_zone_create(name, &o), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		if (tk__zone_attach(&hz, name, NULL, 0) != 0)
+			_exit(2);
+		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
+		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
+		hk[1].fp = TKZ_FP_BLOCK | 0x5678;
+		hk[1].pos = UINT64_C(0xc2b2ae3d27d4eb4f);
+		rc = body();
+		tk__zone_detach(hz);
+		_exit(rc);
+	}
+	kit_wait_exit(pid, 0);
+	assert_int_equal(tk_zone_destroy(name), 0);
+}
+
+static int foreign_single_key(void)
+{
+	uint64_t idx, w0, w1;
+
+	if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
+		    TK__ZONE_PERSIST ||
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 || idx == 0)
+		return 3;
+	plant_foreign(idx);
+	if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
+		    TK__ZONE_PERSIST ||
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+	    !tkz_is_ref(w1))
+		return 4;
+	plant_foreign(idx);
+	if (tk__zone_reset(hz, &hk[0]) != 0 ||
+	    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != -ENOENT)
+		return 5;
+	return 0;
+}
+
+/*
  * The same foreign descriptor met by a single-key update, a reset and a
  * sweep: each replaces or frees it as a broken reference, never answers
  * -EIO for the key for ever.
  */
 static void test_foreign_descriptor_single_key(void **state)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
-	uint64_t idx, w0, w1;
-	int status;
-	pid_t pid;
-
 	(void)state;
-	o.zone_capacity = 4096;
-	o.zone_arena = ARENA;
-	assert_int_equal(tk_zone_create("foreign1", &o), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(20);
-		if (tk__zone_attach(&hz, "foreign1", NULL, 0) != 0)
-			_exit(2);
-		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
-		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
-		if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
-			    TK__ZONE_PERSIST ||
-		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
-		    idx == 0)
-			_exit(3);
-		plant_foreign(idx);
-		if (tk__zone_apply(hz, &hk[0], T0, 2, one_fn, NULL) !=
-			    TK__ZONE_PERSIST ||
-		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
-		    !tkz_is_ref(w1))
-			_exit(4);
-		plant_foreign(idx);
-		if (tk__zone_reset(hz, &hk[0]) != 0 ||
-		    tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) !=
-			    -ENOENT)
-			_exit(5);
-		tk__zone_detach(hz);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_int_equal(tk_zone_destroy("foreign1"), 0);
+	in_zone_child("foreign1", foreign_single_key);
+}
+
+static int foreign_in_slot(void)
+{
+	const uint32_t words[2] = { 2, 2 };
+	uint64_t idx, w0, w1;
+
+	if (tk__zone_apply_multi(hz, 2, hk, words, T0, hostile_fn, NULL) !=
+		    TK__ZONE_PERSIST ||
+	    hcalls < 2)
+		return 3;
+	/* The key's slot holds its new state, not the descriptor. */
+	if (tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
+	    !tkz_is_ref(w1))
+		return 4;
+	return 0;
 }
 
 /*
  * A slot holding a descriptor that does not list it: completing that
  * update never takes it out, so a multi-key update that met it looped
- * for ever.  It is a broken reference: the update replaces it.  (In a
- * child, so that a hang fails the test instead of hanging it.)
+ * for ever.  It is a broken reference: the update replaces it.
  */
 static void test_foreign_descriptor_in_slot(void **state)
 {
-	const uint32_t words[2] = { 2, 2 };
-	struct tk_options o = TK_OPTIONS_INIT;
-	uint64_t idx, w0, w1;
-	int status, rc;
-	pid_t pid;
-
 	(void)state;
-	o.zone_capacity = 4096;
-	o.zone_arena = ARENA;
-	assert_int_equal(tk_zone_create("foreign", &o), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(20);
-		if (tk__zone_attach(&hz, "foreign", NULL, 0) != 0)
-			_exit(2);
-		hk[0].fp = TKZ_FP_BLOCK | 0x1234;
-		hk[0].pos = UINT64_C(0x9e3779b97f4a7c15);
-		hk[1].fp = TKZ_FP_BLOCK | 0x5678;
-		hk[1].pos = UINT64_C(0xc2b2ae3d27d4eb4f);
-		rc = tk__zone_apply_multi(hz, 2, hk, words, T0, hostile_fn,
-					  NULL);
-		if (rc != TK__ZONE_PERSIST || hcalls < 2)
-			_exit(3);
-		/* The key's slot holds its new state, not the descriptor. */
-		if (tk__zone_locate(hz, &hk[0], T0, 0, &idx, &w0, &w1) != 0 ||
-		    !tkz_is_ref(w1))
-			_exit(4);
-		tk__zone_detach(hz);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_int_equal(tk_zone_destroy("foreign"), 0);
+	in_zone_child("foreign", foreign_in_slot);
 }
 
 /* Phase 1: fill and reset keys of one size; phase 2: other sizes. */
@@ -642,8 +606,8 @@ static void test_pages_change_hands_across_processes(void **state)
 
 	(void)state;
 	assert_non_null(l);
-	memset(sh, 0, sizeof(*sh));
-	run_workers(4, churn_worker);
+	kit_shared_reset(0);
+	kit_run_workers(4, churn_worker);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	/* 4 x (7 + 12) checks of the hot key, all admitted, all counted. */
 	assert_int_equal(atomic_load(&sh->allowed), 76);
@@ -672,12 +636,8 @@ int main(void)
 	};
 	int rc;
 
-	if (!mkdtemp(dir))
-		return 99;
-	setenv("TK_SHM_DIR", dir, 1);
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || tk_clock_manual_new(&clk, T0) != 0)
+	sh = kit_shared();
+	if (kit_zone_dir(dir) != 0 || !sh || tk_clock_manual_new(&clk, T0) != 0)
 		return 99;
 	rc = cmocka_run_group_tests_name("zone_arena", tests, NULL, NULL);
 	tk_clock_free(clk);

@@ -24,6 +24,8 @@
 
 #include <throttlekit.h>
 
+#include "workers.h"
+
 #define OTHER 65534	  /* the other user: uid and gid */
 #define FOREIGN_GID 54321 /* a group neither user is in */
 
@@ -58,8 +60,7 @@ static int helper_main(int argc, char **argv)
 
 	if (argc == 5 && strcmp(argv[2], "create") == 0) {
 		rc = tk_zone_create(argv[3], NULL);
-		snprintf(path, sizeof(path), "%s/throttlekit.%s",
-			 getenv("TK_SHM_DIR"), argv[3]);
+		kit_zone_path(path, sizeof(path), argv[3]);
 		if (rc == 0 && chmod(path, strtoul(argv[4], NULL, 8)) != 0)
 			rc = -errno;
 	} else if (argc == 4 && strcmp(argv[2], "attach") == 0) {
@@ -86,11 +87,6 @@ static void need_root(void)
 {
 	if (!usable)
 		skip();
-}
-
-static void path_of(char *buf, size_t len, const char *name)
-{
-	snprintf(buf, len, "%s/throttlekit.%s", dir, name);
 }
 
 static struct tk_options owner_opts(int64_t uid)
@@ -232,7 +228,7 @@ static void test_own_zone(void **state)
 	assert_int_equal(tk_zone_create("open", &o), -EINVAL);
 	o.zone_mode = 0602;
 	assert_int_equal(tk_zone_create("open", &o), -EINVAL);
-	path_of(path, sizeof(path), "mine");
+	kit_zone_path(path, sizeof(path), "mine");
 	assert_int_equal(chmod(path, 0606), 0);
 	assert_int_equal(open_rc("mine", NULL), -EACCES);
 	o = owner_opts(geteuid());
@@ -254,8 +250,8 @@ static void test_symlink(void **state)
 	(void)state;
 	o.zone_capacity = 64;
 	assert_int_equal(tk_zone_create("admin", &o), 0);
-	path_of(real, sizeof(real), "admin");
-	path_of(link, sizeof(link), "public");
+	kit_zone_path(real, sizeof(real), "admin");
+	kit_zone_path(link, sizeof(link), "public");
 	assert_int_equal(symlink(real, link), 0);
 	assert_int_equal(open_rc("public", NULL), -EACCES);
 	assert_int_equal(tk_store_open(&s, "shm:public", &o), -EACCES);
@@ -343,7 +339,7 @@ static void test_not_regular(void **state)
 	char path[512], why[256];
 
 	(void)state;
-	path_of(path, sizeof(path), "fifo");
+	kit_zone_path(path, sizeof(path), "fifo");
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(open_rc("fifo", NULL), -EACCES);
 	assert_int_equal(tk_zone_access("fifo", NULL, why, sizeof(why)),
@@ -351,7 +347,7 @@ static void test_not_regular(void **state)
 	assert_non_null(strstr(why, "not a regular file"));
 	assert_int_equal(tk_zone_destroy("fifo"), -EACCES);
 	assert_int_equal(unlink(path), 0);
-	path_of(path, sizeof(path), "dir");
+	kit_zone_path(path, sizeof(path), "dir");
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(open_rc("dir", NULL), -EACCES);
 	assert_int_equal(tk_zone_destroy("dir"), -EACCES);
@@ -365,12 +361,9 @@ static int setup(void **state)
 	char cmd[1024];
 
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
 	/* Like /dev/shm: anyone may create, only owners remove. */
-	if (chmod(dir, 01777) != 0)
+	if (kit_zone_dir(dir) != 0 || chmod(dir, 01777) != 0)
 		return -1;
-	setenv("TK_SHM_DIR", dir, 1);
 	if (geteuid() != 0 || system("setpriv --version >/dev/null 2>&1"))
 		return 0;
 	snprintf(helper, sizeof(helper), "%s/helper", dir);
@@ -378,15 +371,6 @@ static int setup(void **state)
 		 (long)getpid(), helper, helper);
 	usable = system(cmd) == 0;
 	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[64];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -404,5 +388,5 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "helper") == 0)
 		return helper_main(argc, argv);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
 }

@@ -31,6 +31,8 @@
 
 #include <throttlekit.h>
 
+#include "workers.h"
+
 static char dir[] = "/tmp/tk-zbus-XXXXXX";
 
 /* In the child: exit code says which check failed (0: all passed). */
@@ -42,11 +44,6 @@ static char dir[] = "/tmp/tk-zbus-XXXXXX";
 			_exit(n);                                              \
 		}                                                              \
 	} while (0)
-
-static void zone_path(char *buf, size_t len, const char *name)
-{
-	snprintf(buf, len, "%s/throttlekit.%s", dir, name);
-}
 
 /* In the child (creating attaches). */
 static void make_zone(const char *name)
@@ -72,7 +69,6 @@ static struct tk_limiter *open_limiter(const char *policy, const char *zone)
 /* Run @fn in a child; it must exit 0. */
 static void in_child(void (*fn)(void *), void *arg)
 {
-	int status;
 	pid_t pid;
 
 	fflush(NULL);
@@ -82,11 +78,7 @@ static void in_child(void (*fn)(void *), void *arg)
 		fn(arg);
 		exit(0); /* not _exit(): LeakSanitizer checks at exit */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFSIGNALED(status))
-		fail_msg("child killed by signal %d", WTERMSIG(status));
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	kit_wait_exit(pid, 0);
 }
 
 struct cut {
@@ -109,7 +101,7 @@ static void truncated_child(void *arg)
 	CHECK(1, l && other);
 	CHECK(2, tk_limiter_check(l, "k", 1, 1, &d) == 0 && d.allowed);
 	CHECK(3, tk_limiter_stats(l, &st, sizeof(st)) == 0);
-	zone_path(path, sizeof(path), "t");
+	kit_zone_path(path, sizeof(path), "t");
 	CHECK(4, truncate(path, c->size) == 0);
 	CHECK(5, tk_limiter_check(l, "k", 1, 1, &d) == -EPROTO);
 	/* Broken for good: no second fault, the same answer everywhere. */
@@ -181,7 +173,7 @@ static void walk_child(void *arg)
 		snprintf(key, sizeof(key), "k%d", i);
 		CHECK(2, tk_limiter_check(l, key, strlen(key), 1, &d) == 0);
 	}
-	zone_path(path, sizeof(path), "w");
+	kit_zone_path(path, sizeof(path), "w");
 	CHECK(3, tk_zone_walk("w", cut_during_walk, path) == -EPROTO);
 	CHECK(4, tk_limiter_check(l, "k0", 2, 1, &d) == -EPROTO);
 	tk_limiter_close(l);
@@ -225,7 +217,7 @@ static void flap_child(void *arg)
 
 	(void)arg;
 	make_zone("f");
-	zone_path(path, sizeof(path), "f");
+	kit_zone_path(path, sizeof(path), "f");
 	atomic_store(&flapping, 1);
 	CHECK(1, pthread_create(&t, NULL, flap, path) == 0);
 	for (i = 0; i < 300; i++) {
@@ -288,7 +280,7 @@ static void threads_child(void *arg)
 	while (atomic_load(&started) < 2)
 		;
 	usleep(20000);
-	zone_path(path, sizeof(path), "m");
+	kit_zone_path(path, sizeof(path), "m");
 	CHECK(3, truncate(path, 0) == 0);
 	for (i = 0; i < 2; i++) {
 		pthread_join(t[i], NULL);
@@ -378,7 +370,7 @@ static void chain_child(void *arg)
 	{
 		char path[512];
 
-		zone_path(path, sizeof(path), "c");
+		kit_zone_path(path, sizeof(path), "c");
 		CHECK(5, truncate(path, 0) == 0);
 		CHECK(6, tk_limiter_check(l, "k", 1, 1, &d) == -EPROTO);
 	}
@@ -394,62 +386,46 @@ static void test_previous_handler_chained(void **state)
 		in_child(chain_child, &plain);
 }
 
+/* A child that checks a key of zone "d" with SIGBUS at @action, raises
+ * SIGBUS and, if it lives, exits @code: its pid. */
+static pid_t raise_in_child(void (*action)(int), int code)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGBUS, action); /* not cmocka's */
+		make_zone("d");
+		l = open_limiter("gcra:5/1s", "d");
+		if (!l || tk_limiter_check(l, "k", 1, 1, &d) != 0)
+			_exit(1);
+		raise(SIGBUS);
+		_exit(code);
+	}
+	return pid;
+}
+
 /* Without a handler of its own, a SIGBUS not from a zone still kills the
  * process as SIGBUS (and an ignored one sent by raise() is ignored). */
 static void test_default_action_kept(void **state)
 {
-	struct tk_limiter *l;
-	struct tk_decision d;
 	int status;
 	pid_t pid;
 
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGBUS, SIG_DFL); /* not cmocka's */
-		make_zone("d");
-		l = open_limiter("gcra:5/1s", "d");
-		if (!l || tk_limiter_check(l, "k", 1, 1, &d) != 0)
-			_exit(1);
-		raise(SIGBUS);
-		_exit(2);
-	}
+	pid = raise_in_child(SIG_DFL, 2);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGBUS);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGBUS, SIG_IGN);
-		make_zone("d");
-		l = open_limiter("gcra:5/1s", "d");
-		if (!l || tk_limiter_check(l, "k", 1, 1, &d) != 0)
-			_exit(1);
-		raise(SIGBUS);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	kit_wait_exit(raise_in_child(SIG_IGN, 0), 0);
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("TK_SHM_DIR", dir, 1);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[64];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return kit_zone_dir(dir);
 }
 
 int main(void)
@@ -463,5 +439,5 @@ int main(void)
 		cmocka_unit_test(test_default_action_kept),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
 }

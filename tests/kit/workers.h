@@ -1,0 +1,48 @@
+/*
+ * workers.h - forked processes for the zone tests: a page they share,
+ * a start barrier, their exit codes, and the directory zones live in.
+ *
+ * Include after <cmocka.h>: the waits assert.  Not thread-safe: the
+ * test's main thread drives these.
+ */
+#ifndef TK_TESTS_KIT_WORKERS_H
+#define TK_TESTS_KIT_WORKERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The most workers kit_run_workers() forks. */
+#define KIT_MAX_WORKERS 16
+
+/* What forked workers share: a time, the admitted counts, a barrier. */
+struct kit_shared {
+	_Atomic uint64_t now;
+	_Atomic uint64_t allowed;
+	_Atomic uint64_t errors;
+	_Atomic uint64_t per_key[1024];
+	_Atomic uint64_t ready; /* start barrier */
+	_Atomic uint64_t phase; /* workers done with a first phase */
+};
+
+/* The shared page (anonymous, MAP_SHARED, so children see its updates),
+ * mapped on the first call: NULL if it cannot be. */
+struct kit_shared *kit_shared(void);
+/* Zero it, then set its time to @now. */
+void kit_shared_reset(uint64_t now);
+
+/* Fork @n workers running @fn(i), started together; wait for all: each
+ * must exit 0. */
+void kit_run_workers(int n, void (*fn)(int));
+/* Wait for child @pid: it must exit with @code, not die of a signal. */
+void kit_wait_exit(pid_t pid, int code);
+
+/* Make a fresh directory from @tmpl (mkdtemp) and point TK_SHM_DIR at
+ * it: 0, or -1. */
+int kit_zone_dir(char *tmpl);
+/* A cmocka group teardown: remove that directory and all it holds. */
+int kit_zone_dir_remove(void **state);
+/* The path of zone @name's file in it. */
+void kit_zone_path(char *buf, size_t len, const char *name);
+
+#endif
