@@ -12,6 +12,9 @@ mkdir -p build/demo
 ctl=build/demo/tools/throttlectl
 s=1000000000
 
+# A private directory: a fixed name in /tmp is anyone's to plant.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 echo "Policy gcra:10/1s,burst=5: ten requests per second, bursts of five."
 echo "Seven requests at t=1s, one at t=1.1s, one costing 6 (more than a burst):"
 {
@@ -20,9 +23,10 @@ echo "Seven requests at t=1s, one at t=1.1s, one costing 6 (more than a burst):"
 	done
 	echo "{\"t\": $((s + 100000000)), \"key\": \"client-42\"}"
 	echo "{\"t\": $((s + 100000000)), \"key\": \"client-42\", \"cost\": 6}"
-} | tee /tmp/throttlekit-demo.jsonl | "$ctl" simulate --policy gcra:10/1s,burst=5 |
-	paste -d ' ' /tmp/throttlekit-demo.jsonl - | sed 's/^/  /'
-rm -f /tmp/throttlekit-demo.jsonl
+} >"$work/in.jsonl"
+# The whole input is written before paste reads it beside the output.
+"$ctl" simulate --policy gcra:10/1s,burst=5 <"$work/in.jsonl" >"$work/out.jsonl" || true
+paste -d ' ' "$work/in.jsonl" "$work/out.jsonl" | sed 's/^/  /'
 echo "Five pass at once, the sixth and seventh are told to retry in 100 ms,"
 echo "one more passes 100 ms later, and a cost above the burst is -ERANGE."
 
