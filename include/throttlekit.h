@@ -70,6 +70,11 @@ struct tk_decision {
 			       */
 	/* Appended fields. */
 	uint64_t delay; /* shaper (leaky): ns to wait before proceeding */
+	/*
+	 * The store failed and the limiter's fail policy (TK_FAIL_OPEN or
+	 * TK_FAIL_CLOSED) decided instead; see tk_limiter_open().
+	 */
+	bool degraded;
 };
 
 /*
@@ -103,7 +108,19 @@ struct tk_options {
 	 * file at creation, and trusted at attach (see TK_OPT_ZONE_UID).
 	 */
 	int64_t zone_uid;
+	/*
+	 * What a check does when its store fails (TK_FAIL_*): the limiter
+	 * options of tk_limiter_open().  0: TK_FAIL_ERROR.
+	 */
+	unsigned int fail;
 };
+
+/* A store failure is returned as its negative errno (the default). */
+#define TK_FAIL_ERROR 0u
+/* A store failure admits, with tk_decision.degraded set. */
+#define TK_FAIL_OPEN 1u
+/* A store failure denies, with tk_decision.degraded set. */
+#define TK_FAIL_CLOSED 2u
 
 #define TK_OPTIONS_INIT                                                        \
 	{                                                                      \
@@ -554,6 +571,38 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 				 const struct tk_key *keys, size_t n,
 				 uint64_t cost, struct tk_decision *out);
 
+/* Most dimensions one tk_limiter_check_group() call decides together. */
+#define TK_GROUP_DIMENSIONS_MAX 8
+
+/*
+ * tk_limiter_check_group() - one atomic check over @n limiters that share
+ * a store: @ls[i] for @keys[i], admitted only if every limiter admits, and
+ * then every one consumes @cost (an all() over the limiters).
+ *
+ * Each limiter keeps the states tk_limiter_check() would use for its key,
+ * so a limiter counts the same whether checked alone or in a group.  Its
+ * policy must be a simple one or all(); the group has at most
+ * TK_GROUP_DIMENSIONS_MAX dimensions in all.  *@out is the representative
+ * decision as for all(); @dims, if not NULL, receives one decision per
+ * dimension, limiter by limiter in declaration order (@ndims of them;
+ * dimensions past @ndims are not written).  A store failure follows the
+ * strictest fail policy of the group (closed, then error, then open).
+ *
+ * Returns as tk_limiter_check(), and -EINVAL if @n is 0, the limiters do
+ * not share one store, a policy is any() or there are too many dimensions.
+ */
+TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
+				  const struct tk_key *keys, size_t n,
+				  uint64_t cost, struct tk_decision *out,
+				  struct tk_decision *dims, size_t ndims);
+
+/*
+ * tk_limiter_policy() - the limiter's policy, valid until the limiter is
+ * closed (for tk_policy_format(), tk_policy_dimensions() and
+ * tk_http_headers()).  Never fails for a valid limiter.
+ */
+TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l);
+
 /*
  * tk_limiter_wait() - shaper (leaky) policies: reserve @cost units and
  * sleep until their departure time.
@@ -591,6 +640,62 @@ TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
  * it.  No other thread may still use @l.  NULL is ignored.
  */
 TK_API void tk_limiter_close(struct tk_limiter *l);
+
+/*
+ * HTTP.  Helpers for servers that answer with the RateLimit header fields
+ * of draft-ietf-httpapi-ratelimit-headers-11 and Retry-After.  None
+ * allocates; none reads a clock.
+ */
+
+/* Which fields tk_http_headers() writes (Retry-After: every denial). */
+#define TK_HTTP_IETF 0x1u   /* RateLimit-Policy and RateLimit */
+#define TK_HTTP_LEGACY 0x2u /* X-RateLimit-Limit, -Remaining, -Reset */
+
+/* One header field; @value points into the caller's buffer. */
+struct tk_http_field {
+	const char *name;  /* static, e.g. "RateLimit" */
+	const char *value; /* NUL-terminated */
+};
+
+/* One policy of a response: its name and its decisions. */
+struct tk_http_quota {
+	const char *name;		/* the policy's name in the fields */
+	const struct tk_policy *policy; /* simple or composite */
+	/*
+	 * One decision per dimension of @policy, or NULL for a simple
+	 * policy, whose decision is then the one given to tk_http_headers().
+	 */
+	const struct tk_decision *dims;
+};
+
+/*
+ * tk_http_headers() - the header fields that answer decision @d, made at
+ * time @now (ns) under the @nq quotas @q: RateLimit-Policy and RateLimit
+ * (TK_HTTP_IETF, one list member per dimension of every quota), the
+ * X-RateLimit-* fields (TK_HTTP_LEGACY, from @d), and Retry-After on a
+ * denial (delta-seconds rounded up, never 0).  Writes at most @max
+ * fields into @fields, their values into @buf (@len bytes).
+ *
+ * Returns the number of fields written, -EINVAL for bad arguments (a
+ * name that is not a valid structured-field string, unknown flags),
+ * -ENOSPC if @fields or @buf is too small.
+ */
+TK_API int tk_http_headers(const struct tk_http_quota *q, size_t nq,
+			   const struct tk_decision *d, uint64_t now,
+			   unsigned int flags, struct tk_http_field *fields,
+			   size_t max, char *buf, size_t len);
+
+/*
+ * tk_client_key() - the key of a client address: an IPv6 address masked
+ * to @v6_prefix bits (0: 64) and an IPv4 one (also IPv4-mapped IPv6) to
+ * @v4_prefix bits (0: 32), written as the network, "/" and the prefix
+ * length ("2001:db8:1:2::/64", "192.0.2.7/32"), so that every address of
+ * one network shares a key.  Writes at most @len bytes including the NUL,
+ * as snprintf(3), and returns the length of the whole key, or -EINVAL
+ * for text that is not an address or a prefix out of range.
+ */
+TK_API int tk_client_key(const char *addr, unsigned int v6_prefix,
+			 unsigned int v4_prefix, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
