@@ -579,14 +579,18 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * a store: @ls[i] for @keys[i], admitted only if every limiter admits, and
  * then every one consumes @cost (an all() over the limiters).
  *
- * Each limiter keeps the states tk_limiter_check() would use for its key,
- * so a limiter counts the same whether checked alone or in a group.  Its
- * policy must be a simple one or all(); the group has at most
- * TK_GROUP_DIMENSIONS_MAX dimensions in all.  *@out is the representative
- * decision as for all(); @dims, if not NULL, receives one decision per
- * dimension, limiter by limiter in declaration order (@ndims of them;
- * dimensions past @ndims are not written).  A store failure follows the
- * strictest fail policy of the group (closed, then error, then open).
+ * A group keeps each limiter's states as an all() composite does, under
+ * the limiter's prefix and one key per dimension: a limiter counts the
+ * same in every group it is checked in, and an all() limiter the same as
+ * with tk_limiter_check(), but a simple policy's group states are not
+ * those of tk_limiter_check(): check such a limiter one way or the other.
+ * Each policy must be a simple one or all(); the group has at most
+ * TK_GROUP_DIMENSIONS_MAX dimensions in all, and the first limiter's
+ * clock reads the time.  *@out is the representative decision as for
+ * all(); @dims, if not NULL, receives one decision per dimension, limiter
+ * by limiter in declaration order (@ndims of them; dimensions past @ndims
+ * are not written).  A store failure follows the strictest fail policy of
+ * the group (closed, then error, then open).
  *
  * Returns as tk_limiter_check(), and -EINVAL if @n is 0, the limiters do
  * not share one store, a policy is any() or there are too many dimensions.
