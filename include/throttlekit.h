@@ -687,12 +687,16 @@ TK_API int tk_http_headers(const struct tk_http_quota *q, size_t nq,
 
 /*
  * tk_client_key() - the key of a client address: an IPv6 address masked
- * to @v6_prefix bits (0: 64) and an IPv4 one (also IPv4-mapped IPv6) to
- * @v4_prefix bits (0: 32), written as the network, "/" and the prefix
- * length ("2001:db8:1:2::/64", "192.0.2.7/32"), so that every address of
- * one network shares a key.  Writes at most @len bytes including the NUL,
- * as snprintf(3), and returns the length of the whole key, or -EINVAL
- * for text that is not an address or a prefix out of range.
+ * to @v6_prefix bits (0: 64) and an IPv4 one (also IPv4-mapped IPv6,
+ * written as IPv4) to @v4_prefix bits (0: 32), written as the network,
+ * "/" and the prefix length ("2001:db8:1:2::/64", "192.0.2.7/32"), so
+ * that every address of one network shares a key.  @addr is exactly what
+ * inet_pton(3) reads (no spaces, signs, brackets or ports); an IPv6 zone
+ * index ("%eth0") is dropped.  Writes at most @len bytes including the
+ * NUL, as snprintf(3) (64 bytes always suffice), and returns the length
+ * of the whole key, or -EINVAL for text that is not an address, a prefix
+ * out of range (checked whatever the family), or a NULL @buf with @len.
+ * Pure: any thread, no allocation.
  */
 TK_API int tk_client_key(const char *addr, unsigned int v6_prefix,
 			 unsigned int v4_prefix, char *buf, size_t len);
