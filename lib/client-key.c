@@ -57,8 +57,8 @@ static void mask(unsigned char *a, size_t n, unsigned int bits)
 static const unsigned char v4_mapped[12] = { 0, 0, 0, 0, 0,    0,
 					     0, 0, 0, 0, 0xff, 0xff };
 
-TK_API int tk_client_key(const char *addr, unsigned int v6_prefix,
-			 unsigned int v4_prefix, char *buf, size_t len)
+static int client_key(const char *addr, unsigned int v6_prefix,
+		      unsigned int v4_prefix, char *buf, size_t len)
 {
 	char text[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN];
 	unsigned char a[16];
@@ -95,4 +95,10 @@ TK_API int tk_client_key(const char *addr, unsigned int v6_prefix,
 		return -EINVAL;
 	rc = snprintf(buf, len, "%s/%d", net, bits);
 	return rc < 0 ? -EINVAL : rc;
+}
+
+TK_API int tk_client_key(const char *addr, unsigned int v6_prefix,
+			 unsigned int v4_prefix, char *buf, size_t len)
+{
+	return tk__rc(client_key(addr, v6_prefix, v4_prefix, buf, len));
 }
