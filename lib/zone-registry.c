@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "atomic.h"
 #include "rcu.h"
+#include "../shm/guard.h"
 #include "../shm/zone.h"
 
 #include <errno.h>
@@ -77,6 +78,9 @@ int tk__zone_open_shared(struct tk__zone **out, const char *name,
 	int rc;
 
 	tk__rcu_setup();
+	/* Every store open, also of a zone already mapped: a server may
+	 * have replaced the handler since (see shm/guard.c). */
+	tk__guard_install();
 	*out = find(name, cfg);
 	if (*out)
 		return 0;

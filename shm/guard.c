@@ -23,6 +23,13 @@
  * kernel would not ignore) the default action, by restoring it and
  * re-raising a sent signal or returning to re-execute a faulting access.
  *
+ * The handler is installed again by the next attach when another has
+ * replaced it (Apache's MPMs install their fatal-signal handlers in every
+ * child, over the one the parent inherited from us), and then chains to
+ * that one.  A replacing handler that itself chains to us would send a
+ * fault outside our ranges round in a loop: a thread that meets the same
+ * fault again while it is chaining it takes the default action instead.
+ *
  * The table is never freed; a slot is claimed by a CAS on its sequence
  * number, which is odd while its owner writes it, and the handler reads
  * a slot as a seqlock snapshot, skipping one that changes under it.  The
@@ -51,29 +58,51 @@ struct range {
 
 static struct range ranges[TK__GUARD_MAX];
 static struct sigaction previous;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The disposition we replaced, as the kernel would have applied it. */
-static void chain(int sig, siginfo_t *si, void *uc)
+/*
+ * The fault this thread is chaining, if any.  Initial-exec: a handler
+ * must not reach __tls_get_addr, which may allocate.
+ */
+static __thread void *chaining __attribute__((tls_model("initial-exec")));
+
+static void default_action(int sig, siginfo_t *si)
 {
 	struct sigaction dfl;
 
-	if (previous.sa_flags & SA_SIGINFO) {
-		previous.sa_sigaction(sig, si, uc);
-		return;
-	}
-	if (previous.sa_handler == SIG_IGN && si->si_code <= 0)
-		return;
-	if (previous.sa_handler != SIG_IGN && previous.sa_handler != SIG_DFL) {
-		previous.sa_handler(sig);
-		return;
-	}
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigaction(sig, &dfl, NULL);
 	/* A fault repeats when the access is re-executed on return. */
 	if (si->si_code <= 0)
 		raise(sig);
+}
+
+/* The disposition we replaced, as the kernel would have applied it. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	void *outer = chaining;
+
+	if (si->si_code > 0 && outer == si->si_addr) {
+		/* Back from the handler we chained to: a loop. */
+		default_action(sig, si);
+		return;
+	}
+	if (previous.sa_flags & SA_SIGINFO) {
+		chaining = si->si_code > 0 ? si->si_addr : NULL;
+		previous.sa_sigaction(sig, si, uc);
+		chaining = outer;
+		return;
+	}
+	if (previous.sa_handler == SIG_IGN && si->si_code <= 0)
+		return;
+	if (previous.sa_handler != SIG_IGN && previous.sa_handler != SIG_DFL) {
+		chaining = si->si_code > 0 ? si->si_addr : NULL;
+		previous.sa_handler(sig);
+		chaining = outer;
+		return;
+	}
+	default_action(sig, si);
 }
 
 /* Slot @r as one consistent snapshot (a seqlock read): 0 if it is being
@@ -116,24 +145,30 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	chain(sig, si, uc);
 }
 
-static void install(void)
-{
-	struct sigaction sa;
-
-	/* Read first, then replace: a handler already running elsewhere
-	 * must find the previous disposition complete. */
-	if (sigaction(SIGBUS, NULL, &previous) != 0)
-		return;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
-}
-
+/*
+ * Ours, unless another handler has replaced it since: then that one
+ * becomes the previous disposition.  Under a lock, so that two attaches
+ * never record our own handler as the one to chain to; read first, then
+ * replace, so that a handler running elsewhere finds @previous complete.
+ */
 void tk__guard_install(void)
 {
-	pthread_once(&once, install);
+	struct sigaction cur, sa;
+
+	/* Busy: another attach is installing it.  (Never wait: a child of
+	 * fork() may inherit the lock taken.) */
+	if (pthread_mutex_trylock(&install_lock) != 0)
+		return;
+	if (sigaction(SIGBUS, NULL, &cur) == 0 &&
+	    !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus)) {
+		previous = cur;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, NULL);
+	}
+	pthread_mutex_unlock(&install_lock);
 }
 
 /* Fill slot @r, which the caller owns (seq odd), and release it. */

@@ -5,10 +5,10 @@
  * kills as it would have).
  *
  * Each case runs in a forked child, and the parent never attaches a zone:
- * the library's SIGBUS handler is installed once per process, at its
- * first attach, on top of whatever was set before (cmocka sets its own
- * handlers for each test and restores them after it, which would remove
- * one installed by an earlier test).
+ * the library's SIGBUS handler is installed at its first attach (and
+ * again at a later one, if replaced), on top of whatever was set before (cmocka
+ * sets its own handlers for each test and restores them after it, which would
+ * remove one installed by an earlier test).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -386,6 +386,87 @@ static void test_previous_handler_chained(void **state)
 		in_child(chain_child, &plain);
 }
 
+/*
+ * A handler installed over ours after the first attach (as Apache's MPMs
+ * do in every child): the next store open puts ours back, chaining to it.
+ */
+static void replaced_child(void *arg)
+{
+	struct tk_limiter *l, *again;
+	struct sigaction sa;
+	struct tk_decision d;
+	char path[512];
+
+	(void)arg;
+	make_zone("r");
+	l = open_limiter("gcra:5/1s", "r");
+	CHECK(1, l && tk_limiter_check(l, "k", 1, 1, &d) == 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = app_siginfo;
+	sa.sa_flags = SA_SIGINFO;
+	CHECK(2, sigaction(SIGBUS, &sa, NULL) == 0);
+	again = open_limiter("gcra:5/1s", "r");
+	CHECK(3, again != NULL);
+	kit_zone_path(path, sizeof(path), "r");
+	CHECK(4, truncate(path, 0) == 0);
+	CHECK(5, tk_limiter_check(l, "k", 1, 1, &d) == -EPROTO);
+	CHECK(6, app_calls == 0);
+	own_fault();
+	CHECK(7, app_calls == 1);
+	tk_limiter_close(again);
+	tk_limiter_close(l);
+}
+
+/* A replacing handler that chains to the one it replaced: ours. */
+static struct sigaction replaced;
+
+static void chaining_app(int sig, siginfo_t *si, void *uc)
+{
+	app_calls++;
+	replaced.sa_sigaction(sig, si, uc);
+}
+
+static void loop_child(void *arg)
+{
+	struct tk_limiter *l, *again;
+	struct sigaction sa;
+	struct tk_decision d;
+
+	(void)arg;
+	make_zone("o");
+	l = open_limiter("gcra:5/1s", "o");
+	CHECK(1, l && tk_limiter_check(l, "k", 1, 1, &d) == 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = chaining_app;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	CHECK(2, sigaction(SIGBUS, &sa, &replaced) == 0);
+	CHECK(3, replaced.sa_flags & SA_SIGINFO);
+	again = open_limiter("gcra:5/1s", "o");
+	CHECK(4, again != NULL);
+	/* ours -> chaining_app -> ours: the default action, not a loop. */
+	own_fault();
+	CHECK(5, 0);
+}
+
+static void test_replaced_handler(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	in_child(replaced_child, NULL);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		loop_child(NULL);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGBUS);
+}
+
 /* A child that checks a key of zone "d" with SIGBUS at @action, raises
  * SIGBUS and, if it lives, exits @code: its pid. */
 static pid_t raise_in_child(void (*action)(int), int code)
@@ -437,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_threads_checking),
 		cmocka_unit_test(test_previous_handler_chained),
 		cmocka_unit_test(test_default_action_kept),
+		cmocka_unit_test(test_replaced_handler),
 	};
 
 	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
