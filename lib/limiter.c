@@ -159,6 +159,17 @@ static const struct tk__policy *dim_of(const struct step *s, size_t i)
 	return s->group ? s->group[i] : &s->policy->dim[i];
 }
 
+/* Dimension @p's decision had it not been charged: a peek. */
+static void unconsumed(struct step *s, const struct tk__policy *p,
+		       const uint64_t *state, struct tk_decision *d)
+{
+	struct step peek = *s;
+
+	peek.op = OP_FORECAST;
+	peek.cost = 0;
+	run_dim(&peek, p, state, NULL, d);
+}
+
 /*
  * A composite over one state per dimension.  all() consumes in every
  * dimension or in none; any() only in those that admit.
@@ -186,8 +197,12 @@ static int composite_fn(void *ctx, const uint64_t *const *old,
 		return first_err;
 	allowed = s->kind == TK__ALL ? admitted == s->n : admitted > 0;
 	represent(s->kind, s->n, dd, usable, allowed, &s->d);
-	for (i = 0; s->dims && i < s->n && i < s->ndims; i++)
+	for (i = 0; s->dims && i < s->n && i < s->ndims; i++) {
+		/* A refused all() consumed nowhere: report what is left. */
+		if (s->op == OP_CHECK && !allowed && usable[i] && dd[i].allowed)
+			unconsumed(s, dim_of(s, i), old[i], &dd[i]);
 		s->dims[i] = dd[i];
+	}
 	if (s->op != OP_CHECK || !allowed)
 		return TK__KEEP;
 	for (i = 0; i < s->n; i++) {

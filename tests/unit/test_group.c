@@ -144,6 +144,27 @@ static void test_dimension_decisions(void **state)
 		assert_int_equal(d.limit, 3);
 		assert_int_equal(d.remaining, 2);
 
+		/* Refused: the admitting dimensions say what is left, as
+		 * nothing was consumed; the denying one says why. */
+		{
+			struct tk_limiter *r1 = f.l[1];
+			struct tk_key k1 = { "alice", 5 };
+
+			assert_rc(tk_limiter_check_group(&r1, &k1, 1, 2, &d,
+							 NULL, 0),
+				  0);
+			assert_true(d.allowed);
+		}
+		memset(dims, 0xa5, sizeof(dims));
+		assert_rc(tk_limiter_check_group(f.l, k, 2, 1, &d, dims, 3), 0);
+		assert_false(d.allowed);
+		assert_true(dims[0].allowed);
+		assert_int_equal(dims[0].remaining, 4);
+		assert_int_equal(dims[1].remaining, 3);
+		assert_false(dims[2].allowed);
+		assert_int_equal(dims[2].remaining, 0);
+		assert_int_equal(d.retry_after, dims[2].retry_after);
+
 		/* An all() limiter's group states are its own. */
 		assert_rc(tk_limiter_check(f.l[0], "ip", 2, 1, &d), 0);
 		assert_int_equal(d.remaining, 2);
