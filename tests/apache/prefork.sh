@@ -12,11 +12,12 @@
 MPM=prefork
 mkdir -p "$ROOT/htdocs/api" "$ROOT/htdocs/err"
 echo ok >"$ROOT/htdocs/index.html"
-for d in api kill v xff err dry shape short fo fc key g g/only5; do
+for d in api kill v xff err dry shape short fo fc key g g/only5 ht; do
 	mkdir -p "$ROOT/htdocs/$d"
 	echo "$d" >"$ROOT/htdocs/$d/x"
 done
 echo "error page" >"$ROOT/htdocs/err/doc.html"
+echo "Throttle ht" >"$ROOT/htdocs/ht/.htaccess"
 
 BODY='
 ThrottleStore local shm:tk-local capacity=1024
@@ -35,6 +36,10 @@ ThrottleRule fc "gcra:1/1h,burst=100" store=fragile fail=closed
 ThrottleRule key "gcra:1/1h,burst=2" store=local "key=%{HTTP:X-Api-Key}"
 ThrottleRule g3 "gcra:1/1h,burst=3" store=local
 ThrottleRule g5 "gcra:1/1h,burst=5" store=local
+ThrottleRule ht "gcra:1/1h,burst=4" store=local
+<Directory @ROOT@/htdocs/ht>
+    AllowOverride Limit
+</Directory>
 RemoteIPHeader X-Forwarded-For
 RemoteIPTrustedProxy 10.9.9.9
 <Location /api>
@@ -99,6 +104,7 @@ ErrorDocument 429 /err/doc.html
 </VirtualHost>
 '
 
+BODY=$(printf '%s\n' "$BODY" | sed "s|@ROOT@|$ROOT|g")
 start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
 say "httpd $PID on port $PORT"
 
@@ -214,7 +220,10 @@ check "key=: no header, 127.0.0.2" 2 \
 check "g5+g3: 200s" 3 "$(seq_get 6 /g/x | count 200)"
 check "g5 after g5+g3: 200s" 2 "$(seq_get 4 /g/only5/x | count 200)"
 
-# 12. The status handler, as text and JSON.
+# 12. Throttle in .htaccess (AllowOverride Limit).
+check ".htaccess: 200s" 4 "$(seq_get 6 /ht/x | count 200)"
+
+# 13. The status handler, as text and JSON.
 st=$(curl -s "http://127.0.0.1:$PORT/tk-status")
 for w in "store local spec=shm:tk-local" "rule burst policy=gcra:" \
 	"rule shape policy=leaky:" "zone capacity=1024"; do
@@ -225,7 +234,7 @@ for w in "store local spec=shm:tk-local" "rule burst policy=gcra:" \
 done
 js=$(curl -s "http://127.0.0.1:$PORT/tk-status?json")
 if command -v jq >/dev/null 2>&1; then
-	check "status json: rules" 14 "$(printf '%s' "$js" | jq '.rules | length')"
+	check "status json: rules" 15 "$(printf '%s' "$js" | jq '.rules | length')"
 	check "status json: zone inserts > 0" true \
 		"$(printf '%s' "$js" | jq ".stores[0].zone.inserts > 0")"
 else
@@ -235,7 +244,7 @@ else
 	esac
 fi
 
-# 13. fail=open|closed when the store breaks under the running server
+# 14. fail=open|closed when the store breaks under the running server
 # (its zone's file truncated: the checks meet -EPROTO).
 check "fail=open before" 200 "$(seq_get 1 /fo/x)"
 check "fail=closed before" 200 "$(seq_get 1 /fc/x)"
