@@ -105,6 +105,55 @@ static const char *parse_u64(const char *v, uint64_t *out)
 	return NULL;
 }
 
+/*
+ * The start of a declaration, "WHAT NAME SECOND [options]": sets @name
+ * and @second, or returns the error; @taken says a name is in use.
+ */
+static const char *declaration(cmd_parms *cmd, const char *usage,
+			       const char **args, const char **name,
+			       const char **second, int (*taken)(const char *))
+{
+	const char *err, *what = cmd->directive->directive;
+
+	if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL)
+		return err;
+	*name = ap_getword_conf(cmd->pool, args);
+	*second = ap_getword_conf(cmd->pool, args);
+	if (!**name || !**second)
+		return usage;
+	if (!valid_name(*name))
+		return apr_psprintf(cmd->pool,
+				    "%s: bad name \"%s\" (1 to 64 of A-Z a-z "
+				    "0-9 _ - .)",
+				    what, *name);
+	if (taken(*name))
+		return apr_psprintf(cmd->pool, "%s %s: declared twice", what,
+				    *name);
+	return NULL;
+}
+
+/* The "word" and "word=value" options after a declaration's two words. */
+static const char *options(cmd_parms *cmd, const char **args, void *obj,
+			   const char *(*fn)(cmd_parms *, void *, const char *))
+{
+	const char *w, *err;
+
+	while (*(w = ap_getword_conf(cmd->pool, args)) != '\0')
+		if ((err = fn(cmd, obj, w)) != NULL)
+			return err;
+	return NULL;
+}
+
+static int store_taken(const char *name)
+{
+	return find_store(name) != NULL;
+}
+
+static int rule_taken(const char *name)
+{
+	return find_rule(name) != NULL;
+}
+
 static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 {
 	char why[256];
@@ -138,9 +187,9 @@ static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	return NULL;
 }
 
-static const char *store_option(cmd_parms *cmd, struct tk_mod_store *s,
-				const char *w)
+static const char *store_option(cmd_parms *cmd, void *obj, const char *w)
 {
+	struct tk_mod_store *s = obj;
 	const char *v, *err;
 	char *end;
 	unsigned long m;
@@ -175,30 +224,17 @@ static const char *store_option(cmd_parms *cmd, struct tk_mod_store *s,
 static const char *cmd_store(cmd_parms *cmd, void *dummy, const char *args)
 {
 	struct tk_mod_store *s;
-	const char *err, *w;
+	const char *err;
 
 	(void)dummy;
-	if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL)
-		return err;
 	s = apr_pcalloc(cmd->pool, sizeof(*s));
-	s->name = ap_getword_conf(cmd->pool, &args);
-	s->spec = ap_getword_conf(cmd->pool, &args);
-	if (!*s->name || !*s->spec)
-		return "ThrottleStore: expected NAME SPEC [capacity=N] "
-		       "[mode=OCTAL]";
-	if (!valid_name(s->name))
-		return apr_psprintf(cmd->pool,
-				    "ThrottleStore: bad name \"%s\" (1 to 64 "
-				    "of A-Z a-z 0-9 _ - .)",
-				    s->name);
-	if (find_store(s->name))
-		return apr_psprintf(
-			cmd->pool, "ThrottleStore %s: declared twice", s->name);
-	if ((err = store_spec(cmd, s)) != NULL)
+	if ((err = declaration(cmd,
+			       "ThrottleStore: expected NAME SPEC "
+			       "[capacity=N] [mode=OCTAL]",
+			       &args, &s->name, &s->spec, store_taken)) ||
+	    (err = store_spec(cmd, s)) ||
+	    (err = options(cmd, &args, s, store_option)))
 		return err;
-	while (*(w = ap_getword_conf(cmd->pool, &args)) != '\0')
-		if ((err = store_option(cmd, s, w)) != NULL)
-			return err;
 	s->file = cmd->directive->filename;
 	s->line = cmd->directive->line_num;
 	s->index = registry->stores->nelts;
@@ -245,9 +281,9 @@ static const char *rule_policy(cmd_parms *cmd, struct tk_mod_rule *r)
 	return NULL;
 }
 
-static const char *rule_option(cmd_parms *cmd, struct tk_mod_rule *r,
-			       const char *w)
+static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 {
+	struct tk_mod_rule *r = obj;
 	const char *v, *err = NULL;
 	apr_interval_time_t t;
 
@@ -336,36 +372,22 @@ static const char *rule_finish(cmd_parms *cmd, struct tk_mod_rule *r)
 static const char *cmd_rule(cmd_parms *cmd, void *dummy, const char *args)
 {
 	struct tk_mod_rule *r;
-	const char *err, *w;
+	const char *err;
 
 	(void)dummy;
-	if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL)
-		return err;
 	r = apr_pcalloc(cmd->pool, sizeof(*r));
-	r->name = ap_getword_conf(cmd->pool, &args);
-	r->policy_text = ap_getword_conf(cmd->pool, &args);
-	if (!*r->name || !*r->policy_text)
-		return "ThrottleRule: expected NAME POLICY [store=NAME] "
-		       "[key=EXPR] [status=429|503] "
-		       "[headers=ietf|legacy|both|none] [fail=open|closed] "
-		       "[dry-run] [delay=DURATION]";
-	if (!valid_name(r->name))
-		return apr_psprintf(cmd->pool,
-				    "ThrottleRule: bad name \"%s\" (1 to 64 "
-				    "of A-Z a-z 0-9 _ - .)",
-				    r->name);
-	if (find_rule(r->name))
-		return apr_psprintf(cmd->pool,
-				    "ThrottleRule %s: declared twice", r->name);
 	r->status = HTTP_TOO_MANY_REQUESTS;
 	r->headers = TK_HTTP_IETF;
 	r->fail = TK_FAIL_OPEN;
-	if ((err = rule_policy(cmd, r)) != NULL)
-		return err;
-	while (*(w = ap_getword_conf(cmd->pool, &args)) != '\0')
-		if ((err = rule_option(cmd, r, w)) != NULL)
-			return err;
-	if ((err = rule_finish(cmd, r)) != NULL)
+	if ((err = declaration(cmd,
+			       "ThrottleRule: expected NAME POLICY "
+			       "[store=NAME] [key=EXPR] [status=429|503] "
+			       "[headers=ietf|legacy|both|none] "
+			       "[fail=open|closed] [dry-run] [delay=DURATION]",
+			       &args, &r->name, &r->policy_text, rule_taken)) ||
+	    (err = rule_policy(cmd, r)) ||
+	    (err = options(cmd, &args, r, rule_option)) ||
+	    (err = rule_finish(cmd, r)))
 		return err;
 	r->file = cmd->directive->filename;
 	r->line = cmd->directive->line_num;

@@ -225,38 +225,34 @@ graceful()
 	return 1
 }
 
+# urls N PATH: a curl config of N requests of PATH, answers discarded.
+urls()
+{
+	i=0
+	while [ $i -lt "$1" ]; do
+		i=$((i + 1))
+		printf 'url = "http://127.0.0.1:%s%s"\noutput = "/dev/null"\n' \
+			"$PORT" "$2"
+	done >"$ROOT/curl.cfg"
+}
+
 # fire N PATH [curl options]: N concurrent requests; prints one line per
 # response: "CODE|Retry-After|RateLimit|RateLimit-Policy|X-RateLimit-Remaining".
 fire()
 {
-	n=$1
-	path=$2
+	urls "$1" "$2"
 	shift 2
-	{
-		i=0
-		while [ $i -lt "$n" ]; do
-			i=$((i + 1))
-			printf 'url = "http://127.0.0.1:%s%s"\noutput = "/dev/null"\n' \
-				"$PORT" "$path"
-		done
-	} >"$ROOT/curl.cfg"
-	curl -s --no-progress-meter -Z --parallel-immediate --parallel-max "$n" "$@" \
-		-w '%{http_code}|%header{retry-after}|%header{ratelimit}|%header{ratelimit-policy}|%header{x-ratelimit-remaining}\n' \
-		-K "$ROOT/curl.cfg"
+	curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 200 \
+		"$@" -K "$ROOT/curl.cfg" \
+		-w '%{http_code}|%header{retry-after}|%header{ratelimit}|%header{ratelimit-policy}|%header{x-ratelimit-remaining}\n'
 }
 
 # seq_get N PATH [curl options]: N requests one after the other; codes.
 seq_get()
 {
-	n=$1
-	path=$2
+	urls "$1" "$2"
 	shift 2
-	i=0
-	while [ $i -lt "$n" ]; do
-		i=$((i + 1))
-		curl -s -o /dev/null -w '%{http_code}\n' "$@" \
-			"http://127.0.0.1:$PORT$path"
-	done
+	curl -s "$@" -K "$ROOT/curl.cfg" -w '%{http_code}\n'
 }
 
 # count PATTERN: lines of stdin matching PATTERN.
