@@ -27,7 +27,7 @@ expect_error()
 $2"
 	line=$(wc -l <"$CONF")
 	[ -z "${4:-}" ] || line=$(grep -n -F -- "$4" "$CONF" | cut -d: -f1)
-	if out=$("$APACHE_HTTPD" -t -f "$CONF" 2>&1); then
+	if out=$(httpd -t -f "$CONF" 2>&1); then
 		fail "$1: apache2 -t accepted it"
 		return
 	fi
@@ -38,7 +38,7 @@ $2"
 }
 
 write_conf prefork 1 "$GOOD"
-if out=$("$APACHE_HTTPD" -t -f "$CONF" 2>&1); then
+if out=$(httpd -t -f "$CONF" 2>&1); then
 	say "ok: a good configuration passes ($out)"
 else
 	fail "a good configuration: $out"

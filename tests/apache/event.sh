@@ -37,7 +37,5 @@ esac
 restart_server || fail "no restart after a full stop"
 check "429s after a stop and start" 5 "$(seq_get 5 /api/x | count 429)"
 stop_server
-if grep -E "Segmentation|exit signal" "$ROOT/logs/error.log"; then
-	fail "a child crashed"
-fi
+no_crashes
 finish

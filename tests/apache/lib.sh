@@ -46,10 +46,38 @@ MODULE=${abs_top_builddir:-.}/apache/.libs/mod_throttlekit.so
 [ -x "$APACHE_HTTPD" ] || skip "no httpd ($APACHE_HTTPD)"
 [ -f "$MODULE" ] || skip "no module built ($MODULE)"
 command -v curl >/dev/null 2>&1 || skip "curl is needed"
-# The module is built with the sanitizers' instrumentation, which the
-# uninstrumented httpd cannot load (the runtime must come first).
-[ -z "${SAN_CFLAGS:-}" ] ||
-	skip "a sanitizer build: httpd cannot load an instrumented module"
+# A module built with AddressSanitizer or UBSan needs their runtimes
+# loaded first, which the uninstrumented httpd does not do: preload them
+# into httpd (only).  ThreadSanitizer cannot run under a forking httpd.
+HTTPD_PRELOAD=
+case ${SAN_CFLAGS:-} in
+*thread*) skip "a ThreadSanitizer build: httpd cannot run the module" ;;
+esac
+for rt in address:libasan.so undefined:libubsan.so; do
+	case ${SAN_CFLAGS:-} in
+	*"${rt%%:*}"*)
+		f=$(${CC:-cc} -print-file-name="${rt#*:}" 2>/dev/null)
+		case $f in
+		/*) [ -f "$f" ] || skip "no ${rt#*:} to preload into httpd" ;;
+		*) skip "no ${rt#*:} to preload into httpd (compiler ${CC:-cc})" ;;
+		esac
+		HTTPD_PRELOAD="$HTTPD_PRELOAD $f"
+		;;
+	esac
+done
+
+# httpd ARGS: run httpd, with the sanitizers' runtimes if the module needs
+# them (httpd frees nothing at exit by design: no leak check).
+httpd()
+{
+	if [ -n "$HTTPD_PRELOAD" ]; then
+		LD_PRELOAD="$HTTPD_PRELOAD" \
+			ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" \
+			"$APACHE_HTTPD" "$@"
+	else
+		"$APACHE_HTTPD" "$@"
+	fi
+}
 for m in mpm_prefork mpm_event authz_core remoteip; do
 	[ -f "$APACHE_MODULES/mod_$m.so" ] || skip "no mod_$m in $APACHE_MODULES"
 done
@@ -158,7 +186,7 @@ start_server()
 		port_free "$PORT" || continue
 		write_conf "$1" "$PORT" "$(printf '%s\n' "$2" | sed "s/@PORT@/$PORT/g")"
 		rm -f "$PIDFILE"
-		if ! "$APACHE_HTTPD" -f "$CONF" -k start; then
+		if ! httpd -f "$CONF" -k start; then
 			grep -q "Address already in use" "$ROOT/logs/error.log" \
 				2>/dev/null && continue
 			cat "$ROOT/logs/error.log" 2>/dev/null
@@ -206,7 +234,7 @@ stop_server()
 restart_server()
 {
 	stop_server
-	"$APACHE_HTTPD" -f "$CONF" -k start || return 1
+	httpd -f "$CONF" -k start || return 1
 	wait_started
 }
 
@@ -304,5 +332,16 @@ burst_check()
 		say "ok: $1: served by $children children"
 	else
 		fail "$1: served by $children child(ren), expected several"
+	fi
+}
+
+# no_crashes: no child died of a signal and no sanitizer reported.
+no_crashes()
+{
+	if grep -E "exit signal|AddressSanitizer|runtime error:" \
+		"$ROOT/logs/error.log"; then
+		fail "a child crashed or a sanitizer reported"
+	else
+		say "ok: no child crashed"
 	fi
 }
