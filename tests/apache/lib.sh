@@ -6,9 +6,7 @@
 # root, must read it), with its zones in a directory of its own
 # (TK_SHM_DIR).  It stops the server by the pid it started, and nothing
 # else.  Results are plain: exit 0 pass, 1 fail, 77 skip.
-#
-# TK_TEST_PRELOAD, if set, names a shared library httpd loads (LoadFile)
-# before the module.
+
 
 me=${0##*/}
 failures=0
@@ -154,7 +152,6 @@ write_conf()
 		cat <<-EOF
 		LoadModule authz_core_module $APACHE_MODULES/mod_authz_core.so
 		LoadModule remoteip_module $APACHE_MODULES/mod_remoteip.so
-		${TK_TEST_PRELOAD:+LoadFile $TK_TEST_PRELOAD}
 		LoadModule throttlekit_module $MODULE
 		KeepAlive Off
 		Timeout 30
