@@ -145,7 +145,13 @@ static int group_check(const struct group *g, struct tk_decision *d,
 			return g->rules[i]->open_rc;
 		ls[i] = g->rules[i]->limiter;
 	}
-	if (g->n == 1 && (one->dims == 1 || one->composite_any)) {
+	/*
+	 * Every rule but an any() goes through the group check, even alone:
+	 * the library keeps a simple policy's states apart for
+	 * tk_limiter_check() and for a group, and a rule must count once
+	 * per request wherever a Throttle names it.
+	 */
+	if (one->composite_any) {
 		rc = tk_limiter_check(ls[0], g->keys[0].key, g->keys[0].key_len,
 				      1, d);
 		dims[0] = *d;
