@@ -8,7 +8,7 @@
 
 . "${srcdir:-.}/tests/apache/lib.sh"
 
-GOOD='ThrottleStore local shm:tk-conf
+GOOD='ThrottleStore local shm:tk-conf capacity=1024 mode=0660
 ThrottleRule r1 "gcra:10/1s,burst=20" store=local "key=%{HTTP:X-Api-Key}" status=503 headers=both fail=closed
 ThrottleRule r2 "all(gcra:10/1s,quota:1000/day)" dry-run
 ThrottleRule r3 "leaky:10/s,max-queue=2s" delay=1s
@@ -52,6 +52,9 @@ expect_error "Redis cluster store" 'ThrottleStore r redis+cluster://127.0.0.1:63
 expect_error "memory store" 'ThrottleStore m memory' 'count in each child alone'
 expect_error "bad zone name" 'ThrottleStore z shm:.hidden' 'ThrottleStore z'
 expect_error "bad capacity" 'ThrottleStore z shm:z capacity=1000' 'power of two'
+expect_error "mode writable by others" 'ThrottleStore z shm:z mode=0666' 'not writable by others'
+expect_error "unknown store option" 'ThrottleStore z shm:z size=1' 'unknown option size=1'
+expect_error "store declared twice" 'ThrottleStore local shm:other' 'declared twice'
 expect_error "unknown store" 'ThrottleRule x "gcra:1/s" store=nosuch' 'no ThrottleStore'
 expect_error "unknown rule" 'Throttle nosuch' 'no ThrottleRule nosuch'
 expect_error "rule named twice" 'Throttle r1 r1' 'named twice'
