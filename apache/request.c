@@ -107,8 +107,7 @@ static void add_fields(request_rec *r, const struct group *g,
 		if (!denial && !rule->headers_on_success)
 			continue;
 		flags |= rule->headers & TK_HTTP_LEGACY;
-		/* An any() rule has no decision per dimension to report. */
-		if ((rule->headers & TK_HTTP_IETF) && !rule->composite_any) {
+		if (rule->headers & TK_HTTP_IETF) {
 			q[nq].name = rule->name;
 			q[nq].policy = rule->policy;
 			q[nq].dims = &dims[g->off[i]];
@@ -132,30 +131,21 @@ static void add_fields(request_rec *r, const struct group *g,
 		apr_table_add(r->err_headers_out, f[i].name, f[i].value);
 }
 
+/*
+ * Every rule goes through the group check, even alone: the library keeps
+ * a simple policy's group states apart from tk_limiter_check()'s, and a
+ * rule must count in one bucket per key wherever a Throttle names it.
+ */
 static int group_check(const struct group *g, struct tk_decision *d,
 		       struct tk_decision *dims)
 {
 	struct tk_limiter *ls[TK_GROUP_DIMENSIONS_MAX];
-	const struct tk_mod_rule *one = g->rules[0];
 	size_t i;
-	int rc;
 
 	for (i = 0; i < g->n; i++) {
 		if (!g->rules[i]->limiter)
 			return g->rules[i]->open_rc;
 		ls[i] = g->rules[i]->limiter;
-	}
-	/*
-	 * Every rule but an any() goes through the group check, even alone:
-	 * the library keeps a simple policy's states apart for
-	 * tk_limiter_check() and for a group, and a rule must count once
-	 * per request wherever a Throttle names it.
-	 */
-	if (one->composite_any) {
-		rc = tk_limiter_check(ls[0], g->keys[0].key, g->keys[0].key_len,
-				      1, d);
-		dims[0] = *d;
-		return rc;
 	}
 	return tk_limiter_check_group(ls, g->keys, g->n, 1, d, dims, g->dims);
 }

@@ -12,7 +12,7 @@
 MPM=prefork
 mkdir -p "$ROOT/htdocs/api" "$ROOT/htdocs/err"
 echo ok >"$ROOT/htdocs/index.html"
-for d in api kill v xff err dry shape short fo fc key g g/only5 ht; do
+for d in api kill v xff err dry shape short fo fc key g g/only5 ht any; do
 	mkdir -p "$ROOT/htdocs/$d"
 	echo "$d" >"$ROOT/htdocs/$d/x"
 done
@@ -37,6 +37,7 @@ ThrottleRule key "gcra:1/1h,burst=2" store=local "key=%{HTTP:X-Api-Key}"
 ThrottleRule g3 "gcra:1/1h,burst=3" store=local
 ThrottleRule g5 "gcra:1/1h,burst=5" store=local
 ThrottleRule ht "gcra:1/1h,burst=4" store=local
+ThrottleRule anyr "any(gcra:1/1h,burst=2,gcra:1/1h,burst=3)" store=local
 <Directory @ROOT@/htdocs/ht>
     AllowOverride Limit
 </Directory>
@@ -79,6 +80,9 @@ ErrorDocument 429 /err/doc.html
 </Location>
 <Location /g/only5>
     Throttle g5
+</Location>
+<Location /any>
+    Throttle anyr
 </Location>
 <Location /tk-status>
     SetHandler throttlekit-status
@@ -223,7 +227,13 @@ check "g5 after g5+g3: 200s" 2 "$(seq_get 4 /g/only5/x | count 200)"
 # 12. Throttle in .htaccess (AllowOverride Limit).
 check ".htaccess: 200s" 4 "$(seq_get 6 /ht/x | count 200)"
 
-# 13. The status handler, as text and JSON.
+# 13. An any() rule admits while one dimension does, and reports both.
+out=$(fire 1 /any/x; fire 1 /any/x; fire 1 /any/x; fire 1 /any/x)
+check "any(): 200s" 3 "$(printf '%s\n' "$out" | count '^200|')"
+check "any(): 429 with both dimensions" 1 \
+	"$(printf '%s\n' "$out" | grep -c '^429|[0-9][0-9]*|"anyr.0";r=0;t=[0-9]*, "anyr.1";r=0;t=[0-9]*|')"
+
+# 14. The status handler, as text and JSON.
 st=$(curl -s "http://127.0.0.1:$PORT/tk-status")
 for w in "store local spec=shm:tk-local" "rule burst policy=gcra:" \
 	"rule shape policy=leaky:" "zone capacity=1024"; do
@@ -234,7 +244,7 @@ for w in "store local spec=shm:tk-local" "rule burst policy=gcra:" \
 done
 js=$(curl -s "http://127.0.0.1:$PORT/tk-status?json")
 if command -v jq >/dev/null 2>&1; then
-	check "status json: rules" 15 "$(printf '%s' "$js" | jq '.rules | length')"
+	check "status json: rules" 16 "$(printf '%s' "$js" | jq '.rules | length')"
 	check "status json: zone inserts > 0" true \
 		"$(printf '%s' "$js" | jq ".stores[0].zone.inserts > 0")"
 else
@@ -244,7 +254,7 @@ else
 	esac
 fi
 
-# 14. fail=open|closed when the store breaks under the running server
+# 15. fail=open|closed when the store breaks under the running server
 # (its zone's file truncated: the checks meet -EPROTO).
 check "fail=open before" 200 "$(seq_get 1 /fo/x)"
 check "fail=closed before" 200 "$(seq_get 1 /fc/x)"
