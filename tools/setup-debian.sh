@@ -6,7 +6,8 @@ pkgs="build-essential autoconf automake libtool pkg-config
 liburcu-dev libck-dev libcmocka-dev mandoc g++ clang
 clang-format spin gnuplot-nox valgrind
 apache2 apache2-dev apache2-utils wrk
-php8.2-dev php8.2-cli php8.2-fpm php8.2-apcu libfcgi-bin"
+php8.2-dev php8.2-cli php8.2-fpm php8.2-apcu libfcgi-bin
+curl"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -1,0 +1,508 @@
+/*
+ * config.c - the directives ThrottleStore, ThrottleRule and Throttle.
+ *
+ * Everything that can be wrong in a configuration is found here, while
+ * httpd reads it, so that "apache2 -t" reports it with the file and line
+ * (httpd prefixes a directive's error with both): a policy that does not
+ * parse, a store spec this build cannot open, a rule naming an unknown
+ * store, a Throttle naming an unknown rule or rules that cannot be
+ * checked together.  Only what needs the running system (creating a zone)
+ * is left to post_config.
+ *
+ * Stores and rules are global to the server (like nginx's zones): they
+ * are declared in the main server configuration and registered in one
+ * table per configuration generation, which children inherit.  A rule
+ * must be declared before a Throttle names it, and a store before a rule
+ * names it, so that each error points at the line that caused it.
+ */
+#include "mod_throttlekit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apr_lib.h"
+#include "apr_strings.h"
+#include "http_log.h"
+
+/*
+ * The registry of the generation being configured.  A restart reloads
+ * the module, so this pointer belongs to the pconf of this generation;
+ * pre_config makes a new one.
+ */
+static struct tk_mod_registry *registry;
+
+void tk_mod_registry_reset(apr_pool_t *pconf)
+{
+	registry = apr_pcalloc(pconf, sizeof(*registry));
+	registry->stores = apr_array_make(pconf, 4, sizeof(void *));
+	registry->rules = apr_array_make(pconf, 8, sizeof(void *));
+}
+
+struct tk_mod_registry *tk_mod_registry(void)
+{
+	return registry;
+}
+
+static struct tk_mod_store *find_store(const char *name)
+{
+	int i;
+
+	for (i = 0; i < registry->stores->nelts; i++) {
+		struct tk_mod_store *s = APR_ARRAY_IDX(registry->stores, i,
+						       struct tk_mod_store *);
+		if (strcmp(s->name, name) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static struct tk_mod_rule *find_rule(const char *name)
+{
+	int i;
+
+	for (i = 0; i < registry->rules->nelts; i++) {
+		struct tk_mod_rule *r =
+			APR_ARRAY_IDX(registry->rules, i, struct tk_mod_rule *);
+		if (strcmp(r->name, name) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/* Names of stores and rules: what a structured-field string and a key
+ * prefix can both carry without escaping. */
+static int valid_name(const char *s)
+{
+	if (!*s || strlen(s) > 64)
+		return 0;
+	for (; *s; s++)
+		if (!apr_isalnum(*s) && *s != '_' && *s != '-' && *s != '.')
+			return 0;
+	return 1;
+}
+
+/* "word=value": the value if @arg starts with @word and '=', else NULL. */
+static const char *option(const char *arg, const char *word)
+{
+	size_t n = strlen(word);
+
+	return strncmp(arg, word, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
+}
+
+static const char *parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!apr_isdigit(*v))
+		return "not a number";
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end)
+		return "not a number";
+	*out = x;
+	return NULL;
+}
+
+/*
+ * The start of a declaration, "WHAT NAME SECOND [options]": sets @name
+ * and @second, or returns the error; @taken says a name is in use.
+ */
+static const char *declaration(cmd_parms *cmd, const char *usage,
+			       const char **args, const char **name,
+			       const char **second, int (*taken)(const char *))
+{
+	const char *err, *what = cmd->directive->directive;
+
+	if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL)
+		return err;
+	*name = ap_getword_conf(cmd->pool, args);
+	*second = ap_getword_conf(cmd->pool, args);
+	if (!**name || !**second)
+		return usage;
+	if (!valid_name(*name))
+		return apr_psprintf(cmd->pool,
+				    "%s: bad name \"%s\" (1 to 64 of A-Z a-z "
+				    "0-9 _ - .)",
+				    what, *name);
+	if (taken(*name))
+		return apr_psprintf(cmd->pool, "%s %s: declared twice", what,
+				    *name);
+	return NULL;
+}
+
+/* The "word" and "word=value" options after a declaration's two words. */
+static const char *options(cmd_parms *cmd, const char **args, void *obj,
+			   const char *(*fn)(cmd_parms *, void *, const char *))
+{
+	const char *w, *err;
+
+	while (*(w = ap_getword_conf(cmd->pool, args)) != '\0')
+		if ((err = fn(cmd, obj, w)) != NULL)
+			return err;
+	return NULL;
+}
+
+static int store_taken(const char *name)
+{
+	return find_store(name) != NULL;
+}
+
+static int rule_taken(const char *name)
+{
+	return find_rule(name) != NULL;
+}
+
+static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
+{
+	char why[256];
+	int rc;
+
+	if (strncmp(s->spec, "redis://", 8) == 0 ||
+	    strncmp(s->spec, "redis+cluster://", 16) == 0 ||
+	    strncmp(s->spec, "rediss://", 9) == 0)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleStore %s: Redis stores (%s) are "
+				    "not implemented yet (coming with the "
+				    "Redis store); use shm:NAME",
+				    s->name, s->spec);
+	if (strcmp(s->spec, "memory") == 0)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleStore %s: a memory store would "
+				    "count in each child alone; use shm:NAME",
+				    s->name);
+	if (strncmp(s->spec, "shm:", 4) != 0)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleStore %s: unknown store spec "
+				    "\"%s\" (expected shm:NAME)",
+				    s->name, s->spec);
+	s->zone = s->spec + 4;
+	/* Refuses a bad name (or a file that is no zone) without creating
+	 * anything; any other answer is for post_config to judge. */
+	rc = tk_zone_access(s->zone, NULL, why, sizeof(why));
+	if (rc == -EINVAL)
+		return apr_psprintf(cmd->pool, "ThrottleStore %s: %s: %s",
+				    s->name, s->spec, why);
+	return NULL;
+}
+
+static const char *store_option(cmd_parms *cmd, void *obj, const char *w)
+{
+	struct tk_mod_store *s = obj;
+	const char *v, *err;
+	char *end;
+	unsigned long m;
+
+	if ((v = option(w, "capacity")) != NULL) {
+		if ((err = parse_u64(v, &s->capacity)) != NULL ||
+		    s->capacity < 64 || s->capacity > (UINT64_C(1) << 32) ||
+		    (s->capacity & (s->capacity - 1)))
+			return apr_psprintf(cmd->pool,
+					    "ThrottleStore %s: capacity=%s: "
+					    "expected a power of two from 64 "
+					    "to 4294967296",
+					    s->name, v);
+		return NULL;
+	}
+	if ((v = option(w, "mode")) != NULL) {
+		m = strtoul(v, &end, 8);
+		if (!*v || *end || m > 0777 || (m & 0002) || !(m & 0600))
+			return apr_psprintf(cmd->pool,
+					    "ThrottleStore %s: mode=%s: "
+					    "expected an octal file mode, "
+					    "readable and writable by its "
+					    "owner and not writable by others",
+					    s->name, v);
+		s->mode = (unsigned int)m;
+		return NULL;
+	}
+	return apr_psprintf(cmd->pool, "ThrottleStore %s: unknown option %s",
+			    s->name, w);
+}
+
+static const char *cmd_store(cmd_parms *cmd, void *dummy, const char *args)
+{
+	struct tk_mod_store *s;
+	const char *err;
+
+	(void)dummy;
+	s = apr_pcalloc(cmd->pool, sizeof(*s));
+	if ((err = declaration(cmd,
+			       "ThrottleStore: expected NAME SPEC "
+			       "[capacity=N] [mode=OCTAL]",
+			       &args, &s->name, &s->spec, store_taken)) ||
+	    (err = store_spec(cmd, s)) ||
+	    (err = options(cmd, &args, s, store_option)))
+		return err;
+	s->file = cmd->directive->filename;
+	s->line = cmd->directive->line_num;
+	s->index = registry->stores->nelts;
+	APR_ARRAY_PUSH(registry->stores, struct tk_mod_store *) = s;
+	return NULL;
+}
+
+static apr_status_t policy_cleanup(void *p)
+{
+	tk_policy_free(p);
+	return APR_SUCCESS;
+}
+
+static const char *rule_policy(cmd_parms *cmd, struct tk_mod_rule *r)
+{
+	struct tk_parse_error pe;
+	int rc, n;
+
+	memset(&pe, 0, sizeof(pe));
+	rc = tk_policy_parse(&r->policy, r->policy_text, &pe);
+	if (rc == -EINVAL)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: bad policy \"%s\": %s",
+				    r->name, r->policy_text, pe.message);
+	if (rc)
+		return apr_psprintf(cmd->pool, "ThrottleRule %s: %s", r->name,
+				    tk_strerror(rc));
+	apr_pool_cleanup_register(cmd->pool, r->policy, policy_cleanup,
+				  apr_pool_cleanup_null);
+	n = tk_policy_format(r->policy, NULL, 0);
+	if (n < 0)
+		return apr_psprintf(cmd->pool, "ThrottleRule %s: %s", r->name,
+				    tk_strerror(n));
+	r->canonical = apr_palloc(cmd->pool, (apr_size_t)n + 1);
+	tk_policy_format(r->policy, r->canonical, (size_t)n + 1);
+	r->dims = tk_policy_dimensions(r->policy);
+	r->composite_any = strncmp(r->canonical, "any(", 4) == 0;
+	r->leaky = strncmp(r->canonical, "leaky:", 6) == 0;
+	if (!r->leaky && strstr(r->canonical, "leaky:"))
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: a shaper (leaky:) must "
+				    "be a rule's whole policy",
+				    r->name);
+	return NULL;
+}
+
+static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
+{
+	struct tk_mod_rule *r = obj;
+	const char *v, *err = NULL;
+	apr_interval_time_t t;
+
+	if ((v = option(w, "store")) != NULL) {
+		if ((r->store = find_store(v)) == NULL)
+			err = "no ThrottleStore of that name before this line";
+	} else if ((v = option(w, "key")) != NULL) {
+		r->key_text = v;
+		r->key = ap_expr_parse_cmd(cmd, v,
+					   AP_EXPR_FLAG_STRING_RESULT |
+						   AP_EXPR_FLAG_DONT_VARY,
+					   &err, NULL);
+	} else if ((v = option(w, "status")) != NULL) {
+		if (strcmp(v, "429") == 0)
+			r->status = HTTP_TOO_MANY_REQUESTS;
+		else if (strcmp(v, "503") == 0)
+			r->status = HTTP_SERVICE_UNAVAILABLE;
+		else
+			err = "expected 429 or 503";
+	} else if ((v = option(w, "headers")) != NULL) {
+		r->headers_on_success = 1;
+		if (strcmp(v, "ietf") == 0)
+			r->headers = TK_HTTP_IETF;
+		else if (strcmp(v, "legacy") == 0)
+			r->headers = TK_HTTP_LEGACY;
+		else if (strcmp(v, "both") == 0)
+			r->headers = TK_HTTP_IETF | TK_HTTP_LEGACY;
+		else if (strcmp(v, "none") == 0)
+			r->headers = 0;
+		else
+			err = "expected ietf, legacy, both or none";
+	} else if ((v = option(w, "fail")) != NULL) {
+		if (strcmp(v, "open") == 0)
+			r->fail = TK_FAIL_OPEN;
+		else if (strcmp(v, "closed") == 0)
+			r->fail = TK_FAIL_CLOSED;
+		else
+			err = "expected open or closed";
+	} else if ((v = option(w, "delay")) != NULL) {
+		if (ap_timeout_parameter_parse(v, &t, "s") != APR_SUCCESS ||
+		    t <= 0)
+			err = "expected a positive duration (e.g. 500ms, 2s)";
+		else
+			r->delay = t;
+	} else if (strcmp(w, "dry-run") == 0) {
+		r->dry_run = 1;
+	} else {
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: unknown "
+				    "option %s",
+				    r->name, w);
+	}
+	if (err)
+		return apr_psprintf(cmd->pool, "ThrottleRule %s: %s: %s",
+				    r->name, w, err);
+	return NULL;
+}
+
+/* Defaults, and the checks that need all of a rule's options. */
+static const char *rule_finish(cmd_parms *cmd, struct tk_mod_rule *r)
+{
+	if (!r->store) {
+		if (registry->stores->nelts != 1)
+			return apr_psprintf(cmd->pool,
+					    "ThrottleRule %s: store=NAME is "
+					    "needed unless exactly one "
+					    "ThrottleStore comes before",
+					    r->name);
+		r->store = APR_ARRAY_IDX(registry->stores, 0,
+					 struct tk_mod_store *);
+	}
+	if (r->leaky && !r->delay)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: a shaper (leaky:) "
+				    "delays requests: give delay=DURATION, the "
+				    "longest a request may wait",
+				    r->name);
+	if (!r->leaky && r->delay)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: delay= needs a shaper "
+				    "policy (leaky:R/P,max-queue=Q)",
+				    r->name);
+	return NULL;
+}
+
+static const char *cmd_rule(cmd_parms *cmd, void *dummy, const char *args)
+{
+	struct tk_mod_rule *r;
+	const char *err;
+
+	(void)dummy;
+	r = apr_pcalloc(cmd->pool, sizeof(*r));
+	r->status = HTTP_TOO_MANY_REQUESTS;
+	r->headers = TK_HTTP_IETF;
+	r->fail = TK_FAIL_OPEN;
+	if ((err = declaration(cmd,
+			       "ThrottleRule: expected NAME POLICY "
+			       "[store=NAME] [key=EXPR] [status=429|503] "
+			       "[headers=ietf|legacy|both|none] "
+			       "[fail=open|closed] [dry-run] [delay=DURATION]",
+			       &args, &r->name, &r->policy_text, rule_taken)) ||
+	    (err = rule_policy(cmd, r)) ||
+	    (err = options(cmd, &args, r, rule_option)) ||
+	    (err = rule_finish(cmd, r)))
+		return err;
+	r->file = cmd->directive->filename;
+	r->line = cmd->directive->line_num;
+	r->index = registry->rules->nelts;
+	APR_ARRAY_PUSH(registry->rules, struct tk_mod_rule *) = r;
+	return NULL;
+}
+
+/*
+ * Rules checked in one call (same store, both enforced or both dry-run)
+ * must fit tk_limiter_check_group(): no any() beside another rule, at most
+ * TK_GROUP_DIMENSIONS_MAX dimensions together.
+ */
+static const char *check_groups(cmd_parms *cmd, apr_array_header_t *rules)
+{
+	int i, j;
+
+	for (i = 0; i < rules->nelts; i++) {
+		struct tk_mod_rule *a =
+			APR_ARRAY_IDX(rules, i, struct tk_mod_rule *);
+		size_t dims = a->dims, n = 1;
+		int any = a->composite_any;
+
+		for (j = 0; j < rules->nelts; j++) {
+			struct tk_mod_rule *b =
+				APR_ARRAY_IDX(rules, j, struct tk_mod_rule *);
+			if (j == i || b->store != a->store ||
+			    b->dry_run != a->dry_run)
+				continue;
+			dims += b->dims;
+			n++;
+			any |= b->composite_any;
+		}
+		if (n > 1 && any)
+			return apr_psprintf(cmd->pool,
+					    "Throttle: an any() rule cannot be "
+					    "checked together with other rules "
+					    "of store %s",
+					    a->store->name);
+		if (dims > TK_GROUP_DIMENSIONS_MAX)
+			return apr_psprintf(cmd->pool,
+					    "Throttle: the rules of store %s "
+					    "have %lu dimensions together, at "
+					    "most %d are checked at once",
+					    a->store->name, (unsigned long)dims,
+					    TK_GROUP_DIMENSIONS_MAX);
+	}
+	return NULL;
+}
+
+static const char *cmd_throttle(cmd_parms *cmd, void *conf, const char *args)
+{
+	struct tk_mod_dir *d = conf;
+	const char *w, *err;
+	int i;
+
+	d->rules = apr_array_make(cmd->pool, 2, sizeof(void *));
+	w = ap_getword_conf(cmd->pool, &args);
+	if (!*w)
+		return "Throttle: expected RULE [RULE...] or off";
+	if (strcasecmp(w, "off") == 0) {
+		if (*args)
+			return "Throttle off: takes no rules";
+		return NULL;
+	}
+	for (; *w; w = ap_getword_conf(cmd->pool, &args)) {
+		struct tk_mod_rule *r = find_rule(w);
+
+		if (!r)
+			return apr_psprintf(cmd->pool,
+					    "Throttle: no ThrottleRule %s "
+					    "(rules must be declared before "
+					    "Throttle names them)",
+					    w);
+		for (i = 0; i < d->rules->nelts; i++)
+			if (APR_ARRAY_IDX(d->rules, i, struct tk_mod_rule *) ==
+			    r)
+				return apr_psprintf(cmd->pool,
+						    "Throttle: rule %s named "
+						    "twice",
+						    w);
+		APR_ARRAY_PUSH(d->rules, struct tk_mod_rule *) = r;
+	}
+	if ((err = check_groups(cmd, d->rules)) != NULL)
+		return err;
+	return NULL;
+}
+
+void *tk_mod_dir_create(apr_pool_t *p, char *dir)
+{
+	(void)dir;
+	return apr_pcalloc(p, sizeof(struct tk_mod_dir));
+}
+
+/* A Throttle replaces the rules inherited from enclosing sections. */
+void *tk_mod_dir_merge(apr_pool_t *p, void *base, void *add)
+{
+	struct tk_mod_dir *b = base, *a = add;
+	struct tk_mod_dir *m = apr_pcalloc(p, sizeof(*m));
+
+	m->rules = a->rules ? a->rules : b->rules;
+	return m;
+}
+
+const command_rec tk_mod_cmds[] = {
+	AP_INIT_RAW_ARGS("ThrottleStore", cmd_store, NULL, RSRC_CONF,
+			 "NAME SPEC [capacity=N] [mode=OCTAL]: a store "
+			 "shared by all children (shm:ZONE)"),
+	AP_INIT_RAW_ARGS("ThrottleRule", cmd_rule, NULL, RSRC_CONF,
+			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
+			 "[headers=ietf|legacy|both|none] [fail=open|closed] "
+			 "[dry-run] [delay=DURATION]"),
+	AP_INIT_RAW_ARGS("Throttle", cmd_throttle, NULL,
+			 RSRC_CONF | ACCESS_CONF | OR_LIMIT,
+			 "RULE [RULE...] | off: the rules requests here must "
+			 "all pass"),
+	{ NULL }
+};

@@ -1,0 +1,290 @@
+/*
+ * mod_throttlekit.c - the module record and its process hooks.
+ *
+ * Process model (prefork and event alike):
+ *   - pre_config starts a new registry for the generation being read;
+ *   - post_config, in the parent and only on the second pass (the first
+ *     one only checks the configuration), creates every zone, owned by
+ *     the server's User and Group when the parent is root, so that the
+ *     children, which run as User, can open it by name.  An existing
+ *     zone is kept as it is and its counts go on: zones outlive graceful
+ *     restarts and full stop/start alike, and nothing here or in a child
+ *     ever removes one (throttlectl destroy does);
+ *   - child_init opens each store and one limiter per rule in the child;
+ *     the parent never opens a store, so it holds no mapping and starts
+ *     no library thread.
+ * A restart unloads and reloads the module and the library with it; the
+ * library is pinned (RTLD_NODELETE) because its SIGBUS guard, once
+ * installed in a process, must stay mapped.  What the server must
+ * remember across generations (when it started, which zones it made)
+ * lives in ap_retained_data.
+ *
+ * The SIGBUS guard: the library installs it when this parent first maps
+ * a zone (creating it), and then the MPM installs its own fatal-signal
+ * handler over it, which the children inherit; the library, which sees
+ * its guard as installed, does not install it again when a child opens a
+ * zone, and a zone truncated under the server would kill the children.
+ * So the parent keeps the guard's disposition (retained: the library is
+ * pinned, its address stays valid) and every child reinstates it.
+ */
+#include "mod_throttlekit.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apr_strings.h"
+#include "ap_mpm.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "unixd.h"
+
+#define RETAINED_KEY "mod_throttlekit-retained"
+
+/* Kept across generations, in the process pool. */
+struct retained {
+	unsigned int generation; /* post_config passes that configured */
+	apr_time_t started;
+	int have_guard;
+	struct sigaction guard; /* the library's SIGBUS guard */
+};
+
+static struct retained *retained;
+
+/* Trust and ownership options shared by the parent and the children. */
+static void zone_options(const struct tk_mod_store *s, struct tk_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->zone_capacity = s->capacity;
+	o->zone_mode = s->mode;
+	/* A root parent gives the zone to User/Group, and trusts it when it
+	 * finds it owned by them (the children made it, or an earlier run). */
+	if (ap_unixd_config.user_id != geteuid() && geteuid() == 0) {
+		o->flags |= TK_OPT_ZONE_UID | TK_OPT_ZONE_GID;
+		o->zone_uid = ap_unixd_config.user_id;
+		o->zone_gid = ap_unixd_config.group_id;
+	}
+}
+
+static void pin_library(server_rec *s)
+{
+	Dl_info info;
+
+	if (dladdr((void *)tk_version, &info) && info.dli_fname &&
+	    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+		return;
+	ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+		     "could not pin libthrottlekit in memory: %s", dlerror());
+}
+
+/* Remember the SIGBUS disposition if it is the library's guard. */
+static void keep_guard(void)
+{
+	struct sigaction sa;
+	Dl_info lib, h;
+	void *fn;
+
+	if (retained->have_guard || sigaction(SIGBUS, NULL, &sa) != 0)
+		return;
+	fn = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction
+					: (void *)sa.sa_handler;
+	if (fn && dladdr((void *)tk_version, &lib) && dladdr(fn, &h) &&
+	    lib.dli_fbase == h.dli_fbase) {
+		retained->guard = sa;
+		retained->have_guard = 1;
+	}
+}
+
+static int create_zone(server_rec *srv, struct tk_mod_store *s)
+{
+	struct tk_options o;
+	struct tk_zone_info info;
+	char why[256];
+	int rc;
+
+	zone_options(s, &o);
+	rc = tk_zone_create(s->zone, &o);
+	if (rc == 0) {
+		ap_log_error(APLOG_MARK, APLOG_INFO, 0, srv,
+			     "ThrottleStore %s: created zone %s", s->name,
+			     s->zone);
+		return OK;
+	}
+	if (rc == -EEXIST)
+		rc = tk_zone_info_opts(s->zone, &o, &info, sizeof(info));
+	if (rc == 0) {
+		if (s->capacity && s->capacity != info.capacity)
+			ap_log_error(APLOG_MARK, APLOG_WARNING, 0, srv,
+				     "%s:%u: ThrottleStore %s: zone %s exists "
+				     "with capacity %llu, not %llu; it is used "
+				     "as it is (remove it with throttlectl "
+				     "destroy while the server is stopped to "
+				     "resize it)",
+				     s->file, s->line, s->name, s->zone,
+				     (unsigned long long)info.capacity,
+				     (unsigned long long)s->capacity);
+		return OK;
+	}
+	why[0] = '\0';
+	if (rc == -EACCES)
+		tk_zone_access(s->zone, &o, why, sizeof(why));
+	ap_log_error(APLOG_MARK, APLOG_EMERG, 0, srv,
+		     "%s:%u: ThrottleStore %s: cannot create or attach zone "
+		     "%s: %s%s%s",
+		     s->file, s->line, s->name, s->zone, tk_strerror(rc),
+		     why[0] ? ": " : "", why);
+	return HTTP_INTERNAL_SERVER_ERROR;
+}
+
+static int pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
+{
+	(void)plog;
+	(void)ptemp;
+	tk_mod_registry_reset(pconf);
+	return OK;
+}
+
+static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+		       server_rec *s)
+{
+	struct tk_mod_registry *reg = tk_mod_registry();
+	int i, rc;
+
+	(void)pconf;
+	(void)plog;
+	(void)ptemp;
+	/* The first pass only checks the configuration. */
+	if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG)
+		return OK;
+	retained = ap_retained_data_get(RETAINED_KEY);
+	if (!retained) {
+		retained = ap_retained_data_create(RETAINED_KEY,
+						   sizeof(*retained));
+		retained->started = apr_time_now();
+	}
+	retained->generation++;
+	if (!reg->stores->nelts)
+		return OK;
+	pin_library(s);
+	for (i = 0; i < reg->stores->nelts; i++) {
+		rc = create_zone(s, APR_ARRAY_IDX(reg->stores, i,
+						  struct tk_mod_store *));
+		if (rc != OK)
+			return rc;
+	}
+	keep_guard();
+	return OK;
+}
+
+/*
+ * Stores and limiters are never closed: they live until the child exits,
+ * and closing one while a worker thread of the event MPM may still be in
+ * a check would unmap the zone under it.
+ */
+static void child_init(apr_pool_t *pchild, server_rec *srv)
+{
+	struct tk_mod_registry *reg = tk_mod_registry();
+	struct tk_options o;
+	int i;
+
+	(void)pchild;
+	if (retained && retained->have_guard)
+		sigaction(SIGBUS, &retained->guard, NULL);
+	for (i = 0; i < reg->stores->nelts; i++) {
+		struct tk_mod_store *s =
+			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
+
+		zone_options(s, &o);
+		o.flags |= TK_OPT_ZONE_NO_CREATE;
+		s->open_rc = tk_store_open(&s->handle, s->spec, &o);
+		if (s->open_rc)
+			ap_log_error(APLOG_MARK, APLOG_ERR, 0, srv,
+				     "ThrottleStore %s: cannot open %s: %s; "
+				     "its rules answer by their fail policy",
+				     s->name, s->spec, tk_strerror(s->open_rc));
+	}
+	for (i = 0; i < reg->rules->nelts; i++) {
+		struct tk_mod_rule *r =
+			APR_ARRAY_IDX(reg->rules, i, struct tk_mod_rule *);
+		size_t alg = strcspn(r->canonical, ":(");
+
+		if (!r->store->handle) {
+			r->open_rc = r->store->open_rc;
+			continue;
+		}
+		memset(&o, 0, sizeof(o));
+		o.size = sizeof(o);
+		o.store = r->store->handle;
+		o.fail = r->fail;
+		/* Rules never share keys; a rule whose algorithm changes over
+		 * a restart starts afresh instead of meeting the old states. */
+		o.prefix = apr_psprintf(pchild, "%s|%.*s|", r->name, (int)alg,
+					r->canonical);
+		r->open_rc =
+			tk_limiter_open(&r->limiter, r->canonical, NULL, &o);
+		if (r->open_rc)
+			ap_log_error(APLOG_MARK, APLOG_ERR, 0, srv,
+				     "ThrottleRule %s: cannot open: %s",
+				     r->name, tk_strerror(r->open_rc));
+	}
+}
+
+static const char *status_env(request_rec *r, const char *v)
+{
+	apr_table_setn(r->subprocess_env, TK_MOD_ENV, v);
+	return v;
+}
+
+static int header_parser(request_rec *r)
+{
+	struct tk_mod_dir *d;
+	const char *v;
+
+	/* An internal redirect (an ErrorDocument) is never counted again,
+	 * but keeps the verdict for the access log. */
+	if (!ap_is_initial_req(r)) {
+		if (!r->main && r->prev &&
+		    (v = apr_table_get(r->prev->subprocess_env, TK_MOD_ENV)))
+			status_env(r, v);
+		return DECLINED;
+	}
+	d = ap_get_module_config(r->per_dir_config, &throttlekit_module);
+	if (!d->rules || !d->rules->nelts)
+		return DECLINED;
+	return tk_mod_request(r, d->rules);
+}
+
+static int status_handler(request_rec *r)
+{
+	if (!r->handler || strcmp(r->handler, TK_MOD_HANDLER) != 0)
+		return DECLINED;
+	return tk_mod_status_handler(r, retained ? retained->generation : 0,
+				     retained ? retained->started : 0);
+}
+
+static void register_hooks(apr_pool_t *p)
+{
+	(void)p;
+	ap_hook_pre_config(pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+	ap_hook_post_config(post_config, NULL, NULL, APR_HOOK_MIDDLE);
+	ap_hook_child_init(child_init, NULL, NULL, APR_HOOK_MIDDLE);
+	ap_hook_header_parser(header_parser, NULL, NULL, APR_HOOK_FIRST);
+	ap_hook_handler(status_handler, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+AP_DECLARE_MODULE(throttlekit) = { STANDARD20_MODULE_STUFF,
+				   tk_mod_dir_create,
+				   tk_mod_dir_merge,
+				   NULL,
+				   NULL,
+				   tk_mod_cmds,
+				   register_hooks,
+#if defined(AP_MODULE_FLAG_ALWAYS_MERGE)
+				   AP_MODULE_FLAG_NONE
+#endif
+};

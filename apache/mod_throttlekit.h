@@ -1,0 +1,98 @@
+/*
+ * mod_throttlekit.h - shared declarations of the Apache httpd module.
+ *
+ * The module is a thin translation between httpd's world (directives,
+ * request_rec, MPM processes) and the public API of libthrottlekit; it
+ * holds no rate-limiting logic of its own.
+ *
+ * Lifetime of the objects below:
+ *   - stores and rules are parsed into the configuration pool (pconf) of
+ *     one generation, in the order the directives appear, and registered
+ *     in one table per generation (tk_mod_registry());
+ *   - zones are created by the parent in post_config and outlive the
+ *     server; the parent itself never opens a store, so it starts no
+ *     library thread and holds no mapping;
+ *   - every child opens each store and a limiter per rule in child_init;
+ *     they live until the child exits.
+ */
+#ifndef MOD_THROTTLEKIT_H
+#define MOD_THROTTLEKIT_H
+
+#include <stdint.h>
+
+#include "httpd.h"
+#include "http_config.h"
+#include "ap_expr.h"
+
+#include <throttlekit.h>
+
+#define TK_MOD_HANDLER "throttlekit-status"
+#define TK_MOD_ENV "THROTTLE_STATUS"
+
+/* A ThrottleStore. */
+struct tk_mod_store {
+	const char *name;
+	const char *spec;  /* "shm:NAME" */
+	const char *zone;  /* NAME */
+	uint64_t capacity; /* slots; 0: the library's default */
+	unsigned int mode; /* file mode; 0: the library's default */
+	const char *file;  /* where it was declared */
+	unsigned int line;
+	int index;		 /* in the registry's stores */
+	struct tk_store *handle; /* in a child, once opened */
+	int open_rc;		 /* in a child: tk_store_open()'s result */
+};
+
+/* A ThrottleRule. */
+struct tk_mod_rule {
+	const char *name;
+	const char *policy_text; /* as written */
+	char *canonical;	 /* tk_policy_format() */
+	struct tk_policy *policy;
+	size_t dims;
+	int composite_any; /* any(): cannot join a group check */
+	int leaky;	   /* a simple leaky: policy (a shaper) */
+	struct tk_mod_store *store;
+	ap_expr_info_t *key; /* NULL: the client's address */
+	const char *key_text;
+	int status;		/* HTTP status of a denial */
+	unsigned int headers;	/* TK_HTTP_* flags */
+	int headers_on_success; /* headers= was given */
+	unsigned int fail;	/* TK_FAIL_OPEN or TK_FAIL_CLOSED */
+	int dry_run;
+	apr_interval_time_t delay; /* us; 0: no delay= */
+	const char *file;
+	unsigned int line;
+	int index;		    /* in the registry's rules */
+	struct tk_limiter *limiter; /* in a child, once opened */
+	int open_rc;
+};
+
+/* All stores and rules of one configuration generation. */
+struct tk_mod_registry {
+	apr_array_header_t *stores; /* of struct tk_mod_store * */
+	apr_array_header_t *rules;  /* of struct tk_mod_rule * */
+};
+
+/* Per-directory configuration: the rules of Throttle. */
+struct tk_mod_dir {
+	apr_array_header_t *rules; /* of struct tk_mod_rule *; NULL: unset */
+};
+
+extern module AP_MODULE_DECLARE_DATA throttlekit_module;
+extern const command_rec tk_mod_cmds[];
+
+/* config.c */
+struct tk_mod_registry *tk_mod_registry(void);
+void tk_mod_registry_reset(apr_pool_t *pconf);
+void *tk_mod_dir_create(apr_pool_t *p, char *dir);
+void *tk_mod_dir_merge(apr_pool_t *p, void *base, void *add);
+
+/* request.c: decide a request under @rules (struct tk_mod_rule *). */
+int tk_mod_request(request_rec *r, apr_array_header_t *rules);
+
+/* status.c: the throttlekit-status handler. */
+int tk_mod_status_handler(request_rec *r, unsigned int generation,
+			  apr_time_t started);
+
+#endif /* MOD_THROTTLEKIT_H */

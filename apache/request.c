@@ -1,0 +1,316 @@
+/*
+ * request.c - decide one request under the rules of its Throttle.
+ *
+ * The rules are split into groups: the rules of one store that are all
+ * enforced, or all dry-run.  Each group is one atomic decision
+ * (tk_limiter_check_group(): every rule admits, and then every one
+ * consumes, or nothing changes).  Groups are decided in the order their
+ * first rule appears in Throttle; the first group that denies ends the
+ * request, and later groups are not asked, so they consume nothing, while
+ * the groups before it have consumed (stores are independent: no
+ * transaction spans two of them).
+ *
+ * Keys: a rule without key= limits by the client's address
+ * (r->useragent_ip, i.e. after mod_remoteip) through tk_client_key(), so
+ * an IPv6 client's whole /64 shares one key.  A rule with key= uses the
+ * expression's value; a value that is empty (a missing header) or longer
+ * than a key may be falls back to the client's address, in a separate
+ * key space ("a:" and "k:" prefixes), so that clients without the header
+ * never share one bucket.
+ *
+ * The verdict goes to THROTTLE_STATUS for the access log, the header
+ * fields to err_headers_out (kept on error responses and ErrorDocuments).
+ */
+#include "mod_throttlekit.h"
+
+#include <string.h>
+
+#include "apr_strings.h"
+#include "http_log.h"
+#include "http_protocol.h"
+
+APLOG_USE_MODULE(throttlekit);
+
+#define MAX_FIELDS 16
+#define FIELDS_BYTES 2048
+
+struct group {
+	struct tk_mod_rule *rules[TK_GROUP_DIMENSIONS_MAX];
+	struct tk_key keys[TK_GROUP_DIMENSIONS_MAX];
+	size_t off[TK_GROUP_DIMENSIONS_MAX]; /* first dimension of each */
+	size_t n, dims;
+	int dry_run;
+};
+
+struct verdict {
+	int deny;	    /* the HTTP status of a denial; 0: admitted */
+	const char *status; /* THROTTLE_STATUS of a denial */
+	int degraded, delayed, dry_run;
+	apr_interval_time_t sleep; /* us, the longest shaper delay */
+};
+
+static void client_key(request_rec *r, struct tk_key *k)
+{
+	char buf[64];
+	int n;
+
+	n = tk_client_key(r->useragent_ip, 0, 0, buf, sizeof(buf));
+	k->key = n > 0 && (size_t)n < sizeof(buf)
+			 ? apr_pstrcat(r->pool, "a:", buf, NULL)
+			 : apr_pstrcat(r->pool, "a:", r->useragent_ip, NULL);
+	k->key_len = strlen(k->key);
+}
+
+static void rule_key(request_rec *r, const struct tk_mod_rule *rule,
+		     struct tk_key *k)
+{
+	const char *err = NULL, *v;
+
+	if (rule->key) {
+		v = ap_expr_str_exec(r, rule->key, &err);
+		if (err)
+			ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+				      "ThrottleRule %s: key=%s: %s", rule->name,
+				      rule->key_text, err);
+		else if (v && *v && strlen(v) <= TK_KEY_MAX - 2) {
+			k->key = apr_pstrcat(r->pool, "k:", v, NULL);
+			k->key_len = strlen(k->key);
+			return;
+		}
+		ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+			      "ThrottleRule %s: key=%s is empty or too long; "
+			      "limiting by the client's address",
+			      rule->name, rule->key_text);
+	}
+	client_key(r, k);
+}
+
+/*
+ * The fields answering @d: on a denial those of every rule of the group
+ * (Retry-After always), on success those of the rules whose headers= asks.
+ */
+static void add_fields(request_rec *r, const struct group *g,
+		       const struct tk_decision *d,
+		       const struct tk_decision *dims, int denial, int plain)
+{
+	struct tk_http_quota q[TK_GROUP_DIMENSIONS_MAX];
+	struct tk_http_field f[MAX_FIELDS];
+	char buf[FIELDS_BYTES];
+	unsigned int flags = 0;
+	uint64_t now = 0;
+	size_t i, nq = 0;
+	int n;
+
+	for (i = 0; i < g->n && !plain; i++) {
+		const struct tk_mod_rule *rule = g->rules[i];
+
+		if (!denial && !rule->headers_on_success)
+			continue;
+		flags |= rule->headers & TK_HTTP_LEGACY;
+		if (rule->headers & TK_HTTP_IETF) {
+			q[nq].name = rule->name;
+			q[nq].policy = rule->policy;
+			q[nq].dims = &dims[g->off[i]];
+			nq++;
+		}
+	}
+	if (nq)
+		flags |= TK_HTTP_IETF;
+	if (!denial && !flags)
+		return;
+	tk_clock_now(tk_clock_system(), &now);
+	n = tk_http_headers(q, nq, d, now, flags, f, MAX_FIELDS, buf,
+			    sizeof(buf));
+	if (n < 0) {
+		ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+			      "cannot format the RateLimit fields: %s",
+			      tk_strerror(n));
+		return;
+	}
+	for (i = 0; i < (size_t)n; i++)
+		apr_table_add(r->err_headers_out, f[i].name, f[i].value);
+}
+
+/*
+ * Every rule goes through the group check, even alone: the library keeps
+ * a simple policy's group states apart from tk_limiter_check()'s, and a
+ * rule must count in one bucket per key wherever a Throttle names it.
+ */
+static int group_check(const struct group *g, struct tk_decision *d,
+		       struct tk_decision *dims)
+{
+	struct tk_limiter *ls[TK_GROUP_DIMENSIONS_MAX];
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		if (!g->rules[i]->limiter)
+			return g->rules[i]->open_rc;
+		ls[i] = g->rules[i]->limiter;
+	}
+	return tk_limiter_check_group(ls, g->keys, g->n, 1, d, dims, g->dims);
+}
+
+/* A store failure the library did not absorb: the strictest fail policy
+ * of the group decides, as tk_limiter_check_group() would. */
+static void failed(request_rec *r, const struct group *g, int rc,
+		   struct tk_decision *d)
+{
+	size_t i;
+
+	memset(d, 0, sizeof(*d));
+	d->allowed = true;
+	d->degraded = true;
+	for (i = 0; i < g->n; i++)
+		if (g->rules[i]->fail == TK_FAIL_CLOSED)
+			d->allowed = false;
+	ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+		      "ThrottleStore %s: check failed: %s; %s",
+		      g->rules[0]->store->name, tk_strerror(rc),
+		      d->allowed ? "admitted (fail=open)"
+				 : "refused (fail=closed)");
+}
+
+/* The rule whose dimension denied (the first, in declaration order). */
+static const struct tk_mod_rule *denier(const struct group *g,
+					const struct tk_decision *dims)
+{
+	size_t i, j;
+
+	for (i = 0; i < g->n; i++)
+		for (j = 0; j < g->rules[i]->dims; j++)
+			if (!dims[g->off[i] + j].allowed)
+				return g->rules[i];
+	return g->rules[0];
+}
+
+/* Shapers: sleep their delay, or refuse a delay beyond the rule's bound. */
+static int shape(request_rec *r, const struct group *g, struct tk_decision *d,
+		 struct tk_decision *dims, struct verdict *v)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		const struct tk_mod_rule *rule = g->rules[i];
+		struct tk_decision *x = &dims[g->off[i]];
+		apr_interval_time_t us;
+
+		if (!rule->leaky || !x->delay)
+			continue;
+		us = (apr_interval_time_t)((x->delay + 999) / 1000);
+		if (us <= rule->delay) {
+			v->delayed = 1;
+			if (us > v->sleep)
+				v->sleep = us;
+			continue;
+		}
+		/* Already reserved by the shaper: the slot stays used. */
+		x->allowed = d->allowed = false;
+		x->retry_after = x->delay - (uint64_t)rule->delay * 1000;
+		d->retry_after = x->retry_after;
+		ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+			      "ThrottleRule %s: delay %" APR_TIME_T_FMT
+			      " us exceeds delay=%" APR_TIME_T_FMT " us",
+			      rule->name, us, rule->delay);
+		v->deny = rule->status;
+		v->status = "REJECTED";
+		return 1;
+	}
+	return 0;
+}
+
+static void decide(request_rec *r, struct group *g, struct verdict *v)
+{
+	struct tk_decision d, dims[TK_GROUP_DIMENSIONS_MAX];
+	const struct tk_mod_rule *rule;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < g->n; i++)
+		rule_key(r, g->rules[i], &g->keys[i]);
+	memset(dims, 0, sizeof(dims));
+	rc = group_check(g, &d, dims);
+	if (rc < 0)
+		failed(r, g, rc, &d);
+	if (d.degraded) {
+		v->degraded = 1;
+		if (!d.allowed && !g->dry_run) {
+			v->deny = HTTP_SERVICE_UNAVAILABLE;
+			v->status = "DEGRADED";
+			add_fields(r, g, &d, dims, 1, 1);
+		}
+		return;
+	}
+	if (!d.allowed) {
+		rule = denier(g, dims);
+		if (g->dry_run) {
+			v->dry_run = 1;
+			ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+				      "ThrottleRule %s would refuse %s "
+				      "(dry-run)",
+				      rule->name, g->keys[0].key);
+			return;
+		}
+		ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+			      "ThrottleRule %s refused %s", rule->name,
+			      g->keys[0].key);
+		v->deny = rule->status;
+		v->status = "REJECTED";
+		add_fields(r, g, &d, dims, 1, 0);
+		return;
+	}
+	if (g->dry_run)
+		return;
+	if (shape(r, g, &d, dims, v)) {
+		add_fields(r, g, &d, dims, 1, 0);
+		return;
+	}
+	add_fields(r, g, &d, dims, 0, 0);
+}
+
+int tk_mod_request(request_rec *r, apr_array_header_t *rules)
+{
+	struct tk_mod_rule **all = (struct tk_mod_rule **)rules->elts;
+	char *done = apr_pcalloc(r->pool, (apr_size_t)rules->nelts);
+	struct verdict v;
+	struct group g;
+	const char *status;
+	int i, j;
+
+	memset(&v, 0, sizeof(v));
+	for (i = 0; i < rules->nelts && !v.deny; i++) {
+		if (done[i])
+			continue;
+		memset(&g, 0, sizeof(g));
+		g.dry_run = all[i]->dry_run;
+		/* The configuration keeps a group within
+		 * TK_GROUP_DIMENSIONS_MAX dimensions (config.c); a rule
+		 * beyond would only start a group of its own. */
+		for (j = i; j < rules->nelts; j++) {
+			if (done[j] || all[j]->store != all[i]->store ||
+			    all[j]->dry_run != all[i]->dry_run ||
+			    g.dims + all[j]->dims > TK_GROUP_DIMENSIONS_MAX)
+				continue;
+			done[j] = 1;
+			g.rules[g.n] = all[j];
+			g.off[g.n++] = g.dims;
+			g.dims += all[j]->dims;
+		}
+		decide(r, &g, &v);
+	}
+	if (v.deny)
+		status = v.status;
+	else if (v.degraded)
+		status = "DEGRADED";
+	else if (v.delayed)
+		status = "DELAYED";
+	else if (v.dry_run)
+		status = "DRY_RUN";
+	else
+		status = "PASSED";
+	apr_table_setn(r->subprocess_env, TK_MOD_ENV, status);
+	if (v.deny)
+		return v.deny;
+	if (v.sleep)
+		apr_sleep(v.sleep);
+	return DECLINED;
+}

@@ -1,0 +1,69 @@
+#!/bin/sh
+#
+# configtest.sh - "apache2 -t" refuses a bad ThrottleStore, ThrottleRule
+# or Throttle with the file and the line, accepts a good configuration,
+# and creates no zone while only checking.
+#
+# Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
+
+. "${srcdir:-.}/tests/apache/lib.sh"
+
+GOOD='ThrottleStore local shm:tk-conf capacity=1024 mode=0660
+ThrottleRule r1 "gcra:10/1s,burst=20" store=local "key=%{HTTP:X-Api-Key}" status=503 headers=both fail=closed
+ThrottleRule r2 "all(gcra:10/1s,quota:1000/day)" dry-run
+ThrottleRule r3 "leaky:10/s,max-queue=2s" delay=1s
+<Location /a>
+    Throttle r1 r2 r3
+</Location>
+<Location /a/b>
+    Throttle off
+</Location>'
+
+# expect_error NAME BODY MESSAGE [LINE]: -t fails, naming the line of
+# BODY's last line (or the line holding LINE) and MESSAGE.
+expect_error()
+{
+	write_conf prefork 1 "$GOOD
+$2"
+	line=$(wc -l <"$CONF")
+	[ -z "${4:-}" ] || line=$(grep -n -F -- "$4" "$CONF" | cut -d: -f1)
+	if out=$(httpd -t -f "$CONF" 2>&1); then
+		fail "$1: apache2 -t accepted it"
+		return
+	fi
+	case $out in
+	*"line $line of $CONF"*"$3"*) say "ok: $1: $(printf '%s' "$out" | tail -n 2 | tr '\n' ' ')" ;;
+	*) fail "$1: expected line $line of $CONF and \"$3\", got: $out" ;;
+	esac
+}
+
+write_conf prefork 1 "$GOOD"
+if out=$(httpd -t -f "$CONF" 2>&1); then
+	say "ok: a good configuration passes ($out)"
+else
+	fail "a good configuration: $out"
+fi
+check "zones created by apache2 -t" "" "$(ls "$TK_SHM_DIR")"
+
+expect_error "bad policy" 'ThrottleRule bad "gcra:10/1x"' 'bad policy "gcra:10/1x": expected a unit'
+expect_error "unknown algorithm" 'ThrottleRule bad "nosuch:1/s"' 'bad policy'
+expect_error "Redis store" 'ThrottleStore r redis://127.0.0.1:6379' 'coming with the Redis store'
+expect_error "Redis cluster store" 'ThrottleStore r redis+cluster://127.0.0.1:6379' 'coming with the Redis store'
+expect_error "memory store" 'ThrottleStore m memory' 'count in each child alone'
+expect_error "bad zone name" 'ThrottleStore z shm:.hidden' 'ThrottleStore z'
+expect_error "bad capacity" 'ThrottleStore z shm:z capacity=1000' 'power of two'
+expect_error "mode writable by others" 'ThrottleStore z shm:z mode=0666' 'not writable by others'
+expect_error "unknown store option" 'ThrottleStore z shm:z size=1' 'unknown option size=1'
+expect_error "store declared twice" 'ThrottleStore local shm:other' 'declared twice'
+expect_error "unknown store" 'ThrottleRule x "gcra:1/s" store=nosuch' 'no ThrottleStore'
+expect_error "unknown rule" 'Throttle nosuch' 'no ThrottleRule nosuch'
+expect_error "rule named twice" 'Throttle r1 r1' 'named twice'
+expect_error "bad status" 'ThrottleRule x "gcra:1/s" status=404' 'expected 429 or 503'
+expect_error "bad key" 'ThrottleRule x "gcra:1/s" "key=%{HTTP:X" ' 'key='
+expect_error "leaky without delay" 'ThrottleRule x "leaky:1/s,max-queue=1s"' 'delay=DURATION'
+expect_error "delay without leaky" 'ThrottleRule x "gcra:1/s" delay=1s' 'needs a shaper'
+expect_error "any() in a group" 'ThrottleRule y "any(gcra:1/s,gcra:5/m)"
+<Location /c>
+    Throttle r1 y
+</Location>' 'any() rule cannot' 'Throttle r1 y'
+finish

@@ -1,0 +1,353 @@
+# lib.sh - helpers of the Apache module's tests, sourced by them.
+#
+# Each test starts a real httpd (APACHE_HTTPD, modules from
+# APACHE_MODULES) on 127.0.0.1 with a free port, in a temporary ServerRoot
+# of mode 0755 (the children, which run as www-data when the test runs as
+# root, must read it), with its zones in a directory of its own
+# (TK_SHM_DIR).  It stops the server by the pid it started, and nothing
+# else.  Results are plain: exit 0 pass, 1 fail, 77 skip.
+
+
+me=${0##*/}
+failures=0
+
+say() { printf '%s: %s\n' "$me" "$*"; }
+fail()
+{
+	printf '%s: FAIL: %s\n' "$me" "$*"
+	failures=$((failures + 1))
+}
+skip()
+{
+	printf '%s: SKIP: %s\n' "$me" "$*"
+	exit 77
+}
+# check WHAT EXPECTED ACTUAL
+check()
+{
+	if [ "$2" = "$3" ]; then
+		say "ok: $1 ($3)"
+	else
+		fail "$1: expected $2, got $3"
+	fi
+}
+finish()
+{
+	[ "$failures" -eq 0 ] || exit 1
+	exit 0
+}
+
+: "${APACHE_HTTPD:=/usr/sbin/apache2}"
+: "${APACHE_MODULES:=/usr/lib/apache2/modules}"
+MODULE=${abs_top_builddir:-.}/apache/.libs/mod_throttlekit.so
+
+[ -x "$APACHE_HTTPD" ] || skip "no httpd ($APACHE_HTTPD)"
+[ -f "$MODULE" ] || skip "no module built ($MODULE)"
+command -v curl >/dev/null 2>&1 || skip "curl is needed"
+# A module built with AddressSanitizer or UBSan needs their runtimes
+# loaded first, which the uninstrumented httpd does not do: preload them
+# into httpd (only).  ThreadSanitizer cannot run under a forking httpd.
+HTTPD_PRELOAD=
+case ${SAN_CFLAGS:-} in
+*thread*) skip "a ThreadSanitizer build: httpd cannot run the module" ;;
+esac
+for rt in address:libasan.so undefined:libubsan.so; do
+	case ${SAN_CFLAGS:-} in
+	*"${rt%%:*}"*)
+		f=$(${CC:-cc} -print-file-name="${rt#*:}" 2>/dev/null)
+		case $f in
+		/*) [ -f "$f" ] || skip "no ${rt#*:} to preload into httpd" ;;
+		*) skip "no ${rt#*:} to preload into httpd (compiler ${CC:-cc})" ;;
+		esac
+		HTTPD_PRELOAD="$HTTPD_PRELOAD $f"
+		;;
+	esac
+done
+
+# httpd ARGS: run httpd, with the sanitizers' runtimes if the module needs
+# them (httpd frees nothing at exit by design: no leak check).
+httpd()
+{
+	if [ -n "$HTTPD_PRELOAD" ]; then
+		LD_PRELOAD="$HTTPD_PRELOAD" \
+			ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" \
+			"$APACHE_HTTPD" "$@"
+	else
+		"$APACHE_HTTPD" "$@"
+	fi
+}
+for m in mpm_prefork mpm_event authz_core remoteip; do
+	[ -f "$APACHE_MODULES/mod_$m.so" ] || skip "no mod_$m in $APACHE_MODULES"
+done
+
+ROOT=$(mktemp -d "${TMPDIR:-/tmp}/tk-apache.XXXXXX") || exit 1
+chmod 755 "$ROOT"
+mkdir -p "$ROOT/htdocs" "$ROOT/run" "$ROOT/logs" "$ROOT/shm"
+TK_SHM_DIR=$ROOT/shm
+export TK_SHM_DIR
+CONF=$ROOT/httpd.conf
+PIDFILE=$ROOT/run/httpd.pid
+PID=
+PORT=
+
+USERS=
+if [ "$(id -u)" -eq 0 ]; then
+	id www-data >/dev/null 2>&1 || skip "running as root without www-data"
+	USERS="User www-data
+Group www-data"
+fi
+
+cleanup()
+{
+	stop_server
+	rm -rf "$ROOT"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# mpm_block MPM: the process layout of the tests.
+mpm_block()
+{
+	case $1 in
+	prefork)
+		cat <<-EOF
+		LoadModule mpm_prefork_module $APACHE_MODULES/mod_mpm_prefork.so
+		StartServers 4
+		MinSpareServers 4
+		MaxSpareServers 4
+		ServerLimit 4
+		MaxRequestWorkers 4
+		EOF
+		;;
+	event)
+		cat <<-EOF
+		LoadModule mpm_event_module $APACHE_MODULES/mod_mpm_event.so
+		StartServers 2
+		ServerLimit 2
+		ThreadLimit 8
+		ThreadsPerChild 8
+		MinSpareThreads 16
+		MaxSpareThreads 16
+		MaxRequestWorkers 16
+		EOF
+		;;
+	esac
+}
+
+# write_conf MPM PORT BODY: a self-contained configuration.
+write_conf()
+{
+	{
+		cat <<-EOF
+		ServerRoot $ROOT
+		ServerName 127.0.0.1
+		Listen 127.0.0.1:$2
+		PidFile $PIDFILE
+		DefaultRuntimeDir $ROOT/run
+		ErrorLog $ROOT/logs/error.log
+		LogLevel warn throttlekit:info
+		$USERS
+		EOF
+		mpm_block "$1"
+		cat <<-EOF
+		LoadModule authz_core_module $APACHE_MODULES/mod_authz_core.so
+		LoadModule remoteip_module $APACHE_MODULES/mod_remoteip.so
+		LoadModule throttlekit_module $MODULE
+		KeepAlive Off
+		Timeout 30
+		DocumentRoot $ROOT/htdocs
+		<Directory $ROOT/htdocs>
+		    Require all granted
+		</Directory>
+		LogFormat "%P %>s %{THROTTLE_STATUS}e %U %{Host}i" tk
+		CustomLog $ROOT/logs/access.log tk
+		EOF
+		printf '%s\n' "$3"
+	} >"$CONF"
+}
+
+# port_free PORT: nothing accepts connections there (curl: 7 = refused).
+port_free()
+{
+	curl -s -o /dev/null --connect-timeout 2 "http://127.0.0.1:$1/"
+	[ $? -eq 7 ]
+}
+
+# start_server MPM BODY: start httpd; BODY may use @PORT@.
+start_server()
+{
+	tries=0
+	while [ $tries -lt 20 ]; do
+		tries=$((tries + 1))
+		PORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		port_free "$PORT" || continue
+		write_conf "$1" "$PORT" "$(printf '%s\n' "$2" | sed "s/@PORT@/$PORT/g")"
+		rm -f "$PIDFILE"
+		if ! httpd -f "$CONF" -k start; then
+			grep -q "Address already in use" "$ROOT/logs/error.log" \
+				2>/dev/null && continue
+			cat "$ROOT/logs/error.log" 2>/dev/null
+			return 1
+		fi
+		wait_started && return 0
+		cat "$ROOT/logs/error.log"
+		return 1
+	done
+	return 1
+}
+
+# wait_started: the pid file names a live process and the port answers.
+wait_started()
+{
+	i=0
+	while [ $i -lt 100 ]; do
+		i=$((i + 1))
+		if [ -s "$PIDFILE" ]; then
+			PID=$(cat "$PIDFILE")
+			if kill -0 "$PID" 2>/dev/null &&
+				curl -s -o /dev/null "http://127.0.0.1:$PORT/"; then
+				return 0
+			fi
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+stop_server()
+{
+	[ -n "$PID" ] || return 0
+	kill -TERM "$PID" 2>/dev/null
+	i=0
+	while kill -0 "$PID" 2>/dev/null && [ $i -lt 100 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	kill -0 "$PID" 2>/dev/null && fail "httpd $PID did not stop"
+	PID=
+}
+
+# restart_server: a full stop and start with the same configuration.
+restart_server()
+{
+	stop_server
+	httpd -f "$CONF" -k start || return 1
+	wait_started
+}
+
+# graceful: SIGUSR1, then wait until the new generation serves.
+graceful()
+{
+	n=$(grep -c "resuming normal operations" "$ROOT/logs/error.log")
+	kill -USR1 "$PID"
+	i=0
+	while [ $i -lt 100 ]; do
+		i=$((i + 1))
+		m=$(grep -c "resuming normal operations" "$ROOT/logs/error.log")
+		[ "$m" -gt "$n" ] && sleep 0.5 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# urls N PATH: a curl config of N requests of PATH, answers discarded.
+urls()
+{
+	i=0
+	while [ $i -lt "$1" ]; do
+		i=$((i + 1))
+		printf 'url = "http://127.0.0.1:%s%s"\noutput = "/dev/null"\n' \
+			"$PORT" "$2"
+	done >"$ROOT/curl.cfg"
+}
+
+# fire N PATH [curl options]: N concurrent requests; prints one line per
+# response: "CODE|Retry-After|RateLimit|RateLimit-Policy|X-RateLimit-Remaining".
+fire()
+{
+	urls "$1" "$2"
+	shift 2
+	curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 200 \
+		"$@" -K "$ROOT/curl.cfg" \
+		-w '%{http_code}|%header{retry-after}|%header{ratelimit}|%header{ratelimit-policy}|%header{x-ratelimit-remaining}\n'
+}
+
+# seq_get N PATH [curl options]: N requests one after the other; codes.
+seq_get()
+{
+	urls "$1" "$2"
+	shift 2
+	curl -s "$@" -K "$ROOT/curl.cfg" -w '%{http_code}\n'
+}
+
+# count PATTERN: lines of stdin matching PATTERN.
+count() { grep -c -- "$1" || true; }
+
+# log_lines PATH: the access log lines of PATH, once N of them are written.
+wait_log()
+{
+	i=0
+	while [ $i -lt 50 ]; do
+		i=$((i + 1))
+		[ "$(grep -c " $1 " "$ROOT/logs/access.log" 2>/dev/null)" -ge "$2" ] &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# burst_check MPM PATH: 200 concurrent requests from one client against a
+# rule "gcra:1/1h,burst=50" with headers=both: exactly 50 pass, the 429s
+# carry the fields of their decision, and several children served.
+burst_check()
+{
+	out=$ROOT/burst.out
+	fire 200 "$2" >"$out"
+	check "$1: 200s of 200 concurrent requests" 50 "$(count '^200|' <"$out")"
+	check "$1: 429s of 200 concurrent requests" 150 "$(count '^429|' <"$out")"
+	# GCRA 1/1h: the next unit in one emission interval, 3600 s, less
+	# the few seconds the test took.
+	check "$1: 429s whose Retry-After is 3590..3600" 150 \
+		"$(awk -F'|' '$1 == 429 && $2 >= 3590 && $2 <= 3600' "$out" | wc -l)"
+	check "$1: 429s whose RateLimit says r=0" 150 \
+		"$(awk -F'|' '$1 == 429 && $3 ~ /;r=0(;|$)/' "$out" | wc -l)"
+	check "$1: responses whose RateLimit-Policy says q=50" 200 \
+		"$(awk -F'|' '$4 ~ /;q=50(;|$)/' "$out" | wc -l)"
+	# Each admitted request reports its own decision's remaining count:
+	# the first to commit 49, the last 0, all in between.  (Not exactly
+	# 49..0 once each: a child that read the clock just before another
+	# committed sees a key a little further ahead, and one less.)
+	for f in 3 5; do
+		awk -F'|' -v f=$f '$1 == 200 {
+			v = $f; if (f == 3) { sub(/.*;r=/, "", v); sub(/;.*/, "", v) }
+			print v }' "$out" | sort -n | uniq >"$ROOT/remaining"
+		check "$1: remaining of the 200s (field $f): first, last, in 0..49" \
+			"0 49 ok" "$(head -n 1 "$ROOT/remaining") $(tail -n 1 "$ROOT/remaining") $(
+				awk '$1 !~ /^[0-9]+$/ || $1 > 49 { bad = 1 } END { print bad ? "bad" : "ok" }' "$ROOT/remaining")"
+		n=$(wc -l <"$ROOT/remaining")
+		[ "$n" -ge 40 ] || fail "$1: only $n distinct remaining counts (field $f)"
+	done
+	[ "$failures" -eq 0 ] || cat "$out"
+	wait_log "$2" 200 || fail "$1: the access log lacks requests"
+	check "$1: REJECTED in the access log" 150 \
+		"$(awk -v p="$2" '$4 == p && $3 == "REJECTED"' "$ROOT/logs/access.log" | wc -l)"
+	check "$1: PASSED in the access log" 50 \
+		"$(awk -v p="$2" '$4 == p && $2 == 200 && $3 == "PASSED"' "$ROOT/logs/access.log" | wc -l)"
+	children=$(awk -v p="$2" '$4 == p { print $1 }' "$ROOT/logs/access.log" | sort -u | wc -l)
+	if [ "$children" -ge 2 ]; then
+		say "ok: $1: served by $children children"
+	else
+		fail "$1: served by $children child(ren), expected several"
+	fi
+}
+
+# no_crashes: no child died of a signal and no sanitizer reported.
+no_crashes()
+{
+	if grep -E "exit signal|AddressSanitizer|runtime error:" \
+		"$ROOT/logs/error.log"; then
+		fail "a child crashed or a sanitizer reported"
+	else
+		say "ok: no child crashed"
+	fi
+}
