@@ -469,6 +469,7 @@ int tk__zone_apply_multi(struct tk__zone *z, size_t n,
 		rc = attempt(z, n, k, words, now, fn, ctx, p, oldbuf, newbuf);
 		if (rc != -EAGAIN)
 			break;
+		tk__zone_backoff(round);
 	}
 	if (round == ROUNDS_MAX)
 		rc = -EIO;

@@ -462,6 +462,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		}
 		if (rc != -EAGAIN)
 			break;
+		tk__zone_backoff(round);
 	}
 	if (round == ROUNDS_MAX)
 		rc = -EIO;
@@ -494,6 +495,7 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 		rc = insert(z, &c, k, now, &v);
 		if (rc != -EAGAIN)
 			return rc;
+		tk__zone_backoff(round);
 	}
 	return -EIO;
 }
@@ -513,6 +515,7 @@ int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 		if (drop(z, &slots[at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem],
 			 TKZ_RESETS))
 			return 0;
+		tk__zone_backoff(round);
 	}
 	return -EIO;
 }

@@ -9,6 +9,7 @@
 #define TK_SHM_ZONE_H
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -93,6 +94,21 @@ static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
 
 /* Has a fault shown the zone's file truncated?  Then the mapping holds
  * zeros, not the zone, for good. */
+/*
+ * Between rounds of an update that lost its CAS.  A lost round usually
+ * means another process just committed, so the first rounds retry at
+ * once; an update that keeps losing is slower than its rivals' whole
+ * cycles (more processes than CPUs, a longer transition), and yielding
+ * lets them finish, so that it does not run out of rounds (-EIO) under
+ * mere contention.  Nothing waits for anyone: a rival that dies changes
+ * nothing here.
+ */
+static inline void tk__zone_backoff(int round)
+{
+	if (round >= 8)
+		sched_yield();
+}
+
 static inline int tk__zone_broken(const struct tk__zone *z)
 {
 	return ck_pr_load_int(
