@@ -1,0 +1,37 @@
+#!/bin/sh
+# Run the extension's .phpt tests with PHP's run-tests.php against the
+# extension in the build tree.  run-tests.php writes its results beside the
+# tests, so they run from a copy (the source tree may be read-only, as in
+# make distcheck).  A test that is skipped because the extension did not
+# load does not pass silently: guard.phpt fails then.
+set -eu
+: "${srcdir:=.}"
+if [ -n "${SAN_CFLAGS:-}" ]; then
+	echo "SKIP: sanitizer build: the extension is instrumented and $PHP" \
+		"is not, so php cannot load it (the sanitizer runtime must be" \
+		"loaded first); the plain build runs these tests"
+	exit 77
+fi
+for v in PHP PHP_RUN_TESTS TK_PHP_EXT; do
+	eval "val=\${$v:-}"
+	[ -n "$val" ] || { echo "FAIL: $v is not set (run through make check)"; exit 1; }
+done
+[ -r "$PHP_RUN_TESTS" ] || { echo "FAIL: no $PHP_RUN_TESTS (php8.2-dev)"; exit 1; }
+[ -r "$TK_PHP_EXT" ] || { echo "FAIL: no $TK_PHP_EXT (make)"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$srcdir"/php/tests/*.phpt "$work/"
+chmod u+w "$work"/*
+TK_SHM_DIR="$work/zones"
+mkdir "$TK_SHM_DIR"
+export TK_SHM_DIR
+# The library the extension needs, from the build tree.
+LD_LIBRARY_PATH="$(dirname "$TK_PHP_EXT")/../../lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
+NO_INTERACTION=1 TEST_PHP_EXECUTABLE="$PHP" \
+	"$PHP" -n "$PHP_RUN_TESTS" -n -q --show-diff \
+	-d "extension=$TK_PHP_EXT" "$work" >"$work/out" 2>&1 || rc=$?
+cat "$work/out"
+# run-tests.php exits 1 on a failure; a run that tested nothing is one too.
+grep -q "^Tests passed *: *[1-9]" "$work/out" || { echo "FAIL: nothing passed"; exit 1; }
+exit "${rc:-0}"
