@@ -106,6 +106,7 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 	struct tk_options o = TK_OPTIONS_INIT;
 	const char *spec = ZSTR_VAL(p->store);
 	const char *owner = TKPHP_G(zone_owner);
+	size_t n;
 	int rc;
 
 	*why = '\0';
@@ -125,9 +126,14 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 		o.max_keys = p->capacity;
 	}
 	rc = tk_store_open(out, spec, &o);
-	if (rc == -EACCES && is_zone(spec))
+	if (rc == -EACCES && is_zone(spec)) {
 		tk_zone_access(spec + 4, &o, why, len);
-	else if (rc == -ENOTSUP)
+		n = strlen(why);
+		snprintf(why + n, len - n,
+			 " (throttlekit.zone_owner names the user whose zones "
+			 "to trust, and gives a zone root creates to that "
+			 "user)");
+	} else if (rc == -ENOTSUP)
 		snprintf(why, len, "this libthrottlekit has no such store");
 	else if (rc == -EINVAL)
 		snprintf(why, len,
