@@ -176,6 +176,16 @@ static bool cost_ok(zend_long cost)
 	return true;
 }
 
+/* The limiter of this object for a check of @cost units of @key; NULL
+ * (with an exception) if anything is wrong with them. */
+static struct tkphp_limiter *limiter_for(zval *this, zend_string *key,
+					 zend_long cost)
+{
+	struct tkphp_limiter *l = this_limiter(this);
+
+	return l && key_ok(key) && cost_ok(cost) ? l : NULL;
+}
+
 /*
  * Turn the library's answer into a Decision, or throw.  A store failure
  * under fail "open" or "closed" is decided here when the library returned
@@ -217,7 +227,7 @@ PHP_METHOD(ThrottleKit_Limiter, check)
 	Z_PARAM_LONG(cost)
 	ZEND_PARSE_PARAMETERS_END();
 
-	if (!(l = this_limiter(ZEND_THIS)) || !key_ok(key) || !cost_ok(cost))
+	if (!(l = limiter_for(ZEND_THIS, key, cost)))
 		RETURN_THROWS();
 	rc = l->lim ? tk_limiter_check(l->lim, ZSTR_VAL(key), ZSTR_LEN(key),
 				       (uint64_t)cost, &d)
@@ -412,7 +422,7 @@ PHP_METHOD(ThrottleKit_Limiter, wait)
 	Z_PARAM_LONG(cost)
 	ZEND_PARSE_PARAMETERS_END();
 
-	if (!(l = this_limiter(ZEND_THIS)) || !key_ok(key) || !cost_ok(cost))
+	if (!(l = limiter_for(ZEND_THIS, key, cost)))
 		RETURN_THROWS();
 	if (l->timeout) {
 		w.bounded = true;
