@@ -32,7 +32,7 @@ fpm_setup() {
 	work=$(mktemp -d)
 	trap 'fpm_stop; rm -rf "$work"' EXIT
 	chmod 755 "$work"
-	cp "$srcdir/php/tests/app.php" "$work/app.php"
+	cp "$srcdir/php/tests/fpm/app.php" "$work/app.php"
 	chmod 644 "$work/app.php"
 	mkdir "$work/zones" "$work/run"
 	chown www-data:www-data "$work/zones" "$work/run"

@@ -96,7 +96,7 @@ echo "replacement worker: $fresh"
 case $fresh in *allowed=0*remaining=0*) ;; *) fail "replacement: $fresh" ;; esac
 
 # 4. 100,000 requests in one worker: private memory stays flat.
-out=$("$PHP" -n "$srcdir/php/tests/fcgi.php" "127.0.0.1:$port" "$work/app.php" \
+out=$("$PHP" -n "$srcdir/php/tests/fpm/fcgi.php" "127.0.0.1:$port" "$work/app.php" \
 	"10000:op=check&key=rss{m}" "90000:op=check&key=rss{m}" "1:op=maps")
 echo "$out" | grep -q "errors=0" || fail "fcgi.php: $out"
 rpid=$(echo "$out" | sed -n 's/^pid=\([0-9]*\).*/\1/p' | sort -u)

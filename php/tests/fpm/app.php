@@ -1,7 +1,8 @@
 <?php
 // The request handler of fpm.sh: one operation on one key of the pool's
 // default store (throttlekit.default_store, set per pool), answered as
-// "pid=... allowed=... remaining=..." so the driver can count.
+// "pid=... allowed=... remaining=..." so the driver can count.  (In fpm/:
+// phpize --clean removes tests/*.php.)
 $op = $_GET["op"] ?? "check";
 $key = $_GET["key"] ?? "k";
 try {
