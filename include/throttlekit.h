@@ -579,14 +579,18 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * a store: @ls[i] for @keys[i], admitted only if every limiter admits, and
  * then every one consumes @cost (an all() over the limiters).
  *
- * Each limiter keeps the states tk_limiter_check() would use for its key,
- * so a limiter counts the same whether checked alone or in a group.  Its
- * policy must be a simple one or all(); the group has at most
- * TK_GROUP_DIMENSIONS_MAX dimensions in all.  *@out is the representative
- * decision as for all(); @dims, if not NULL, receives one decision per
- * dimension, limiter by limiter in declaration order (@ndims of them;
- * dimensions past @ndims are not written).  A store failure follows the
- * strictest fail policy of the group (closed, then error, then open).
+ * A group keeps each limiter's states as an all() composite does, under
+ * the limiter's prefix and one key per dimension: a limiter counts the
+ * same in every group it is checked in, and an all() limiter the same as
+ * with tk_limiter_check(), but a simple policy's group states are not
+ * those of tk_limiter_check(): check such a limiter one way or the other.
+ * Each policy must be a simple one or all(); the group has at most
+ * TK_GROUP_DIMENSIONS_MAX dimensions in all, and the first limiter's
+ * clock reads the time.  *@out is the representative decision as for
+ * all(); @dims, if not NULL, receives one decision per dimension, limiter
+ * by limiter in declaration order (@ndims of them; dimensions past @ndims
+ * are not written).  A store failure follows the strictest fail policy of
+ * the group (closed, then error, then open).
  *
  * Returns as tk_limiter_check(), and -EINVAL if @n is 0, the limiters do
  * not share one store, a policy is any() or there are too many dimensions.
@@ -650,6 +654,8 @@ TK_API void tk_limiter_close(struct tk_limiter *l);
 /* Which fields tk_http_headers() writes (Retry-After: every denial). */
 #define TK_HTTP_IETF 0x1u   /* RateLimit-Policy and RateLimit */
 #define TK_HTTP_LEGACY 0x2u /* X-RateLimit-Limit, -Remaining, -Reset */
+/* Most fields one tk_http_headers() call writes. */
+#define TK_HTTP_FIELDS_MAX 6
 
 /* One header field; @value points into the caller's buffer. */
 struct tk_http_field {
@@ -659,11 +665,16 @@ struct tk_http_field {
 
 /* One policy of a response: its name and its decisions. */
 struct tk_http_quota {
-	const char *name;		/* the policy's name in the fields */
+	/*
+	 * The policy's name in the fields: printable ASCII, not empty.  A
+	 * composite's dimension i is named "NAME.i".
+	 */
+	const char *name;
 	const struct tk_policy *policy; /* simple or composite */
 	/*
-	 * One decision per dimension of @policy, or NULL for a simple
-	 * policy, whose decision is then the one given to tk_http_headers().
+	 * One decision per dimension of @policy (tk_limiter_check_group()
+	 * gives them), or NULL for a simple policy, whose decision is then
+	 * the one given to tk_http_headers().
 	 */
 	const struct tk_decision *dims;
 };
@@ -671,14 +682,22 @@ struct tk_http_quota {
 /*
  * tk_http_headers() - the header fields that answer decision @d, made at
  * time @now (ns) under the @nq quotas @q: RateLimit-Policy and RateLimit
- * (TK_HTTP_IETF, one list member per dimension of every quota), the
- * X-RateLimit-* fields (TK_HTTP_LEGACY, from @d), and Retry-After on a
- * denial (delta-seconds rounded up, never 0).  Writes at most @max
- * fields into @fields, their values into @buf (@len bytes).
+ * (TK_HTTP_IETF, one list member per dimension of every quota; none if
+ * @nq is 0), the X-RateLimit-* fields (TK_HTTP_LEGACY, from @d; -Reset in
+ * delta-seconds), and Retry-After on a denial (delta-seconds rounded up,
+ * never 0).  Every duration is rounded up to whole seconds; counts are
+ * clamped to 999999999999999 (the largest structured-field integer).  A
+ * degraded @d gets no quota fields, only Retry-After if it denies.
+ * Writes at most @max fields (TK_HTTP_FIELDS_MAX always suffice) into
+ * @fields, their values into @buf (@len bytes); see tk_http_headers(3)
+ * for the size @buf needs.  Pure: any thread, no allocation, no clock.
  *
- * Returns the number of fields written, -EINVAL for bad arguments (a
- * name that is not a valid structured-field string, unknown flags),
- * -ENOSPC if @fields or @buf is too small.
+ * Returns the number of fields written; -EINVAL for bad arguments (a NULL
+ * @d, or a NULL @q, @fields or @buf with a non-zero count; unknown flags;
+ * a name that is empty or not printable ASCII; a composite without @dims;
+ * a decision whose limit is not its dimension's); -ENOSPC if @fields or
+ * @buf is too small.  On failure @fields is untouched and @buf, if @len
+ * is not 0, holds an empty string.
  */
 TK_API int tk_http_headers(const struct tk_http_quota *q, size_t nq,
 			   const struct tk_decision *d, uint64_t now,
@@ -687,12 +706,16 @@ TK_API int tk_http_headers(const struct tk_http_quota *q, size_t nq,
 
 /*
  * tk_client_key() - the key of a client address: an IPv6 address masked
- * to @v6_prefix bits (0: 64) and an IPv4 one (also IPv4-mapped IPv6) to
- * @v4_prefix bits (0: 32), written as the network, "/" and the prefix
- * length ("2001:db8:1:2::/64", "192.0.2.7/32"), so that every address of
- * one network shares a key.  Writes at most @len bytes including the NUL,
- * as snprintf(3), and returns the length of the whole key, or -EINVAL
- * for text that is not an address or a prefix out of range.
+ * to @v6_prefix bits (0: 64) and an IPv4 one (also IPv4-mapped IPv6,
+ * written as IPv4) to @v4_prefix bits (0: 32), written as the network,
+ * "/" and the prefix length ("2001:db8:1:2::/64", "192.0.2.7/32"), so
+ * that every address of one network shares a key.  @addr is exactly what
+ * inet_pton(3) reads (no spaces, signs, brackets or ports); an IPv6 zone
+ * index ("%eth0") is dropped.  Writes at most @len bytes including the
+ * NUL, as snprintf(3) (64 bytes always suffice), and returns the length
+ * of the whole key, or -EINVAL for text that is not an address, a prefix
+ * out of range (checked whatever the family), or a NULL @buf with @len.
+ * Pure: any thread, no allocation.
  */
 TK_API int tk_client_key(const char *addr, unsigned int v6_prefix,
 			 unsigned int v4_prefix, char *buf, size_t len);

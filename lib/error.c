@@ -21,7 +21,7 @@ static const struct {
 	{ ENOTSUP, "ENOTSUP", "Not supported by this build" },
 	{ ENAMETOOLONG, "ENAMETOOLONG", "Key or prefix too long" },
 	{ EPROTO, "EPROTO", "Incompatible state or zone layout" },
-	{ ENOSPC, "ENOSPC", "Store full" },
+	{ ENOSPC, "ENOSPC", "Store full, or buffer too small" },
 	{ EIO, "EIO", "Input/output error" },
 	{ EOVERFLOW, "EOVERFLOW",
 	  "Time outside what the clock or policy can express" },

@@ -21,6 +21,7 @@ struct tk_limiter {
 	struct tk_store *store;
 	struct tk_clock *clock;
 	int owns_store;
+	unsigned int fail; /* TK_FAIL_* */
 	size_t prefix_len;
 	char prefix[TK_PREFIX_MAX];
 };
@@ -34,15 +35,21 @@ struct tk_limiter {
 #define TK__STORE_KEY_MAX (3 + TK_PREFIX_MAX + TK_KEY_MAX)
 #define SINGLE (-1)
 
+static int key_error(const char *key, size_t key_len)
+{
+	if (!key || key_len == 0)
+		return -EINVAL;
+	return key_len > TK_KEY_MAX ? -ENAMETOOLONG : 0;
+}
+
 static int compose_key(const struct tk_limiter *l, int dim, const char *key,
 		       size_t key_len, unsigned char *buf, size_t *len)
 {
 	size_t n = 0;
+	int rc = key_error(key, key_len);
 
-	if (!key || key_len == 0)
-		return -EINVAL;
-	if (key_len > TK_KEY_MAX)
-		return -ENAMETOOLONG;
+	if (rc)
+		return rc;
 	buf[n++] = (unsigned char)((l->prefix_len >> 8) |
 				   (dim == SINGLE ? 0 : 0x80));
 	buf[n++] = (unsigned char)l->prefix_len;
@@ -59,6 +66,12 @@ enum op { OP_CHECK, OP_FORECAST };
 
 struct step {
 	const struct tk_policy *policy;
+	/* A composite or group: its dimensions, their number and kind. */
+	const struct tk__policy *const *group; /* NULL: policy->dim[] */
+	size_t n;
+	enum tk__composite kind;
+	struct tk_decision *dims; /* NULL, or one decision per dimension */
+	size_t ndims;
 	enum op op;
 	uint64_t now;
 	uint64_t cost; /* 0 with OP_FORECAST: a peek */
@@ -141,6 +154,11 @@ static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	return rc;
 }
 
+static const struct tk__policy *dim_of(const struct step *s, size_t i)
+{
+	return s->group ? s->group[i] : &s->policy->dim[i];
+}
+
 /*
  * A composite over one state per dimension.  all() consumes in every
  * dimension or in none; any() only in those that admit.
@@ -150,32 +168,33 @@ static int composite_fn(void *ctx, const uint64_t *const *old,
 			uint64_t *expires_at)
 {
 	struct step *s = ctx;
-	const struct tk_policy *pol = s->policy;
 	struct tk_decision dd[TK__MULTI_MAX];
 	int rc[TK__MULTI_MAX], usable[TK__MULTI_MAX];
 	size_t i, admitted = 0, failed = 0;
 	int first_err = 0, allowed;
 
 	s->corrupt = 0;
-	for (i = 0; i < pol->n; i++) {
-		rc[i] = run_dim(s, &pol->dim[i], old[i], next[i], &dd[i]);
+	for (i = 0; i < s->n; i++) {
+		rc[i] = run_dim(s, dim_of(s, i), old[i], next[i], &dd[i]);
 		usable[i] = rc[i] >= 0;
 		if (rc[i] < 0 && !failed++)
 			first_err = rc[i];
 		if (rc[i] >= 0 && dd[i].allowed)
 			admitted++;
 	}
-	if ((pol->kind == TK__ALL && failed) || failed == pol->n)
+	if ((s->kind == TK__ALL && failed) || failed == s->n)
 		return first_err;
-	allowed = pol->kind == TK__ALL ? admitted == pol->n : admitted > 0;
-	represent(pol->kind, pol->n, dd, usable, allowed, &s->d);
+	allowed = s->kind == TK__ALL ? admitted == s->n : admitted > 0;
+	represent(s->kind, s->n, dd, usable, allowed, &s->d);
+	for (i = 0; s->dims && i < s->n && i < s->ndims; i++)
+		s->dims[i] = dd[i];
 	if (s->op != OP_CHECK || !allowed)
 		return TK__KEEP;
-	for (i = 0; i < pol->n; i++) {
+	for (i = 0; i < s->n; i++) {
 		persist[i] = rc[i] == TK__PERSIST;
 		if (persist[i])
-			expires_at[i] =
-				pol->dim[i].alg->expires(&pol->dim[i], next[i]);
+			expires_at[i] = dim_of(s, i)->alg->expires(dim_of(s, i),
+								   next[i]);
 	}
 	return TK__PERSIST;
 }
@@ -216,6 +235,8 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 	size_t i;
 	int rc = 0;
 
+	s->n = pol->n;
+	s->kind = pol->kind;
 	for (i = 0; i < pol->n && rc == 0; i++) {
 		rc = compose_key(l, (int)i, keys ? keys[i].key : key,
 				 keys ? keys[i].key_len : key_len, buf[i],
@@ -271,6 +292,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	if (rc)
 		goto fail;
 	l->clock = o.clock ? o.clock : tk_clock_system();
+	l->fail = o.fail;
 	if (o.prefix) {
 		l->prefix_len = strlen(o.prefix);
 		memcpy(l->prefix, o.prefix, l->prefix_len);
@@ -291,39 +313,83 @@ fail:
 	return tk__rc(rc);
 }
 
+/* How long a fail-closed denial asks the client to wait. */
+#define FAIL_RETRY_NS UINT64_C(1000000000)
+
+/*
+ * The fail policy: a store or clock that cannot decide is answered by
+ * @fail instead of its error.  A caller's mistake (a bad argument, a key
+ * too long, a cost the policy never admits) is an error whatever @fail
+ * says: admitting it would hide a bug, denying it would hide it too.
+ */
+static int fail_policy(unsigned int fail, const struct tk_policy *pol,
+		       uint64_t now, int rc, struct tk_decision *out)
+{
+	rc = tk__rc(rc);
+	if (rc >= 0 || fail == TK_FAIL_ERROR || rc == -EINVAL ||
+	    rc == -ENAMETOOLONG || rc == -ERANGE)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->allowed = fail == TK_FAIL_OPEN;
+	out->limit = pol->dim[0].limit;
+	out->reset_at = now;
+	out->retry_after = out->allowed ? 0 : FAIL_RETRY_NS;
+	out->degraded = true;
+	return 0;
+}
+
+/*
+ * The keys' own errors, which a clock failure must not hide from the fail
+ * policy; @keys: one per dimension, or NULL for @key.
+ */
+static int keys_error(size_t n, const char *key, size_t key_len,
+		      const struct tk_key *keys)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; keys && i < n && rc == 0; i++)
+		rc = key_error(keys[i].key, keys[i].key_len);
+	return keys ? rc : key_error(key, key_len);
+}
+
 /* One clock reading, one step: the common body of the single calls. */
 static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
-		   enum op op, uint64_t cost, struct tk_decision *out)
+		   const struct tk_key *keys, enum op op, uint64_t cost,
+		   struct tk_decision *out)
 {
-	uint64_t now;
+	uint64_t now = 0;
 	int rc;
 
 	if (!l || !out)
 		return -EINVAL;
 	rc = tk__clock_read(l->clock, &now);
-	if (rc)
-		return tk__rc(rc);
-	return tk__rc(run(l, key, key_len, NULL, op, now, cost, out));
+	if (rc == 0)
+		rc = run(l, key, key_len, keys, op, now, cost, out);
+	else if (l->fail != TK_FAIL_ERROR)
+		rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
+	return fail_policy(l->fail, l->policy, now, rc, out);
 }
 
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
 			    size_t key_len, uint64_t cost,
 			    struct tk_decision *out)
 {
-	return cost ? run_now(l, key, key_len, OP_CHECK, cost, out) : -EINVAL;
+	return cost ? run_now(l, key, key_len, NULL, OP_CHECK, cost, out)
+		    : -EINVAL;
 }
 
 TK_API int tk_limiter_peek(struct tk_limiter *l, const char *key,
 			   size_t key_len, struct tk_decision *out)
 {
-	return run_now(l, key, key_len, OP_FORECAST, 0, out);
+	return run_now(l, key, key_len, NULL, OP_FORECAST, 0, out);
 }
 
 TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 			       size_t key_len, uint64_t cost,
 			       struct tk_decision *out)
 {
-	return cost ? run_now(l, key, key_len, OP_FORECAST, cost, out)
+	return cost ? run_now(l, key, key_len, NULL, OP_FORECAST, cost, out)
 		    : -EINVAL;
 }
 
@@ -331,23 +397,24 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 const struct tk_request *reqs, size_t n,
 				 struct tk_decision *out, int *rcs)
 {
-	uint64_t now;
-	int rc, first = 0;
+	uint64_t now = 0;
+	int rc, clock_rc, first = 0;
 	size_t i;
 
 	if (!l || (n && (!reqs || !out)))
 		return -EINVAL;
 	if (n == 0)
 		return 0;
-	rc = tk__clock_read(l->clock, &now);
-	if (rc)
-		return tk__rc(rc);
+	clock_rc = tk__clock_read(l->clock, &now);
+	if (clock_rc && l->fail == TK_FAIL_ERROR)
+		return tk__rc(clock_rc);
 	for (i = 0; i < n; i++) {
-		rc = reqs[i].cost == 0
-			     ? -EINVAL
-			     : run(l, reqs[i].key, reqs[i].key_len, NULL,
-				   OP_CHECK, now, reqs[i].cost, &out[i]);
-		rc = tk__rc(rc);
+		rc = reqs[i].cost == 0 ? -EINVAL
+		     : clock_rc	       ? key_error(reqs[i].key, reqs[i].key_len)
+						 ?: clock_rc
+				: run(l, reqs[i].key, reqs[i].key_len, NULL,
+				      OP_CHECK, now, reqs[i].cost, &out[i]);
+		rc = fail_policy(l->fail, l->policy, now, rc, &out[i]);
 		if (rcs)
 			rcs[i] = rc;
 		if (rc && !first)
@@ -360,18 +427,109 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 				 const struct tk_key *keys, size_t n,
 				 uint64_t cost, struct tk_decision *out)
 {
-	uint64_t now;
-	int rc;
-
 	if (!l || !keys || !out || cost == 0 || n != l->policy->n)
 		return -EINVAL;
 	if (l->policy->kind == TK__SINGLE)
 		return tk_limiter_check(l, keys[0].key, keys[0].key_len, cost,
 					out);
-	rc = tk__clock_read(l->clock, &now);
+	return run_now(l, NULL, 0, keys, OP_CHECK, cost, out);
+}
+
+_Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
+	       "a group is one multi-key step");
+
+/* The strictest fail policy of a group: closed, then error, then open. */
+static unsigned int group_fail(struct tk_limiter *const *ls, size_t n)
+{
+	unsigned int fail = TK_FAIL_OPEN;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ls[i]->fail == TK_FAIL_CLOSED ||
+		    (ls[i]->fail == TK_FAIL_ERROR && fail == TK_FAIL_OPEN))
+			fail = ls[i]->fail;
+	return fail;
+}
+
+/*
+ * A group is an all() over the limiters' dimensions, each dimension kept
+ * under its own limiter's prefix as an all() keeps it, so one limiter's
+ * states are the same in every group.
+ */
+static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
+		     size_t n, uint64_t now, struct step *s)
+{
+	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
+	const struct tk__policy *dims[TK__MULTI_MAX];
+	struct tk__multi m = { .fn = composite_fn,
+			       .ctx = s,
+			       .flags = TK__T_CHECK };
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		for (j = 0; j < ls[i]->policy->n && rc == 0; j++) {
+			dims[m.n] = &ls[i]->policy->dim[j];
+			rc = compose_key(ls[i], (int)j, keys[i].key,
+					 keys[i].key_len, buf[m.n],
+					 &m.len[m.n]);
+			m.key[m.n] = buf[m.n];
+			m.words[m.n] = dims[m.n]->state_words;
+			m.alg[m.n] = dims[m.n]->alg->id;
+			m.n++;
+		}
+	}
 	if (rc)
-		return tk__rc(rc);
-	return tk__rc(run(l, NULL, 0, keys, OP_CHECK, now, cost, out));
+		return rc;
+	s->group = dims;
+	s->n = m.n;
+	s->kind = TK__ALL;
+	s->now = now;
+	rc = ls[0]->store->ops->apply_multi(ls[0]->store, now, &m);
+	if (s->corrupt)
+		tk_atomic_add_u64(&ls[0]->store->corrupt, 1, TK_MO_RELAXED);
+	return rc;
+}
+
+TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
+				  const struct tk_key *keys, size_t n,
+				  uint64_t cost, struct tk_decision *out,
+				  struct tk_decision *dims, size_t ndims)
+{
+	struct step s = { .op = OP_CHECK,
+			  .cost = cost,
+			  .dims = dims,
+			  .ndims = dims ? ndims : 0 };
+	size_t i, total = 0;
+	uint64_t now = 0;
+	int rc;
+
+	if (!ls || !keys || !out || n == 0 || cost == 0)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!ls[i] || ls[i]->store != ls[0]->store ||
+		    ls[i]->policy->kind == TK__ANY)
+			return -EINVAL;
+		rc = key_error(keys[i].key, keys[i].key_len);
+		if (rc)
+			return rc;
+		total += ls[i]->policy->n;
+	}
+	if (total > TK_GROUP_DIMENSIONS_MAX)
+		return -EINVAL;
+	rc = tk__clock_read(ls[0]->clock, &now);
+	if (rc == 0)
+		rc = run_group(ls, keys, n, now, &s);
+	if (rc >= 0) {
+		*out = s.d;
+		return 0;
+	}
+	return fail_policy(group_fail(ls, n), ls[0]->policy, now, rc, out);
+}
+
+TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l)
+{
+	return l ? l->policy : NULL;
 }
 
 #define WAIT_CHUNK_NS UINT64_C(100000000)

@@ -39,6 +39,8 @@ int tk__options_read(struct tk_options *dst, const struct tk_options *src)
 	dst->size = sizeof(*dst);
 	if (dst->flags & ~TK__OPTIONS_KNOWN_FLAGS)
 		return -EINVAL;
+	if (dst->fail > TK_FAIL_CLOSED)
+		return -EINVAL;
 	if (dst->prefix && strlen(dst->prefix) > TK_PREFIX_MAX)
 		return -ENAMETOOLONG;
 	return 0;

@@ -20,7 +20,7 @@
 struct zone_args {
 	const char *name, *key, *policy, *prefix, *format;
 	uint64_t cost, repeat, capacity, grace, arena;
-	unsigned int mode, flags;
+	unsigned int mode, flags, fail;
 	int64_t gid, uid;
 };
 
@@ -110,6 +110,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 		{ "arena", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "prometheus", no_argument, NULL, 'P' },
+		{ "fail", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct passwd *pw;
@@ -216,6 +217,21 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			break;
 		case 'j':
 			a->format = "json";
+			break;
+		case 'F':
+			if (strcmp(optarg, "error") == 0) {
+				a->fail = TK_FAIL_ERROR;
+			} else if (strcmp(optarg, "open") == 0) {
+				a->fail = TK_FAIL_OPEN;
+			} else if (strcmp(optarg, "closed") == 0) {
+				a->fail = TK_FAIL_CLOSED;
+			} else {
+				fprintf(stderr,
+					"throttlectl: --fail: expected error, "
+					"open or closed, not \"%s\"\n",
+					optarg);
+				return -1;
+			}
 			break;
 		case 'P':
 			a->format = "prometheus";
@@ -418,6 +434,7 @@ static int open_limiter(const struct zone_args *a, const char *policy,
 	char spec[256];
 
 	o.prefix = a->prefix;
+	o.fail = a->fail;
 	o.flags |= TK_OPT_ZONE_NO_CREATE;
 	snprintf(spec, sizeof(spec), "shm:%s", a->name);
 	return tk_limiter_open(l, policy, spec, &o);
@@ -432,7 +449,8 @@ int ctl_get(int argc, char **argv)
 
 	if (parse(argc, argv, 2, &a) || !a.policy)
 		return usage("get NAME KEY --policy P [--prefix P] "
-			     "[--owner U] [--group G]");
+			     "[--fail error|open|closed] [--owner U] "
+			     "[--group G]");
 	shaper = ctl_has_shaper(a.policy);
 	if (shaper < 0)
 		return fail(shaper, a.policy);
@@ -449,7 +467,7 @@ int ctl_get(int argc, char **argv)
 
 int ctl_check(int argc, char **argv)
 {
-	uint64_t i, allowed = 0, denied = 0;
+	uint64_t i, allowed = 0, denied = 0, degraded = 0;
 	struct zone_args a;
 	struct tk_limiter *l;
 	struct tk_decision d;
@@ -457,8 +475,9 @@ int ctl_check(int argc, char **argv)
 
 	if (parse(argc, argv, 2, &a) || !a.policy)
 		return usage(
-			"check NAME KEY --policy P [--cost N] "
-			"[--repeat N] [--prefix P] [--owner U] [--group G]");
+			"check NAME KEY --policy P [--cost N] [--repeat N] "
+			"[--prefix P] [--fail error|open|closed] [--owner U] "
+			"[--group G]");
 	shaper = ctl_has_shaper(a.policy);
 	if (shaper < 0)
 		return fail(shaper, a.policy);
@@ -471,11 +490,17 @@ int ctl_check(int argc, char **argv)
 			allowed++;
 		else if (rc == 0)
 			denied++;
+		if (rc == 0 && d.degraded)
+			degraded++;
 	}
 	tk_limiter_close(l);
 	if (rc)
 		return fail(rc, a.key);
-	if (a.repeat > 1)
+	if (a.repeat > 1 && degraded)
+		printf("allowed=%" PRIu64 " denied=%" PRIu64
+		       " degraded=%" PRIu64 "\n",
+		       allowed, denied, degraded);
+	else if (a.repeat > 1)
 		printf("allowed=%" PRIu64 " denied=%" PRIu64 "\n", allowed,
 		       denied);
 	else

@@ -22,9 +22,10 @@ static const struct {
 	  "[--arena BYTES] [--grace SECONDS] [--refuse-full]" },
 	{ "info", ctl_info, "info NAME [--json|--prometheus]" },
 	{ "ls", ctl_ls, "ls NAME [--json]" },
-	{ "get", ctl_get, "get NAME KEY --policy P [--prefix P]" },
+	{ "get", ctl_get, "get NAME KEY --policy P [--prefix P] [--fail F]" },
 	{ "check", ctl_check,
-	  "check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P]" },
+	  "check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] "
+	  "[--fail F]" },
 	{ "reset", ctl_reset, "reset NAME KEY [--policy P] [--prefix P]" },
 	{ "stats", ctl_stats, "stats NAME [--json|--prometheus]" },
 	{ "verify", ctl_verify, "verify NAME" },
@@ -45,6 +46,9 @@ void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay)
 		(unsigned long long)d->retry_after);
 	if (delay)
 		fprintf(f, ",\"delay\":%llu", (unsigned long long)d->delay);
+	/* Only when set, so that every normal decision prints as before. */
+	if (d->degraded)
+		fprintf(f, ",\"degraded\":true");
 	fprintf(f, "}\n");
 }
 

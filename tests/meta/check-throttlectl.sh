@@ -39,7 +39,7 @@ expect() {
 		echo "ok: $* -> $want"
 	fi
 }
-usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] [--owner U] [--group G]'
+usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] [--fail error|open|closed] [--owner U] [--group G]'
 usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--owner U] [--group G] [--grace SECONDS] [--refuse-full]'
 usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl'
 not_zone='an invalid zone name, or a file that is not a zone'
@@ -279,6 +279,27 @@ grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
 expect 2 "usage: throttlectl stats NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" stats
 expect 2 "usage: throttlectl info NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" info
 expect 0 "" "$ctl" verify z
+# alice holds a GCRA state: a sliding window cannot read it (EPROTO),
+# and --fail decides that failure instead, saying so.
+sw='sliding-window:5/1h'
+expect 3 "throttlectl: alice: Incompatible state or zone layout (EPROTO)" \
+	"$ctl" check z alice --policy "$sw"
+expect 1 "" "$ctl" check z alice --policy "$sw" --fail closed
+grep -qx '{"allowed":false,"limit":5,"remaining":0,"reset_at":[0-9]*,"retry_after":1000000000,"degraded":true}' \
+	"$tmp/out" || { failed "--fail closed output"; cat "$tmp/out"; }
+expect 0 "" "$ctl" get z alice --policy "$sw" --fail open
+grep -q '"allowed":true,.*,"degraded":true}$' "$tmp/out" ||
+	{ failed "--fail open output"; cat "$tmp/out"; }
+expect 0 "" "$ctl" check z alice --policy "$sw" --fail open --repeat 2
+grep -qx "allowed=2 denied=0 degraded=2" "$tmp/out" ||
+	{ failed "--fail --repeat summary"; cat "$tmp/out"; }
+expect 3 "throttlectl: alice: Incompatible state or zone layout (EPROTO)" \
+	"$ctl" check z alice --policy "$sw" --fail error
+expect 2 "throttlectl: --fail: expected error, open or closed, not \"maybe\"
+$usage_check" "$ctl" check z alice --policy "$sw" --fail maybe
+# Normal decisions carry no "degraded" field.
+expect 1 "" "$ctl" get z alice --policy gcra:2/1h --fail open
+grep -q degraded "$tmp/out" && failed "a normal decision says degraded"
 # A sliding window's state lives in a block of the arena (6 words: 128 B).
 expect 0 "" "$ctl" check z team --policy sliding-window:2/1h,buckets=2 \
 	--repeat 2

@@ -1,0 +1,261 @@
+/*
+ * http.c - the header fields that answer a decision: RateLimit-Policy and
+ * RateLimit (draft-ietf-httpapi-ratelimit-headers-11), the legacy
+ * X-RateLimit-* trio, and Retry-After (RFC 9110 10.2.3).
+ *
+ * Both draft fields are structured-field Lists (RFC 9651, which obsoletes
+ * RFC 8941; draft sections 3 and 4): one member per dimension of every
+ * quota, the member an sf-string naming the policy (section 3: "MUST be a
+ * String") with the parameters q and w (3.1.1, 3.1.3) or r and t (4.1.1,
+ * 4.1.2).  Members are serialized as RFC 9651 4.1.1 does, separated by
+ * ", ".  A simple policy's member is its name; dimension i of a composite
+ * is "NAME.i", in declaration order, so RateLimit and RateLimit-Policy
+ * name the same members.
+ *
+ * Every integer is an sf-integer, at most 15 digits (RFC 9651 3.3.1);
+ * counts above 999999999999999 (policies allow 2^62) are clamped to it,
+ * which understates a quota rather than refusing to describe it.  Seconds
+ * never come near the bound (2^64 ns is 1.8e10 s).
+ *
+ * Rounding: every duration becomes whole seconds rounded up.  Retry-After
+ * and the X-RateLimit-Reset delta then never send a client back before
+ * the instant the decision named, and w (3.1.3: "non-zero", no sub-second
+ * precision) is at least 1 and never overstates the rate q/w.  The draft
+ * gives t (4.1.2) only as delay-seconds; rounding it up keeps it
+ * consistent with Retry-After (section 6 asks that Retry-After not point
+ * before the end of the effective window).
+ *
+ * The window w of a dimension is the time over which it grants q (its
+ * decision's limit): the window W, the quota's period (a calendar month
+ * counts 31 days, its longest, so q/w never overstates), and for GCRA,
+ * token bucket and the leaky shaper the time to earn q from empty.  That
+ * keeps q/w the sustained rate of every algorithm.
+ *
+ * A degraded decision (the store failed and the fail policy decided)
+ * knows no quota, so it advertises none: only Retry-After, on a denial.
+ *
+ * Nothing is allocated and no clock is read; a call either fills every
+ * field it returns or fails leaving @fields untouched and @buf empty.
+ */
+#include "internal.h"
+#include "calendar.h"
+#include "parse.h"
+
+#include <errno.h>
+
+#define NS_PER_S UINT64_C(1000000000)
+#define SF_INTEGER_MAX UINT64_C(999999999999999)
+#define DAY_S UINT64_C(86400)
+
+/* Whole seconds in @ns, rounded up. */
+static uint64_t seconds_up(uint64_t ns)
+{
+	return ns / NS_PER_S + (ns % NS_PER_S != 0);
+}
+
+/* Seconds from @now until @at, rounded up; 0 if @at has passed. */
+static uint64_t seconds_until(uint64_t now, uint64_t at)
+{
+	return at > now ? seconds_up(at - now) : 0;
+}
+
+/* The time over which dimension @p grants its limit, in seconds. */
+static uint64_t window_seconds(const struct tk__policy *p)
+{
+	uint64_t ns = 0;
+
+	switch (p->alg->id) {
+	case TK__ALG_GCRA:
+	case TK__ALG_TOKEN_BUCKET:
+		ns = p->u.gcra.tau; /* limit * T: empty to full */
+		break;
+	case TK__ALG_FIXED_WINDOW:
+	case TK__ALG_SLIDING_LOG:
+		ns = p->u.window.window;
+		break;
+	case TK__ALG_SLIDING_WINDOW:
+		ns = p->u.sliding.window;
+		break;
+	case TK__ALG_QUOTA:
+		if (p->u.quota.cadence == TK__CADENCE_DAY)
+			return DAY_S;
+		if (p->u.quota.cadence == TK__CADENCE_WEEK)
+			return 7 * DAY_S;
+		if (p->u.quota.cadence == TK__CADENCE_MONTH)
+			return 31 * DAY_S;
+		ns = p->u.quota.period;
+		break;
+	case TK__ALG_LEAKY:
+		/* limit = Q / T + 1, so this is at most Q + T <= 2^63. */
+		ns = p->limit * p->u.leaky.t;
+		break;
+	}
+	/* Parsing makes every window at least 1 ns: w >= 1 (3.1.3). */
+	return seconds_up(ns);
+}
+
+static void put_integer(struct tk__fmt *f, uint64_t v)
+{
+	tk__fmt(f, "%llu",
+		(unsigned long long)(v < SF_INTEGER_MAX ? v : SF_INTEGER_MAX));
+}
+
+/* Ends a field value: its NUL, and a new value begins after it. */
+static void end_value(struct tk__fmt *f, size_t *off, size_t *n)
+{
+	tk__fmt(f, "%c", '\0');
+	off[++*n] = f->len;
+}
+
+/* RFC 9651 3.3.3: printable ASCII only; empty names identify nothing. */
+static int name_valid(const char *s)
+{
+	size_t i;
+
+	if (!s || !*s)
+		return 0;
+	for (i = 0; s[i]; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* The sf-string of dimension @i of @q (or of @q itself, if simple). */
+static void put_member_name(struct tk__fmt *f, const struct tk_http_quota *q,
+			    size_t i)
+{
+	const char *s;
+
+	tk__fmt(f, "\"");
+	for (s = q->name; *s; s++)
+		tk__fmt(f, "%s%c", *s == '"' || *s == '\\' ? "\\" : "", *s);
+	if (q->policy->n > 1)
+		tk__fmt(f, ".%zu", i);
+	tk__fmt(f, "\"");
+}
+
+/* The decision of dimension @i of @q. */
+static const struct tk_decision *decision_of(const struct tk_http_quota *q,
+					     size_t i,
+					     const struct tk_decision *d)
+{
+	return q->dims ? &q->dims[i] : d;
+}
+
+/*
+ * -EINVAL unless every quota has a valid name, a policy and, if that
+ * policy is a composite, one decision per dimension; when @check_limits,
+ * each decision must also carry its dimension's limit, which catches
+ * decisions from another policy or in another order.
+ */
+static int check_quotas(const struct tk_http_quota *q, size_t nq,
+			const struct tk_decision *d, int check_limits)
+{
+	size_t k, i;
+
+	if (nq && !q)
+		return -EINVAL;
+	for (k = 0; k < nq; k++) {
+		if (!name_valid(q[k].name) || !q[k].policy ||
+		    q[k].policy->n == 0 || (q[k].policy->n > 1 && !q[k].dims))
+			return -EINVAL;
+		for (i = 0; check_limits && i < q[k].policy->n; i++)
+			if (decision_of(&q[k], i, d)->limit !=
+			    q[k].policy->dim[i].limit)
+				return -EINVAL;
+	}
+	return 0;
+}
+
+/* One List of every dimension of every quota: RateLimit-Policy (@policy)
+ * or RateLimit. */
+static void put_list(struct tk__fmt *f, const struct tk_http_quota *q,
+		     size_t nq, const struct tk_decision *d, uint64_t now,
+		     int policy)
+{
+	const struct tk_decision *di;
+	const struct tk__policy *p;
+	size_t k, i;
+
+	for (k = 0; k < nq; k++) {
+		for (i = 0; i < q[k].policy->n; i++) {
+			p = &q[k].policy->dim[i];
+			di = decision_of(&q[k], i, d);
+			if (k || i)
+				tk__fmt(f, ", ");
+			put_member_name(f, &q[k], i);
+			tk__fmt(f, policy ? ";q=" : ";r=");
+			put_integer(f, policy ? p->limit : di->remaining);
+			tk__fmt(f, policy ? ";w=" : ";t=");
+			put_integer(f,
+				    policy ? window_seconds(p)
+					   : seconds_until(now, di->reset_at));
+		}
+	}
+}
+
+static int headers(const struct tk_http_quota *q, size_t nq,
+		   const struct tk_decision *d, uint64_t now,
+		   unsigned int flags, struct tk_http_field *fields, size_t max,
+		   char *buf, size_t len)
+{
+	const char *name[TK_HTTP_FIELDS_MAX];
+	size_t off[TK_HTTP_FIELDS_MAX + 1] = { 0 }, n = 0, i;
+	struct tk__fmt f = { buf, len, 0 };
+	int quotas, rc;
+
+	if (!d || (flags & ~(TK_HTTP_IETF | TK_HTTP_LEGACY)) ||
+	    (!fields && max) || (!buf && len))
+		return -EINVAL;
+	/* Degraded: no quota to advertise (see the top of this file). */
+	quotas = !d->degraded;
+	rc = check_quotas(q, nq, d, quotas && (flags & TK_HTTP_IETF));
+	if (rc)
+		goto fail;
+	if (quotas && (flags & TK_HTTP_IETF) && nq) {
+		name[n] = "RateLimit-Policy";
+		put_list(&f, q, nq, d, now, 1);
+		end_value(&f, off, &n);
+		name[n] = "RateLimit";
+		put_list(&f, q, nq, d, now, 0);
+		end_value(&f, off, &n);
+	}
+	if (quotas && (flags & TK_HTTP_LEGACY)) {
+		name[n] = "X-RateLimit-Limit";
+		put_integer(&f, d->limit);
+		end_value(&f, off, &n);
+		name[n] = "X-RateLimit-Remaining";
+		put_integer(&f, d->remaining);
+		end_value(&f, off, &n);
+		name[n] = "X-RateLimit-Reset";
+		put_integer(&f, seconds_until(now, d->reset_at));
+		end_value(&f, off, &n);
+	}
+	if (!d->allowed) {
+		/* RFC 9110 10.2.3; 0 would invite an immediate retry. */
+		name[n] = "Retry-After";
+		put_integer(&f,
+			    d->retry_after ? seconds_up(d->retry_after) : 1);
+		end_value(&f, off, &n);
+	}
+	rc = -ENOSPC;
+	if (f.len > len || n > max)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		fields[i].name = name[i];
+		fields[i].value = buf + off[i];
+	}
+	return (int)n;
+fail:
+	if (len)
+		buf[0] = '\0';
+	return rc;
+}
+
+TK_API int tk_http_headers(const struct tk_http_quota *q, size_t nq,
+			   const struct tk_decision *d, uint64_t now,
+			   unsigned int flags, struct tk_http_field *fields,
+			   size_t max, char *buf, size_t len)
+{
+	return tk__rc(headers(q, nq, d, now, flags, fields, max, buf, len));
+}
