@@ -183,14 +183,16 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 					 struct tk_policy *pol)
 {
 	struct tkphp_limiter *l = calloc(1, sizeof(*l));
-	const char *name = p->prefix && ZSTR_LEN(p->prefix)
-				   ? ZSTR_VAL(p->prefix)
-				   : "default";
+	size_t n = p->prefix ? ZSTR_LEN(p->prefix) : 0;
 
 	if (!l)
 		return NULL;
 	l->policy = pol;
-	l->name = strdup(name);
+	/* The policy's name in the RateLimit fields: the prefix without
+	 * its separator ("api:" names "api"), or "default". */
+	while (n > 0 && strchr(":._/-", ZSTR_VAL(p->prefix)[n - 1]))
+		n--;
+	l->name = n ? strndup(ZSTR_VAL(p->prefix), n) : strdup("default");
 	l->store_spec = strdup(ZSTR_VAL(p->store));
 	l->fail = p->fail;
 	l->timeout = p->timeout;
@@ -201,6 +203,37 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 		return NULL;
 	}
 	return l;
+}
+
+/* all() composites are checked as groups of one, see limiter.c. */
+static size_t group_dims_of(const struct tk_policy *pol)
+{
+	size_t n = tk_policy_dimensions(pol);
+	char head[5];
+
+	if (n < 2 || n > TK_GROUP_DIMENSIONS_MAX ||
+	    tk_policy_format(pol, head, sizeof(head)) < 4)
+		return 0;
+	return strncmp(head, "all(", 4) == 0 ? n : 0;
+}
+
+/*
+ * The limit of a degraded decision is the policy's (tk_limiter_open(3));
+ * without a store to open a limiter on, a throwaway one on the memory
+ * store says what it is.  Only a failing store's limiters need this.
+ */
+static uint64_t policy_limit(const char *policy)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_decision d = { .limit = 0 };
+	struct tk_limiter *lim;
+
+	o.flags = TK_OPT_NO_RECLAIMER;
+	if (tk_limiter_open(&lim, policy, "memory", &o) == 0) {
+		tk_limiter_peek(lim, "limit", 5, &d);
+		tk_limiter_close(lim);
+	}
+	return d.limit;
 }
 
 /*
@@ -242,8 +275,10 @@ static int limiter_open(struct tkphp_limiter **out,
 		tkphp_throw(-ENOMEM, "limiter", NULL);
 		return -ENOMEM;
 	}
+	l->group_dims = group_dims_of(pol);
 	if (rc) {
 		l->open_rc = rc; /* checks answer by the fail policy */
+		l->limit = policy_limit(ZSTR_VAL(p->policy));
 		*out = l;
 		return 0;
 	}

@@ -32,6 +32,7 @@ enum {
 
 struct decision_obj {
 	struct tk_decision d;
+	struct tk_decision *dims; /* all() composites: one per dimension */
 	struct tkphp_limiter *l;
 	zend_object std; /* last: the engine allocates the properties after */
 };
@@ -50,12 +51,17 @@ static zend_object *decision_create(zend_class_entry *ce)
 	object_properties_init(&o->std, ce);
 	o->std.handlers = &decision_handlers;
 	o->l = NULL;
+	o->dims = NULL;
 	return &o->std;
 }
 
 static void decision_free_obj(zend_object *std)
 {
-	tkphp_limiter_release(decision_of(std)->l);
+	struct decision_obj *o = decision_of(std);
+
+	if (o->dims)
+		efree(o->dims);
+	tkphp_limiter_release(o->l);
 	zend_object_std_dtor(std);
 }
 
@@ -66,7 +72,8 @@ static zend_long as_long(uint64_t v)
 }
 
 void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
-			const struct tk_decision *d)
+			const struct tk_decision *d,
+			const struct tk_decision *dims)
 {
 	struct decision_obj *o;
 	zval *p;
@@ -80,6 +87,11 @@ void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
 	o->std.handlers = &decision_handlers;
 	ZVAL_OBJ(rv, &o->std);
 	o->d = *d;
+	o->dims = NULL;
+	if (dims) {
+		o->dims = safe_emalloc(l->group_dims, sizeof(*dims), 0);
+		memcpy(o->dims, dims, l->group_dims * sizeof(*dims));
+	}
 	o->l = l;
 	atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
 	p = o->std.properties_table;
@@ -92,10 +104,22 @@ void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
 	ZVAL_BOOL(&p[P_DEGRADED], d->degraded);
 }
 
-void tkphp_decision_degraded(struct tk_decision *d, unsigned int fail)
+/*
+ * The decision the library makes when a store fails under fail "open" or
+ * "closed" (tk_limiter_open(3)), for a limiter whose store could not even
+ * be opened: nothing else reaches the library to make it.
+ */
+void tkphp_decision_degraded(struct tk_decision *d,
+			     const struct tkphp_limiter *l)
 {
+	uint64_t now = 0;
+
+	tk_clock_now(tk_clock_system(), &now);
 	memset(d, 0, sizeof(*d));
-	d->allowed = fail == TK_FAIL_OPEN;
+	d->allowed = l->fail == TK_FAIL_OPEN;
+	d->limit = l->limit;
+	d->reset_at = now;
+	d->retry_after = d->allowed ? 0 : 1000000000u;
 	d->degraded = true;
 }
 
@@ -116,8 +140,9 @@ PHP_METHOD(ThrottleKit_Decision, retryAfterSeconds)
 PHP_METHOD(ThrottleKit_Decision, headers)
 {
 	struct decision_obj *o = decision_of(Z_OBJ_P(ZEND_THIS));
-	struct tk_http_field fields[16];
+	struct tk_http_field fields[TK_HTTP_FIELDS_MAX];
 	struct tk_http_quota q;
+	size_t nq;
 	zend_string *style;
 	unsigned int flags;
 	char buf[2048];
@@ -144,10 +169,16 @@ PHP_METHOD(ThrottleKit_Decision, headers)
 	}
 	q.name = o->l->name;
 	q.policy = o->l->policy;
-	q.dims = NULL;
+	q.dims = o->dims;
+	/*
+	 * The RateLimit fields of a composite need a decision per dimension,
+	 * which only check() of an all() policy has: without them, only the
+	 * X-RateLimit fields and Retry-After.
+	 */
+	nq = o->dims || tk_policy_dimensions(q.policy) == 1;
 	n = tk_clock_now(tk_clock_system(), &now);
 	if (n == 0)
-		n = tk_http_headers(&q, 1, &o->d, now, flags, fields,
+		n = tk_http_headers(&q, nq, &o->d, now, flags, fields,
 				    sizeof(fields) / sizeof(fields[0]), buf,
 				    sizeof(buf));
 	if (n < 0) {

@@ -192,12 +192,13 @@ static struct tkphp_limiter *limiter_for(zval *this, zend_string *key,
  * it anyway (a store that could not even be opened).
  */
 static void answer(zval *rv, struct tkphp_limiter *l, int rc,
-		   struct tk_decision *d, const char *what)
+		   struct tk_decision *d, const struct tk_decision *dims,
+		   const char *what)
 {
 	char msg[64];
 
 	if (rc == 0) {
-		tkphp_decision_new(rv, l, d);
+		tkphp_decision_new(rv, l, d, d->degraded ? NULL : dims);
 		return;
 	}
 	if (rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ERANGE ||
@@ -209,14 +210,15 @@ static void answer(zval *rv, struct tkphp_limiter *l, int rc,
 					  : NULL);
 		return;
 	}
-	tkphp_decision_degraded(d, l->fail);
-	tkphp_decision_new(rv, l, d);
+	tkphp_decision_degraded(d, l);
+	tkphp_decision_new(rv, l, d, NULL);
 }
 
 PHP_METHOD(ThrottleKit_Limiter, check)
 {
+	struct tk_decision d, dims[TK_GROUP_DIMENSIONS_MAX];
 	struct tkphp_limiter *l;
-	struct tk_decision d;
+	struct tk_key k;
 	zend_string *key;
 	zend_long cost = 1;
 	int rc;
@@ -229,10 +231,20 @@ PHP_METHOD(ThrottleKit_Limiter, check)
 
 	if (!(l = limiter_for(ZEND_THIS, key, cost)))
 		RETURN_THROWS();
-	rc = l->lim ? tk_limiter_check(l->lim, ZSTR_VAL(key), ZSTR_LEN(key),
-				       (uint64_t)cost, &d)
-		    : l->open_rc;
-	answer(return_value, l, rc, &d, "check");
+	if (!l->lim) {
+		rc = l->open_rc;
+	} else if (l->group_dims) {
+		/* An all() alone in a group counts as tk_limiter_check(), and
+		 * also gives each dimension's decision. */
+		k.key = ZSTR_VAL(key);
+		k.key_len = ZSTR_LEN(key);
+		rc = tk_limiter_check_group(&l->lim, &k, 1, (uint64_t)cost, &d,
+					    dims, l->group_dims);
+	} else {
+		rc = tk_limiter_check(l->lim, ZSTR_VAL(key), ZSTR_LEN(key),
+				      (uint64_t)cost, &d);
+	}
+	answer(return_value, l, rc, &d, l->group_dims ? dims : NULL, "check");
 }
 
 PHP_METHOD(ThrottleKit_Limiter, peek)
@@ -250,7 +262,7 @@ PHP_METHOD(ThrottleKit_Limiter, peek)
 		RETURN_THROWS();
 	rc = l->lim ? tk_limiter_peek(l->lim, ZSTR_VAL(key), ZSTR_LEN(key), &d)
 		    : l->open_rc;
-	answer(return_value, l, rc, &d, "peek");
+	answer(return_value, l, rc, &d, NULL, "peek");
 }
 
 PHP_METHOD(ThrottleKit_Limiter, reset)
@@ -364,7 +376,7 @@ PHP_METHOD(ThrottleKit_Limiter, checkMany)
 	i = 0;
 	ZEND_HASH_FOREACH_KEY(in, idx, name)
 	{
-		answer(&dz, l, rcs[i], &out[i], "checkMany");
+		answer(&dz, l, rcs[i], &out[i], NULL, "checkMany");
 		i++;
 		if (EG(exception)) {
 			zval_ptr_dtor(return_value);
@@ -446,7 +458,7 @@ PHP_METHOD(ThrottleKit_Limiter, wait)
 					"(leaky:R/P,max-queue=Q)");
 		RETURN_THROWS();
 	}
-	answer(return_value, l, rc, &d, "wait");
+	answer(return_value, l, rc, &d, NULL, "wait");
 }
 
 void tkphp_limiter_minit(void)

@@ -34,7 +34,11 @@ struct tkphp_limiter {
 	struct tk_policy *policy; /* parsed once, for the header fields */
 	char *name;		  /* the policy's name in RateLimit fields */
 	char *store_spec;
-	int open_rc;	   /* why lim is NULL (a negative errno) */
+	int open_rc;	/* why lim is NULL (a negative errno) */
+	uint64_t limit; /* the policy's first limit, for degraded decisions */
+	/* all() composites: dimensions, checked as a group for their
+	 * per-dimension decisions (the RateLimit fields need them); else 0. */
+	size_t group_dims;
 	unsigned int fail; /* TK_FAIL_* */
 	uint64_t timeout;  /* ns; 0: wait() sleeps as long as the policy says */
 	_Atomic uint32_t refs; /* Limiter, Decision objects and the cache */
@@ -80,8 +84,10 @@ void tkphp_cache_shutdown(void);
 void tkphp_limiter_minit(void);
 void tkphp_decision_minit(void);
 void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
-			const struct tk_decision *d);
-void tkphp_decision_degraded(struct tk_decision *d, unsigned int fail);
+			const struct tk_decision *d,
+			const struct tk_decision *dims);
+void tkphp_decision_degraded(struct tk_decision *d,
+			     const struct tkphp_limiter *l);
 
 /* Throw the exception for library error @rc about @what. */
 void tkphp_throw(int rc, const char *what, const char *detail);

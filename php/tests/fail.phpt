@@ -33,6 +33,8 @@ foreach ([$open, $closed] as $l) {
     $m = $l->checkMany(["a", "b"]);
     var_dump($m[0]->allowed, $m[1]->degraded);
 }
+// Degraded: no quota fields; a denial says when to come back.
+var_dump($open->check("k")->headers("both"), $closed->check("k")->headers("both"));
 try { $open->reset("k"); } catch (ThrottleKit\StoreException $e) { echo "reset: ", $e->getCode(), "\n"; }
 ?>
 --EXPECTF--
@@ -52,4 +54,10 @@ bool(false)
 bool(true)
 bool(false)
 bool(true)
+array(0) {
+}
+array(1) {
+  ["Retry-After"]=>
+  string(1) "1"
+}
 reset: 71

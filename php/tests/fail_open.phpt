@@ -33,7 +33,7 @@ var_dump($d->allowed, $d->degraded);
 ThrottleKit\StoreException (13): store "shm:refused2%d": %s (EACCES): %s
 bool(true)
 bool(true)
-int(0)
+int(10)
 bool(false)
 bool(true)
 bool(false)
