@@ -12,8 +12,10 @@ fail() {
 fpm_preflight() {
 	if [ -n "${SAN_CFLAGS:-}" ]; then
 		echo "SKIP: sanitizer build: the extension is instrumented and" \
-			"php-fpm is not, so it cannot load it; the plain build" \
-			"runs this test"
+			"Debian's php is not; it needs the sanitizer runtime loaded first," \
+			"and with it preloaded php's dlopen(RTLD_DEEPBIND) is refused by" \
+			"the runtime; the plain build runs this test, and with" \
+			"TK_PHP_VALGRIND=1 the .phpt tests under valgrind"
 		exit 77
 	fi
 	for v in PHP PHP_FPM CGI_FCGI TK_PHP_EXT; do
