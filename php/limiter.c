@@ -73,8 +73,11 @@ static bool read_options(struct tkphp_params *p, HashTable *opts)
 			return false;
 		}
 		if (zend_string_equals_literal(name, "prefix")) {
-			if (Z_TYPE_P(v) != IS_STRING)
-				return bad_option("prefix", "a string"), false;
+			if (Z_TYPE_P(v) != IS_STRING ||
+			    zend_str_has_nul_byte(Z_STR_P(v)))
+				return bad_option("prefix",
+						  "a string without NUL bytes"),
+				       false;
 			p->prefix = Z_STR_P(v);
 		} else if (zend_string_equals_literal(name, "fail")) {
 			if (Z_TYPE_P(v) != IS_STRING ||
@@ -117,10 +120,11 @@ PHP_METHOD(ThrottleKit_Limiter, __construct)
 	HashTable *opts = NULL;
 	bool ok;
 
+	/* PATH: no NUL bytes, which would cut the strings the library reads. */
 	ZEND_PARSE_PARAMETERS_START(1, 3)
-	Z_PARAM_STR(p.policy)
+	Z_PARAM_PATH_STR(p.policy)
 	Z_PARAM_OPTIONAL
-	Z_PARAM_STR_OR_NULL(store)
+	Z_PARAM_PATH_STR_OR_NULL(store)
 	Z_PARAM_ARRAY_HT(opts)
 	ZEND_PARSE_PARAMETERS_END();
 

@@ -33,6 +33,9 @@ t(fn() => new Limiter("gcra:10/s", "memory", ["capacity" => -1]));
 t(fn() => new Limiter("gcra:10/s", "memory", ["prefix" => 5]));
 t(fn() => new Limiter("gcra:10/s", "memory", ["prefix" => str_repeat("p", 257)]));
 t(fn() => new Limiter("gcra:10/s", [1]));
+t(fn() => new Limiter("gcra:10/s\0,burst=1000"));
+t(fn() => new Limiter("gcra:10/s", "shm:a\0b"));
+t(fn() => new Limiter("gcra:10/s", "memory", ["prefix" => "a\0b"]));
 $l = new Limiter("gcra:10/s,burst=5");
 t(fn() => $l->check(""));
 t(fn() => $l->check(str_repeat("k", 1025)));
@@ -70,9 +73,12 @@ ThrottleKit\Exception (22): option "fail": expected "error", "open" or "closed"
 ThrottleKit\Exception (22): option "timeout": expected an int >= 0 (ns)
 ThrottleKit\Exception (22): option "timeout": expected an int >= 0 (ns)
 ThrottleKit\Exception (22): option "capacity": expected an int >= 0
-ThrottleKit\Exception (22): option "prefix": expected a string
+ThrottleKit\Exception (22): option "prefix": expected a string without NUL bytes
 ThrottleKit\Exception (36): limiter: %s (ENAMETOOLONG): prefix longer than 256 bytes
 TypeError (0): ThrottleKit\Limiter::__construct(): Argument #2 ($store) must be of type ?string, array given
+ValueError (0): ThrottleKit\Limiter::__construct(): Argument #1 ($policy) must not contain any null bytes
+ValueError (0): ThrottleKit\Limiter::__construct(): Argument #2 ($store) must not contain any null bytes
+ThrottleKit\Exception (22): option "prefix": expected a string without NUL bytes
 ThrottleKit\Exception (22): key: must not be empty
 ThrottleKit\Exception (36): key: longer than 1024 bytes
 ThrottleKit\Exception (22): cost: must be at least 1, not 0
