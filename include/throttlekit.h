@@ -584,7 +584,9 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * same in every group it is checked in, and an all() limiter the same as
  * with tk_limiter_check(), but a simple policy's group states are not
  * those of tk_limiter_check(): check such a limiter one way or the other.
- * Each policy must be a simple one or all(); the group has at most
+ * Each policy must be a simple one or all(), or the group one any()
+ * limiter alone (which then decides as tk_limiter_check_keys() does, with
+ * its dimensions' decisions in @dims); the group has at most
  * TK_GROUP_DIMENSIONS_MAX dimensions in all, and the first limiter's
  * clock reads the time.  *@out is the representative decision as for
  * all(); @dims, if not NULL, receives one decision per dimension, limiter
@@ -593,7 +595,8 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * the group (closed, then error, then open).
  *
  * Returns as tk_limiter_check(), and -EINVAL if @n is 0, the limiters do
- * not share one store, a policy is any() or there are too many dimensions.
+ * not share one store, a policy is any() in a group of several or there
+ * are too many dimensions.
  */
 TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 				  const struct tk_key *keys, size_t n,

@@ -483,7 +483,8 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 		return rc;
 	s->group = dims;
 	s->n = m.n;
-	s->kind = TK__ALL;
+	/* One any() limiter alone is its own composite. */
+	s->kind = ls[0]->policy->kind == TK__ANY ? TK__ANY : TK__ALL;
 	s->now = now;
 	rc = ls[0]->store->ops->apply_multi(ls[0]->store, now, &m);
 	if (s->corrupt)
@@ -508,7 +509,7 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (!ls[i] || ls[i]->store != ls[0]->store ||
-		    ls[i]->policy->kind == TK__ANY)
+		    (ls[i]->policy->kind == TK__ANY && n > 1))
 			return -EINVAL;
 		rc = key_error(keys[i].key, keys[i].key_len);
 		if (rc)

@@ -196,6 +196,39 @@ static void test_bad_groups(void **state)
 	fx_close(&f);
 }
 
+/* One any() limiter alone: its own decision, with its dimensions'. */
+static void test_lone_any(void **state)
+{
+	static const char *const pols[] = {
+		"any(fixed-window:2/1h,fixed-window:5/1h)"
+	};
+	struct tk_key k = { "ip", 2 };
+	struct tk_decision d, dims[2];
+	size_t s;
+	int i;
+
+	(void)state;
+	for (s = 0; s < 2; s++) {
+		struct fx f;
+
+		fx_open(&f, specs[s], pols, 1);
+		for (i = 0; i < 2; i++)
+			assert_rc(tk_limiter_check_group(f.l, &k, 1, 1, &d,
+							 dims, 2),
+				  0);
+		assert_rc(tk_limiter_check_group(f.l, &k, 1, 1, &d, dims, 2),
+			  0);
+		assert_true(d.allowed);
+		assert_false(dims[0].allowed);
+		assert_true(dims[1].allowed);
+		assert_int_equal(dims[1].remaining, 2);
+		/* The states are the limiter's own: one more, then none. */
+		assert_rc(tk_limiter_check(f.l[0], "ip", 2, 1, &d), 0);
+		assert_int_equal(d.remaining, 1);
+		fx_close(&f);
+	}
+}
+
 static int broken_clock;
 
 static int flaky_now(void *ctx, uint64_t *ns)
@@ -372,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_denial_consumes_nothing),
 		cmocka_unit_test(test_dimension_decisions),
 		cmocka_unit_test(test_bad_groups),
+		cmocka_unit_test(test_lone_any),
 		cmocka_unit_test(test_strictest_fail_policy),
 		cmocka_unit_test(test_policy_accessor),
 		cmocka_unit_test(test_threads_count_exactly),
