@@ -205,16 +205,15 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 	return l;
 }
 
-/* all() composites are checked as groups of one, see limiter.c. */
+/*
+ * Composites are checked as groups of one (see limiter.c): all() and
+ * any() alone in a group decide and count as tk_limiter_check() does.
+ */
 static size_t group_dims_of(const struct tk_policy *pol)
 {
 	size_t n = tk_policy_dimensions(pol);
-	char head[5];
 
-	if (n < 2 || n > TK_GROUP_DIMENSIONS_MAX ||
-	    tk_policy_format(pol, head, sizeof(head)) < 4)
-		return 0;
-	return strncmp(head, "all(", 4) == 0 ? n : 0;
+	return n >= 2 && n <= TK_GROUP_DIMENSIONS_MAX ? n : 0;
 }
 
 /*

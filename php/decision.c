@@ -172,8 +172,8 @@ PHP_METHOD(ThrottleKit_Decision, headers)
 	q.dims = o->dims;
 	/*
 	 * The RateLimit fields of a composite need a decision per dimension,
-	 * which only check() of an all() policy has: without them, only the
-	 * X-RateLimit fields and Retry-After.
+	 * which only check() has: without them, only the X-RateLimit fields
+	 * and Retry-After.
 	 */
 	nq = o->dims || tk_policy_dimensions(q.policy) == 1;
 	n = tk_clock_now(tk_clock_system(), &now);

@@ -238,8 +238,8 @@ PHP_METHOD(ThrottleKit_Limiter, check)
 	if (!l->lim) {
 		rc = l->open_rc;
 	} else if (l->group_dims) {
-		/* An all() alone in a group counts as tk_limiter_check(), and
-		 * also gives each dimension's decision. */
+		/* A composite alone in a group counts as tk_limiter_check(),
+		 * and also gives each dimension's decision. */
 		k.key = ZSTR_VAL(key);
 		k.key_len = ZSTR_LEN(key);
 		rc = tk_limiter_check_group(&l->lim, &k, 1, (uint64_t)cost, &d,

@@ -27,10 +27,17 @@ $d = $c->check("u");
 var_dump($d->remaining);
 foreach ($d->headers() as $name => $value)
     echo "$name: $value\n";
-// Without them (peek(), any()) only the X-RateLimit fields.
+// Without them (peek()) only the X-RateLimit fields.
 var_dump(array_keys($c->peek("u")->headers("both")));
-$a = new ThrottleKit\Limiter("any(gcra:10/1s,fixed-window:100/1h)", "memory", ["prefix" => "a:"]);
-var_dump(array_keys($a->check("u")->headers("both")));
+// any() too; check() counts as peek() sees it (the group of one keeps the
+// states a plain check would).
+$a = new ThrottleKit\Limiter("any(gcra:1/1h,burst=2,fixed-window:3/1h)", "memory", ["prefix" => "a:"]);
+for ($i = 0; $i < 3; $i++)
+    $d = $a->check("u");
+var_dump($d->allowed, $a->check("u")->allowed, $a->peek("u")->allowed);
+foreach ($d->headers() as $name => $value)
+    echo "$name: $value\n";
+var_dump($c->peek("u")->remaining);
 ?>
 --EXPECTF--
 ietf:
@@ -67,11 +74,9 @@ array(3) {
   [2]=>
   string(17) "X-RateLimit-Reset"
 }
-array(3) {
-  [0]=>
-  string(17) "X-RateLimit-Limit"
-  [1]=>
-  string(21) "X-RateLimit-Remaining"
-  [2]=>
-  string(17) "X-RateLimit-Reset"
-}
+bool(true)
+bool(false)
+bool(false)
+RateLimit-Policy: "a.0";q=2;w=%d, "a.1";q=3;w=3600
+RateLimit: "a.0";r=0;t=%d, "a.1";r=0;t=%d
+int(9)
