@@ -20,6 +20,12 @@ for v in PHP PHP_RUN_TESTS TK_PHP_EXT; do
 done
 [ -r "$PHP_RUN_TESTS" ] || { echo "FAIL: no $PHP_RUN_TESTS (php8.2-dev)"; exit 1; }
 [ -r "$TK_PHP_EXT" ] || { echo "FAIL: no $TK_PHP_EXT (make)"; exit 1; }
+# The committed arginfo header must come from the stub as it is now
+# (gen_stub.php records the stub's SHA-1; sh php/gen-arginfo.sh redoes it).
+stub_hash=$("$PHP" -n -r 'echo sha1(str_replace("\r\n", "\n", file_get_contents($argv[1])));' \
+	"$srcdir/php/throttlekit.stub.php")
+grep -q "Stub hash: $stub_hash" "$srcdir/php/throttlekit_arginfo.h" ||
+	{ echo "FAIL: php/throttlekit_arginfo.h is not generated from the stub as it is (sh php/gen-arginfo.sh)"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$srcdir"/php/tests/*.phpt "$work/"
