@@ -9,7 +9,8 @@
  * process that uses it: never in MINIT, which php-fpm runs in its master
  * before forking, and never inherited.  A process that finds the cache
  * built by another pid (it was forked after the cache was filled) starts
- * an empty one and abandons the inherited entries without closing them:
+ * an empty one (a pthread_atfork() handler tells it so) and abandons the
+ * inherited entries without closing them:
  * their reclaimer threads, if any, did not survive the fork.  Objects that
  * still reference them keep working on the inherited copies.
  *
@@ -61,17 +62,33 @@ void tkphp_limiter_release(struct tkphp_limiter *l)
 		limiter_free(l);
 }
 
+/*
+ * In the child of a fork(): the cache is the parent's.  getpid() would
+ * tell as much at every Limiter, but it is a system call, half of what
+ * constructing a Limiter costs; this handler marks the cache instead.
+ * glibc removes it when the module is unloaded (dlclose).
+ */
+static void cache_forked(void)
+{
+	cache.pid = 0;
+	/* Another thread (ZTS) may have held it across the fork. */
+	pthread_mutex_init(&cache.mu, NULL);
+}
+
+void tkphp_cache_minit(void)
+{
+	pthread_atfork(NULL, NULL, cache_forked);
+}
+
 /* Called with cache.mu held. */
 static void cache_attach(void)
 {
-	pid_t pid = getpid();
-
-	if (cache.pid == pid)
+	if (cache.pid != 0)
 		return;
 	/* Inherited entries (if any) are abandoned, see the file comment. */
 	zend_hash_init(&cache.stores, 8, NULL, NULL, 1);
 	zend_hash_init(&cache.limiters, 8, NULL, NULL, 1);
-	cache.pid = pid;
+	cache.pid = getpid();
 }
 
 /* The uid named by throttlekit.zone_owner: a user name or a number. */

@@ -77,6 +77,7 @@ int tkphp_fail_parse(const char *text, size_t len, unsigned int *out);
 /* cache.c: the per-process stores and limiters. */
 int tkphp_limiter_get(struct tkphp_limiter **out, const struct tkphp_params *p);
 void tkphp_limiter_release(struct tkphp_limiter *l);
+void tkphp_cache_minit(void);
 void tkphp_cache_info(void);
 void tkphp_cache_shutdown(void);
 

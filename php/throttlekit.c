@@ -92,6 +92,7 @@ static PHP_MINIT_FUNCTION(throttlekit)
 	tkphp_decision_ce = register_class_ThrottleKit_Decision();
 	tkphp_limiter_minit();
 	tkphp_decision_minit();
+	tkphp_cache_minit();
 	return SUCCESS;
 }
 
