@@ -14,7 +14,7 @@
 #     leave its private memory (RssAnon) flat.
 set -eu
 : "${srcdir:=.}"
-. "$srcdir/php/tests/fpm-lib.sh"
+. "$srcdir/php/tests/lib.sh"
 fpm_preflight
 fpm_setup
 

@@ -3,17 +3,12 @@
 # extension in the build tree.  run-tests.php writes its results beside the
 # tests, so they run from a copy (the source tree may be read-only, as in
 # make distcheck).  A test that is skipped because the extension did not
-# load does not pass silently: guard.phpt fails then.
+# load does not pass silently: guard.phpt fails then.  TK_PHP_VALGRIND=1
+# runs every test under valgrind's memcheck (run-tests.php -m).
 set -eu
 : "${srcdir:=.}"
-if [ -n "${SAN_CFLAGS:-}" ]; then
-	echo "SKIP: sanitizer build: the extension is instrumented and" \
-		"Debian's php is not; it needs the sanitizer runtime loaded first," \
-		"and with it preloaded php's dlopen(RTLD_DEEPBIND) is refused by" \
-		"the runtime; the plain build runs this test, and with" \
-		"TK_PHP_VALGRIND=1 the .phpt tests under valgrind"
-	exit 77
-fi
+. "$srcdir/php/tests/lib.sh"
+skip_if_sanitized
 for v in PHP PHP_RUN_TESTS TK_PHP_EXT; do
 	eval "val=\${$v:-}"
 	[ -n "$val" ] || { echo "FAIL: $v is not set (run through make check)"; exit 1; }
@@ -33,9 +28,7 @@ chmod u+w "$work"/*
 TK_SHM_DIR="$work/zones"
 mkdir "$TK_SHM_DIR"
 export TK_SHM_DIR
-# The library the extension needs, from the build tree.
-LD_LIBRARY_PATH="$(dirname "$TK_PHP_EXT")/../../lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LD_LIBRARY_PATH
+use_build_lib
 vg=
 [ "${TK_PHP_VALGRIND:-0}" = 1 ] && vg=-m
 # shellcheck disable=SC2086 # $vg is empty or one option

@@ -1,6 +1,25 @@
-# Shell functions for the php-fpm tests (sourced): a throwaway php-fpm with
-# one static pool of www-data workers on 127.0.0.1, loading the extension
-# from the build tree, and requests through cgi-fcgi.
+# Shell functions for the PHP tests (sourced): the sanitizer skip, and a
+# throwaway php-fpm with one static pool of www-data workers on 127.0.0.1,
+# loading the extension from the build tree, and requests through
+# cgi-fcgi.
+
+# Exit 77 (skip) in a sanitizer build, with the reason.
+skip_if_sanitized() {
+	if [ -n "${SAN_CFLAGS:-}" ]; then
+		echo "SKIP: sanitizer build: the extension is instrumented and" \
+			"Debian's php is not; it needs the sanitizer runtime loaded first," \
+			"and with it preloaded php's dlopen(RTLD_DEEPBIND) is refused by" \
+			"the runtime; the plain build runs this test, and with" \
+			"TK_PHP_VALGRIND=1 the .phpt tests under valgrind"
+		exit 77
+	fi
+}
+
+# The library the extension needs, from the build tree.
+use_build_lib() {
+	LD_LIBRARY_PATH="$(dirname "$TK_PHP_EXT")/../../lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	export LD_LIBRARY_PATH
+}
 
 fail() {
 	echo "FAIL: $*"
@@ -10,14 +29,7 @@ fail() {
 
 # Exit 77 (skip) with the reason when this machine cannot run the test.
 fpm_preflight() {
-	if [ -n "${SAN_CFLAGS:-}" ]; then
-		echo "SKIP: sanitizer build: the extension is instrumented and" \
-			"Debian's php is not; it needs the sanitizer runtime loaded first," \
-			"and with it preloaded php's dlopen(RTLD_DEEPBIND) is refused by" \
-			"the runtime; the plain build runs this test, and with" \
-			"TK_PHP_VALGRIND=1 the .phpt tests under valgrind"
-		exit 77
-	fi
+	skip_if_sanitized
 	for v in PHP PHP_FPM CGI_FCGI TK_PHP_EXT; do
 		eval "val=\${$v:-}"
 		[ -n "$val" ] || { echo "SKIP: no $v (php8.2-fpm, libfcgi-bin;" \
@@ -25,8 +37,7 @@ fpm_preflight() {
 	done
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: php-fpm workers as www-data need root"; exit 77; }
 	id www-data >/dev/null 2>&1 || { echo "SKIP: no user www-data"; exit 77; }
-	LD_LIBRARY_PATH="$(dirname "$TK_PHP_EXT")/../../lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	export LD_LIBRARY_PATH
+	use_build_lib
 }
 
 # A private directory the www-data workers can read, with their zones.
