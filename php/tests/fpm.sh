@@ -3,7 +3,7 @@
 # driven with cgi-fcgi, shares one limit through a zone:
 #  1. a zone created by root for www-data (throttlekit.zone_owner) is used
 #     by the workers; one created by root for root is refused with the
-#     library's reason;
+#     library's reason, or decided by the pool's throttlekit.fail;
 #  2. 8 parallel loops x 25 requests on one key at burst 50: exactly 50
 #     admitted, served by several workers, each with one mapping of the
 #     zone, and none in the master (setup is lazy, in the children);
@@ -27,14 +27,22 @@ owner=$(stat -c %U "$work/zones/throttlekit.fpm")
 "$PHP" -n -d "extension=$TK_PHP_EXT" -r '
 	(new ThrottleKit\Limiter("gcra:1/1h,burst=50", "shm:rootonly"))->peek("x");'
 fpm_start "php_admin_value[throttlekit.default_store] = shm:fpm
-php_admin_value[throttlekit.zone_owner] = www-data"
+php_admin_value[throttlekit.zone_owner] = www-data
+php_admin_value[throttlekit.fail] = closed"
 master_maps=$(grep -c "$work/zones/throttlekit\." "/proc/$fpm_pid/maps" || :)
 [ "$master_maps" -eq 0 ] || fail "the php-fpm master maps $master_maps zone(s)"
-line=$(fcgi "op=check&key=p&store=shm:rootonly")
+line=$(fcgi "op=check&key=p&store=shm:rootonly&fail=error")
 echo "root's own zone: $line"
 case $line in
 *StoreException*EACCES*zone_owner*) ;;
 *) fail "a www-data worker on root's 0600 zone: $line" ;;
+esac
+# The pool's throttlekit.fail (closed) decides when the Limiter does not.
+line=$(fcgi "op=check&key=p&store=shm:rootonly")
+echo "root's own zone, the pool's fail policy: $line"
+case $line in
+*allowed=0*degraded=1*) ;;
+*) fail "php_admin_value[throttlekit.fail] = closed: $line" ;;
 esac
 
 # 2. One limit for every worker.

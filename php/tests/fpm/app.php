@@ -6,7 +6,8 @@
 $op = $_GET["op"] ?? "check";
 $key = $_GET["key"] ?? "k";
 try {
-    $l = new ThrottleKit\Limiter("gcra:1/1h,burst=50", $_GET["store"] ?? null);
+    $opts = isset($_GET["fail"]) ? ["fail" => $_GET["fail"]] : [];
+    $l = new ThrottleKit\Limiter("gcra:1/1h,burst=50", $_GET["store"] ?? null, $opts);
     switch ($op) {
     case "check":
         $d = $l->check($key);
