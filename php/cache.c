@@ -1,0 +1,402 @@
+/*
+ * cache.c - the per-process stores and limiters.
+ *
+ * Scripts construct a Limiter per request; opening a store per request
+ * would map a zone (or start a memory store) every time.  So each process
+ * opens a store once per spec and a library limiter once per set of
+ * parameters, and keeps both until it exits; a Limiter object only takes
+ * a reference.  Everything is opened lazily, by the first Limiter of the
+ * process that uses it: never in MINIT, which php-fpm runs in its master
+ * before forking, and never inherited.  A process that finds the cache
+ * built by another pid (it was forked after the cache was filled) starts
+ * an empty one (a pthread_atfork() handler tells it so) and abandons the
+ * inherited entries without closing them:
+ * their reclaimer threads, if any, did not survive the fork.  Objects that
+ * still reference them keep working on the inherited copies.
+ *
+ * The limiter cache is bounded: past TKPHP_CACHE_MAX parameter sets (a
+ * script that builds policies from user input), limiters are opened per
+ * object and closed with their last reference.  Their store is still the
+ * cached one.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "php_throttlekit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "ext/standard/info.h"
+#include "zend_smart_str.h"
+
+#define TKPHP_CACHE_MAX 256
+
+/* One process's cache.  ZTS builds share it between threads, hence the
+ * mutex; only constructors and phpinfo() take it, never a check. */
+static struct {
+	pthread_mutex_t mu;
+	pid_t pid;	    /* the process that filled it; 0: empty */
+	HashTable stores;   /* spec -> struct tk_store * */
+	HashTable limiters; /* parameters -> struct tkphp_limiter * */
+} cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void limiter_free(struct tkphp_limiter *l)
+{
+	tk_limiter_close(l->lim);
+	tk_policy_free(l->policy);
+	free(l->name);
+	free(l->store_spec);
+	free(l);
+}
+
+void tkphp_limiter_release(struct tkphp_limiter *l)
+{
+	/* acq_rel: the last owner sees every write of the others. */
+	if (l &&
+	    atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) == 1)
+		limiter_free(l);
+}
+
+/*
+ * In the child of a fork(): the cache is the parent's.  getpid() would
+ * tell as much at every Limiter, but it is a system call, half of what
+ * constructing a Limiter costs; this handler marks the cache instead.
+ * glibc removes it when the module is unloaded (dlclose).
+ */
+static void cache_forked(void)
+{
+	cache.pid = 0;
+	/* Another thread (ZTS) may have held it across the fork. */
+	pthread_mutex_init(&cache.mu, NULL);
+}
+
+void tkphp_cache_minit(void)
+{
+	pthread_atfork(NULL, NULL, cache_forked);
+}
+
+/* Called with cache.mu held. */
+static void cache_attach(void)
+{
+	if (cache.pid != 0)
+		return;
+	/* Inherited entries (if any) are abandoned, see the file comment. */
+	zend_hash_init(&cache.stores, 8, NULL, NULL, 1);
+	zend_hash_init(&cache.limiters, 8, NULL, NULL, 1);
+	cache.pid = getpid();
+}
+
+/* The uid named by throttlekit.zone_owner: a user name or a number. */
+static int zone_owner_uid(const char *owner, int64_t *uid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024], *end;
+	unsigned long n;
+
+	if (getpwnam_r(owner, &pw, buf, sizeof(buf), &res) == 0 && res) {
+		*uid = res->pw_uid;
+		return 0;
+	}
+	errno = 0;
+	n = strtoul(owner, &end, 10);
+	if (*owner && !*end && errno == 0 && n < UINT32_MAX) {
+		*uid = (int64_t)n;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static bool is_zone(const char *spec)
+{
+	return strncmp(spec, "shm:", 4) == 0;
+}
+
+/* Open the store of @p, with the message of a failure in @why. */
+static int store_open(struct tk_store **out, const struct tkphp_params *p,
+		      char *why, size_t len)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	const char *spec = ZSTR_VAL(p->store);
+	const char *owner = TKPHP_G(zone_owner);
+	size_t n;
+	int rc;
+
+	*why = '\0';
+	if (is_zone(spec)) {
+		o.zone_capacity = p->capacity;
+		if (owner && *owner) {
+			if (zone_owner_uid(owner, &o.zone_uid)) {
+				snprintf(why, len,
+					 "throttlekit.zone_owner \"%s\" is "
+					 "no user",
+					 owner);
+				return -EINVAL;
+			}
+			o.flags |= TK_OPT_ZONE_UID;
+		}
+	} else {
+		o.max_keys = p->capacity;
+	}
+	rc = tk_store_open(out, spec, &o);
+	if (rc == -EACCES && is_zone(spec)) {
+		tk_zone_access(spec + 4, &o, why, len);
+		n = strlen(why);
+		snprintf(why + n, len - n,
+			 " (throttlekit.zone_owner names the user whose zones "
+			 "to trust, and gives a zone root creates to that "
+			 "user)");
+	} else if (rc == -ENOTSUP)
+		snprintf(why, len, "this libthrottlekit has no such store");
+	else if (rc == -EINVAL)
+		snprintf(why, len,
+			 "expected \"memory\" or \"shm:NAME\" (NAME: 1 to 200 "
+			 "of [A-Za-z0-9._-]), and a zone capacity that is a "
+			 "power of two");
+	return rc;
+}
+
+/* The cached store of @p, opened if need be.  Called with cache.mu held. */
+static int store_get(struct tk_store **out, const struct tkphp_params *p,
+		     char *why, size_t len)
+{
+	struct tk_store *s;
+	int rc;
+
+	s = zend_hash_find_ptr(&cache.stores, p->store);
+	if (!s) {
+		rc = store_open(&s, p, why, len);
+		if (rc)
+			return rc;
+		zend_hash_str_add_ptr(&cache.stores, ZSTR_VAL(p->store),
+				      ZSTR_LEN(p->store), s);
+	}
+	*out = s;
+	return 0;
+}
+
+static void cache_key(smart_str *k, const struct tkphp_params *p)
+{
+	smart_str_append(k, p->policy);
+	smart_str_appendc(k, '\0');
+	smart_str_append(k, p->store);
+	smart_str_appendc(k, '\0');
+	if (p->prefix)
+		smart_str_append(k, p->prefix);
+	smart_str_appendc(k, '\0');
+	smart_str_append_unsigned(k, p->fail);
+	smart_str_appendc(k, '\0');
+	smart_str_append_unsigned(k, (zend_ulong)p->timeout);
+	smart_str_appendc(k, '\0');
+	smart_str_append_unsigned(k, (zend_ulong)p->capacity);
+	smart_str_0(k);
+}
+
+static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
+					 struct tk_policy *pol)
+{
+	struct tkphp_limiter *l = calloc(1, sizeof(*l));
+	size_t n = p->prefix ? ZSTR_LEN(p->prefix) : 0;
+
+	if (!l)
+		return NULL;
+	l->policy = pol;
+	/* The policy's name in the RateLimit fields: the prefix without
+	 * its separator ("api:" names "api"), or "default". */
+	while (n > 0 && strchr(":._/-", ZSTR_VAL(p->prefix)[n - 1]))
+		n--;
+	l->name = n ? strndup(ZSTR_VAL(p->prefix), n) : strdup("default");
+	l->store_spec = strdup(ZSTR_VAL(p->store));
+	l->fail = p->fail;
+	l->timeout = p->timeout;
+	atomic_init(&l->refs, 1);
+	if (!l->name || !l->store_spec) {
+		l->policy = NULL;
+		limiter_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+/*
+ * Composites are checked as groups of one (see limiter.c): all() and
+ * any() alone in a group decide and count as tk_limiter_check() does.
+ */
+static size_t group_dims_of(const struct tk_policy *pol)
+{
+	size_t n = tk_policy_dimensions(pol);
+
+	return n >= 2 && n <= TK_GROUP_DIMENSIONS_MAX ? n : 0;
+}
+
+/*
+ * The limit of a degraded decision is the policy's (tk_limiter_open(3));
+ * without a store to open a limiter on, a throwaway one on the memory
+ * store says what it is.  Only a failing store's limiters need this.
+ */
+static uint64_t policy_limit(const char *policy)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_decision d = { .limit = 0 };
+	struct tk_limiter *lim;
+
+	o.flags = TK_OPT_NO_RECLAIMER;
+	if (tk_limiter_open(&lim, policy, "memory", &o) == 0) {
+		tk_limiter_peek(lim, "limit", 5, &d);
+		tk_limiter_close(lim);
+	}
+	return d.limit;
+}
+
+/*
+ * Open a limiter of @p on @s.  A store that cannot be opened gives a
+ * limiter without one when the fail policy decides instead of an error.
+ */
+static int limiter_open(struct tkphp_limiter **out,
+			const struct tkphp_params *p)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_parse_error perr = { 0 };
+	struct tk_policy *pol = NULL;
+	struct tkphp_limiter *l;
+	struct tk_store *s = NULL;
+	char why[256], what[300];
+	int rc;
+
+	rc = tk_policy_parse(&pol, ZSTR_VAL(p->policy), &perr);
+	if (rc) {
+		snprintf(what, sizeof(what), "invalid policy \"%s\"",
+			 ZSTR_VAL(p->policy));
+		/* The message names the position: "expected X at position N".
+		 */
+		tkphp_throw(rc, what, rc == -EINVAL ? perr.message : NULL);
+		return rc;
+	}
+	rc = store_get(&s, p, why, sizeof(why));
+	if (rc && (rc == -EINVAL || rc == -ENOTSUP || rc == -ENAMETOOLONG ||
+		   p->fail == TK_FAIL_ERROR)) {
+		tk_policy_free(pol);
+		snprintf(what, sizeof(what), "store \"%s\"",
+			 ZSTR_VAL(p->store));
+		tkphp_throw(rc, what, why);
+		return rc;
+	}
+	l = limiter_new(p, pol);
+	if (!l) {
+		tk_policy_free(pol);
+		tkphp_throw(-ENOMEM, "limiter", NULL);
+		return -ENOMEM;
+	}
+	l->group_dims = group_dims_of(pol);
+	if (rc) {
+		l->open_rc = rc; /* checks answer by the fail policy */
+		l->limit = policy_limit(ZSTR_VAL(p->policy));
+		*out = l;
+		return 0;
+	}
+	o.store = s;
+	o.prefix = p->prefix ? ZSTR_VAL(p->prefix) : NULL;
+	o.fail = p->fail;
+	rc = tk_limiter_open(&l->lim, ZSTR_VAL(p->policy), NULL, &o);
+	if (rc) {
+		limiter_free(l);
+		tkphp_throw(rc, "limiter",
+			    rc == -ENAMETOOLONG ? "prefix longer than 256 bytes"
+						: NULL);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+int tkphp_limiter_get(struct tkphp_limiter **out, const struct tkphp_params *p)
+{
+	struct tkphp_limiter *l;
+	smart_str k = { 0 };
+	int rc = 0;
+
+	cache_key(&k, p);
+	pthread_mutex_lock(&cache.mu);
+	cache_attach();
+	l = zend_hash_find_ptr(&cache.limiters, k.s);
+	if (!l) {
+		rc = limiter_open(&l, p);
+		/* Only a limiter with its store is worth keeping. */
+		if (rc == 0 && l->lim &&
+		    zend_hash_num_elements(&cache.limiters) < TKPHP_CACHE_MAX) {
+			l->cached = true;
+			zend_hash_str_add_ptr(&cache.limiters, ZSTR_VAL(k.s),
+					      ZSTR_LEN(k.s), l);
+		} else if (rc == 0) {
+			/* The caller's reference is the only one. */
+			*out = l;
+			goto out;
+		}
+	}
+	if (rc == 0) {
+		atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
+		*out = l;
+	}
+out:
+	pthread_mutex_unlock(&cache.mu);
+	smart_str_free(&k);
+	return rc;
+}
+
+void tkphp_cache_info(void)
+{
+	struct tk_store *s;
+	struct tk_stats st;
+	zend_string *spec;
+	char row[128];
+
+	pthread_mutex_lock(&cache.mu);
+	if (cache.pid != getpid()) {
+		php_info_print_table_row(2, "stores in use (this process)",
+					 "none");
+		goto out;
+	}
+	ZEND_HASH_FOREACH_STR_KEY_PTR(&cache.stores, spec, s)
+	{
+		if (tk_store_stats(s, &st, sizeof(st)) == 0)
+			snprintf(row, sizeof(row), "%" PRIu64 " keys", st.keys);
+		else
+			snprintf(row, sizeof(row), "failed");
+		php_info_print_table_row(2, ZSTR_VAL(spec), row);
+	}
+	ZEND_HASH_FOREACH_END();
+	snprintf(row, sizeof(row), "%u",
+		 zend_hash_num_elements(&cache.limiters));
+	php_info_print_table_row(2, "cached limiters (this process)", row);
+out:
+	pthread_mutex_unlock(&cache.mu);
+}
+
+void tkphp_cache_shutdown(void)
+{
+	struct tkphp_limiter *l;
+	struct tk_store *s;
+
+	pthread_mutex_lock(&cache.mu);
+	if (cache.pid == getpid()) {
+		ZEND_HASH_FOREACH_PTR(&cache.limiters, l)
+		{
+			tkphp_limiter_release(l);
+		}
+		ZEND_HASH_FOREACH_END();
+		/* Limiters first: they use the stores. */
+		ZEND_HASH_FOREACH_PTR(&cache.stores, s)
+		{
+			tk_store_close(s);
+		}
+		ZEND_HASH_FOREACH_END();
+		zend_hash_destroy(&cache.limiters);
+		zend_hash_destroy(&cache.stores);
+		cache.pid = 0;
+	}
+	pthread_mutex_unlock(&cache.mu);
+}

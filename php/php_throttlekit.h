@@ -1,0 +1,96 @@
+/*
+ * php_throttlekit.h - the PHP extension "throttlekit": shared declarations.
+ *
+ * The extension is a thin layer over libthrottlekit: it turns zvals and
+ * INI settings into library calls and decisions into objects, and holds no
+ * rate-limit logic.  Its one piece of state is a per-process cache of
+ * stores and limiters (cache.c), built lazily in the process that checks,
+ * never in the php-fpm master.
+ */
+#ifndef PHP_THROTTLEKIT_H
+#define PHP_THROTTLEKIT_H
+
+#include <stdatomic.h>
+#include <throttlekit.h>
+
+#include "php.h"
+#include "zend_exceptions.h"
+
+#define PHP_THROTTLEKIT_VERSION TK_VERSION_STRING
+
+extern zend_module_entry throttlekit_module_entry;
+#define phpext_throttlekit_ptr &throttlekit_module_entry
+
+/* What a check does when its store fails (the "fail" option). */
+#define TKPHP_FAIL_UNSET (-1)
+
+/*
+ * A limiter as PHP code sees it: a library limiter and what Decision
+ * objects need from it.  Cached ones (cache.c) live until the process
+ * exits; others are freed with their last reference.
+ */
+struct tkphp_limiter {
+	struct tk_limiter *lim;	  /* NULL: the store could not be opened */
+	struct tk_policy *policy; /* parsed once, for the header fields */
+	char *name;		  /* the policy's name in RateLimit fields */
+	char *store_spec;
+	int open_rc;	/* why lim is NULL (a negative errno) */
+	uint64_t limit; /* the policy's first limit, for degraded decisions */
+	/* all() composites: dimensions, checked as a group for their
+	 * per-dimension decisions (the RateLimit fields need them); else 0. */
+	size_t group_dims;
+	unsigned int fail; /* TK_FAIL_* */
+	uint64_t timeout;  /* ns; 0: wait() sleeps as long as the policy says */
+	_Atomic uint32_t refs; /* Limiter, Decision objects and the cache */
+	bool cached;
+};
+
+/* Limiter parameters, validated, as the cache's key. */
+struct tkphp_params {
+	zend_string *policy;
+	zend_string *store;
+	zend_string *prefix; /* NULL: none */
+	unsigned int fail;
+	uint64_t timeout;
+	uint64_t capacity; /* 0: the store's default */
+};
+
+/* The classes. */
+extern zend_class_entry *tkphp_limiter_ce;
+extern zend_class_entry *tkphp_decision_ce;
+extern zend_class_entry *tkphp_exception_ce;
+extern zend_class_entry *tkphp_store_exception_ce;
+
+/* INI settings, read at the first use in a request. */
+ZEND_BEGIN_MODULE_GLOBALS(throttlekit)
+char *default_store;
+char *fail;
+char *zone_owner;
+ZEND_END_MODULE_GLOBALS(throttlekit)
+
+ZEND_EXTERN_MODULE_GLOBALS(throttlekit)
+#define TKPHP_G(v) ZEND_MODULE_GLOBALS_ACCESSOR(throttlekit, v)
+
+/* throttlekit.c */
+int tkphp_fail_parse(const char *text, size_t len, unsigned int *out);
+
+/* cache.c: the per-process stores and limiters. */
+int tkphp_limiter_get(struct tkphp_limiter **out, const struct tkphp_params *p);
+void tkphp_limiter_release(struct tkphp_limiter *l);
+void tkphp_cache_minit(void);
+void tkphp_cache_info(void);
+void tkphp_cache_shutdown(void);
+
+/* limiter.c, decision.c: class registration. */
+void tkphp_limiter_minit(void);
+void tkphp_decision_minit(void);
+void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
+			const struct tk_decision *d,
+			const struct tk_decision *dims);
+void tkphp_decision_degraded(struct tk_decision *d,
+			     const struct tkphp_limiter *l);
+
+/* Throw the exception for library error @rc about @what. */
+void tkphp_throw(int rc, const char *what, const char *detail);
+
+#endif /* PHP_THROTTLEKIT_H */

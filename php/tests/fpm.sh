@@ -1,0 +1,122 @@
+#!/bin/sh
+# A real php-fpm (pm = static, 4 workers running as www-data) on 127.0.0.1,
+# driven with cgi-fcgi, shares one limit through a zone:
+#  1. a zone created by root for www-data (throttlekit.zone_owner) is used
+#     by the workers; one created by root for root is refused with the
+#     library's reason, or decided by the pool's throttlekit.fail;
+#  2. 8 parallel loops x 25 requests on one key at burst 50: exactly 50
+#     admitted, served by several workers, each with one mapping of the
+#     zone, and none in the master (setup is lazy, in the children);
+#  3. a worker killed with kill -9 after admitting a request and before
+#     answering: that admission still counts (49 more, not 50), and the
+#     worker php-fpm starts in its place denies too;
+#  4. 100,000 requests in one worker (one kept-alive FastCGI connection)
+#     leave its private memory (RssAnon) flat.
+set -eu
+: "${srcdir:=.}"
+. "$srcdir/php/tests/lib.sh"
+fpm_preflight
+fpm_setup
+
+# 1. Zones made by root: for www-data, and (refused) for root.
+"$PHP" -n -d "extension=$TK_PHP_EXT" -d throttlekit.zone_owner=www-data -r '
+	(new ThrottleKit\Limiter("gcra:1/1h,burst=50", "shm:fpm"))->peek("x");
+	(new ThrottleKit\Limiter("gcra:1/1h,burst=50", "shm:fpm"))->peek("x");'
+owner=$(stat -c %U "$work/zones/throttlekit.fpm")
+[ "$owner" = www-data ] || fail "zone created by root for www-data is owned by $owner"
+"$PHP" -n -d "extension=$TK_PHP_EXT" -r '
+	(new ThrottleKit\Limiter("gcra:1/1h,burst=50", "shm:rootonly"))->peek("x");'
+fpm_start "php_admin_value[throttlekit.default_store] = shm:fpm
+php_admin_value[throttlekit.zone_owner] = www-data
+php_admin_value[throttlekit.fail] = closed"
+master_maps=$(grep -c "$work/zones/throttlekit\." "/proc/$fpm_pid/maps" || :)
+[ "$master_maps" -eq 0 ] || fail "the php-fpm master maps $master_maps zone(s)"
+line=$(fcgi "op=check&key=p&store=shm:rootonly&fail=error")
+echo "root's own zone: $line"
+case $line in
+*StoreException*EACCES*zone_owner*) ;;
+*) fail "a www-data worker on root's 0600 zone: $line" ;;
+esac
+# The pool's throttlekit.fail (closed) decides when the Limiter does not.
+line=$(fcgi "op=check&key=p&store=shm:rootonly")
+echo "root's own zone, the pool's fail policy: $line"
+case $line in
+*allowed=0*degraded=1*) ;;
+*) fail "php_admin_value[throttlekit.fail] = closed: $line" ;;
+esac
+
+# 2. One limit for every worker.
+fcgi "op=reset&key=burst" >/dev/null
+loops_start 8 25 "op=check&key=burst" "$work/burst"
+loops_wait "$work/burst"
+total=$(wc -l <"$work/burst")
+allowed=$(count 'allowed=1' "$work/burst")
+denied=$(count 'allowed=0' "$work/burst")
+workers=$(pids "$work/burst" | wc -l)
+echo "burst: $total answers, $allowed admitted, $denied denied, by $workers workers"
+[ "$total" -eq 200 ] || { grep -v 'allowed=' "$work/burst" | head -5; fail "$total answers of 200"; }
+[ "$allowed" -eq 50 ] || fail "$allowed admitted at burst 50 (a store per worker?)"
+[ "$denied" -eq 150 ] || fail "$denied denied, expected 150"
+[ "$workers" -ge 2 ] || fail "only $workers worker served the loops"
+for i in 1 2 3 4 5 6 7 8; do fcgi "op=maps"; done >"$work/maps"
+if grep -v 'zone_mappings=1$' "$work/maps"; then
+	fail "a worker maps the zone more than once, or not at all"
+fi
+
+# 3. kill -9 of a worker that admitted a request and has not answered.
+fcgi "op=reset&key=kill" >/dev/null
+before=$(for i in 1 2 3 4 5 6 7 8 9 10 11 12; do fcgi "op=peek&key=none"; done |
+	sed -n 's/^pid=\([0-9]*\).*/\1/p' | sort -u)
+rm -f "$work/run/victim.pid"
+fcgi "op=victim&key=kill" >/dev/null &
+victim_req=$!
+i=0
+until [ -s "$work/run/victim.pid" ]; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || fail "the victim request did not start"
+	sleep 0.1
+done
+read -r victim victim_allowed <"$work/run/victim.pid"
+[ "$victim_allowed" = 1 ] || fail "the victim request was not admitted"
+loops_start 8 25 "op=check&key=kill" "$work/kill"
+sleep 0.3
+kill -9 "$victim"
+loops_wait "$work/kill"
+wait "$victim_req" || :
+allowed=$(count 'allowed=1' "$work/kill")
+total=$(wc -l <"$work/kill")
+echo "kill -9: worker $victim killed holding an admission; $total answers, $allowed admitted"
+[ "$allowed" -eq 49 ] || fail "$allowed admitted after the victim's 1, expected 49"
+grep -q "pid=$victim " "$work/kill" && fail "the killed worker answered a loop request"
+fresh=
+i=0
+while [ -z "$fresh" ] && [ $i -lt 200 ]; do
+	line=$(fcgi "op=check&key=kill")
+	pid=$(echo "$line" | sed -n 's/^pid=\([0-9]*\).*/\1/p')
+	case $line in *allowed=1*) fail "admitted past the limit after the kill: $line" ;; esac
+	if [ -n "$pid" ] && ! echo "$before" | grep -qx "$pid"; then
+		fresh=$line
+	fi
+	i=$((i + 1))
+done
+[ -n "$fresh" ] || fail "no request reached the replacement worker"
+echo "replacement worker: $fresh"
+case $fresh in *allowed=0*remaining=0*) ;; *) fail "replacement: $fresh" ;; esac
+
+# 4. 100,000 requests in one worker: private memory stays flat.
+out=$("$PHP" -n "$srcdir/php/tests/fpm/fcgi.php" "127.0.0.1:$port" "$work/app.php" \
+	"10000:op=check&key=rss{m}" "90000:op=check&key=rss{m}" "1:op=maps")
+echo "$out" | grep -q "errors=0" || fail "fcgi.php: $out"
+rpid=$(echo "$out" | sed -n 's/^pid=\([0-9]*\).*/\1/p' | sort -u)
+[ "$(echo "$rpid" | wc -l)" -eq 1 ] || fail "several workers served one connection: $out"
+echo "$out" | grep -q "^pid=$rpid zone_mappings=1$" || fail "zone mappings: $out"
+rss_warm=$(echo "$out" | sed -n 's/^rss=//p' | sed -n 1p)
+rss_end=$(echo "$out" | sed -n 's/^rss=//p' | sed -n 2p)
+echo "RSS: worker $rpid RssAnon ${rss_warm} kB after 10,000 requests, ${rss_end} kB after 100,000"
+[ $((rss_end - rss_warm)) -le 256 ] || fail "RssAnon grew by $((rss_end - rss_warm)) kB"
+
+fpm_stop
+if grep -E 'SIGSEGV|SIGBUS|SIGABRT|exited on signal (6|7|11)' "$work/fpm.log"; then
+	fail "a worker crashed"
+fi
+echo "PASS"

@@ -1,0 +1,144 @@
+/*
+ * throttlekit.c - the module: INI settings, classes, phpinfo() and errors.
+ *
+ * MINIT runs once in the php-fpm master before it forks (when the
+ * extension is loaded by php.ini or -d), so it only registers: no store is
+ * opened, no thread started and no zone mapped there.  Stores are opened by
+ * the first Limiter of each process (cache.c).  MSHUTDOWN runs in every
+ * exiting child, so it never removes a zone.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "php_throttlekit.h"
+
+#include <errno.h>
+
+#include "ext/spl/spl_exceptions.h"
+#include "ext/standard/info.h"
+#include "throttlekit_arginfo.h"
+
+ZEND_DECLARE_MODULE_GLOBALS(throttlekit)
+
+zend_class_entry *tkphp_exception_ce;
+zend_class_entry *tkphp_store_exception_ce;
+
+int tkphp_fail_parse(const char *text, size_t len, unsigned int *out)
+{
+	if (len == 5 && memcmp(text, "error", 5) == 0)
+		*out = TK_FAIL_ERROR;
+	else if (len == 4 && memcmp(text, "open", 4) == 0)
+		*out = TK_FAIL_OPEN;
+	else if (len == 6 && memcmp(text, "closed", 6) == 0)
+		*out = TK_FAIL_CLOSED;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* A pool's php_admin_value[throttlekit.fail] must not fail silently. */
+static ZEND_INI_MH(on_update_fail)
+{
+	unsigned int fail;
+
+	if (tkphp_fail_parse(ZSTR_VAL(new_value), ZSTR_LEN(new_value), &fail))
+		return FAILURE;
+	return OnUpdateString(entry, new_value, mh_arg1, mh_arg2, mh_arg3,
+			      stage);
+}
+
+/*
+ * SYSTEM|PERDIR: settable in php.ini and per pool (php_admin_value), not
+ * by the scripts whose requests they limit.
+ */
+PHP_INI_BEGIN()
+STD_PHP_INI_ENTRY("throttlekit.default_store", "memory",
+		  PHP_INI_SYSTEM | PHP_INI_PERDIR, OnUpdateString,
+		  default_store, zend_throttlekit_globals, throttlekit_globals)
+STD_PHP_INI_ENTRY("throttlekit.fail", "error", PHP_INI_SYSTEM | PHP_INI_PERDIR,
+		  on_update_fail, fail, zend_throttlekit_globals,
+		  throttlekit_globals)
+STD_PHP_INI_ENTRY("throttlekit.zone_owner", "", PHP_INI_SYSTEM | PHP_INI_PERDIR,
+		  OnUpdateString, zone_owner, zend_throttlekit_globals,
+		  throttlekit_globals)
+PHP_INI_END()
+
+static bool programmer_error(int rc)
+{
+	return rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ERANGE ||
+	       rc == -ENOTSUP;
+}
+
+void tkphp_throw(int rc, const char *what, const char *detail)
+{
+	zend_class_entry *ce = programmer_error(rc) ? tkphp_exception_ce
+						    : tkphp_store_exception_ce;
+
+	zend_throw_exception_ex(ce, -rc, "%s: %s (%s)%s%s", what,
+				tk_strerror(rc), tk_strerrorname(rc),
+				detail && *detail ? ": " : "",
+				detail ? detail : "");
+}
+
+static PHP_MINIT_FUNCTION(throttlekit)
+{
+	REGISTER_INI_ENTRIES();
+	tkphp_exception_ce = register_class_ThrottleKit_Exception(
+		spl_ce_InvalidArgumentException);
+	tkphp_store_exception_ce = register_class_ThrottleKit_StoreException(
+		spl_ce_RuntimeException);
+	tkphp_limiter_ce = register_class_ThrottleKit_Limiter();
+	tkphp_decision_ce = register_class_ThrottleKit_Decision();
+	tkphp_limiter_minit();
+	tkphp_decision_minit();
+	tkphp_cache_minit();
+	return SUCCESS;
+}
+
+static PHP_MSHUTDOWN_FUNCTION(throttlekit)
+{
+	UNREGISTER_INI_ENTRIES();
+	tkphp_cache_shutdown();
+	return SUCCESS;
+}
+
+static PHP_MINFO_FUNCTION(throttlekit)
+{
+	php_info_print_table_start();
+	php_info_print_table_row(2, "throttlekit support", "enabled");
+	php_info_print_table_row(2, "library version (run time)", tk_version());
+	php_info_print_table_row(2, "library version (built with)",
+				 TK_VERSION_STRING);
+	tkphp_cache_info();
+	php_info_print_table_end();
+	DISPLAY_INI_ENTRIES();
+}
+
+static const zend_module_dep throttlekit_deps[] = { ZEND_MOD_REQUIRED("spl")
+							    ZEND_MOD_END };
+
+zend_module_entry throttlekit_module_entry = { STANDARD_MODULE_HEADER_EX,
+					       NULL,
+					       throttlekit_deps,
+					       "throttlekit",
+					       NULL,
+					       PHP_MINIT(throttlekit),
+					       PHP_MSHUTDOWN(throttlekit),
+					       NULL,
+					       NULL,
+					       PHP_MINFO(throttlekit),
+					       PHP_THROTTLEKIT_VERSION,
+					       PHP_MODULE_GLOBALS(throttlekit),
+					       NULL,
+					       NULL,
+					       NULL,
+					       STANDARD_MODULE_PROPERTIES_EX };
+
+#ifdef COMPILE_DL_THROTTLEKIT
+#ifdef ZTS
+ZEND_TSRMLS_CACHE_DEFINE()
+#endif
+ZEND_DLEXPORT zend_module_entry *get_module(void);
+ZEND_GET_MODULE(throttlekit)
+#endif
