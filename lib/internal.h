@@ -205,6 +205,12 @@ struct tk__transform {
 	uint32_t words;
 	uint32_t flags; /* TK__T_* */
 	uint32_t alg;	/* TK__ALG_* of the state */
+	/*
+	 * What fn() decides, for a store that must decide on its server
+	 * (Redis): the policy and the units a check consumes.
+	 */
+	const struct tk__policy *policy;
+	uint64_t cost;
 };
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
@@ -241,6 +247,8 @@ struct tk__store_ops {
 			   const struct tk__multi *m);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
+	/* Optional: 0, or -ENOTSUP if this store cannot run @p yet (Redis). */
+	int (*supports)(struct tk_store *s, const struct tk_policy *p);
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
@@ -263,6 +271,10 @@ struct tk__zone_config;
 int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o);
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
+
+/* store-redis.c: a redis:// or redis+unix:// spec. */
+int tk__redis_open(struct tk_store **out, const char *spec,
+		   const struct tk_options *o);
 
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;

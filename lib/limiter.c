@@ -212,6 +212,8 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.flags = (s->op == OP_CHECK ? TK__T_CHECK : 0) |
 			 (p->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
 		.alg = p->alg->id,
+		.policy = p,
+		.cost = s->cost,
 	};
 	size_t len;
 	int rc;
@@ -305,6 +307,13 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			goto fail;
 		l->owns_store = 1;
 	}
+	/* A store that cannot run this policy says so now, not per check. */
+	if (l->store->ops->supports &&
+	    (rc = l->store->ops->supports(l->store, l->policy)) != 0) {
+		if (l->owns_store)
+			tk_store_close(l->store);
+		goto fail;
+	}
 	*out = l;
 	return 0;
 fail:
@@ -319,15 +328,16 @@ fail:
 /*
  * The fail policy: a store or clock that cannot decide is answered by
  * @fail instead of its error.  A caller's mistake (a bad argument, a key
- * too long, a cost the policy never admits) is an error whatever @fail
- * says: admitting it would hide a bug, denying it would hide it too.
+ * too long, a cost the policy never admits, a step the store cannot run:
+ * -ENOTSUP) is an error whatever @fail says: admitting it would hide a
+ * bug, denying it would hide it too.
  */
 static int fail_policy(unsigned int fail, const struct tk_policy *pol,
 		       uint64_t now, int rc, struct tk_decision *out)
 {
 	rc = tk__rc(rc);
 	if (rc >= 0 || fail == TK_FAIL_ERROR || rc == -EINVAL ||
-	    rc == -ENAMETOOLONG || rc == -ERANGE)
+	    rc == -ENAMETOOLONG || rc == -ERANGE || rc == -ENOTSUP)
 		return rc;
 	memset(out, 0, sizeof(*out));
 	out->allowed = fail == TK_FAIL_OPEN;
