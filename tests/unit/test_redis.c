@@ -1,0 +1,759 @@
+/*
+ * test_redis.c - the Redis store against a real redis-server that the
+ * test starts itself (tests/kit/redis-kit.c): spec parsing, decisions
+ * identical to the memory store on generated timelines (year-long
+ * periods, limits up to 2^40, tolerances beyond 2^53 ns), exactness
+ * across processes, and the faults: NOSCRIPT, a stopped server, a killed
+ * and restarted one, fork, authentication, OOM.  Without redis-server
+ * every test is skipped.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <throttlekit.h>
+
+#include "asserts.h"
+#include "redis-kit.h"
+#include "rnd.h"
+#include "internal.h"
+#include "redis.h"
+
+#define T0 (UINT64_C(1700000000) * SEC)
+
+static struct redis_kit kit;
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (redis_kit_available() && redis_kit_start(&kit, NULL) != 0)
+		return -1;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	redis_kit_destroy(&kit);
+	return 0;
+}
+
+static void need_server(void)
+{
+	if (!kit.pid)
+		skip();
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A limiter on @spec with a manual clock at T0. */
+static void open_at(struct tk_limiter **l, struct tk_clock **c,
+		    const char *policy, const char *spec, unsigned int fail)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	assert_rc(tk_clock_manual_new(c, T0), 0);
+	o.clock = *c;
+	o.fail = fail;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_rc(tk_limiter_open(l, policy, spec, &o), 0);
+}
+
+/* A spec on the kit's server with extra options ("" for none). */
+static const char *spec_with(const struct redis_kit *k, const char *opts)
+{
+	static char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s%s", k->spec, opts);
+	return buf;
+}
+
+static void assert_parse(const char *spec, int want)
+{
+	struct tk__redis_spec s;
+	char why[128];
+	int rc = tk__redis_spec_parse(spec, &s, why, sizeof(why));
+
+	if (rc != want)
+		fail_msg("%s: %d (%s), want %d", spec, rc, why, want);
+	/* No message ever quotes the password. */
+	assert_null(strstr(why, "s3cret"));
+	if (rc == -EINVAL)
+		assert_non_null(strstr(why, "expected"));
+}
+
+static void test_spec_forms(void **state)
+{
+	struct tk__redis_spec s;
+	char why[128];
+
+	(void)state;
+	assert_rc(tk__redis_spec_parse("redis://u%40x:s3cret@h.example:7000/"
+				       "3?timeout=250ms&connect_timeout=2s&"
+				       "key_prefix=app%3A",
+				       &s, why, sizeof(why)),
+		  0);
+	assert_string_equal(s.host, "h.example");
+	assert_int_equal(s.port, 7000);
+	assert_string_equal(s.user, "u@x");
+	assert_string_equal(s.password, "s3cret");
+	assert_int_equal(s.db, 3);
+	assert_true(s.timeout == 250 * MS);
+	assert_true(s.connect_timeout == 2 * SEC);
+	assert_string_equal(s.key_prefix, "app:");
+	assert_rc(tk__redis_spec_parse("redis://[::1]", &s, why, sizeof(why)),
+		  0);
+	assert_string_equal(s.host, "::1");
+	assert_int_equal(s.port, 6379);
+	assert_true(s.timeout == 100 * MS);
+	assert_string_equal(s.key_prefix, "tk:");
+	assert_rc(tk__redis_spec_parse("redis+unix:///run/r.sock?timeout=1s",
+				       &s, why, sizeof(why)),
+		  0);
+	assert_true(s.unix_socket);
+	assert_string_equal(s.path, "/run/r.sock");
+	assert_rc(tk__redis_spec_parse("redis+unix://:s3cret@/r.sock", &s, why,
+				       sizeof(why)),
+		  0);
+	assert_true(s.has_password);
+	assert_string_equal(s.path, "/r.sock");
+	assert_parse("redis://h?server_time=1", 0);
+}
+
+static void test_spec_errors(void **state)
+{
+	static const char *const bad[] = {
+		"redis://",
+		"redis://:s3cret@",
+		"redis://h:0",
+		"redis://h:65536",
+		"redis://h:12x",
+		"redis://u:s3cret@h:99999",
+		"redis://h/x",
+		"redis://h/1x",
+		"redis://h?timeout=",
+		"redis://h?timeout=5",
+		"redis://h?timeout=5parsecs",
+		"redis://h?timeout=0ms",
+		"redis://h?timeout=2h",
+		"redis://h?timeout=1s&timeout=2s",
+		"redis://h?tiemout=1s",
+		"redis://u:s3cret@h?bogus=s3cret",
+		"redis://h?timeout=1s&",
+		"redis://h?server_time=2",
+		"redis://h?key_prefix=%zz",
+		"redis://h?key_prefix=%00",
+		"redis://[::1",
+		"redis+unix://",
+		"redis+unix://relative.sock",
+		"redis+unix://:s3cret@relative",
+		"redis+unix:///",
+		"http://h",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_parse(bad[i], -EINVAL);
+	assert_parse("redis+cluster://h:7000,h:7001", -ENOTSUP);
+	assert_parse("rediss://u:s3cret@h", -ENOTSUP);
+}
+
+/* What the library answers before any server is involved. */
+static void test_open_refusals(void **state)
+{
+	struct tk_store *s;
+	struct tk_limiter *l;
+
+	(void)state;
+	assert_rc(tk_store_open(&s, "redis://h?tiemout=1s", NULL), -EINVAL);
+	assert_rc(tk_store_open(&s, "redis+cluster://h:1", NULL), -ENOTSUP);
+	assert_rc(tk_store_open(&s, "redis://h?server_time=1", NULL), -ENOTSUP);
+	/* Opening connects nothing: port 1 is never asked. */
+	assert_rc(tk_store_open(&s, "redis://127.0.0.1:1", NULL), 0);
+	tk_store_close(s);
+	/* Algorithms and composites not yet on Redis: at open. */
+	assert_rc(tk_limiter_open(&l, "fixed-window:5/s", "redis://h", NULL),
+		  -ENOTSUP);
+	assert_rc(tk_limiter_open(&l, "sliding-window:5/s", "redis://h", NULL),
+		  -ENOTSUP);
+	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,gcra:50/m)", "redis://h",
+				  NULL),
+		  -ENOTSUP);
+	assert_rc(tk_limiter_open(&l, "gcra:5/s", "redis://h", NULL), 0);
+	tk_limiter_close(l);
+}
+
+/* A generated policy of a supported algorithm, often at the extremes. */
+static void gen_one(uint64_t *seed, char *buf, size_t len)
+{
+	static const char *const periods[] = { "1s", "1ms",  "1m",   "1h",
+					       "1d", "365d", "3650d" };
+	const char *p = periods[rnd_range(seed, 0, 6)];
+	uint64_t limit = rnd_range(seed, 0, 3) == 0
+				 ? rnd_range(seed, 1, UINT64_C(1) << 40)
+				 : rnd_range(seed, 1, 20);
+	uint64_t burst = rnd_range(seed, 1, 30);
+
+	switch (rnd_range(seed, 0, 4)) {
+	case 0:
+		snprintf(buf, len, "gcra:%llu/%s", (unsigned long long)limit,
+			 p);
+		break;
+	case 1:
+		/* A burst beyond 2^53 ns of tolerance: T large. */
+		snprintf(buf, len, "gcra:%llu/3650d,burst=%llu",
+			 (unsigned long long)rnd_range(seed, 1, 5),
+			 (unsigned long long)burst);
+		break;
+	case 2:
+		snprintf(buf, len, "token-bucket:capacity=%llu,refill=%llu/%s",
+			 (unsigned long long)burst, (unsigned long long)limit,
+			 p);
+		break;
+	case 3:
+		snprintf(buf, len, "leaky:%llu/%s,max-queue=%llums",
+			 (unsigned long long)rnd_range(seed, 1, 20), p,
+			 (unsigned long long)rnd_range(seed, 0, 5000));
+		break;
+	default:
+		snprintf(buf, len, "leaky:1/%s,max-queue=%s", p,
+			 periods[rnd_range(seed, 4, 6)]);
+		break;
+	}
+}
+
+/* Generated until valid (a rate above 1 per ns is not). */
+static void gen_policy(uint64_t *seed, char *buf, size_t len)
+{
+	struct tk_policy *p;
+
+	for (;;) {
+		gen_one(seed, buf, len);
+		if (tk_policy_parse(&p, buf, NULL) == 0)
+			break;
+	}
+	tk_policy_free(p);
+}
+
+static int step(struct tk_limiter *l, unsigned int op, const char *key,
+		uint64_t cost, struct tk_decision *d)
+{
+	memset(d, 0, sizeof(*d));
+	switch (op) {
+	case 0:
+		return tk_limiter_peek(l, key, strlen(key), d);
+	case 1:
+		return tk_limiter_forecast(l, key, strlen(key), cost, d);
+	case 2:
+		return tk_limiter_reset(l, key, strlen(key));
+	default:
+		return tk_limiter_check(l, key, strlen(key), cost, d);
+	}
+}
+
+static unsigned long long compared;
+
+/* One timeline on the memory store and on Redis: same answers. */
+static void differential(uint64_t seed0, uint64_t start)
+{
+	uint64_t seed = seed0;
+	struct tk_limiter *mem, *red;
+	struct tk_clock *cm, *cr;
+	struct tk_decision dm, dr;
+	char policy[128], key[16], opts[64];
+	uint64_t now = start, cost, scale;
+	int i, rm, rr;
+	unsigned int op;
+
+	gen_policy(&seed, policy, sizeof(policy));
+	open_at(&mem, &cm, policy, "memory", TK_FAIL_ERROR);
+	snprintf(opts, sizeof(opts),
+		 "?key_prefix=d%llu:", (unsigned long long)seed0);
+	open_at(&red, &cr, policy, spec_with(&kit, opts), TK_FAIL_ERROR);
+	tk_clock_set(cm, now);
+	tk_clock_set(cr, now);
+	scale = tk_limiter_policy(mem)->dim[0].limit;
+	for (i = 0; i < 60; i++) {
+		/* Steps from nothing to years; never backwards. */
+		switch (rnd_range(&seed, 0, 5)) {
+		case 0:
+			break;
+		case 1:
+			now += rnd_range(&seed, 1, 1000);
+			break;
+		case 2:
+			now += rnd_range(&seed, 1, SEC);
+			break;
+		case 3:
+			now += rnd_range(&seed, 1, UINT64_C(400) * 86400 * SEC);
+			break;
+		default:
+			now += rnd_range(&seed, 1, 100 * MS);
+			break;
+		}
+		if (now >= (UINT64_C(1) << 63) - 1)
+			now = (UINT64_C(1) << 63) - 1;
+		tk_clock_set(cm, now);
+		tk_clock_set(cr, now);
+		op = (unsigned int)rnd_range(&seed, 0, 12);
+		cost = rnd_range(&seed, 0, 9) == 0
+			       ? rnd_range(&seed, 1, scale + 2)
+			       : rnd_range(&seed, 1, 3);
+		snprintf(key, sizeof(key), "k%u",
+			 (unsigned int)rnd_range(&seed, 0, 2));
+		rm = step(mem, op, key, cost, &dm);
+		rr = step(red, op, key, cost, &dr);
+		if (rm != rr || memcmp(&dm, &dr, sizeof(dm)) != 0)
+			fail_msg("seed %llu step %d %s op %u cost %llu at %llu:"
+				 " memory %d allowed %d rem %llu reset %llu"
+				 " retry %llu delay %llu, redis %d allowed %d"
+				 " rem %llu reset %llu retry %llu delay %llu",
+				 (unsigned long long)seed0, i, policy, op,
+				 (unsigned long long)cost,
+				 (unsigned long long)now, rm, dm.allowed,
+				 (unsigned long long)dm.remaining,
+				 (unsigned long long)dm.reset_at,
+				 (unsigned long long)dm.retry_after,
+				 (unsigned long long)dm.delay, rr, dr.allowed,
+				 (unsigned long long)dr.remaining,
+				 (unsigned long long)dr.reset_at,
+				 (unsigned long long)dr.retry_after,
+				 (unsigned long long)dr.delay);
+		compared++;
+	}
+	tk_limiter_close(mem);
+	tk_limiter_close(red);
+	tk_clock_free(cm);
+	tk_clock_free(cr);
+}
+
+static void test_differential(void **state)
+{
+	uint64_t seed, n, s2;
+	const char *env = getenv("TK_REDIS_TIMELINES");
+
+	(void)state;
+	need_server();
+	n = env ? strtoull(env, NULL, 10) : 300;
+	compared = 0;
+	for (seed = 1; seed <= n; seed++) {
+		s2 = seed;
+		differential(seed, seed % 3 == 0   ? T0
+				   : seed % 3 == 1 ? rnd_range(&s2, 0, SEC)
+						   : UINT64_C(1) << 62);
+	}
+	print_message("# %llu decisions identical over %llu timelines\n",
+		      compared, (unsigned long long)n);
+}
+
+/*
+ * A state no check of this policy could write (a TAT 2^63 + 10 years
+ * out, by a policy of the same algorithm with a longer tolerance) is no
+ * state, on Redis as on the memory store.
+ */
+static void test_invalid_state_is_none(void **state)
+{
+	static const char *const specs[] = { "memory", NULL };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_decision d[2][3];
+	struct tk_limiter *big, *small;
+	struct tk_store *s;
+	struct tk_clock *c;
+	int i;
+
+	(void)state;
+	need_server();
+	for (i = 0; i < 2; i++) {
+		assert_rc(tk_clock_manual_new(&c, (UINT64_C(1) << 63) - 1), 0);
+		o.clock = c;
+		o.flags = TK_OPT_NO_RECLAIMER;
+		assert_rc(tk_store_open(
+				  &s,
+				  specs[i] ? specs[i]
+					   : spec_with(&kit, "?key_prefix=v:"),
+				  &o),
+			  0);
+		o.store = s;
+		assert_rc(
+			tk_limiter_open(&big, "gcra:1/3650d,burst=2", NULL, &o),
+			0);
+		assert_rc(
+			tk_limiter_open(&small, "gcra:1/1s,burst=2", NULL, &o),
+			0);
+		o.store = NULL;
+		assert_rc(tk_limiter_check(big, "k", 1, 2, &d[i][0]), 0);
+		assert_rc(tk_limiter_check(small, "k", 1, 1, &d[i][1]), 0);
+		assert_rc(tk_limiter_check(small, "k", 1, 1, &d[i][2]), 0);
+		tk_limiter_close(big);
+		tk_limiter_close(small);
+		tk_store_close(s);
+		tk_clock_free(c);
+	}
+	assert_true(d[1][1].allowed);
+	for (i = 0; i < 3; i++)
+		assert_same_decision(d[0][i], d[1][i]);
+}
+
+/* N processes x M checks of one key at limit L admit exactly L. */
+static void test_exact_across_processes(void **state)
+{
+	enum { N = 6, M = 300, L = 1000 };
+	_Atomic uint64_t *admitted;
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	pid_t pids[N];
+	int i, j, status;
+
+	(void)state;
+	need_server();
+	admitted = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(admitted != MAP_FAILED);
+	/* Opened once: every child must make its own connection. */
+	open_at(&l, &c, "gcra:1000/1d", spec_with(&kit, "?key_prefix=x:"),
+		TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(l, "warm", 4, 1, &d), 0);
+	for (i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			for (j = 0; j < M; j++) {
+				if (tk_limiter_check(l, "one", 3, 1, &d) != 0)
+					_exit(1);
+				if (d.allowed)
+					atomic_fetch_add(admitted, 1);
+			}
+			_exit(0);
+		}
+	}
+	for (i = 0; i < N; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	assert_int_equal(atomic_load(admitted), L);
+	/* The parent's own connection survived its children. */
+	assert_rc(tk_limiter_check(l, "one", 3, 1, &d), 0);
+	assert_false(d.allowed);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	munmap((void *)admitted, 4096);
+}
+
+/* A flushed script cache (restart, failover) is reloaded transparently. */
+static void test_noscript_recovery(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+
+	(void)state;
+	need_server();
+	open_at(&l, &c, "gcra:2/s", spec_with(&kit, "?key_prefix=n:"),
+		TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SCRIPT FLUSH"), 0);
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, false);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SCRIPT FLUSH"), 0);
+	tk_clock_advance(c, SEC);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 1);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
+/* The state carries a TTL: its expiry plus the grace, from now. */
+static void test_ttl(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	long long ttl;
+
+	(void)state;
+	need_server();
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	o.reclaim_grace = 5 * SEC;
+	assert_rc(tk_limiter_open(&l, "gcra:1/1h", "redis://127.0.0.1:1", &o),
+		  0);
+	tk_limiter_close(l);
+	assert_rc(tk_limiter_open(&l, "gcra:1/1h",
+				  spec_with(&kit, "?key_prefix=ttl:"), &o),
+		  0);
+	assert_admits(l, "k", 1, true);
+	ttl = redis_kit_cmd(&kit, NULL, 0, "PTTL ttl:%b", "\0\0k", (size_t)3);
+	/* 1 h + 5 s, in ms, rounded up; less what passed since. */
+	assert_true(ttl > 3605000 - 5000 && ttl <= 3605001);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
+/* A state of another algorithm, or of no algorithm: -EPROTO. */
+static void test_foreign_state(void **state)
+{
+	struct tk_limiter *g, *k;
+	struct tk_clock *c1, *c2;
+	struct tk_decision d;
+
+	(void)state;
+	need_server();
+	open_at(&g, &c1, "gcra:5/s", spec_with(&kit, "?key_prefix=f:"),
+		TK_FAIL_ERROR);
+	open_at(&k, &c2, "leaky:5/s", spec_with(&kit, "?key_prefix=f:"),
+		TK_FAIL_ERROR);
+	assert_admits(g, "k", 1, true);
+	assert_rc(tk_limiter_check(k, "k", 1, 1, &d), -EPROTO);
+	assert_rc(tk_limiter_peek(k, "k", 1, &d), -EPROTO);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b junk", "\0\0j",
+				       (size_t)3),
+			 0);
+	assert_rc(tk_limiter_check(g, "j", 1, 1, &d), -EPROTO);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b 1:12x", "\0\0j",
+				       (size_t)3),
+			 0);
+	assert_rc(tk_limiter_peek(g, "j", 1, &d), -EPROTO);
+	assert_rc(tk_limiter_reset(g, "j", 1), 0);
+	assert_admits(g, "j", 1, true);
+	tk_limiter_close(g);
+	tk_limiter_close(k);
+	tk_clock_free(c1);
+	tk_clock_free(c2);
+}
+
+/* A server of its own, for the tests that stop, kill or starve it. */
+static void own_server(struct redis_kit *k, const char *password)
+{
+	memset(k, 0, sizeof(*k));
+	need_server();
+	assert_int_equal(redis_kit_start(k, password), 0);
+}
+
+/* A stopped server: every fail policy answers within the timeout. */
+static void test_stopped_server(void **state)
+{
+	static const unsigned int fails[] = { TK_FAIL_ERROR, TK_FAIL_OPEN,
+					      TK_FAIL_CLOSED };
+	struct tk_limiter *l[3];
+	struct tk_clock *c[3];
+	struct tk_decision d;
+	struct redis_kit k;
+	uint64_t t;
+	int i, rc;
+
+	(void)state;
+	own_server(&k, NULL);
+	for (i = 0; i < 3; i++) {
+		open_at(&l[i], &c[i], "gcra:5/s",
+			spec_with(&k, "?timeout=50ms&connect_timeout=50ms"),
+			fails[i]);
+		assert_admits(l[i], "k", 1, true);
+	}
+	assert_int_equal(kill(k.pid, SIGSTOP), 0);
+	for (i = 0; i < 3; i++) {
+		t = mono_ms();
+		rc = tk_limiter_check(l[i], "k", 1, 1, &d);
+		t = mono_ms() - t;
+		assert_true(t < 50 + 100);
+		if (fails[i] == TK_FAIL_ERROR) {
+			assert_rc(rc, -ETIMEDOUT);
+			/* Within the backoff the error is known: no wait. */
+			t = mono_ms();
+			assert_rc(tk_limiter_check(l[0], "k", 1, 1, &d),
+				  -ETIMEDOUT);
+			assert_true(mono_ms() - t < 5);
+			continue;
+		}
+		assert_rc(rc, 0);
+		assert_true(d.degraded);
+		assert_int_equal(d.allowed, fails[i] == TK_FAIL_OPEN);
+	}
+	assert_int_equal(kill(k.pid, SIGCONT), 0);
+	for (t = mono_ms(); mono_ms() - t < 3000;)
+		if (tk_limiter_check(l[0], "k", 1, 1, &d) == 0)
+			break;
+	assert_rc(tk_limiter_check(l[0], "k", 1, 1, &d), 0);
+	assert_false(d.degraded);
+	for (i = 0; i < 3; i++) {
+		tk_limiter_close(l[i]);
+		tk_clock_free(c[i]);
+	}
+	redis_kit_destroy(&k);
+}
+
+/* A server killed and restarted: reconnected, scripts reloaded. */
+static void test_restarted_server(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	struct redis_kit k;
+	uint64_t t;
+	int rc;
+
+	(void)state;
+	own_server(&k, NULL);
+	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	assert_int_equal(kill(k.pid, SIGKILL), 0);
+	waitpid(k.pid, NULL, 0);
+	k.pid = 0;
+	rc = tk_limiter_check(l, "k", 1, 1, &d);
+	assert_true(rc == -ECONNRESET || rc == -ECONNREFUSED);
+	rc = tk_limiter_check(l, "k", 1, 1, &d);
+	assert_true(rc == -ECONNRESET || rc == -ECONNREFUSED);
+	assert_int_equal(redis_kit_start(&k, NULL), 0);
+	for (t = mono_ms(); mono_ms() - t < 3000;)
+		if ((rc = tk_limiter_check(l, "k", 1, 1, &d)) == 0)
+			break;
+	assert_rc(rc, 0);
+	/* A fresh server: the state is gone, the script was reloaded. */
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 4);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
+}
+
+static long long clients(const struct redis_kit *k)
+{
+	char info[4096], *at;
+
+	redis_kit_cmd(k, info, sizeof(info), "INFO clients");
+	at = strstr(info, "connected_clients:");
+	return at ? atoll(at + 18) : -1;
+}
+
+/* A child of fork() connects on its own; the parent's socket is left. */
+static void test_fork_after_open(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	struct redis_kit k;
+	long long before;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	own_server(&k, NULL);
+	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	before = clients(&k); /* the limiter's, and the asking one */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* The child's first check makes a second connection. */
+		if (tk_limiter_check(l, "k", 1, 1, &d) != 0 || !d.allowed ||
+		    d.remaining != 3 || clients(&k) != before + 1)
+			_exit(1);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_int_equal(d.remaining, 2);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
+}
+
+/* AUTH: a wrong password is -EACCES; the right one works. */
+static void test_auth(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	struct redis_kit k;
+	char spec[160];
+
+	(void)state;
+	own_server(&k, "s3cret");
+	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EACCES);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	snprintf(spec, sizeof(spec), "redis://:wrong@127.0.0.1:%d", k.port);
+	open_at(&l, &c, "gcra:5/s", spec, TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EACCES);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	snprintf(spec, sizeof(spec), "redis://default:s3cret@127.0.0.1:%d/2",
+		 k.port);
+	open_at(&l, &c, "gcra:5/s", spec, TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
+}
+
+/* A server out of memory answers a typed -ENOMEM. */
+static void test_server_oom(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	struct redis_kit k;
+
+	(void)state;
+	own_server(&k, NULL);
+	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	assert_int_equal(
+		redis_kit_cmd(&k, NULL, 0,
+			      "CONFIG SET maxmemory-policy noeviction"),
+		0);
+	assert_int_equal(redis_kit_cmd(&k, NULL, 0, "CONFIG SET maxmemory 1"),
+			 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -ENOMEM);
+	assert_int_equal(redis_kit_cmd(&k, NULL, 0, "CONFIG SET maxmemory 0"),
+			 0);
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spec_forms),
+		cmocka_unit_test(test_spec_errors),
+		cmocka_unit_test(test_open_refusals),
+		cmocka_unit_test(test_differential),
+		cmocka_unit_test(test_invalid_state_is_none),
+		cmocka_unit_test(test_exact_across_processes),
+		cmocka_unit_test(test_noscript_recovery),
+		cmocka_unit_test(test_ttl),
+		cmocka_unit_test(test_foreign_state),
+		cmocka_unit_test(test_stopped_server),
+		cmocka_unit_test(test_restarted_server),
+		cmocka_unit_test(test_fork_after_open),
+		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_server_oom),
+	};
+
+	return cmocka_run_group_tests_name("redis store", tests, group_setup,
+					   group_teardown);
+}
