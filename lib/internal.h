@@ -176,6 +176,8 @@ typedef int tk__window_unpack_fn(const struct tk__policy *p,
  */
 int tk__window_valid(const struct tk__policy *p, uint32_t words,
 		     const uint64_t *state, tk__window_unpack_fn *unpack);
+/* The packed word of @count units in a window ending at @end. */
+uint64_t tk__window_pack(uint64_t end, uint64_t count);
 /* Does window [.., @end) have coarse end @coarse? */
 int tk__window_ends_at(uint64_t end, uint64_t coarse);
 /* tk__window_check() from @st, into @next as @p keeps its state. */

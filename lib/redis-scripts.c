@@ -1,12 +1,16 @@
 /*
  * redis-scripts.c - what the Redis store's check script needs of a
- * policy (see redis-check.lua, embedded here at build time).
+ * policy, and how a state is spelled on the server (see redis-check.lua,
+ * embedded here at build time).
  *
- * The script holds the one transition the one-word policies share:
+ * The script holds two transitions.  The one-word policies share one:
  * base = max(state, now); admit iff base + AHEAD - now <= LIMIT; then the
  * state becomes base + INC.  GCRA and the token bucket (gcra.c) admit iff
  * the new TAT is within tau of now, the leaky shaper (leaky.c) iff the
  * current wait is within the queue; both move the state by T * cost.
+ * Fixed windows (fixed-window.c) count in the later of the current window
+ * and the state's, which the script keeps as {window, start, count} so
+ * that it needs no division: the client names the current window.
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
@@ -15,38 +19,104 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 const char tk__redis_check_lua[] =
 #include "redis-check-lua.inc"
 	;
 
+#define SPAN_MAX (UINT64_C(1) << 62)  /* as leaky.c */
+#define COUNT_MAX (UINT64_C(1) << 62) /* as fixed-window.c */
+#define PACKED_COUNT_MAX ((UINT64_C(1) << 24) - 1)
+
 int tk__redis_supported(const struct tk__policy *p)
 {
 	return p->alg == &tk__gcra || p->alg == &tk__token_bucket ||
-	       p->alg == &tk__leaky;
+	       p->alg == &tk__leaky || p->alg == &tk__fixed_window;
 }
 
-#define SPAN_MAX (UINT64_C(1) << 62) /* as leaky.c */
-
-int tk__redis_check_args(const struct tk__policy *p, uint64_t cost,
-			 char args[4][24])
+static void put(char *arg, uint64_t v)
 {
-	uint64_t inc, ahead, limit, valid;
+	snprintf(arg, 24, "%llu", (unsigned long long)v);
+}
 
-	if (p->alg == &tk__leaky) {
-		inc = p->u.leaky.t * cost;
-		ahead = 0;
-		limit = p->u.leaky.max_queue;
-		valid = limit + SPAN_MAX / p->u.leaky.t * p->u.leaky.t;
-	} else if (tk__redis_supported(p)) {
-		inc = ahead = p->u.gcra.t * cost;
-		limit = valid = p->u.gcra.tau;
+int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
+			 uint64_t cost, char args[4][24])
+{
+	uint64_t w;
+
+	if (p->alg == &tk__fixed_window) {
+		w = p->u.window.window;
+		put(args[0], w);
+		put(args[1], now - now % w);
+		put(args[2], cost);
+		put(args[3], p->limit);
+	} else if (p->alg == &tk__leaky) {
+		put(args[0], p->u.leaky.t * cost);
+		put(args[1], 0);
+		put(args[2], p->u.leaky.max_queue);
+		put(args[3], p->u.leaky.max_queue +
+				     SPAN_MAX / p->u.leaky.t * p->u.leaky.t);
+	} else if (p->alg == &tk__gcra || p->alg == &tk__token_bucket) {
+		put(args[0], p->u.gcra.t * cost);
+		put(args[1], p->u.gcra.t * cost);
+		put(args[2], p->u.gcra.tau);
+		put(args[3], p->u.gcra.tau);
 	} else {
 		return -ENOTSUP;
 	}
-	snprintf(args[0], sizeof(args[0]), "%llu", (unsigned long long)inc);
-	snprintf(args[1], sizeof(args[1]), "%llu", (unsigned long long)ahead);
-	snprintf(args[2], sizeof(args[2]), "%llu", (unsigned long long)limit);
-	snprintf(args[3], sizeof(args[3]), "%llu", (unsigned long long)valid);
+	return 0;
+}
+
+/* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */
+static int parse_word(const char *s, size_t len, uint64_t *word)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len == 0 || len > 20)
+		return -EPROTO;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9' ||
+		    v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -EPROTO;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*word = v;
+	return 0;
+}
+
+int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
+		     uint64_t *words)
+{
+	size_t n = 0, want = p->alg == &tk__fixed_window ? 4 : 2, i = 0, at;
+	uint64_t f[4];
+
+	/* ':'-separated decimal fields, the first the algorithm's id. */
+	for (;;) {
+		for (at = i; i < len && s[i] != ':'; i++)
+			;
+		if (n == want || parse_word(s + at, i - at, &f[n++]))
+			return -EPROTO;
+		if (i++ == len)
+			break;
+	}
+	if (n != want || f[0] != p->alg->id)
+		return -EPROTO;
+	if (want == 2) {
+		words[0] = f[1];
+		return 0;
+	}
+	/* {window, start, count}: this policy's window, a start below 2^63
+	 * and a count the algorithm can hold. */
+	if (f[1] != p->u.window.window || f[2] >= TK__NOW_LIMIT ||
+	    f[3] > (p->word_is_expiry ? PACKED_COUNT_MAX : COUNT_MAX))
+		return -EPROTO;
+	if (p->word_is_expiry) {
+		words[0] = tk__window_pack(f[2] + f[1], f[3]);
+	} else {
+		words[0] = f[2];
+		words[1] = f[3];
+	}
 	return 0;
 }

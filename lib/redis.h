@@ -89,11 +89,18 @@ extern const char tk__redis_check_lua[];
 /* Does the check script know @p's algorithm? */
 int tk__redis_supported(const struct tk__policy *p);
 /*
- * The script's INC, AHEAD, LIMIT and VALID for @cost units of @p, as
- * decimal strings; @cost must be one @p admits (no -ERANGE).  Returns 0
- * or -ENOTSUP.
+ * The script's arguments after ALG NOW GRACE for @cost units of @p at
+ * @now, as decimal strings (see redis-check.lua); @cost must be one @p
+ * admits (no -ERANGE).  Returns 0 or -ENOTSUP.
  */
-int tk__redis_check_args(const struct tk__policy *p, uint64_t cost,
-			 char args[4][24]);
+int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
+			 uint64_t cost, char args[4][24]);
+/*
+ * A state as the server spells it (@len bytes at @s) into @p's
+ * p->state_words words; -EPROTO for one of another algorithm or policy,
+ * or not the library's.
+ */
+int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
+		     uint64_t *words);
 
 #endif /* TK_REDIS_H */

@@ -12,10 +12,12 @@
  * the same new state as the script, or the call fails with -EPROTO; so a
  * Redis decision is the memory store's, bit for bit, by construction.
  *
- * A peek or forecast is a plain GET.  A state is the string "ALG:WORD":
- * one of another algorithm answers -EPROTO, as on the local stores.
+ * A peek or forecast is a plain GET.  A state is a string of decimal
+ * fields, the algorithm's id first (redis-scripts.c): one of another
+ * algorithm answers -EPROTO, as on the local stores.
  *
- * Supported so far: single gcra, token-bucket and leaky policies
+ * Supported so far: single gcra, token-bucket, leaky and fixed-window
+ * policies
  * (supports() refuses the rest at tk_limiter_open() with -ENOTSUP), no
  * multi-key steps (composites, groups: -ENOTSUP), no server_time=1.
  */
@@ -52,49 +54,17 @@ static int redis_key(const struct redis_store *s, const unsigned char *key,
 	return 0;
 }
 
-/* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */
-static int parse_word(const char *s, size_t len, uint64_t *word)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (len == 0 || len > 20)
-		return -EPROTO;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9' ||
-		    v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return -EPROTO;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*word = v;
-	return 0;
-}
-
-/* "ALG:WORD" of algorithm @alg into *word; -EPROTO for anything else. */
-static int parse_state(const redisReply *r, uint32_t alg, uint64_t *word)
-{
-	const char *colon;
-	uint64_t id;
-
-	if (r->type != REDIS_REPLY_STRING)
-		return -EPROTO;
-	colon = memchr(r->str, ':', r->len);
-	if (!colon || parse_word(r->str, (size_t)(colon - r->str), &id) ||
-	    id != alg)
-		return -EPROTO;
-	return parse_word(colon + 1, r->len - (size_t)(colon + 1 - r->str),
-			  word);
-}
-
-/* A reply's old state: NULL (none) or @word. */
-static int old_state(const redisReply *r, uint32_t alg, uint64_t *word,
-		     const uint64_t **old)
+/* A reply's state: NULL (none) or @words; -EPROTO if not one of @p's. */
+static int old_state(const redisReply *r, const struct tk__policy *p,
+		     uint64_t *words, const uint64_t **old)
 {
 	*old = NULL;
 	if (r->type == REDIS_REPLY_NIL)
 		return 0;
-	*old = word;
-	return parse_state(r, alg, word);
+	*old = words;
+	if (r->type != REDIS_REPLY_STRING)
+		return -EPROTO;
+	return tk__redis_decode(p, r->str, r->len, words);
 }
 
 static int load_script(struct tk__redis_conn *c)
@@ -143,7 +113,7 @@ static int forecast(struct tk__redis_conn *c, const char *key, size_t klen,
 {
 	const char *argv[2] = { "GET", key };
 	size_t lens[2] = { 3, klen };
-	uint64_t word, next[1], expires;
+	uint64_t words[2], next[2], expires;
 	const uint64_t *old;
 	redisReply *r;
 	int rc;
@@ -151,7 +121,7 @@ static int forecast(struct tk__redis_conn *c, const char *key, size_t klen,
 	rc = tk__redis_command(c, 2, argv, lens, (void **)&r);
 	if (rc)
 		return rc;
-	rc = old_state(r, t->alg, &word, &old);
+	rc = old_state(r, t->policy, words, &old);
 	tk__redis_reply_free(r);
 	return rc ? rc : t->fn(t->ctx, old, next, &expires);
 }
@@ -159,7 +129,8 @@ static int forecast(struct tk__redis_conn *c, const char *key, size_t klen,
 /* The script's verdict, checked against the algorithm's own. */
 static int verdict(const redisReply *r, const struct tk__transform *t)
 {
-	uint64_t word, made = 0, next[1], expires;
+	uint64_t words[2], made[2], next[2], expires;
+	const redisReply *e;
 	const uint64_t *old;
 	int rc, admitted;
 
@@ -169,18 +140,19 @@ static int verdict(const redisReply *r, const struct tk__transform *t)
 	admitted = r->element[1]->integer == 1;
 	if (r->elements != (admitted ? 3u : 2u))
 		return -EPROTO;
-	rc = old_state(r->element[0], t->alg, &word, &old);
-	if (rc == 0 && admitted)
-		rc = r->element[2]->type == REDIS_REPLY_STRING
-			     ? parse_word(r->element[2]->str,
-					  r->element[2]->len, &made)
+	rc = old_state(r->element[0], t->policy, words, &old);
+	e = admitted ? r->element[2] : NULL;
+	if (rc == 0 && e)
+		rc = e->type == REDIS_REPLY_STRING
+			     ? tk__redis_decode(t->policy, e->str, e->len, made)
 			     : -EPROTO;
 	if (rc)
 		return rc;
 	rc = t->fn(t->ctx, old, next, &expires);
 	if (rc < 0)
 		return rc;
-	if ((rc == TK__PERSIST) != admitted || (admitted && next[0] != made))
+	if ((rc == TK__PERSIST) != admitted ||
+	    (admitted && memcmp(next, made, t->words * sizeof(next[0]))))
 		return -EPROTO;
 	return rc;
 }
@@ -192,7 +164,7 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	char alg[12], now_s[24], args[4][24];
 	const char *argv[11];
 	size_t lens[11];
-	uint64_t next[1], expires;
+	uint64_t next[2], expires;
 	redisReply *r;
 	int rc, i;
 
@@ -200,7 +172,7 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	rc = t->fn(t->ctx, NULL, next, &expires);
 	if (rc < 0)
 		return rc;
-	rc = tk__redis_check_args(t->policy, t->cost, args);
+	rc = tk__redis_check_args(t->policy, now, t->cost, args);
 	if (rc)
 		return rc;
 	snprintf(alg, sizeof(alg), "%u", t->alg);
@@ -211,9 +183,9 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	lens[3] = klen;
 	argv[4] = alg;
 	argv[5] = now_s;
+	argv[6] = s->grace;
 	for (i = 0; i < 4; i++)
-		argv[6 + i] = args[i];
-	argv[10] = s->grace;
+		argv[7 + i] = args[i];
 	for (i = 0; i < 11; i++)
 		if (i != 1 && i != 3)
 			lens[i] = strlen(argv[i]);
@@ -234,7 +206,7 @@ static int redis_apply(struct tk_store *base, const unsigned char *key,
 	size_t klen;
 	int rc;
 
-	if (t->words != 1 || !t->policy || !tk__redis_supported(t->policy))
+	if (!t->policy || !tk__redis_supported(t->policy) || t->words > 2)
 		return -ENOTSUP;
 	rc = redis_key(s, key, len, buf, &klen);
 	if (rc == 0)

@@ -33,7 +33,8 @@ timelines=0
 lines=0
 
 # A timeline from seed $1 starting at $2 ns: steps of nothing to a year,
-# three keys, checks of 1 to 3 units and sometimes far more, peeks,
+# and back by up to the grace (60 s, within which both stores hold every
+# state that matters), three keys, checks of 1 to 3 units and sometimes far more, peeks,
 # resets.  Times are a base (leading digits) and 17 digits of offset,
 # printed with %.0f as mawk's %d stops at 2^31.
 timeline() {
@@ -41,12 +42,14 @@ timeline() {
 		srand(seed); off = 0
 		for (i = 0; i < 80; i++) {
 			r = rand()
-			if (r < 0.2) off += 0
+			if (r < 0.15) off += 0
+			else if (r < 0.2) off -= int(rand() * 60e9)
 			else if (r < 0.5) off += int(rand() * 1000000)
 			else if (r < 0.8) off += int(rand() * 1000000000)
 			else if (r < 0.95) off += int(rand() * 3600e9)
 			else off += int(rand() * 31536000e9)
 			if (off > 99e15) off = 99e15
+			if (off < 0) off = 0
 			key = "k" int(rand() * 3)
 			cost = rand() < 0.1 ? int(rand() * 40) + 1 : int(rand() * 3) + 1
 			op = rand()
@@ -84,7 +87,9 @@ for policy in gcra:10/1s gcra:5/1s,burst=20 gcra:1099511627776/1d \
 	gcra:3/3650d,burst=7 gcra:1/365d \
 	token-bucket:capacity=30,refill=5/1m \
 	token-bucket:capacity=3,refill=1/3650d \
-	leaky:5/1s,max-queue=2s leaky:1/1d,max-queue=3650d leaky:100/1s; do
+	leaky:5/1s,max-queue=2s leaky:1/1d,max-queue=3650d leaky:100/1s \
+	fixed-window:5/1s fixed-window:1099511627776/1d fixed-window:3/7ns \
+	fixed-window:20/3650d; do
 	# Bases: near the epoch, now, and near 2^62 (prefixes of t).
 	for base in 0 17 46; do
 		seed=$((seed + 1))
@@ -94,7 +99,7 @@ done
 echo "simulate: $timelines timelines, $lines lines identical on Redis"
 
 # Refused before any replay: not run on Redis yet, or on the server's clock.
-for policy in fixed-window:5/1s 'all(gcra:5/1s,gcra:20/1m)'; do
+for policy in sliding-window:5/1s quota:5/1d 'all(gcra:5/1s,gcra:20/1m)'; do
 	"$ctl" simulate --policy "$policy" --store "$store" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	if [ $? -ne 2 ] || ! grep -q "not supported on store" "$tmp/err"; then

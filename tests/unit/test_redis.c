@@ -191,7 +191,9 @@ static void test_open_refusals(void **state)
 	assert_rc(tk_store_open(&s, "redis://127.0.0.1:1", NULL), 0);
 	tk_store_close(s);
 	/* Algorithms and composites not yet on Redis: at open. */
-	assert_rc(tk_limiter_open(&l, "fixed-window:5/s", "redis://h", NULL),
+	assert_rc(tk_limiter_open(&l, "quota:5/1d", "redis://h", NULL),
+		  -ENOTSUP);
+	assert_rc(tk_limiter_open(&l, "sliding-log:5/s", "redis://h", NULL),
 		  -ENOTSUP);
 	assert_rc(tk_limiter_open(&l, "sliding-window:5/s", "redis://h", NULL),
 		  -ENOTSUP);
@@ -213,7 +215,7 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 				 : rnd_range(seed, 1, 20);
 	uint64_t burst = rnd_range(seed, 1, 30);
 
-	switch (rnd_range(seed, 0, 4)) {
+	switch (rnd_range(seed, 0, 6)) {
 	case 0:
 		snprintf(buf, len, "gcra:%llu/%s", (unsigned long long)limit,
 			 p);
@@ -228,6 +230,16 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 		snprintf(buf, len, "token-bucket:capacity=%llu,refill=%llu/%s",
 			 (unsigned long long)burst, (unsigned long long)limit,
 			 p);
+		break;
+	case 5:
+		/* Packed in one word (W >= 2^24 ns, L < 2^24) or not. */
+		snprintf(buf, len, "fixed-window:%llu/%s",
+			 (unsigned long long)limit, p);
+		break;
+	case 6:
+		snprintf(buf, len, "fixed-window:%llu/%lluns",
+			 (unsigned long long)burst,
+			 (unsigned long long)rnd_range(seed, 1, 100 * MS));
 		break;
 	case 3:
 		snprintf(buf, len, "leaky:%llu/%s,max-queue=%llums",
@@ -270,7 +282,7 @@ static int step(struct tk_limiter *l, unsigned int op, const char *key,
 	}
 }
 
-static unsigned long long compared;
+static unsigned long long compared, n_admitted, n_denied, n_errors;
 
 /* One timeline on the memory store and on Redis: same answers. */
 static void differential(uint64_t seed0, uint64_t start)
@@ -293,9 +305,16 @@ static void differential(uint64_t seed0, uint64_t start)
 	tk_clock_set(cr, now);
 	scale = tk_limiter_policy(mem)->dim[0].limit;
 	for (i = 0; i < 60; i++) {
-		/* Steps from nothing to years; never backwards. */
-		switch (rnd_range(&seed, 0, 5)) {
+		/*
+		 * Steps from nothing to years, and back by at most the grace
+		 * (60 s), within which both stores still hold every state
+		 * that matters (tk_store_open(3), "Clock steps").
+		 */
+		switch (rnd_range(&seed, 0, 6)) {
 		case 0:
+			break;
+		case 6:
+			now -= min_u64(now, rnd_range(&seed, 1, 60 * SEC));
 			break;
 		case 1:
 			now += rnd_range(&seed, 1, 1000);
@@ -339,6 +358,9 @@ static void differential(uint64_t seed0, uint64_t start)
 				 (unsigned long long)dr.retry_after,
 				 (unsigned long long)dr.delay);
 		compared++;
+		n_errors += rm != 0;
+		n_admitted += rm == 0 && op > 2 && dm.allowed;
+		n_denied += rm == 0 && op > 2 && !dm.allowed;
 	}
 	tk_limiter_close(mem);
 	tk_limiter_close(red);
@@ -354,15 +376,17 @@ static void test_differential(void **state)
 	(void)state;
 	need_server();
 	n = env ? strtoull(env, NULL, 10) : 300;
-	compared = 0;
+	compared = n_admitted = n_denied = n_errors = 0;
 	for (seed = 1; seed <= n; seed++) {
 		s2 = seed;
 		differential(seed, seed % 3 == 0   ? T0
 				   : seed % 3 == 1 ? rnd_range(&s2, 0, SEC)
 						   : UINT64_C(1) << 62);
 	}
-	print_message("# %llu decisions identical over %llu timelines\n",
-		      compared, (unsigned long long)n);
+	print_message("# %llu decisions identical over %llu timelines "
+		      "(checks: %llu admitted, %llu denied; %llu errors)\n",
+		      compared, (unsigned long long)n, n_admitted, n_denied,
+		      n_errors);
 }
 
 /*
