@@ -236,6 +236,11 @@ struct tk__multi {
 		  int *persist, uint64_t *expires_at);
 	void *ctx;
 	uint32_t flags; /* TK__T_CHECK */
+	/* As in struct tk__transform: each key's policy, the units, and
+	 * how the dimensions combine (TK__ALL or TK__ANY). */
+	const struct tk__policy *policy[TK__MULTI_MAX];
+	uint64_t cost;
+	enum tk__composite kind;
 };
 
 struct tk__store_ops {

@@ -233,7 +233,9 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 	struct tk__multi m = { .n = pol->n,
 			       .fn = composite_fn,
 			       .ctx = s,
-			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0 };
+			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0,
+			       .cost = s->cost,
+			       .kind = pol->kind };
 	size_t i;
 	int rc = 0;
 
@@ -246,6 +248,7 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 		m.key[i] = buf[i];
 		m.words[i] = pol->dim[i].state_words;
 		m.alg[i] = pol->dim[i].alg->id;
+		m.policy[i] = &pol->dim[i];
 	}
 	if (rc == 0)
 		rc = l->store->ops->apply_multi(l->store, s->now, &m);
@@ -473,7 +476,9 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	const struct tk__policy *dims[TK__MULTI_MAX];
 	struct tk__multi m = { .fn = composite_fn,
 			       .ctx = s,
-			       .flags = TK__T_CHECK };
+			       .flags = TK__T_CHECK,
+			       .cost = s->cost,
+			       .kind = TK__ALL };
 	size_t i, j;
 	int rc = 0;
 
@@ -486,6 +491,7 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 			m.key[m.n] = buf[m.n];
 			m.words[m.n] = dims[m.n]->state_words;
 			m.alg[m.n] = dims[m.n]->alg->id;
+			m.policy[m.n] = dims[m.n];
 			m.n++;
 		}
 	}
