@@ -1,16 +1,22 @@
 -- redis-check.lua - one check on the Redis store, atomically: read the
--- key's state, decide, write the new state with its TTL.  The client
--- recomputes the decision from the state read here with the algorithm
--- itself and checks that it agrees, so decisions are the local stores'
--- bit for bit.
+-- states of a check's keys (one per dimension of a composite or group),
+-- decide, write the new states with their TTLs.  The client recomputes
+-- the decision from the states read here with the algorithms themselves
+-- and checks that they agree, so decisions are the local stores' bit for
+-- bit.
 --
--- KEYS[1]  the key's state.
--- ARGV     ALG NOW GRACE, then the algorithm's arguments; all numbers are
---          decimal integers (ns, units).
--- Returns  {old value or nil, 1, new value} if admitted, {old value or
---          nil, 0} if not; an error reply "TKPROTO ..." for a state of
---          another algorithm or policy, or a value the library did not
---          write.
+-- KEYS     the states, one per dimension.
+-- ARGV     KIND NOW GRACE N, then for each of the N dimensions ALG USABLE
+--          and four arguments of its algorithm; all numbers are decimal
+--          integers (ns, units).  KIND "all": admitted iff every dimension
+--          admits, and then every state is written; "any": admitted iff
+--          one does, and the states of those that admit are written.
+--          USABLE 0: the dimension can never admit this cost (-ERANGE),
+--          so it counts as not admitting.
+-- Returns  {admitted 0 or 1, the N old values (nil: none), the N new
+--          values (nil: not written)}; an error reply "TKPROTO ..." for a
+--          state of another algorithm or policy, or a value the library
+--          did not write.
 --
 -- One-word policies (ALG 1 gcra, 2 token-bucket, 7 leaky): the value is
 -- "ALG:WORD", WORD the TAT or departure time.  ARGV INC AHEAD LIMIT VALID:
@@ -87,36 +93,38 @@ local function max(a, b)
 	return cmp(a, b) < 0 and b or a
 end
 
-local function proto(why)
-	return redis.error_reply('TKPROTO ' .. why)
-end
-
--- Write the new state, to expire GRACE after @expiry (from NOW).
-local function store(value, old, now, expiry, grace)
-	local ttl = sub(add(expiry, grace), now)
-	-- ttl < 2^65 ns, so ms < 2^46: exact.
-	local ms = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1
-	redis.call('SET', KEYS[1], value, 'PX', ms)
-	return { old or false, 1, value }
-end
-
-local alg = ARGV[1]
-local now, grace = num(ARGV[2]), num(ARGV[3])
-local value = redis.call('GET', KEYS[1])
-
-if alg == '3' then
-	local w, ws, cost, limit = num(ARGV[4]), num(ARGV[5]), num(ARGV[6]),
-		num(ARGV[7])
-	if not (now and grace and w and ws and cost and limit) then
-		return proto('bad arguments')
+-- A dimension's decision on @value (nil: none): admitted, the new value,
+-- and when that expires; or nil and why the state is not this policy's.
+local function one_word(alg, value, now, arg)
+	local inc, ahead, limit, valid = arg[1], arg[2], arg[3], arg[4]
+	local base = now
+	if value then
+		local id, word = string.match(value, '^(%d+):(%d+)$')
+		local old = num(word)
+		if id ~= alg or not old then
+			return nil, 'state of another algorithm'
+		end
+		local half = { 9223372036, 854775808 } -- 2^63
+		if cmp(old, half) < 0 or cmp(sub(old, half), valid) < 0 then
+			base = max(old, now)
+		end
 	end
+	if cmp(sub(add(base, ahead), now), limit) > 0 then
+		return false
+	end
+	local new = add(base, inc)
+	return true, alg .. ':' .. str(new), new
+end
+
+local function fixed_window(alg, value, now, arg)
+	local w, ws, cost, limit = arg[1], arg[2], arg[3], arg[4]
 	local start, count = ws, { 0, 0 }
 	if value then
 		local id, vw, vs, vc =
 			string.match(value, '^(%d+):(%d+):(%d+):(%d+)$')
 		local sw, ss, sc = num(vw), num(vs), num(vc)
 		if id ~= alg or not (sw and ss and sc) or cmp(sw, w) ~= 0 then
-			return proto('state of another algorithm or policy')
+			return nil, 'state of another algorithm or policy'
 		end
 		start = max(ws, ss)
 		if cmp(ss, start) == 0 then
@@ -125,32 +133,63 @@ if alg == '3' then
 	end
 	count = add(count, cost)
 	if cmp(count, limit) > 0 then
-		return { value or false, 0 }
+		return false
 	end
-	return store(alg .. ':' .. str(w) .. ':' .. str(start) .. ':' ..
-		str(count), value, now, add(start, w), grace)
+	return true, alg .. ':' .. str(w) .. ':' .. str(start) .. ':' ..
+		str(count), add(start, w)
 end
 
-local inc, ahead = num(ARGV[4]), num(ARGV[5])
-local limit, valid = num(ARGV[6]), num(ARGV[7])
-if not (now and grace and inc and ahead and limit and valid) then
+local function proto(why)
+	return redis.error_reply('TKPROTO ' .. why)
+end
+
+local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
+	tonumber(ARGV[4])
+if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 6 * n then
 	return proto('bad arguments')
 end
-local base = now
-if value then
-	local id, word = string.match(value, '^(%d+):(%d+)$')
-	local old = num(word)
-	if id ~= alg or not old then
-		return proto('state of another algorithm')
+local old, admits, new, expiry = {}, {}, {}, {}
+local yes, no = 0, 0
+for i = 1, n do
+	local at = 4 + 6 * (i - 1)
+	local alg, usable = ARGV[at + 1], ARGV[at + 2]
+	local arg = {}
+	for j = 1, 4 do
+		arg[j] = num(ARGV[at + 2 + j])
+		if not arg[j] then
+			return proto('bad arguments')
+		end
 	end
-	local half = { 9223372036, 854775808 } -- 2^63
-	local fits = cmp(old, half) < 0 or cmp(sub(old, half), valid) < 0
-	if fits then
-		base = max(old, now)
+	old[i] = redis.call('GET', KEYS[i])
+	local ok, why
+	if alg == '3' then
+		ok, why, expiry[i] = fixed_window(alg, old[i], now, arg)
+	else
+		ok, why, expiry[i] = one_word(alg, old[i], now, arg)
+	end
+	if ok == nil then
+		return proto(why)
+	end
+	admits[i] = ok and usable == '1'
+	new[i] = why
+	if admits[i] then
+		yes = yes + 1
+	else
+		no = no + 1
 	end
 end
-if cmp(sub(add(base, ahead), now), limit) > 0 then
-	return { value or false, 0 }
+
+local admitted = (kind == 'all' and no == 0) or (kind == 'any' and yes > 0)
+local reply = { admitted and 1 or 0 }
+for i = 1, n do
+	reply[1 + i] = old[i] or false
+	reply[1 + n + i] = false
+	if admitted and admits[i] then
+		local ttl = sub(add(expiry[i], grace), now)
+		-- ttl < 2^65 ns, so ms < 2^46: exact.
+		local ms = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1
+		redis.call('SET', KEYS[i], new[i], 'PX', ms)
+		reply[1 + n + i] = new[i]
+	end
 end
-local new = add(base, inc)
-return store(alg .. ':' .. str(new), value, now, new, grace)
+return reply

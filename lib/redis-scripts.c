@@ -35,6 +35,15 @@ int tk__redis_supported(const struct tk__policy *p)
 	       p->alg == &tk__leaky || p->alg == &tk__fixed_window;
 }
 
+int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost)
+{
+	static const uint64_t zeros[2];
+	uint64_t next[2];
+	struct tk_decision d;
+
+	return p->alg->check(p, zeros, now, cost, next, &d) >= 0;
+}
+
 static void put(char *arg, uint64_t v)
 {
 	snprintf(arg, 24, "%llu", (unsigned long long)v);

@@ -88,8 +88,10 @@ struct tk__policy;
 extern const char tk__redis_check_lua[];
 /* Does the check script know @p's algorithm? */
 int tk__redis_supported(const struct tk__policy *p);
+/* Can @p ever admit @cost (is it not -ERANGE)?  The script's USABLE. */
+int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
 /*
- * The script's arguments after ALG NOW GRACE for @cost units of @p at
+ * A dimension's four arguments after ALG USABLE for @cost units of @p at
  * @now, as decimal strings (see redis-check.lua); @cost must be one @p
  * admits (no -ERANGE).  Returns 0 or -ENOTSUP.
  */

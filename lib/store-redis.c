@@ -5,21 +5,22 @@
  * A check is one script on the server (EVALSHA of redis-check.lua, loaded
  * with SCRIPT LOAD on first use and again whenever the server answers
  * NOSCRIPT: after a restart, a failover or SCRIPT FLUSH).  The script
- * reads the key's state, decides admission with exact integer arithmetic,
- * writes the new state with a TTL (its expiry plus the grace) and returns
- * the state it read.  The client then runs the algorithm itself on that
- * state: it fills the decision, and it must reach the same verdict and
- * the same new state as the script, or the call fails with -EPROTO; so a
- * Redis decision is the memory store's, bit for bit, by construction.
+ * reads the states of the check's keys (one, or one per dimension of a
+ * composite or group), decides admission with exact integer arithmetic,
+ * writes the new states with a TTL (expiry plus the grace) and returns
+ * the states it read and wrote.  The client then runs the algorithms
+ * themselves on the states read: they fill the decision, and they must
+ * reach the same verdict and the same new states as the script, or the
+ * call fails with -EPROTO; so a Redis decision is the memory store's, bit
+ * for bit, by construction.
  *
- * A peek or forecast is a plain GET.  A state is a string of decimal
- * fields, the algorithm's id first (redis-scripts.c): one of another
- * algorithm answers -EPROTO, as on the local stores.
+ * A peek or forecast is a plain GET (MGET).  A state is a string of
+ * decimal fields, the algorithm's id first (redis-scripts.c): one of
+ * another algorithm answers -EPROTO, as on the local stores.
  *
- * Supported so far: single gcra, token-bucket, leaky and fixed-window
- * policies
- * (supports() refuses the rest at tk_limiter_open() with -ENOTSUP), no
- * multi-key steps (composites, groups: -ENOTSUP), no server_time=1.
+ * Supported so far: gcra, token-bucket, leaky and fixed-window, alone, in
+ * composites and in groups; supports() refuses the rest at
+ * tk_limiter_open() with -ENOTSUP, and so does open for server_time=1.
  */
 #include "internal.h"
 #include "redis.h"
@@ -67,6 +68,41 @@ static int old_state(const redisReply *r, const struct tk__policy *p,
 	return tk__redis_decode(p, r->str, r->len, words);
 }
 
+/* One apply or apply_multi, as the script and the client both see it. */
+struct req {
+	size_t n;
+	const struct tk__policy *pol[TK__MULTI_MAX];
+	char key[TK__MULTI_MAX][KEY_MAX];
+	size_t klen[TK__MULTI_MAX];
+	enum tk__composite kind;
+	uint64_t now, cost;
+	const struct tk__transform *t; /* a single key, or */
+	const struct tk__multi *m;     /* several */
+};
+
+/* The limiter's transition on @old (NULL: none); persist[i] set as it
+ * writes key i. */
+static int run(const struct req *q, const uint64_t *const *old,
+	       uint64_t *const *next, int *persist)
+{
+	uint64_t expires[TK__MULTI_MAX];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < q->n; i++)
+		persist[i] = 0;
+	if (q->t) {
+		rc = q->t->fn(q->t->ctx, old[0], next[0], &expires[0]);
+		persist[0] = rc == TK__PERSIST;
+		return rc;
+	}
+	rc = q->m->fn(q->m->ctx, old, next, persist, expires);
+	if (rc != TK__PERSIST)
+		for (i = 0; i < q->n; i++)
+			persist[i] = 0;
+	return rc;
+}
+
 static int load_script(struct tk__redis_conn *c)
 {
 	const char *argv[3] = { "SCRIPT", "LOAD", tk__redis_check_lua };
@@ -108,123 +144,178 @@ static int eval_check(struct tk__redis_conn *c, const char **argv, size_t *lens,
 	return -EPROTO;
 }
 
-static int forecast(struct tk__redis_conn *c, const char *key, size_t klen,
-		    const struct tk__transform *t)
+static int forecast(struct tk__redis_conn *c, const struct req *q)
 {
-	const char *argv[2] = { "GET", key };
-	size_t lens[2] = { 3, klen };
-	uint64_t words[2], next[2], expires;
-	const uint64_t *old;
+	const char *argv[1 + TK__MULTI_MAX];
+	size_t lens[1 + TK__MULTI_MAX], i;
+	uint64_t old[TK__MULTI_MAX][2], next[TK__MULTI_MAX][2];
+	const uint64_t *olds[TK__MULTI_MAX];
+	uint64_t *nexts[TK__MULTI_MAX];
+	int persist[TK__MULTI_MAX], rc;
 	redisReply *r;
-	int rc;
 
-	rc = tk__redis_command(c, 2, argv, lens, (void **)&r);
+	argv[0] = "MGET";
+	lens[0] = 4;
+	for (i = 0; i < q->n; i++) {
+		argv[1 + i] = q->key[i];
+		lens[1 + i] = q->klen[i];
+		nexts[i] = next[i];
+	}
+	rc = tk__redis_command(c, (int)(1 + q->n), argv, lens, (void **)&r);
 	if (rc)
 		return rc;
-	rc = old_state(r, t->policy, words, &old);
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != q->n)
+		rc = -EPROTO;
+	for (i = 0; rc == 0 && i < q->n; i++)
+		rc = old_state(r->element[i], q->pol[i], old[i], &olds[i]);
 	tk__redis_reply_free(r);
-	return rc ? rc : t->fn(t->ctx, old, next, &expires);
+	return rc ? rc : run(q, olds, nexts, persist);
 }
 
-/* The script's verdict, checked against the algorithm's own. */
-static int verdict(const redisReply *r, const struct tk__transform *t)
+/* The script's verdict, checked against the algorithms' own. */
+static int verdict(const redisReply *r, const struct req *q)
 {
-	uint64_t words[2], made[2], next[2], expires;
+	uint64_t old[TK__MULTI_MAX][2], made[TK__MULTI_MAX][2];
+	uint64_t next[TK__MULTI_MAX][2];
+	const uint64_t *olds[TK__MULTI_MAX];
+	uint64_t *nexts[TK__MULTI_MAX];
+	int persist[TK__MULTI_MAX], wrote[TK__MULTI_MAX], rc = 0, admitted;
 	const redisReply *e;
-	const uint64_t *old;
-	int rc, admitted;
+	size_t i, n = q->n;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-	    r->element[1]->type != REDIS_REPLY_INTEGER)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * n ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER)
 		return -EPROTO;
-	admitted = r->element[1]->integer == 1;
-	if (r->elements != (admitted ? 3u : 2u))
-		return -EPROTO;
-	rc = old_state(r->element[0], t->policy, words, &old);
-	e = admitted ? r->element[2] : NULL;
-	if (rc == 0 && e)
-		rc = e->type == REDIS_REPLY_STRING
-			     ? tk__redis_decode(t->policy, e->str, e->len, made)
-			     : -EPROTO;
+	admitted = r->element[0]->integer == 1;
+	for (i = 0; rc == 0 && i < n; i++) {
+		nexts[i] = next[i];
+		rc = old_state(r->element[1 + i], q->pol[i], old[i], &olds[i]);
+		e = r->element[1 + n + i];
+		wrote[i] = e->type != REDIS_REPLY_NIL;
+		if (rc == 0 && wrote[i])
+			rc = e->type == REDIS_REPLY_STRING
+				     ? tk__redis_decode(q->pol[i], e->str,
+							e->len, made[i])
+				     : -EPROTO;
+	}
 	if (rc)
 		return rc;
-	rc = t->fn(t->ctx, old, next, &expires);
+	rc = run(q, olds, nexts, persist);
 	if (rc < 0)
 		return rc;
-	if ((rc == TK__PERSIST) != admitted ||
-	    (admitted && memcmp(next, made, t->words * sizeof(next[0]))))
+	if ((rc == TK__PERSIST) != admitted)
 		return -EPROTO;
+	for (i = 0; i < n; i++)
+		if (persist[i] != wrote[i] ||
+		    (wrote[i] &&
+		     memcmp(next[i], made[i],
+			    q->pol[i]->state_words * sizeof(next[i][0]))))
+			return -EPROTO;
 	return rc;
 }
+
+#define ARGS_MAX (3 + 4 + 7 * TK__MULTI_MAX)
 
 static int check(struct redis_store *s, struct tk__redis_conn *c,
-		 const char *key, size_t klen, uint64_t now,
-		 const struct tk__transform *t)
+		 const struct req *q)
 {
-	char alg[12], now_s[24], args[4][24];
-	const char *argv[11];
-	size_t lens[11];
-	uint64_t next[2], expires;
+	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][4][24];
+	const uint64_t *none[TK__MULTI_MAX] = { NULL };
+	uint64_t next[TK__MULTI_MAX][2];
+	uint64_t *nexts[TK__MULTI_MAX];
+	const char *argv[ARGS_MAX];
+	size_t lens[ARGS_MAX], i, j, argc = 0;
+	int persist[TK__MULTI_MAX], rc;
 	redisReply *r;
-	int rc, i;
 
 	/* What no state could change (-ERANGE) costs no round trip. */
-	rc = t->fn(t->ctx, NULL, next, &expires);
+	for (i = 0; i < q->n; i++)
+		nexts[i] = next[i];
+	rc = run(q, none, nexts, persist);
 	if (rc < 0)
 		return rc;
-	rc = tk__redis_check_args(t->policy, now, t->cost, args);
+	snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
+	snprintf(n, sizeof(n), "%zu", q->n);
+	argv[argc++] = "EVALSHA";
+	argv[argc++] = NULL; /* the script's SHA-1, eval_check() */
+	argv[argc++] = n;
+	for (i = 0; i < q->n; i++)
+		argv[argc++] = q->key[i];
+	argv[argc++] = q->kind == TK__ANY ? "any" : "all";
+	argv[argc++] = now;
+	argv[argc++] = s->grace;
+	argv[argc++] = n;
+	for (i = 0; i < q->n && rc >= 0; i++) {
+		snprintf(alg[i], sizeof(alg[i]), "%u", q->pol[i]->alg->id);
+		argv[argc++] = alg[i];
+		argv[argc++] = tk__redis_usable(q->pol[i], q->now, q->cost)
+				       ? "1"
+				       : "0";
+		rc = tk__redis_check_args(q->pol[i], q->now, q->cost, arg[i]);
+		for (j = 0; j < 4; j++)
+			argv[argc++] = arg[i][j];
+	}
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < argc; i++)
+		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
+			  : argv[i]		 ? strlen(argv[i])
+						 : 0;
+	rc = eval_check(c, argv, lens, (int)argc, &r);
 	if (rc)
 		return rc;
-	snprintf(alg, sizeof(alg), "%u", t->alg);
-	snprintf(now_s, sizeof(now_s), "%llu", (unsigned long long)now);
-	argv[0] = "EVALSHA";
-	argv[2] = "1";
-	argv[3] = key;
-	lens[3] = klen;
-	argv[4] = alg;
-	argv[5] = now_s;
-	argv[6] = s->grace;
-	for (i = 0; i < 4; i++)
-		argv[7 + i] = args[i];
-	for (i = 0; i < 11; i++)
-		if (i != 1 && i != 3)
-			lens[i] = strlen(argv[i]);
-	rc = eval_check(c, argv, lens, 11, &r);
-	if (rc)
-		return rc;
-	rc = verdict(r, t);
+	rc = verdict(r, q);
 	tk__redis_reply_free(r);
 	return rc;
+}
+
+static int step(struct redis_store *s, struct req *q, uint32_t flags)
+{
+	struct tk__redis_conn *c;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < q->n; i++)
+		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
+			return -ENOTSUP;
+	rc = tk__redis_conn_get(&s->pool, &c);
+	if (rc)
+		return rc;
+	return flags & TK__T_CHECK ? check(s, c, q) : forecast(c, q);
 }
 
 static int redis_apply(struct tk_store *base, const unsigned char *key,
 		       size_t len, uint64_t now, const struct tk__transform *t)
 {
 	struct redis_store *s = (struct redis_store *)base;
-	struct tk__redis_conn *c;
-	char buf[KEY_MAX];
-	size_t klen;
-	int rc;
+	struct req q = { .n = 1,
+			 .pol = { t->policy },
+			 .kind = TK__ALL,
+			 .now = now,
+			 .cost = t->cost,
+			 .t = t };
+	int rc = redis_key(s, key, len, q.key[0], &q.klen[0]);
 
-	if (!t->policy || !tk__redis_supported(t->policy) || t->words > 2)
-		return -ENOTSUP;
-	rc = redis_key(s, key, len, buf, &klen);
-	if (rc == 0)
-		rc = tk__redis_conn_get(&s->pool, &c);
-	if (rc)
-		return rc;
-	return t->flags & TK__T_CHECK ? check(s, c, buf, klen, now, t)
-				      : forecast(c, buf, klen, t);
+	return rc ? rc : step(s, &q, t->flags);
 }
 
-/* Composites and groups are not on Redis yet. */
 static int redis_apply_multi(struct tk_store *base, uint64_t now,
 			     const struct tk__multi *m)
 {
-	(void)base;
-	(void)now;
-	(void)m;
-	return -ENOTSUP;
+	struct redis_store *s = (struct redis_store *)base;
+	struct req q = {
+		.n = m->n, .kind = m->kind, .now = now, .cost = m->cost, .m = m
+	};
+	size_t i;
+	int rc = 0;
+
+	if (m->n > TK__MULTI_MAX)
+		return -EINVAL;
+	for (i = 0; i < m->n && rc == 0; i++) {
+		q.pol[i] = m->policy[i];
+		rc = redis_key(s, m->key[i], m->len[i], q.key[i], &q.klen[i]);
+	}
+	return rc ? rc : step(s, &q, m->flags);
 }
 
 static int redis_reset(struct tk_store *base, const unsigned char *key,
@@ -258,10 +349,13 @@ static void redis_stats(struct tk_store *base, struct tk_stats *out)
 
 static int redis_supports(struct tk_store *base, const struct tk_policy *p)
 {
+	size_t i;
+
 	(void)base;
-	return p->kind == TK__SINGLE && tk__redis_supported(&p->dim[0])
-		       ? 0
-		       : -ENOTSUP;
+	for (i = 0; i < p->n; i++)
+		if (!tk__redis_supported(&p->dim[i]))
+			return -ENOTSUP;
+	return 0;
 }
 
 static void redis_close(struct tk_store *base)

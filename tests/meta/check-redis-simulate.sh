@@ -1,8 +1,9 @@
 #!/bin/sh
 # throttlectl simulate on a real redis-server (on a unix socket in a
 # temporary directory) gives byte-identical output to the memory store
-# on generated timelines, for every policy the Redis store runs; the
-# others are refused before any replay.  Skipped without redis-server or
+# on generated timelines, for policies of every algorithm the Redis
+# store runs, alone and in composites; the others are refused before any
+# replay.  Skipped without redis-server or
 # a build without the Redis store.
 : "${top_builddir:=.}"
 ctl="$top_builddir/tools/throttlectl"
@@ -89,7 +90,9 @@ for policy in gcra:10/1s gcra:5/1s,burst=20 gcra:1099511627776/1d \
 	token-bucket:capacity=3,refill=1/3650d \
 	leaky:5/1s,max-queue=2s leaky:1/1d,max-queue=3650d leaky:100/1s \
 	fixed-window:5/1s fixed-window:1099511627776/1d fixed-window:3/7ns \
-	fixed-window:20/3650d; do
+	fixed-window:20/3650d 'all(gcra:5/1s,fixed-window:20/1m)' \
+	'any(leaky:5/1s,max-queue=1s,gcra:3/1d,burst=2)' \
+	'all(token-bucket:capacity=9,refill=1/1h,gcra:1099511627776/365d)'; do
 	# Bases: near the epoch, now, and near 2^62 (prefixes of t).
 	for base in 0 17 46; do
 		seed=$((seed + 1))
@@ -99,7 +102,8 @@ done
 echo "simulate: $timelines timelines, $lines lines identical on Redis"
 
 # Refused before any replay: not run on Redis yet, or on the server's clock.
-for policy in sliding-window:5/1s quota:5/1d 'all(gcra:5/1s,gcra:20/1m)'; do
+for policy in sliding-window:5/1s quota:5/1d \
+	'all(gcra:5/1s,sliding-log:20/1m)'; do
 	"$ctl" simulate --policy "$policy" --store "$store" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	if [ $? -ne 2 ] || ! grep -q "not supported on store" "$tmp/err"; then

@@ -197,8 +197,8 @@ static void test_open_refusals(void **state)
 		  -ENOTSUP);
 	assert_rc(tk_limiter_open(&l, "sliding-window:5/s", "redis://h", NULL),
 		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,gcra:50/m)", "redis://h",
-				  NULL),
+	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,sliding-log:50/m)",
+				  "redis://h", NULL),
 		  -ENOTSUP);
 	assert_rc(tk_limiter_open(&l, "gcra:5/s", "redis://h", NULL), 0);
 	tk_limiter_close(l);
@@ -253,13 +253,26 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 	}
 }
 
-/* Generated until valid (a rate above 1 per ns is not). */
+/* One policy, or a composite of two or three, valid (a rate above 1 per
+ * ns is not). */
 static void gen_policy(uint64_t *seed, char *buf, size_t len)
 {
+	char dim[3][96];
 	struct tk_policy *p;
+	uint64_t n, kind;
 
 	for (;;) {
-		gen_one(seed, buf, len);
+		n = rnd_range(seed, 0, 2) ? 1 : rnd_range(seed, 2, 3);
+		kind = rnd_range(seed, 0, 1);
+		gen_one(seed, dim[0], sizeof(dim[0]));
+		gen_one(seed, dim[1], sizeof(dim[1]));
+		gen_one(seed, dim[2], sizeof(dim[2]));
+		if (n == 1)
+			snprintf(buf, len, "%s", dim[0]);
+		else
+			snprintf(buf, len, "%s(%s,%s%s%s)",
+				 kind ? "any" : "all", dim[0], dim[1],
+				 n == 3 ? "," : "", n == 3 ? dim[2] : "");
 		if (tk_policy_parse(&p, buf, NULL) == 0)
 			break;
 	}
@@ -291,7 +304,7 @@ static void differential(uint64_t seed0, uint64_t start)
 	struct tk_limiter *mem, *red;
 	struct tk_clock *cm, *cr;
 	struct tk_decision dm, dr;
-	char policy[128], key[16], opts[64];
+	char policy[320], key[16], opts[64];
 	uint64_t now = start, cost, scale;
 	int i, rm, rr;
 	unsigned int op;
@@ -435,6 +448,69 @@ static void test_invalid_state_is_none(void **state)
 	assert_true(d[1][1].allowed);
 	for (i = 0; i < 3; i++)
 		assert_same_decision(d[0][i], d[1][i]);
+}
+
+/* Group checks and per-dimension keys: as on the memory store. */
+static void test_groups_and_keys(void **state)
+{
+	static const char *const specs[] = { "memory", NULL };
+	static const struct tk_key keys[2] = { { "u1", 2 }, { "ip9", 3 } };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_decision d[2][40], dims[2][40][3];
+	struct tk_limiter *ls[2][2], *c[2];
+	struct tk_store *st;
+	struct tk_clock *clk;
+	int i, j;
+
+	(void)state;
+	need_server();
+	memset(d, 0, sizeof(d));
+	memset(dims, 0, sizeof(dims));
+	for (i = 0; i < 2; i++) {
+		assert_rc(tk_clock_manual_new(&clk, T0), 0);
+		o.clock = clk;
+		o.flags = TK_OPT_NO_RECLAIMER;
+		assert_rc(tk_store_open(
+				  &st,
+				  specs[i] ? specs[i]
+					   : spec_with(&kit, "?key_prefix=g:"),
+				  &o),
+			  0);
+		o.store = st;
+		o.prefix = "user";
+		assert_rc(tk_limiter_open(&ls[i][0], "all(gcra:5/s,leaky:2/s)",
+					  NULL, &o),
+			  0);
+		o.prefix = "ip";
+		assert_rc(tk_limiter_open(&ls[i][1], "fixed-window:7/1s", NULL,
+					  &o),
+			  0);
+		o.prefix = "pair";
+		assert_rc(tk_limiter_open(&c[i], "any(gcra:3/s,gcra:4/2s)",
+					  NULL, &o),
+			  0);
+		o.store = NULL;
+		o.prefix = NULL;
+		for (j = 0; j < 20; j++) {
+			tk_clock_set(clk, T0 + (uint64_t)j * 97 * MS);
+			assert_rc(tk_limiter_check_group(ls[i], keys, 2, 1,
+							 &d[i][j], dims[i][j],
+							 3),
+				  0);
+			assert_rc(tk_limiter_check_keys(c[i], keys, 2, 1,
+							&d[i][20 + j]),
+				  0);
+		}
+		tk_limiter_close(ls[i][0]);
+		tk_limiter_close(ls[i][1]);
+		tk_limiter_close(c[i]);
+		tk_store_close(st);
+		tk_clock_free(clk);
+	}
+	for (j = 0; j < 40; j++) {
+		assert_memory_equal(&d[0][j], &d[1][j], sizeof(d[0][j]));
+		assert_memory_equal(dims[0][j], dims[1][j], sizeof(dims[0][j]));
+	}
 }
 
 /* N processes x M checks of one key at limit L admit exactly L. */
@@ -767,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_open_refusals),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_invalid_state_is_none),
+		cmocka_unit_test(test_groups_and_keys),
 		cmocka_unit_test(test_exact_across_processes),
 		cmocka_unit_test(test_noscript_recovery),
 		cmocka_unit_test(test_ttl),
