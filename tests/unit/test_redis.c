@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,9 @@ static int group_teardown(void **state)
 	redis_kit_destroy(&kit);
 	return 0;
 }
+
+static void own_server(struct redis_kit *k, const char *password);
+static long long clients(const struct redis_kit *k);
 
 static void need_server(void)
 {
@@ -513,6 +517,67 @@ static void test_groups_and_keys(void **state)
 	}
 }
 
+struct thread_arg {
+	struct tk_limiter *l;
+	_Atomic uint64_t *admitted;
+	int failed;
+};
+
+static void *checker(void *p)
+{
+	struct thread_arg *a = p;
+	struct tk_decision d;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (tk_limiter_check(a->l, "t", 1, 1, &d) != 0)
+			a->failed = 1;
+		else if (d.allowed)
+			atomic_fetch_add(a->admitted, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Threads of one limiter: each on its own connection, exactly the limit
+ * admitted, and a thread's connection reused by the next thread.
+ */
+static void test_threads(void **state)
+{
+	enum { T = 4 };
+	_Atomic uint64_t admitted = 0;
+	struct thread_arg a[T];
+	pthread_t th[T];
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct redis_kit k;
+	long long base;
+	int i, round;
+
+	(void)state;
+	own_server(&k, NULL);
+	open_at(&l, &c, "gcra:300/1d", k.spec, TK_FAIL_ERROR);
+	base = clients(&k);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < T; i++) {
+			a[i] = (struct thread_arg){ l, &admitted, 0 };
+			assert_int_equal(
+				pthread_create(&th[i], NULL, checker, &a[i]),
+				0);
+		}
+		for (i = 0; i < T; i++) {
+			assert_int_equal(pthread_join(th[i], NULL), 0);
+			assert_false(a[i].failed);
+		}
+		/* T connections, kept for the next threads. */
+		assert_int_equal(clients(&k), base + T);
+	}
+	assert_int_equal(atomic_load(&admitted), 300);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
+}
+
 /* N processes x M checks of one key at limit L admit exactly L. */
 static void test_exact_across_processes(void **state)
 {
@@ -845,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_state_is_none),
 		cmocka_unit_test(test_groups_and_keys),
 		cmocka_unit_test(test_exact_across_processes),
+		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_noscript_recovery),
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_foreign_state),
