@@ -191,6 +191,10 @@ int tk__window_forecast(uint64_t limit, const uint64_t *state, uint64_t start,
 			uint64_t end, uint64_t now, uint64_t cost,
 			struct tk_decision *d);
 
+/* quota.c: the period [start, end) that contains @t; -EOVERFLOW if none. */
+int tk__quota_period(const struct tk__policy *p, uint64_t t, uint64_t *start,
+		     uint64_t *end);
+
 /* gcra.c: the GCRA core that token-bucket shares. */
 int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 		  uint64_t burst);

@@ -7,7 +7,7 @@
 --
 -- KEYS     the states, one per dimension.
 -- ARGV     KIND NOW GRACE N, then for each of the N dimensions ALG USABLE
---          and four arguments of its algorithm; all numbers are decimal
+--          and five arguments of its algorithm; all numbers are decimal
 --          integers (ns, units).  KIND "all": admitted iff every dimension
 --          admits, and then every state is written; "any": admitted iff
 --          one does, and the states of those that admit are written.
@@ -19,19 +19,22 @@
 --          did not write.
 --
 -- One-word policies (ALG 1 gcra, 2 token-bucket, 7 leaky): the value is
--- "ALG:WORD", WORD the TAT or departure time.  ARGV INC AHEAD LIMIT VALID:
--- base = max(WORD, NOW); admitted iff base + AHEAD - NOW <= LIMIT, and
--- WORD becomes base + INC.  gcra: AHEAD = INC = T * cost, LIMIT = tau;
--- leaky: AHEAD = 0, INC = T * cost, LIMIT = max-queue.  A WORD at or past
--- 2^63 + VALID is no check's (the algorithm's valid()): no state.  The
--- state expires at WORD.
+-- "ALG:WORD", WORD the TAT or departure time.  Arguments INC AHEAD LIMIT
+-- VALID -: base = max(WORD, NOW); admitted iff base + AHEAD - NOW <=
+-- LIMIT, and WORD becomes base + INC.  gcra: AHEAD = INC = T * cost,
+-- LIMIT = tau; leaky: AHEAD = 0, INC = T * cost, LIMIT = max-queue.  A
+-- WORD at or past 2^63 + VALID is no check's (the algorithm's valid()):
+-- no state.  The state expires at WORD.
 --
--- Fixed windows (ALG 3): the value is "3:W:START:COUNT", W the window.
--- ARGV W WS COST LIMIT, WS the window of NOW: start = max(WS, START)
--- (a clock stepped back keeps counting in the later window), count =
--- COUNT if START is that window, else 0; admitted iff count + COST <=
--- LIMIT, and the state becomes {start, count + COST}.  A state of
--- another window is another policy's.  The state expires at start + W.
+-- Windows (ALG 3 fixed-window, 6 quota): the value is
+-- "ALG:POLICY:START:END:COUNT", POLICY naming the policy's windows (the
+-- width of a fixed window, a fingerprint of a quota's calendar).
+-- Arguments POLICY WS WE COST LIMIT, [WS, WE) the window of NOW: the
+-- state's window counts if it is later (a clock stepped back never
+-- reopens a window early), else NOW's, with the state's COUNT if it is
+-- that window, else 0; admitted iff count + COST <= LIMIT, and the state
+-- becomes that window with count + COST.  A state of another POLICY is
+-- another policy's.  The state expires at the window's end.
 --
 -- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
 -- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
@@ -116,17 +119,21 @@ local function one_word(alg, value, now, arg)
 	return true, alg .. ':' .. str(new), new
 end
 
-local function fixed_window(alg, value, now, arg)
-	local w, ws, cost, limit = arg[1], arg[2], arg[3], arg[4]
-	local start, count = ws, { 0, 0 }
+local function window(alg, value, now, arg)
+	local policy, start, stop, cost, limit = arg[1], arg[2], arg[3], arg[4],
+		arg[5]
+	local count = { 0, 0 }
 	if value then
-		local id, vw, vs, vc =
-			string.match(value, '^(%d+):(%d+):(%d+):(%d+)$')
-		local sw, ss, sc = num(vw), num(vs), num(vc)
-		if id ~= alg or not (sw and ss and sc) or cmp(sw, w) ~= 0 then
+		local id, vp, vs, ve, vc =
+			string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+		local sp, ss, se, sc = num(vp), num(vs), num(ve), num(vc)
+		if id ~= alg or not (sp and ss and se and sc) or
+			cmp(sp, policy) ~= 0 then
 			return nil, 'state of another algorithm or policy'
 		end
-		start = max(ws, ss)
+		if cmp(ss, start) > 0 then
+			start, stop = ss, se
+		end
 		if cmp(ss, start) == 0 then
 			count = sc
 		end
@@ -135,8 +142,8 @@ local function fixed_window(alg, value, now, arg)
 	if cmp(count, limit) > 0 then
 		return false
 	end
-	return true, alg .. ':' .. str(w) .. ':' .. str(start) .. ':' ..
-		str(count), add(start, w)
+	return true, alg .. ':' .. str(policy) .. ':' .. str(start) .. ':' ..
+		str(stop) .. ':' .. str(count), stop
 end
 
 local function proto(why)
@@ -145,16 +152,16 @@ end
 
 local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
 	tonumber(ARGV[4])
-if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 6 * n then
+if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 7 * n then
 	return proto('bad arguments')
 end
 local old, admits, new, expiry = {}, {}, {}, {}
 local yes, no = 0, 0
 for i = 1, n do
-	local at = 4 + 6 * (i - 1)
+	local at = 4 + 7 * (i - 1)
 	local alg, usable = ARGV[at + 1], ARGV[at + 2]
 	local arg = {}
-	for j = 1, 4 do
+	for j = 1, 5 do
 		arg[j] = num(ARGV[at + 2 + j])
 		if not arg[j] then
 			return proto('bad arguments')
@@ -162,8 +169,8 @@ for i = 1, n do
 	end
 	old[i] = redis.call('GET', KEYS[i])
 	local ok, why
-	if alg == '3' then
-		ok, why, expiry[i] = fixed_window(alg, old[i], now, arg)
+	if alg == '3' or alg == '6' then
+		ok, why, expiry[i] = window(alg, old[i], now, arg)
 	else
 		ok, why, expiry[i] = one_word(alg, old[i], now, arg)
 	end

@@ -8,9 +8,10 @@
  * state becomes base + INC.  GCRA and the token bucket (gcra.c) admit iff
  * the new TAT is within tau of now, the leaky shaper (leaky.c) iff the
  * current wait is within the queue; both move the state by T * cost.
- * Fixed windows (fixed-window.c) count in the later of the current window
- * and the state's, which the script keeps as {window, start, count} so
- * that it needs no division: the client names the current window.
+ * Fixed windows (fixed-window.c) and quotas (quota.c) count in the later
+ * of the current window and the state's, which the script keeps as
+ * {policy, start, end, count} so that it needs no division and no
+ * calendar: the client names the current window.
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
@@ -32,7 +33,8 @@ const char tk__redis_check_lua[] =
 int tk__redis_supported(const struct tk__policy *p)
 {
 	return p->alg == &tk__gcra || p->alg == &tk__token_bucket ||
-	       p->alg == &tk__leaky || p->alg == &tk__fixed_window;
+	       p->alg == &tk__leaky || p->alg == &tk__fixed_window ||
+	       p->alg == &tk__quota;
 }
 
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost)
@@ -44,23 +46,66 @@ int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost)
 	return p->alg->check(p, zeros, now, cost, next, &d) >= 0;
 }
 
+static int is_window(const struct tk__policy *p)
+{
+	return p->alg == &tk__fixed_window || p->alg == &tk__quota;
+}
+
+/*
+ * What names a windowed policy's windows: a fixed window's width, or a
+ * quota's calendar (cadence, offset, week start, period, anchor) hashed,
+ * spelled out first so that every host hashes the same bytes.
+ */
+static uint64_t windows_of(const struct tk__policy *p)
+{
+	static const uint64_t key[2] = { 0x746872, 0x6f74746c656b6974 };
+	char buf[96];
+	int n;
+
+	if (p->alg == &tk__fixed_window)
+		return p->u.window.window;
+	n = snprintf(buf, sizeof(buf), "%d:%ld:%u:%llu:%llu",
+		     p->u.quota.cadence, (long)p->u.quota.offset_s,
+		     p->u.quota.week_start,
+		     (unsigned long long)p->u.quota.period,
+		     (unsigned long long)p->u.quota.anchor);
+	return tk__siphash(key, buf, (size_t)n);
+}
+
+/* Now's window [*start, *end); 0, or the algorithm's -EOVERFLOW. */
+static int window_now(const struct tk__policy *p, uint64_t now, uint64_t *start,
+		      uint64_t *end)
+{
+	if (p->alg == &tk__quota)
+		return tk__quota_period(p, now, start, end);
+	*start = now - now % p->u.window.window;
+	*end = *start + p->u.window.window;
+	return 0;
+}
+
 static void put(char *arg, uint64_t v)
 {
 	snprintf(arg, 24, "%llu", (unsigned long long)v);
 }
 
 int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
-			 uint64_t cost, char args[4][24])
+			 uint64_t cost, char args[5][24])
 {
-	uint64_t w;
+	uint64_t start = 0, end = 0;
 
-	if (p->alg == &tk__fixed_window) {
-		w = p->u.window.window;
-		put(args[0], w);
-		put(args[1], now - now % w);
-		put(args[2], cost);
-		put(args[3], p->limit);
-	} else if (p->alg == &tk__leaky) {
+	if (is_window(p)) {
+		/* No window (a quota out of 1970..2262): the algorithm's
+		 * -EOVERFLOW, so the dimension is not usable. */
+		window_now(p, now, &start, &end);
+		put(args[0], windows_of(p));
+		put(args[1], start);
+		put(args[2], end);
+		put(args[3], cost);
+		put(args[4], p->limit);
+		return 0;
+	}
+	put(args[4], 0);
+	if (p->alg == &tk__leaky) {
 		put(args[0], p->u.leaky.t * cost);
 		put(args[1], 0);
 		put(args[2], p->u.leaky.max_queue);
@@ -98,8 +143,8 @@ static int parse_word(const char *s, size_t len, uint64_t *word)
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words)
 {
-	size_t n = 0, want = p->alg == &tk__fixed_window ? 4 : 2, i = 0, at;
-	uint64_t f[4];
+	size_t n = 0, want = is_window(p) ? 5 : 2, i = 0, at;
+	uint64_t f[5];
 
 	/* ':'-separated decimal fields, the first the algorithm's id. */
 	for (;;) {
@@ -116,16 +161,17 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		words[0] = f[1];
 		return 0;
 	}
-	/* {window, start, count}: this policy's window, a start below 2^63
-	 * and a count the algorithm can hold. */
-	if (f[1] != p->u.window.window || f[2] >= TK__NOW_LIMIT ||
-	    f[3] > (p->word_is_expiry ? PACKED_COUNT_MAX : COUNT_MAX))
+	/* {policy, start, end, count}: this policy's windows, a start below
+	 * 2^63 and an end after it, a count the algorithm can hold. */
+	if (f[1] != windows_of(p) || f[2] >= TK__NOW_LIMIT || f[3] <= f[2] ||
+	    (p->alg == &tk__fixed_window && f[3] - f[2] != f[1]) ||
+	    f[4] > (p->word_is_expiry ? PACKED_COUNT_MAX : COUNT_MAX))
 		return -EPROTO;
 	if (p->word_is_expiry) {
-		words[0] = tk__window_pack(f[2] + f[1], f[3]);
+		words[0] = tk__window_pack(f[3], f[4]);
 	} else {
 		words[0] = f[2];
-		words[1] = f[3];
+		words[1] = f[4];
 	}
 	return 0;
 }

@@ -18,8 +18,8 @@
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
  *
- * Supported so far: gcra, token-bucket, leaky and fixed-window, alone, in
- * composites and in groups; supports() refuses the rest at
+ * Supported so far: gcra, token-bucket, leaky, fixed-window and quota,
+ * alone, in composites and in groups; supports() refuses the rest at
  * tk_limiter_open() with -ENOTSUP, and so does open for server_time=1.
  */
 #include "internal.h"
@@ -214,12 +214,12 @@ static int verdict(const redisReply *r, const struct req *q)
 	return rc;
 }
 
-#define ARGS_MAX (3 + 4 + 7 * TK__MULTI_MAX)
+#define ARGS_MAX (3 + 4 + 8 * TK__MULTI_MAX)
 
 static int check(struct redis_store *s, struct tk__redis_conn *c,
 		 const struct req *q)
 {
-	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][4][24];
+	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][5][24];
 	const uint64_t *none[TK__MULTI_MAX] = { NULL };
 	uint64_t next[TK__MULTI_MAX][2];
 	uint64_t *nexts[TK__MULTI_MAX];
@@ -252,7 +252,7 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 				       ? "1"
 				       : "0";
 		rc = tk__redis_check_args(q->pol[i], q->now, q->cost, arg[i]);
-		for (j = 0; j < 4; j++)
+		for (j = 0; j < 5; j++)
 			argv[argc++] = arg[i][j];
 	}
 	if (rc < 0)

@@ -195,7 +195,7 @@ static void test_open_refusals(void **state)
 	assert_rc(tk_store_open(&s, "redis://127.0.0.1:1", NULL), 0);
 	tk_store_close(s);
 	/* Algorithms and composites not yet on Redis: at open. */
-	assert_rc(tk_limiter_open(&l, "quota:5/1d", "redis://h", NULL),
+	assert_rc(tk_limiter_open(&l, "sliding-window:5/1d", "redis://h", NULL),
 		  -ENOTSUP);
 	assert_rc(tk_limiter_open(&l, "sliding-log:5/s", "redis://h", NULL),
 		  -ENOTSUP);
@@ -219,7 +219,7 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 				 : rnd_range(seed, 1, 20);
 	uint64_t burst = rnd_range(seed, 1, 30);
 
-	switch (rnd_range(seed, 0, 6)) {
+	switch (rnd_range(seed, 0, 8)) {
 	case 0:
 		snprintf(buf, len, "gcra:%llu/%s", (unsigned long long)limit,
 			 p);
@@ -244,6 +244,18 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 		snprintf(buf, len, "fixed-window:%llu/%lluns",
 			 (unsigned long long)burst,
 			 (unsigned long long)rnd_range(seed, 1, 100 * MS));
+		break;
+	case 7:
+		snprintf(buf, len, "quota:%llu/%s,offset=%s%02u:%02u",
+			 (unsigned long long)burst,
+			 rnd_range(seed, 0, 1) ? "month" : "week",
+			 rnd_range(seed, 0, 1) ? "+" : "-",
+			 (unsigned int)rnd_range(seed, 0, 14),
+			 (unsigned int)rnd_range(seed, 0, 1) * 30);
+		break;
+	case 8:
+		snprintf(buf, len, "quota:%llu/%s", (unsigned long long)limit,
+			 p);
 		break;
 	case 3:
 		snprintf(buf, len, "leaky:%llu/%s,max-queue=%llums",
@@ -675,6 +687,25 @@ static void test_ttl(void **state)
 	tk_clock_free(c);
 }
 
+/* A check of @b on a key that @a wrote: -EPROTO. */
+static void assert_foreign(const char *a, const char *b)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+
+	open_at(&l, &c, a, spec_with(&kit, "?key_prefix=p:"), TK_FAIL_ERROR);
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	open_at(&l, &c, b, spec_with(&kit, "?key_prefix=p:"), TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EPROTO);
+	assert_rc(tk_limiter_peek(l, "k", 1, &d), -EPROTO);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
 /* A state of another algorithm, or of no algorithm: -EPROTO. */
 static void test_foreign_state(void **state)
 {
@@ -700,6 +731,12 @@ static void test_foreign_state(void **state)
 			 0);
 	assert_rc(tk_limiter_peek(g, "j", 1, &d), -EPROTO);
 	assert_rc(tk_limiter_reset(g, "j", 1), 0);
+	/* Windows of another width, or another calendar: another policy's
+	 * (the memory store would take the state for none; see
+	 * throttlekit(7)). */
+	assert_foreign("fixed-window:5/1s", "fixed-window:5/2s");
+	assert_foreign("quota:5/month", "quota:5/month,offset=+01:00");
+	assert_foreign("quota:5/1h", "quota:5/1h,anchor=1");
 	assert_admits(g, "j", 1, true);
 	tk_limiter_close(g);
 	tk_limiter_close(k);
