@@ -36,6 +36,13 @@
 -- becomes that window with count + COST.  A state of another POLICY is
 -- another policy's.  The state expires at the window's end.
 --
+-- Sliding logs (ALG 5): the value is "5:L:T1:...:Tn", the stamps of the
+-- n <= L units counted, ascending.  Arguments W L COST - -: the stamps
+-- with T + W > NOW are live; admitted iff live + COST <= L, and the state
+-- becomes the live stamps with COST stamps of NOW inserted in order.  A
+-- state of another L is another policy's.  It expires at its last stamp
+-- plus W.
+--
 -- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
 -- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
 -- 0 <= lo < 10^9: parsed by splitting off the last nine digits, and only
@@ -146,6 +153,50 @@ local function window(alg, value, now, arg)
 		str(stop) .. ':' .. str(count), stop
 end
 
+local function log(alg, value, now, arg)
+	local w, limit, cost = arg[1], arg[2], arg[3]
+	local stamps = {}
+	if value then
+		local id, l, rest = string.match(value, '^(%d+):(%d+)(.*)$')
+		if id ~= alg or not num(l) or cmp(num(l), limit) ~= 0 or
+			string.gsub(rest, ':%d+', '') ~= '' then
+			return nil, 'state of another algorithm or policy'
+		end
+		for t in string.gmatch(rest, ':(%d+)') do
+			stamps[#stamps + 1] = num(t)
+			if not stamps[#stamps] then
+				return nil, 'state of another algorithm or policy'
+			end
+		end
+	end
+	local live = #stamps + 1
+	for i = 1, #stamps do
+		if cmp(add(stamps[i], w), now) > 0 then
+			live = i
+			break
+		end
+	end
+	-- Counts and costs are at most L <= 512: plain numbers.
+	if #stamps - live + 1 + cost[2] > limit[2] or cost[1] ~= 0 then
+		return false
+	end
+	local out, i = {}, live
+	while i <= #stamps and cmp(stamps[i], now) <= 0 do
+		out[#out + 1] = str(stamps[i])
+		i = i + 1
+	end
+	for _ = 1, cost[2] do
+		out[#out + 1] = str(now)
+	end
+	local last = now
+	for k = i, #stamps do
+		out[#out + 1] = str(stamps[k])
+		last = stamps[k]
+	end
+	return true, alg .. ':' .. str(limit) .. ':' .. table.concat(out, ':'),
+		add(last, w)
+end
+
 local function proto(why)
 	return redis.error_reply('TKPROTO ' .. why)
 end
@@ -171,6 +222,8 @@ for i = 1, n do
 	local ok, why
 	if alg == '3' or alg == '6' then
 		ok, why, expiry[i] = window(alg, old[i], now, arg)
+	elseif alg == '5' then
+		ok, why, expiry[i] = log(alg, old[i], now, arg)
 	else
 		ok, why, expiry[i] = one_word(alg, old[i], now, arg)
 	end

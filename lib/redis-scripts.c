@@ -11,7 +11,8 @@
  * Fixed windows (fixed-window.c) and quotas (quota.c) count in the later
  * of the current window and the state's, which the script keeps as
  * {policy, start, end, count} so that it needs no division and no
- * calendar: the client names the current window.
+ * calendar: the client names the current window.  Sliding logs keep their
+ * stamps in order, which the script only compares and adds to.
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
@@ -34,16 +35,16 @@ int tk__redis_supported(const struct tk__policy *p)
 {
 	return p->alg == &tk__gcra || p->alg == &tk__token_bucket ||
 	       p->alg == &tk__leaky || p->alg == &tk__fixed_window ||
-	       p->alg == &tk__quota;
+	       p->alg == &tk__quota || p->alg == &tk__sliding_log;
 }
 
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost)
 {
-	static const uint64_t zeros[2];
-	uint64_t next[2];
+	static const uint64_t zeros[TK__STATE_WORDS_MAX];
 	struct tk_decision d;
 
-	return p->alg->check(p, zeros, now, cost, next, &d) >= 0;
+	/* A forecast fails as a check would, and writes no state. */
+	return p->alg->forecast(p, zeros, now, cost, &d) >= 0;
 }
 
 static int is_window(const struct tk__policy *p)
@@ -105,7 +106,12 @@ int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
 		return 0;
 	}
 	put(args[4], 0);
-	if (p->alg == &tk__leaky) {
+	if (p->alg == &tk__sliding_log) {
+		put(args[0], p->u.window.window);
+		put(args[1], p->limit);
+		put(args[2], cost);
+		put(args[3], 0);
+	} else if (p->alg == &tk__leaky) {
 		put(args[0], p->u.leaky.t * cost);
 		put(args[1], 0);
 		put(args[2], p->u.leaky.max_queue);
@@ -140,12 +146,47 @@ static int parse_word(const char *s, size_t len, uint64_t *word)
 	return 0;
 }
 
+/* "5:L:T1:...:Tn" into {n, T1, ..., Tn}: at most L stamps, ascending,
+ * each a clock reading (the algorithm's valid()). */
+static int decode_log(const struct tk__policy *p, const char *s, size_t len,
+		      uint64_t *words)
+{
+	size_t i = 0, at, n = 0;
+	uint64_t f;
+
+	for (;;) {
+		for (at = i; i < len && s[i] != ':'; i++)
+			;
+		if (parse_word(s + at, i - at, &f))
+			return -EPROTO;
+		if (n == 0 && f != p->alg->id)
+			return -EPROTO;
+		if (n == 1 && f != p->limit)
+			return -EPROTO;
+		if (n >= 2) {
+			if (n - 1 > p->limit || f >= TK__NOW_LIMIT ||
+			    (n > 2 && f < words[n - 2]))
+				return -EPROTO;
+			words[n - 1] = f;
+		}
+		n++;
+		if (i++ == len)
+			break;
+	}
+	if (n < 2)
+		return -EPROTO;
+	words[0] = n - 2;
+	return 0;
+}
+
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words)
 {
 	size_t n = 0, want = is_window(p) ? 5 : 2, i = 0, at;
 	uint64_t f[5];
 
+	if (p->alg == &tk__sliding_log)
+		return decode_log(p, s, len, words);
 	/* ':'-separated decimal fields, the first the algorithm's id. */
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)

@@ -18,8 +18,8 @@
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
  *
- * Supported so far: gcra, token-bucket, leaky, fixed-window and quota,
- * alone, in composites and in groups; supports() refuses the rest at
+ * Supported so far: every algorithm but the sliding window, alone, in
+ * composites and in groups; supports() refuses the rest at
  * tk_limiter_open() with -ENOTSUP, and so does open for server_time=1.
  */
 #include "internal.h"
@@ -53,19 +53,6 @@ static int redis_key(const struct redis_store *s, const unsigned char *key,
 	memcpy(buf + s->spec.key_prefix_len, key, len);
 	*out = s->spec.key_prefix_len + len;
 	return 0;
-}
-
-/* A reply's state: NULL (none) or @words; -EPROTO if not one of @p's. */
-static int old_state(const redisReply *r, const struct tk__policy *p,
-		     uint64_t *words, const uint64_t **old)
-{
-	*old = NULL;
-	if (r->type == REDIS_REPLY_NIL)
-		return 0;
-	*old = words;
-	if (r->type != REDIS_REPLY_STRING)
-		return -EPROTO;
-	return tk__redis_decode(p, r->str, r->len, words);
 }
 
 /* One apply or apply_multi, as the script and the client both see it. */
@@ -144,41 +131,89 @@ static int eval_check(struct tk__redis_conn *c, const char **argv, size_t *lens,
 	return -EPROTO;
 }
 
+/*
+ * The words of one step: every key's old state, the limiter's new one and
+ * the script's, zeroed (a sliding log writes only the stamps it holds).
+ */
+struct bufs {
+	const uint64_t *old[TK__MULTI_MAX];
+	uint64_t *was[TK__MULTI_MAX], *next[TK__MULTI_MAX];
+	uint64_t *made[TK__MULTI_MAX];
+	uint64_t *heap;
+	uint64_t local[3 * 8];
+};
+
+static int bufs_init(struct bufs *b, const struct req *q)
+{
+	size_t i, total = 0, at = 0;
+	uint64_t *w = b->local;
+
+	for (i = 0; i < q->n; i++)
+		total += q->pol[i]->state_words;
+	b->heap = NULL;
+	if (3 * total > sizeof(b->local) / sizeof(b->local[0])) {
+		w = b->heap = calloc(3 * total, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+	} else {
+		memset(b->local, 0, sizeof(b->local));
+	}
+	for (i = 0; i < q->n; i++) {
+		b->old[i] = NULL;
+		b->was[i] = w + at;
+		b->next[i] = w + total + at;
+		b->made[i] = w + 2 * total + at;
+		at += q->pol[i]->state_words;
+	}
+	return 0;
+}
+
+/* A reply's state of key @i into @b: none, or the words it decodes to. */
+static int take_old(struct bufs *b, const struct req *q, size_t i,
+		    const redisReply *r)
+{
+	b->old[i] = NULL;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	b->old[i] = b->was[i];
+	if (r->type != REDIS_REPLY_STRING)
+		return -EPROTO;
+	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
+}
+
 static int forecast(struct tk__redis_conn *c, const struct req *q)
 {
 	const char *argv[1 + TK__MULTI_MAX];
 	size_t lens[1 + TK__MULTI_MAX], i;
-	uint64_t old[TK__MULTI_MAX][2], next[TK__MULTI_MAX][2];
-	const uint64_t *olds[TK__MULTI_MAX];
-	uint64_t *nexts[TK__MULTI_MAX];
 	int persist[TK__MULTI_MAX], rc;
-	redisReply *r;
+	struct bufs b;
+	redisReply *r = NULL;
 
 	argv[0] = "MGET";
 	lens[0] = 4;
 	for (i = 0; i < q->n; i++) {
 		argv[1 + i] = q->key[i];
 		lens[1 + i] = q->klen[i];
-		nexts[i] = next[i];
 	}
-	rc = tk__redis_command(c, (int)(1 + q->n), argv, lens, (void **)&r);
+	rc = bufs_init(&b, q);
 	if (rc)
 		return rc;
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != q->n)
+	rc = tk__redis_command(c, (int)(1 + q->n), argv, lens, (void **)&r);
+	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != q->n))
 		rc = -EPROTO;
 	for (i = 0; rc == 0 && i < q->n; i++)
-		rc = old_state(r->element[i], q->pol[i], old[i], &olds[i]);
-	tk__redis_reply_free(r);
-	return rc ? rc : run(q, olds, nexts, persist);
+		rc = take_old(&b, q, i, r->element[i]);
+	if (r)
+		tk__redis_reply_free(r);
+	if (rc == 0)
+		rc = run(q, b.old, b.next, persist);
+	free(b.heap);
+	return rc;
 }
 
 /* The script's verdict, checked against the algorithms' own. */
-static int verdict(const redisReply *r, const struct req *q)
+static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
 {
-	uint64_t old[TK__MULTI_MAX][2], made[TK__MULTI_MAX][2];
-	uint64_t next[TK__MULTI_MAX][2];
-	const uint64_t *olds[TK__MULTI_MAX];
-	uint64_t *nexts[TK__MULTI_MAX];
 	int persist[TK__MULTI_MAX], wrote[TK__MULTI_MAX], rc = 0, admitted;
 	const redisReply *e;
 	size_t i, n = q->n;
@@ -188,19 +223,21 @@ static int verdict(const redisReply *r, const struct req *q)
 		return -EPROTO;
 	admitted = r->element[0]->integer == 1;
 	for (i = 0; rc == 0 && i < n; i++) {
-		nexts[i] = next[i];
-		rc = old_state(r->element[1 + i], q->pol[i], old[i], &olds[i]);
+		rc = take_old(b, q, i, r->element[1 + i]);
 		e = r->element[1 + n + i];
 		wrote[i] = e->type != REDIS_REPLY_NIL;
 		if (rc == 0 && wrote[i])
 			rc = e->type == REDIS_REPLY_STRING
 				     ? tk__redis_decode(q->pol[i], e->str,
-							e->len, made[i])
+							e->len, b->made[i])
 				     : -EPROTO;
 	}
 	if (rc)
 		return rc;
-	rc = run(q, olds, nexts, persist);
+	for (i = 0; i < n; i++)
+		memset(b->next[i], 0,
+		       q->pol[i]->state_words * sizeof(b->next[i][0]));
+	rc = run(q, b->old, b->next, persist);
 	if (rc < 0)
 		return rc;
 	if ((rc == TK__PERSIST) != admitted)
@@ -208,8 +245,8 @@ static int verdict(const redisReply *r, const struct req *q)
 	for (i = 0; i < n; i++)
 		if (persist[i] != wrote[i] ||
 		    (wrote[i] &&
-		     memcmp(next[i], made[i],
-			    q->pol[i]->state_words * sizeof(next[i][0]))))
+		     memcmp(b->next[i], b->made[i],
+			    q->pol[i]->state_words * sizeof(b->next[i][0]))))
 			return -EPROTO;
 	return rc;
 }
@@ -220,20 +257,19 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 		 const struct req *q)
 {
 	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][5][24];
-	const uint64_t *none[TK__MULTI_MAX] = { NULL };
-	uint64_t next[TK__MULTI_MAX][2];
-	uint64_t *nexts[TK__MULTI_MAX];
 	const char *argv[ARGS_MAX];
 	size_t lens[ARGS_MAX], i, j, argc = 0;
 	int persist[TK__MULTI_MAX], rc;
+	struct bufs b;
 	redisReply *r;
 
-	/* What no state could change (-ERANGE) costs no round trip. */
-	for (i = 0; i < q->n; i++)
-		nexts[i] = next[i];
-	rc = run(q, none, nexts, persist);
-	if (rc < 0)
+	rc = bufs_init(&b, q);
+	if (rc)
 		return rc;
+	/* What no state could change (-ERANGE) costs no round trip. */
+	rc = run(q, b.old, b.next, persist);
+	if (rc < 0)
+		goto out;
 	snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
 	snprintf(n, sizeof(n), "%zu", q->n);
 	argv[argc++] = "EVALSHA";
@@ -256,16 +292,18 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 			argv[argc++] = arg[i][j];
 	}
 	if (rc < 0)
-		return rc;
+		goto out;
 	for (i = 0; i < argc; i++)
 		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
 			  : argv[i]		 ? strlen(argv[i])
 						 : 0;
 	rc = eval_check(c, argv, lens, (int)argc, &r);
-	if (rc)
-		return rc;
-	rc = verdict(r, q);
-	tk__redis_reply_free(r);
+	if (rc == 0) {
+		rc = verdict(r, q, &b);
+		tk__redis_reply_free(r);
+	}
+out:
+	free(b.heap);
 	return rc;
 }
 

@@ -94,7 +94,8 @@ for policy in gcra:10/1s gcra:5/1s,burst=20 gcra:1099511627776/1d \
 	'any(leaky:5/1s,max-queue=1s,gcra:3/1d,burst=2)' \
 	'all(token-bucket:capacity=9,refill=1/1h,gcra:1099511627776/365d)' \
 	quota:5/month,offset=+09:00 quota:1099511627776/day quota:3/7d \
-	'any(quota:2/week,fixed-window:3/1h)'; do
+	'any(quota:2/week,fixed-window:3/1h)' sliding-log:7/1s \
+	sliding-log:512/3650d 'all(sliding-log:3/1m,gcra:2/1s)'; do
 	# Bases: near the epoch, now, and near 2^62 (prefixes of t).
 	for base in 0 17 46; do
 		seed=$((seed + 1))
@@ -104,8 +105,8 @@ done
 echo "simulate: $timelines timelines, $lines lines identical on Redis"
 
 # Refused before any replay: not run on Redis yet, or on the server's clock.
-for policy in sliding-window:5/1s sliding-log:5/1d \
-	'all(gcra:5/1s,sliding-log:20/1m)'; do
+for policy in sliding-window:5/1s \
+	'all(gcra:5/1s,sliding-window:20/1m)'; do
 	"$ctl" simulate --policy "$policy" --store "$store" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	if [ $? -ne 2 ] || ! grep -q "not supported on store" "$tmp/err"; then

@@ -197,11 +197,12 @@ static void test_open_refusals(void **state)
 	/* Algorithms and composites not yet on Redis: at open. */
 	assert_rc(tk_limiter_open(&l, "sliding-window:5/1d", "redis://h", NULL),
 		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "sliding-log:5/s", "redis://h", NULL),
+	assert_rc(tk_limiter_open(&l, "sliding-window:5/s,buckets=4",
+				  "redis://h", NULL),
 		  -ENOTSUP);
 	assert_rc(tk_limiter_open(&l, "sliding-window:5/s", "redis://h", NULL),
 		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,sliding-log:50/m)",
+	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,sliding-window:50/m)",
 				  "redis://h", NULL),
 		  -ENOTSUP);
 	assert_rc(tk_limiter_open(&l, "gcra:5/s", "redis://h", NULL), 0);
@@ -219,7 +220,7 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 				 : rnd_range(seed, 1, 20);
 	uint64_t burst = rnd_range(seed, 1, 30);
 
-	switch (rnd_range(seed, 0, 8)) {
+	switch (rnd_range(seed, 0, 9)) {
 	case 0:
 		snprintf(buf, len, "gcra:%llu/%s", (unsigned long long)limit,
 			 p);
@@ -256,6 +257,14 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 	case 8:
 		snprintf(buf, len, "quota:%llu/%s", (unsigned long long)limit,
 			 p);
+		break;
+	case 9:
+		snprintf(
+			buf, len, "sliding-log:%llu/%s",
+			(unsigned long long)(rnd_range(seed, 0, 3)
+						     ? burst
+						     : rnd_range(seed, 1, 512)),
+			rnd_range(seed, 0, 1) ? p : "100ms");
 		break;
 	case 3:
 		snprintf(buf, len, "leaky:%llu/%s,max-queue=%llums",
@@ -311,6 +320,18 @@ static int step(struct tk_limiter *l, unsigned int op, const char *key,
 	}
 }
 
+/* The policy's natural step: its window, or its emission interval. */
+static uint64_t unit_of(const struct tk__policy *p)
+{
+	if (p->alg == &tk__gcra || p->alg == &tk__token_bucket)
+		return p->u.gcra.t;
+	if (p->alg == &tk__leaky)
+		return p->u.leaky.t;
+	if (p->alg == &tk__quota)
+		return p->u.quota.period ? p->u.quota.period : 86400 * SEC;
+	return p->u.window.window;
+}
+
 static unsigned long long compared, n_admitted, n_denied, n_errors;
 
 /* One timeline on the memory store and on Redis: same answers. */
@@ -321,7 +342,7 @@ static void differential(uint64_t seed0, uint64_t start)
 	struct tk_clock *cm, *cr;
 	struct tk_decision dm, dr;
 	char policy[320], key[16], opts[64];
-	uint64_t now = start, cost, scale;
+	uint64_t now = start, cost, scale, unit;
 	int i, rm, rr;
 	unsigned int op;
 
@@ -333,14 +354,20 @@ static void differential(uint64_t seed0, uint64_t start)
 	tk_clock_set(cm, now);
 	tk_clock_set(cr, now);
 	scale = tk_limiter_policy(mem)->dim[0].limit;
+	unit = unit_of(&tk_limiter_policy(mem)->dim[0]);
 	for (i = 0; i < 60; i++) {
 		/*
 		 * Steps from nothing to years, and back by at most the grace
 		 * (60 s), within which both stores still hold every state
 		 * that matters (tk_store_open(3), "Clock steps").
 		 */
-		switch (rnd_range(&seed, 0, 6)) {
+		switch (rnd_range(&seed, 0, 7)) {
 		case 0:
+			break;
+		case 7:
+			/* To a boundary: a whole window or emission interval
+			 * after an earlier step. */
+			now += rnd_range(&seed, 1, 2) * unit;
 			break;
 		case 6:
 			now -= min_u64(now, rnd_range(&seed, 1, 60 * SEC));
