@@ -348,8 +348,8 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or
  * "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]", OPTIONS timeout=,
  * connect_timeout=, key_prefix=, server_time= (see tk_store_open(3); it
- * runs every algorithm but sliding-window, alone or in composites, so
- * far, and connects on first use, one connection per thread).
+ * runs every algorithm and composite, and connects on first use, one
+ * connection per thread).
  *
  * @opts may be NULL; a store uses opts->clock (for its reclaimer),
  * opts->max_keys (memory), opts->reclaim_interval, opts->reclaim_grace and
@@ -504,9 +504,8 @@ TK_API int tk_zone_access(const char *name, const struct tk_options *opts,
  *
  * Returns 0, -EINVAL for an invalid policy (an unknown algorithm
  * included), spec or option, -ENAMETOOLONG for a prefix longer than
- * TK_PREFIX_MAX, -ENOTSUP for a backend this build lacks or a policy the
- * store cannot run yet (Redis: a sliding-window dimension),
- * -ENOMEM, or (when it opens the store) a clock error.
+ * TK_PREFIX_MAX, -ENOTSUP for a backend this build lacks, -ENOMEM, or
+ * (when it opens the store) a clock error.
  */
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			   const char *store, const struct tk_options *opts);

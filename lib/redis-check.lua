@@ -7,7 +7,7 @@
 --
 -- KEYS     the states, one per dimension.
 -- ARGV     KIND NOW GRACE N, then for each of the N dimensions ALG USABLE
---          and five arguments of its algorithm; all numbers are decimal
+--          and seven arguments of its algorithm (unused ones 0); all numbers are decimal
 --          integers (ns, units).  KIND "all": admitted iff every dimension
 --          admits, and then every state is written; "any": admitted iff
 --          one does, and the states of those that admit are written.
@@ -42,6 +42,17 @@
 -- becomes the live stamps with COST stamps of NOW inserted in order.  A
 -- state of another L is another policy's.  It expires at its last stamp
 -- plus W.
+--
+-- Sliding windows (ALG 4): the value is "4:S:w:T0:N0:...:TS:NS", the
+-- ring of S + 1 buckets {tick, count} of width w.  Arguments w S c e
+-- COST LIMIT SLOT, with c = floor(NOW / w), e = NOW - c * w and SLOT =
+-- c mod (S + 1): buckets of ticks c - S + 1 and later count in full, the
+-- bucket of tick c - S for (w - e) / w of its count; admitted iff
+-- (full + COST) * w + old * (w - e) <= LIMIT * w (products below 2^118,
+-- compared in limbs of 10^7), and then the buckets that count nothing are
+-- emptied and COST is added to the bucket of tick c (or to a later one
+-- in its slot).  A state of another S or w is another policy's.  It
+-- expires at (its highest tick + 1 + S) * w.
 --
 -- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
 -- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
@@ -197,22 +208,158 @@ local function log(alg, value, now, arg)
 		add(last, w)
 end
 
+-- Numbers of any size as arrays of base 10^7 limbs, least significant
+-- first: products of two limbs stay below 2^53.
+local L7 = 10000000
+
+local function big(s)
+	local b, i = {}, #s
+	while i > 0 do
+		b[#b + 1] = tonumber(s:sub(math.max(1, i - 6), i))
+		i = i - 7
+	end
+	return b
+end
+
+local function bigmul(a, b)
+	local r = {}
+	for i = 1, #a + #b do
+		r[i] = 0
+	end
+	for i = 1, #a do
+		local carry = 0
+		for j = 1, #b do
+			local t = r[i + j - 1] + a[i] * b[j] + carry
+			carry = math.floor(t / L7)
+			r[i + j - 1] = t - carry * L7
+		end
+		local k = i + #b
+		while carry > 0 do
+			local t = r[k] + carry
+			carry = math.floor(t / L7)
+			r[k] = t - carry * L7
+			k = k + 1
+		end
+	end
+	return r
+end
+
+local function bigadd(a, b)
+	local r, carry = {}, 0
+	for i = 1, math.max(#a, #b) do
+		local t = (a[i] or 0) + (b[i] or 0) + carry
+		carry = t >= L7 and 1 or 0
+		r[i] = t - carry * L7
+	end
+	if carry > 0 then
+		r[#r + 1] = carry
+	end
+	return r
+end
+
+local function bigcmp(a, b)
+	for i = math.max(#a, #b), 1, -1 do
+		local x, y = a[i] or 0, b[i] or 0
+		if x ~= y then
+			return x < y and -1 or 1
+		end
+	end
+	return 0
+end
+
+local function bigstr(a)
+	local s = ''
+	for i = #a, 1, -1 do
+		s = s .. string.format('%07d', a[i])
+	end
+	s = s:gsub('^0+', '')
+	return s == '' and '0' or s
+end
+
+local function sliding(alg, value, now, arg)
+	local w, s, c, e = arg[1], arg[2], arg[3], arg[4]
+	local cost, limit, slot = arg[5], arg[6], arg[7][2] + 1
+	local n = s[2] + 1 -- S <= 100
+	local tick, count = {}, {}
+	if value then
+		local id, vs, vw, rest =
+			string.match(value, '^(%d+):(%d+):(%d+)(.*)$')
+		if id ~= alg or not (num(vs) and num(vw)) or
+			cmp(num(vs), s) ~= 0 or cmp(num(vw), w) ~= 0 then
+			return nil, 'state of another algorithm or policy'
+		end
+		for t, k in string.gmatch(rest, ':(%d+):(%d+)') do
+			tick[#tick + 1], count[#count + 1] = num(t), num(k)
+			if not (tick[#tick] and count[#count]) then
+				return nil, 'state of another algorithm or policy'
+			end
+		end
+		if #tick ~= n or string.gsub(rest, ':%d+:%d+', '') ~= '' then
+			return nil, 'state of another algorithm or policy'
+		end
+	else
+		for i = 1, n do
+			tick[i], count[i] = { 0, 0 }, { 0, 0 }
+		end
+	end
+	local zero, one = { 0, 0 }, { 0, 1 }
+	local full, old = zero, zero
+	for i = 1, n do
+		if cmp(count[i], zero) ~= 0 then
+			if cmp(add(tick[i], s), add(c, one)) >= 0 then
+				full = add(full, count[i])
+			elseif cmp(add(tick[i], s), c) == 0 then
+				old = add(old, count[i])
+			end
+		end
+	end
+	local bw = big(str(w))
+	local lhs = bigadd(bigmul(big(str(add(full, cost))), bw),
+		bigmul(big(str(old)), big(str(sub(w, e)))))
+	if bigcmp(lhs, bigmul(big(str(limit)), bw)) > 0 then
+		return false
+	end
+	for i = 1, n do
+		if cmp(count[i], zero) ~= 0 and cmp(add(tick[i], s), c) < 0 then
+			tick[i], count[i] = zero, zero
+		end
+	end
+	if cmp(tick[slot], c) == 0 or
+		(cmp(tick[slot], c) > 0 and cmp(count[slot], zero) ~= 0) then
+		count[slot] = add(count[slot], cost)
+	else
+		tick[slot], count[slot] = c, cost
+	end
+	local out, top = {}, nil
+	for i = 1, n do
+		out[#out + 1] = str(tick[i]) .. ':' .. str(count[i])
+		if cmp(count[i], zero) ~= 0 and
+			(not top or cmp(tick[i], top) > 0) then
+			top = tick[i]
+		end
+	end
+	-- (top + 1 + S) * w, back to the pairs (below 2^64 + 2^63).
+	local ends = bigstr(bigmul(big(str(add(add(top, one), s))), bw))
+	return true, alg .. ':' .. str(s) .. ':' .. str(w) .. ':' ..
+		table.concat(out, ':'), num(ends) or { 0, 0 }
+end
+
 local function proto(why)
 	return redis.error_reply('TKPROTO ' .. why)
 end
 
 local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
 	tonumber(ARGV[4])
-if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 7 * n then
+if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n then
 	return proto('bad arguments')
 end
 local old, admits, new, expiry = {}, {}, {}, {}
 local yes, no = 0, 0
 for i = 1, n do
-	local at = 4 + 7 * (i - 1)
+	local at = 4 + 9 * (i - 1)
 	local alg, usable = ARGV[at + 1], ARGV[at + 2]
 	local arg = {}
-	for j = 1, 5 do
+	for j = 1, 7 do
 		arg[j] = num(ARGV[at + 2 + j])
 		if not arg[j] then
 			return proto('bad arguments')
@@ -224,6 +371,8 @@ for i = 1, n do
 		ok, why, expiry[i] = window(alg, old[i], now, arg)
 	elseif alg == '5' then
 		ok, why, expiry[i] = log(alg, old[i], now, arg)
+	elseif alg == '4' then
+		ok, why, expiry[i] = sliding(alg, old[i], now, arg)
 	else
 		ok, why, expiry[i] = one_word(alg, old[i], now, arg)
 	end

@@ -12,7 +12,9 @@
  * of the current window and the state's, which the script keeps as
  * {policy, start, end, count} so that it needs no division and no
  * calendar: the client names the current window.  Sliding logs keep their
- * stamps in order, which the script only compares and adds to.
+ * stamps in order, which the script only compares and adds to; sliding
+ * windows their ring of buckets, the client naming now's tick, offset and
+ * slot, the script comparing the scaled estimate in limbs.
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
@@ -35,7 +37,8 @@ int tk__redis_supported(const struct tk__policy *p)
 {
 	return p->alg == &tk__gcra || p->alg == &tk__token_bucket ||
 	       p->alg == &tk__leaky || p->alg == &tk__fixed_window ||
-	       p->alg == &tk__quota || p->alg == &tk__sliding_log;
+	       p->alg == &tk__quota || p->alg == &tk__sliding_log ||
+	       p->alg == &tk__sliding_window;
 }
 
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost)
@@ -90,10 +93,23 @@ static void put(char *arg, uint64_t v)
 }
 
 int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
-			 uint64_t cost, char args[5][24])
+			 uint64_t cost, char args[7][24])
 {
-	uint64_t start = 0, end = 0;
+	uint64_t start = 0, end = 0, w;
 
+	put(args[5], 0);
+	put(args[6], 0);
+	if (p->alg == &tk__sliding_window) {
+		w = p->u.sliding.width;
+		put(args[0], w);
+		put(args[1], p->u.sliding.buckets);
+		put(args[2], now / w);
+		put(args[3], now % w);
+		put(args[4], cost);
+		put(args[5], p->limit);
+		put(args[6], now / w % (p->u.sliding.buckets + 1));
+		return 0;
+	}
 	if (is_window(p)) {
 		/* No window (a quota out of 1970..2262): the algorithm's
 		 * -EOVERFLOW, so the dimension is not usable. */
@@ -146,6 +162,36 @@ static int parse_word(const char *s, size_t len, uint64_t *word)
 	return 0;
 }
 
+/*
+ * "4:S:w:T0:N0:...:TS:NS" into the ring {T0, N0, ..., TS, NS}, which the
+ * algorithm's valid() must accept (each bucket at its tick's index).
+ */
+static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
+		       uint64_t *words)
+{
+	size_t i = 0, at, n = 0, want = 3 + p->state_words;
+	uint64_t f;
+
+	for (;;) {
+		for (at = i; i < len && s[i] != ':'; i++)
+			;
+		if (n == want || parse_word(s + at, i - at, &f))
+			return -EPROTO;
+		if ((n == 0 && f != p->alg->id) ||
+		    (n == 1 && f != p->u.sliding.buckets) ||
+		    (n == 2 && f != p->u.sliding.width))
+			return -EPROTO;
+		if (n >= 3)
+			words[n - 3] = f;
+		n++;
+		if (i++ == len)
+			break;
+	}
+	if (n != want || !p->alg->valid(p, p->state_words, words))
+		return -EPROTO;
+	return 0;
+}
+
 /* "5:L:T1:...:Tn" into {n, T1, ..., Tn}: at most L stamps, ascending,
  * each a clock reading (the algorithm's valid()). */
 static int decode_log(const struct tk__policy *p, const char *s, size_t len,
@@ -187,6 +233,8 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 
 	if (p->alg == &tk__sliding_log)
 		return decode_log(p, s, len, words);
+	if (p->alg == &tk__sliding_window)
+		return decode_ring(p, s, len, words);
 	/* ':'-separated decimal fields, the first the algorithm's id. */
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)

@@ -91,12 +91,12 @@ int tk__redis_supported(const struct tk__policy *p);
 /* Can @p ever admit @cost (is it not -ERANGE)?  The script's USABLE. */
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
 /*
- * A dimension's five arguments after ALG USABLE for @cost units of @p at
+ * A dimension's seven arguments after ALG USABLE for @cost units of @p at
  * @now, as decimal strings (see redis-check.lua); @cost must be one @p
  * admits (no -ERANGE).  Returns 0 or -ENOTSUP.
  */
 int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
-			 uint64_t cost, char args[5][24]);
+			 uint64_t cost, char args[7][24]);
 /*
  * A state as the server spells it (@len bytes at @s) into @p's
  * p->state_words words; -EPROTO for one of another algorithm or policy,

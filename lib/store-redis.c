@@ -18,9 +18,8 @@
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
  *
- * Supported so far: every algorithm but the sliding window, alone, in
- * composites and in groups; supports() refuses the rest at
- * tk_limiter_open() with -ENOTSUP, and so does open for server_time=1.
+ * Every algorithm runs, alone, in composites and in groups (supports()
+ * stays for stores to come); open refuses server_time=1 with -ENOTSUP.
  */
 #include "internal.h"
 #include "redis.h"
@@ -251,12 +250,12 @@ static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
 	return rc;
 }
 
-#define ARGS_MAX (3 + 4 + 8 * TK__MULTI_MAX)
+#define ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
 
 static int check(struct redis_store *s, struct tk__redis_conn *c,
 		 const struct req *q)
 {
-	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][5][24];
+	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][7][24];
 	const char *argv[ARGS_MAX];
 	size_t lens[ARGS_MAX], i, j, argc = 0;
 	int persist[TK__MULTI_MAX], rc;
@@ -288,7 +287,7 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 				       ? "1"
 				       : "0";
 		rc = tk__redis_check_args(q->pol[i], q->now, q->cost, arg[i]);
-		for (j = 0; j < 5; j++)
+		for (j = 0; j < 7; j++)
 			argv[argc++] = arg[i][j];
 	}
 	if (rc < 0)
@@ -385,6 +384,8 @@ static void redis_stats(struct tk_store *base, struct tk_stats *out)
 	(void)out;
 }
 
+/* Every algorithm has its transition in the script; one added to the
+ * library without one is refused at open, not at each check. */
 static int redis_supports(struct tk_store *base, const struct tk_policy *p)
 {
 	size_t i;

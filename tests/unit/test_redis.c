@@ -184,8 +184,20 @@ static void test_spec_errors(void **state)
 /* What the library answers before any server is involved. */
 static void test_open_refusals(void **state)
 {
+	static const char *const every[] = {
+		"gcra:5/s",
+		"token-bucket:capacity=3,refill=1/s",
+		"leaky:5/s",
+		"fixed-window:5/s",
+		"sliding-window:5/s",
+		"sliding-log:5/s",
+		"quota:5/month",
+		"all(gcra:5/s,sliding-window:50/m)",
+		"any(quota:5/day,sliding-log:50/m)",
+	};
 	struct tk_store *s;
 	struct tk_limiter *l;
+	size_t i;
 
 	(void)state;
 	assert_rc(tk_store_open(&s, "redis://h?tiemout=1s", NULL), -EINVAL);
@@ -194,19 +206,11 @@ static void test_open_refusals(void **state)
 	/* Opening connects nothing: port 1 is never asked. */
 	assert_rc(tk_store_open(&s, "redis://127.0.0.1:1", NULL), 0);
 	tk_store_close(s);
-	/* Algorithms and composites not yet on Redis: at open. */
-	assert_rc(tk_limiter_open(&l, "sliding-window:5/1d", "redis://h", NULL),
-		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "sliding-window:5/s,buckets=4",
-				  "redis://h", NULL),
-		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "sliding-window:5/s", "redis://h", NULL),
-		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,sliding-window:50/m)",
-				  "redis://h", NULL),
-		  -ENOTSUP);
-	assert_rc(tk_limiter_open(&l, "gcra:5/s", "redis://h", NULL), 0);
-	tk_limiter_close(l);
+	/* Every algorithm and composite opens (nothing connects yet). */
+	for (i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+		assert_rc(tk_limiter_open(&l, every[i], "redis://h", NULL), 0);
+		tk_limiter_close(l);
+	}
 }
 
 /* A generated policy of a supported algorithm, often at the extremes. */
@@ -218,9 +222,9 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 	uint64_t limit = rnd_range(seed, 0, 3) == 0
 				 ? rnd_range(seed, 1, UINT64_C(1) << 40)
 				 : rnd_range(seed, 1, 20);
-	uint64_t burst = rnd_range(seed, 1, 30);
+	uint64_t burst = rnd_range(seed, 1, 30), n;
 
-	switch (rnd_range(seed, 0, 9)) {
+	switch (rnd_range(seed, 0, 10)) {
 	case 0:
 		snprintf(buf, len, "gcra:%llu/%s", (unsigned long long)limit,
 			 p);
@@ -265,6 +269,21 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 						     ? burst
 						     : rnd_range(seed, 1, 512)),
 			rnd_range(seed, 0, 1) ? p : "100ms");
+		break;
+	case 10:
+		n = rnd_range(seed, 1, 12);
+		snprintf(
+			buf, len, "sliding-window:%llu/%lluns,buckets=%llu",
+			(unsigned long long)(rnd_range(seed, 0, 2) ? burst
+								   : limit),
+			(unsigned long long)(n * rnd_range(seed, 1, 3) *
+					     (rnd_range(seed, 0, 1)
+						      ? rnd_range(seed, 1, 1000)
+						      : rnd_range(
+								seed, 1,
+								UINT64_C(1)
+									<< 58))),
+			(unsigned long long)n);
 		break;
 	case 3:
 		snprintf(buf, len, "leaky:%llu/%s,max-queue=%llums",
@@ -329,6 +348,8 @@ static uint64_t unit_of(const struct tk__policy *p)
 		return p->u.leaky.t;
 	if (p->alg == &tk__quota)
 		return p->u.quota.period ? p->u.quota.period : 86400 * SEC;
+	if (p->alg == &tk__sliding_window)
+		return p->u.sliding.width;
 	return p->u.window.window;
 }
 
@@ -491,6 +512,43 @@ static void test_invalid_state_is_none(void **state)
 	assert_true(d[1][1].allowed);
 	for (i = 0; i < 3; i++)
 		assert_same_decision(d[0][i], d[1][i]);
+}
+
+/*
+ * A sliding window's estimate scaled by a width of 2^58 ns: products far
+ * beyond 2^53, where one unit of old weight decides (a double would round
+ * 2^59 + 1 to 2^59 and admit).
+ */
+static void test_estimate_beyond_2_53(void **state)
+{
+	static const char *const specs[] = { "memory", NULL };
+	const uint64_t w = UINT64_C(1) << 58, c0 = 20;
+	struct tk_decision d[2][3];
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	char policy[64];
+	int i;
+
+	(void)state;
+	need_server();
+	snprintf(policy, sizeof(policy), "sliding-window:2/%lluns,buckets=1",
+		 (unsigned long long)w);
+	for (i = 0; i < 2; i++) {
+		open_at(&l, &c, policy,
+			specs[i] ? specs[i] : spec_with(&kit, "?key_prefix=e:"),
+			TK_FAIL_ERROR);
+		tk_clock_set(c, c0 * w);
+		assert_rc(tk_limiter_check(l, "k", 1, 1, &d[i][0]), 0);
+		tk_clock_set(c, (c0 + 1) * w + w - 1);
+		assert_rc(tk_limiter_check(l, "k", 1, 2, &d[i][1]), 0);
+		assert_rc(tk_limiter_check(l, "k", 1, 1, &d[i][2]), 0);
+		tk_limiter_close(l);
+		tk_clock_free(c);
+	}
+	assert_false(d[0][1].allowed);
+	assert_true(d[0][2].allowed);
+	for (i = 0; i < 3; i++)
+		assert_memory_equal(&d[0][i], &d[1][i], sizeof(d[0][i]));
 }
 
 /* Group checks and per-dimension keys: as on the memory store. */
@@ -972,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(test_open_refusals),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_invalid_state_is_none),
+		cmocka_unit_test(test_estimate_beyond_2_53),
 		cmocka_unit_test(test_groups_and_keys),
 		cmocka_unit_test(test_exact_across_processes),
 		cmocka_unit_test(test_threads),
