@@ -217,6 +217,9 @@ struct tk__transform {
 	 */
 	const struct tk__policy *policy;
 	uint64_t cost;
+	/* The time fn() decides at (ns): the limiter's clock reading, which
+	 * a store deciding on its server's clock replaces before fn(). */
+	uint64_t *now;
 };
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
@@ -245,6 +248,7 @@ struct tk__multi {
 	const struct tk__policy *policy[TK__MULTI_MAX];
 	uint64_t cost;
 	enum tk__composite kind;
+	uint64_t *now;
 };
 
 struct tk__store_ops {

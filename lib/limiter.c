@@ -214,6 +214,7 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.alg = p->alg->id,
 		.policy = p,
 		.cost = s->cost,
+		.now = &s->now,
 	};
 	size_t len;
 	int rc;
@@ -235,7 +236,8 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 			       .ctx = s,
 			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0,
 			       .cost = s->cost,
-			       .kind = pol->kind };
+			       .kind = pol->kind,
+			       .now = &s->now };
 	size_t i;
 	int rc = 0;
 
@@ -478,7 +480,8 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 			       .ctx = s,
 			       .flags = TK__T_CHECK,
 			       .cost = s->cost,
-			       .kind = TK__ALL };
+			       .kind = TK__ALL,
+			       .now = &s->now };
 	size_t i, j;
 	int rc = 0;
 
