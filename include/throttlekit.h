@@ -359,7 +359,7 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * flags, opts->store set, a zone_mode writable by every user), -ENAMETOOLONG
  * for a long prefix, -ENOTSUP for a backend this build lacks (Redis
  * without hiredis) or a form not supported yet (redis+cluster://,
- * rediss://, server_time=1),
+ * rediss://),
  * -ENOENT (zone absent with TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another
  * layout version, truncated, resized or corrupt), -EACCES (a zone's file the
  * trust rules refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this

@@ -6,7 +6,7 @@
 -- bit.
 --
 -- KEYS     the states, one per dimension.
--- ARGV     KIND NOW GRACE N, then for each of the N dimensions ALG USABLE
+-- ARGV     KIND NOW GRACE N (NOW "TIME": the server's clock), then for each of the N dimensions ALG USABLE
 --          and seven arguments of its algorithm (unused ones 0); all numbers are decimal
 --          integers (ns, units).  KIND "all": admitted iff every dimension
 --          admits, and then every state is written; "any": admitted iff
@@ -14,7 +14,7 @@
 --          USABLE 0: the dimension can never admit this cost (-ERANGE),
 --          so it counts as not admitting.
 -- Returns  {admitted 0 or 1, the N old values (nil: none), the N new
---          values (nil: not written)}; an error reply "TKPROTO ..." for a
+--          values (nil: not written), NOW}; an error reply "TKPROTO ..." for a
 --          state of another algorithm or policy, or a value the library
 --          did not write.
 --
@@ -350,6 +350,14 @@ end
 
 local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
 	tonumber(ARGV[4])
+if ARGV[2] == 'TIME' then
+	-- Before Redis 5, a script writes after TIME only so replicated.
+	if redis.replicate_commands then
+		redis.replicate_commands()
+	end
+	local t = redis.call('TIME')
+	now = num(t[1] .. string.format('%09d', tonumber(t[2]) * 1000))
+end
 if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n then
 	return proto('bad arguments')
 end
@@ -401,4 +409,5 @@ for i = 1, n do
 		reply[1 + n + i] = new[i]
 	end
 end
+reply[2 + 2 * n] = str(now)
 return reply

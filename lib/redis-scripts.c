@@ -55,6 +55,11 @@ static int is_window(const struct tk__policy *p)
 	return p->alg == &tk__fixed_window || p->alg == &tk__quota;
 }
 
+int tk__redis_needs_now(const struct tk__policy *p)
+{
+	return is_window(p) || p->alg == &tk__sliding_window;
+}
+
 /*
  * What names a windowed policy's windows: a fixed window's width, or a
  * quota's calendar (cadence, offset, week start, period, anchor) hashed,
@@ -144,8 +149,7 @@ int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
 	return 0;
 }
 
-/* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */
-static int parse_word(const char *s, size_t len, uint64_t *word)
+int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word)
 {
 	uint64_t v = 0;
 	size_t i;
@@ -175,7 +179,7 @@ static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)
 			;
-		if (n == want || parse_word(s + at, i - at, &f))
+		if (n == want || tk__redis_parse_u64(s + at, i - at, &f))
 			return -EPROTO;
 		if ((n == 0 && f != p->alg->id) ||
 		    (n == 1 && f != p->u.sliding.buckets) ||
@@ -203,7 +207,7 @@ static int decode_log(const struct tk__policy *p, const char *s, size_t len,
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)
 			;
-		if (parse_word(s + at, i - at, &f))
+		if (tk__redis_parse_u64(s + at, i - at, &f))
 			return -EPROTO;
 		if (n == 0 && f != p->alg->id)
 			return -EPROTO;
@@ -239,7 +243,7 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)
 			;
-		if (n == want || parse_word(s + at, i - at, &f[n++]))
+		if (n == want || tk__redis_parse_u64(s + at, i - at, &f[n++]))
 			return -EPROTO;
 		if (i++ == len)
 			break;

@@ -88,6 +88,10 @@ struct tk__policy;
 extern const char tk__redis_check_lua[];
 /* Does the check script know @p's algorithm? */
 int tk__redis_supported(const struct tk__policy *p);
+/* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */
+int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word);
+/* Do @p's script arguments depend on the time (a window, a tick)? */
+int tk__redis_needs_now(const struct tk__policy *p);
 /* Can @p ever admit @cost (is it not -ERANGE)?  The script's USABLE. */
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
 /*

@@ -18,8 +18,9 @@
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
  *
- * Every algorithm runs, alone, in composites and in groups (supports()
- * stays for stores to come); open refuses server_time=1 with -ENOTSUP.
+ * Every algorithm runs, alone, in composites and in groups.  With
+ * server_time=1 the decision's time is the server's TIME, read by the
+ * script, or first when the script's arguments need it (server_clock()).
  */
 #include "internal.h"
 #include "redis.h"
@@ -62,6 +63,8 @@ struct req {
 	size_t klen[TK__MULTI_MAX];
 	enum tk__composite kind;
 	uint64_t now, cost;
+	uint64_t *decide_at; /* the limiter's time, which fn() reads */
+	int on_server;	     /* the script reads the server's TIME */
 	const struct tk__transform *t; /* a single key, or */
 	const struct tk__multi *m;     /* several */
 };
@@ -216,11 +219,19 @@ static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
 	int persist[TK__MULTI_MAX], wrote[TK__MULTI_MAX], rc = 0, admitted;
 	const redisReply *e;
 	size_t i, n = q->n;
+	uint64_t at;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * n ||
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 2 * n ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER)
 		return -EPROTO;
 	admitted = r->element[0]->integer == 1;
+	e = r->element[1 + 2 * n];
+	if (e->type != REDIS_REPLY_STRING ||
+	    tk__redis_parse_u64(e->str, e->len, &at) || at >= TK__NOW_LIMIT ||
+	    (!q->on_server && at != q->now))
+		return -EPROTO;
+	/* The algorithms decide at the time the script decided at. */
+	*q->decide_at = at;
 	for (i = 0; rc == 0 && i < n; i++) {
 		rc = take_old(b, q, i, r->element[1 + i]);
 		e = r->element[1 + n + i];
@@ -269,7 +280,10 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	rc = run(q, b.old, b.next, persist);
 	if (rc < 0)
 		goto out;
-	snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
+	if (q->on_server)
+		snprintf(now, sizeof(now), "TIME");
+	else
+		snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
 	snprintf(n, sizeof(n), "%zu", q->n);
 	argv[argc++] = "EVALSHA";
 	argv[argc++] = NULL; /* the script's SHA-1, eval_check() */
@@ -306,6 +320,56 @@ out:
 	return rc;
 }
 
+/* The server's clock, in ns: TIME's seconds and microseconds. */
+static int server_now(struct tk__redis_conn *c, uint64_t *now)
+{
+	const char *argv[1] = { "TIME" };
+	size_t lens[1] = { 4 };
+	uint64_t sec, usec;
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 1, argv, lens, (void **)&r);
+	if (rc)
+		return rc;
+	rc = -EPROTO;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING &&
+	    r->element[1]->type == REDIS_REPLY_STRING &&
+	    tk__redis_parse_u64(r->element[0]->str, r->element[0]->len, &sec) ==
+		    0 &&
+	    tk__redis_parse_u64(r->element[1]->str, r->element[1]->len,
+				&usec) == 0 &&
+	    usec < 1000000 && sec < TK__NOW_LIMIT / 1000000000 - 1) {
+		*now = sec * 1000000000 + usec * 1000;
+		rc = 0;
+	}
+	tk__redis_reply_free(r);
+	return rc;
+}
+
+/*
+ * server_time=1: a check whose arguments need no time reads TIME in the
+ * script (one round trip); a window or a tick needs the time first, and
+ * so does a peek (two).
+ */
+static int server_clock(struct tk__redis_conn *c, struct req *q, uint32_t flags)
+{
+	size_t i;
+	int rc, needs = !(flags & TK__T_CHECK);
+
+	for (i = 0; i < q->n; i++)
+		needs |= tk__redis_needs_now(q->pol[i]);
+	if (!needs) {
+		q->on_server = 1;
+		return 0;
+	}
+	rc = server_now(c, &q->now);
+	if (rc == 0)
+		*q->decide_at = q->now;
+	return rc;
+}
+
 static int step(struct redis_store *s, struct req *q, uint32_t flags)
 {
 	struct tk__redis_conn *c;
@@ -316,6 +380,8 @@ static int step(struct redis_store *s, struct req *q, uint32_t flags)
 		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
 			return -ENOTSUP;
 	rc = tk__redis_conn_get(&s->pool, &c);
+	if (rc == 0 && s->spec.server_time)
+		rc = server_clock(c, q, flags);
 	if (rc)
 		return rc;
 	return flags & TK__T_CHECK ? check(s, c, q) : forecast(c, q);
@@ -329,6 +395,7 @@ static int redis_apply(struct tk_store *base, const unsigned char *key,
 			 .pol = { t->policy },
 			 .kind = TK__ALL,
 			 .now = now,
+			 .decide_at = t->now,
 			 .cost = t->cost,
 			 .t = t };
 	int rc = redis_key(s, key, len, q.key[0], &q.klen[0]);
@@ -340,9 +407,12 @@ static int redis_apply_multi(struct tk_store *base, uint64_t now,
 			     const struct tk__multi *m)
 {
 	struct redis_store *s = (struct redis_store *)base;
-	struct req q = {
-		.n = m->n, .kind = m->kind, .now = now, .cost = m->cost, .m = m
-	};
+	struct req q = { .n = m->n,
+			 .kind = m->kind,
+			 .now = now,
+			 .decide_at = m->now,
+			 .cost = m->cost,
+			 .m = m };
 	size_t i;
 	int rc = 0;
 
@@ -428,9 +498,6 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 	if (!s)
 		return -ENOMEM;
 	rc = tk__redis_spec_parse(spec, &s->spec, why, sizeof(why));
-	/* The server's clock cannot be followed yet: see the man page. */
-	if (rc == 0 && s->spec.server_time)
-		rc = -ENOTSUP;
 	if (rc == 0)
 		rc = tk__redis_pool_init(&s->pool, &s->spec);
 	if (rc) {

@@ -202,7 +202,6 @@ static void test_open_refusals(void **state)
 	(void)state;
 	assert_rc(tk_store_open(&s, "redis://h?tiemout=1s", NULL), -EINVAL);
 	assert_rc(tk_store_open(&s, "redis+cluster://h:1", NULL), -ENOTSUP);
-	assert_rc(tk_store_open(&s, "redis://h?server_time=1", NULL), -ENOTSUP);
 	/* Opening connects nothing: port 1 is never asked. */
 	assert_rc(tk_store_open(&s, "redis://127.0.0.1:1", NULL), 0);
 	tk_store_close(s);
@@ -721,6 +720,64 @@ static void test_exact_across_processes(void **state)
 	munmap((void *)admitted, 4096);
 }
 
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+static int near(uint64_t a, uint64_t b)
+{
+	return (a > b ? a - b : b - a) < 5 * SEC;
+}
+
+/*
+ * server_time=1: decisions at the server's clock (here the host's), not
+ * the limiter's, whether the script reads TIME (GCRA) or the library
+ * reads it first (windows, peeks).
+ */
+static void test_server_time(void **state)
+{
+	struct tk_limiter *g, *f, *a;
+	struct tk_clock *c1, *c2, *c3;
+	struct tk_decision d;
+	const char *spec = spec_with(&kit, "?key_prefix=st:&server_time=1");
+	uint64_t hour = 3600 * SEC, end;
+
+	(void)state;
+	need_server();
+	open_at(&g, &c1, "gcra:2/1h", spec, TK_FAIL_ERROR);
+	open_at(&f, &c2, "fixed-window:5/1h", spec, TK_FAIL_ERROR);
+	open_at(&a, &c3, "all(gcra:2/1h,sliding-window:3/1h)", spec,
+		TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(g, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 1);
+	assert_true(near(d.reset_at, realtime_ns() + hour / 2));
+	/* The limiter's clock a day on changes nothing. */
+	tk_clock_advance(c1, 24 * hour);
+	assert_admits(g, "k", 1, true);
+	assert_admits(g, "k", 1, false);
+	assert_rc(tk_limiter_peek(g, "k", 1, &d), 0);
+	assert_false(d.allowed);
+	assert_true(near(d.reset_at, realtime_ns() + hour));
+	assert_rc(tk_limiter_check(f, "f", 1, 1, &d), 0);
+	end = (realtime_ns() / hour + 1) * hour;
+	assert_true(d.reset_at == end || d.reset_at == end - hour);
+	assert_int_equal(d.remaining, 4);
+	assert_rc(tk_limiter_check(a, "a", 1, 2, &d), 0);
+	assert_true(d.allowed);
+	assert_true(near(d.reset_at, realtime_ns() + hour));
+	tk_limiter_close(g);
+	tk_limiter_close(f);
+	tk_limiter_close(a);
+	tk_clock_free(c1);
+	tk_clock_free(c2);
+	tk_clock_free(c3);
+}
+
 /* A flushed script cache (restart, failover) is reloaded transparently. */
 static void test_noscript_recovery(void **state)
 {
@@ -1035,6 +1092,7 @@ int main(void)
 		cmocka_unit_test(test_exact_across_processes),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_noscript_recovery),
+		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_foreign_state),
 		cmocka_unit_test(test_stopped_server),
