@@ -980,6 +980,38 @@ static void test_restarted_server(void **state)
 	redis_kit_destroy(&k);
 }
 
+/*
+ * A connection the server closes (CLIENT KILL, an idle timeout): the next
+ * check fails with -ECONNRESET, having not been applied, and the one
+ * after the backoff reconnects.
+ */
+static void test_connection_killed(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	struct redis_kit k;
+	uint64_t t;
+	int rc;
+
+	(void)state;
+	own_server(&k, NULL);
+	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	assert_true(redis_kit_cmd(&k, NULL, 0,
+				  "CLIENT KILL TYPE normal SKIPME yes") == 1);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -ECONNRESET);
+	for (t = mono_ms(); mono_ms() - t < 3000;)
+		if ((rc = tk_limiter_check(l, "k", 1, 1, &d)) == 0)
+			break;
+	assert_rc(rc, 0);
+	/* The failed check consumed nothing. */
+	assert_int_equal(d.remaining, 3);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
+}
+
 static long long clients(const struct redis_kit *k)
 {
 	char info[4096], *at;
@@ -1097,6 +1129,7 @@ int main(void)
 		cmocka_unit_test(test_foreign_state),
 		cmocka_unit_test(test_stopped_server),
 		cmocka_unit_test(test_restarted_server),
+		cmocka_unit_test(test_connection_killed),
 		cmocka_unit_test(test_fork_after_open),
 		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_server_oom),
