@@ -34,7 +34,7 @@
 
 /* ns, as the memory store. */
 #define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
-#define KEY_MAX (TK__REDIS_KEY_PREFIX_MAX + 3 + TK_PREFIX_MAX + 1 + TK_KEY_MAX)
+#define KEY_MAX (TK__REDIS_KEY_PREFIX_MAX + 2 + 3 + TK_PREFIX_MAX + TK_KEY_MAX)
 
 struct redis_store {
 	struct tk_store base;
@@ -43,15 +43,38 @@ struct redis_store {
 	char grace[24]; /* ns, decimal */
 };
 
-/* The Redis key: the spec's key_prefix, then the limiter's key bytes. */
+/*
+ * The Redis key: the spec's key_prefix, then "{", the limiter's key, "}".
+ * A composite's dimension has its index in the limiter's key (limiter.c,
+ * compose_key(): [0x80 | prefix length, 2 bytes][prefix][index][key]);
+ * it moves after the "}", so that every dimension of one key shares the
+ * hash tag and a composite is one script on one node of a cluster.  An
+ * index (0 to 7) is never '}', so no two keys meet.
+ */
 static int redis_key(const struct redis_store *s, const unsigned char *key,
 		     size_t len, char *buf, size_t *out)
 {
-	if (len > KEY_MAX - s->spec.key_prefix_len)
+	size_t n = s->spec.key_prefix_len, dim = len; /* len: no index */
+
+	if (len < 2 || len + 2 > KEY_MAX - n)
 		return -ENAMETOOLONG;
-	memcpy(buf, s->spec.key_prefix, s->spec.key_prefix_len);
-	memcpy(buf + s->spec.key_prefix_len, key, len);
-	*out = s->spec.key_prefix_len + len;
+	if (key[0] & 0x80) {
+		dim = 2 + ((size_t)(key[0] & 0x7f) << 8 | key[1]);
+		if (dim >= len)
+			return -EINVAL;
+	}
+	memcpy(buf, s->spec.key_prefix, n);
+	buf[n++] = '{';
+	memcpy(buf + n, key, dim);
+	n += dim;
+	if (dim < len) {
+		memcpy(buf + n, key + dim + 1, len - dim - 1);
+		n += len - dim - 1;
+	}
+	buf[n++] = '}';
+	if (dim < len)
+		buf[n++] = (char)key[dim];
+	*out = n;
 	return 0;
 }
 

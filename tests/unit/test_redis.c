@@ -822,11 +822,48 @@ static void test_ttl(void **state)
 				  spec_with(&kit, "?key_prefix=ttl:"), &o),
 		  0);
 	assert_admits(l, "k", 1, true);
-	ttl = redis_kit_cmd(&kit, NULL, 0, "PTTL ttl:%b", "\0\0k", (size_t)3);
+	ttl = redis_kit_cmd(&kit, NULL, 0, "PTTL ttl:%b", "{\0\0k}", (size_t)5);
 	/* 1 h + 5 s, in ms, rounded up; less what passed since. */
 	assert_true(ttl > 3605000 - 5000 && ttl <= 3605001);
 	tk_limiter_close(l);
 	tk_clock_free(c);
+}
+
+/*
+ * Keys on the server: the key_prefix, then the limiter's key in braces,
+ * a composite's dimension after them, so that one key's dimensions share
+ * a hash tag.
+ */
+static void test_key_names(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+
+	(void)state;
+	need_server();
+	o.prefix = "api";
+	assert_rc(tk_limiter_open(&l, "all(gcra:5/s,fixed-window:9/1m)",
+				  spec_with(&kit, "?key_prefix=n%7Bx:"), &o),
+		  0);
+	assert_admits(l, "u}1", 3, true);
+	tk_limiter_close(l);
+	o.prefix = NULL;
+	assert_rc(tk_limiter_open(&l, "gcra:5/s", kit.spec, &o), 0);
+	assert_admits(l, "u}1", 3, true);
+	tk_limiter_close(l);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS n{x:%b",
+				       "{\x80\x03"
+				       "apiu}1}\x00",
+				       (size_t)11),
+			 1);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS n{x:%b",
+				       "{\x80\x03"
+				       "apiu}1}\x01",
+				       (size_t)11),
+			 1);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS tk:%b",
+				       "{\0\0u}1}", (size_t)7),
+			 1);
 }
 
 /* A check of @b on a key that @a wrote: -EPROTO. */
@@ -864,12 +901,12 @@ static void test_foreign_state(void **state)
 	assert_admits(g, "k", 1, true);
 	assert_rc(tk_limiter_check(k, "k", 1, 1, &d), -EPROTO);
 	assert_rc(tk_limiter_peek(k, "k", 1, &d), -EPROTO);
-	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b junk", "\0\0j",
-				       (size_t)3),
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b junk",
+				       "{\0\0j}", (size_t)5),
 			 0);
 	assert_rc(tk_limiter_check(g, "j", 1, 1, &d), -EPROTO);
-	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b 1:12x", "\0\0j",
-				       (size_t)3),
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b 1:12x",
+				       "{\0\0j}", (size_t)5),
 			 0);
 	assert_rc(tk_limiter_peek(g, "j", 1, &d), -EPROTO);
 	assert_rc(tk_limiter_reset(g, "j", 1), 0);
@@ -1126,6 +1163,7 @@ int main(void)
 		cmocka_unit_test(test_noscript_recovery),
 		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_ttl),
+		cmocka_unit_test(test_key_names),
 		cmocka_unit_test(test_foreign_state),
 		cmocka_unit_test(test_stopped_server),
 		cmocka_unit_test(test_restarted_server),
