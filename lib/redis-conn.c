@@ -41,7 +41,7 @@ struct tk__redis_conn {
 	uint64_t retry_at; /* monotonic ns: no connect before */
 	uint64_t backoff;  /* ns, 0 after a success */
 	int last_err;	   /* what calls answer until retry_at */
-	char sha[41];	   /* the check script as this server knows it */
+	struct tk__redis_engine engine;
 };
 
 static uint64_t monotonic_ns(void)
@@ -98,8 +98,15 @@ static int starts(const char *s, size_t len, const char *word)
 /* The errno of an error reply (the server's text stays out of it). */
 static int reply_error(const redisReply *r)
 {
-	if (starts(r->str, r->len, "NOSCRIPT"))
+	if (starts(r->str, r->len, "NOSCRIPT") ||
+	    starts(r->str, r->len, "ERR Function not found"))
 		return -ENOENT;
+	if (starts(r->str, r->len, "ERR unknown command") ||
+	    starts(r->str, r->len, "ERR unknown subcommand"))
+		return -ENOSYS;
+	if (starts(r->str, r->len, "ERR Library") &&
+	    memmem(r->str, r->len, "already exists", 14))
+		return -EEXIST;
 	if (starts(r->str, r->len, "OOM"))
 		return -ENOMEM;
 	if (starts(r->str, r->len, "NOAUTH") ||
@@ -117,7 +124,7 @@ static void drop(struct tk__redis_conn *c)
 	 * connection up, as nothing is sent. */
 	redisFree(c->ctx);
 	c->ctx = NULL;
-	c->sha[0] = '\0';
+	memset(&c->engine, 0, sizeof(c->engine));
 }
 
 /* Fail until the backoff has passed; it doubles while failures go on. */
@@ -318,7 +325,7 @@ void tk__redis_reply_free(void *reply)
 	freeReplyObject(reply);
 }
 
-char *tk__redis_conn_sha(struct tk__redis_conn *c)
+struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c)
 {
-	return c->sha;
+	return &c->engine;
 }

@@ -72,16 +72,27 @@ int tk__redis_conn_get(struct tk__redis_pool *pool,
 /*
  * Run one command; on success *reply is a hiredis reply of a type other
  * than ERROR (free it with tk__redis_reply_free()).  An error reply is
- * mapped: NOSCRIPT -ENOENT (the caller loads the script), OOM -ENOMEM,
- * NOAUTH/WRONGPASS/NOPERM -EACCES, "TKPROTO" -EPROTO, others -EPROTO.
+ * mapped: NOSCRIPT and "Function not found" -ENOENT (the caller loads
+ * the script), an unknown command -ENOSYS and an existing library -EEXIST
+ * (the caller picks its engine), OOM -ENOMEM, NOAUTH/WRONGPASS/NOPERM
+ * -EACCES, others ("TKPROTO" too) -EPROTO.
  * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection.
  */
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
 void tk__redis_reply_free(void *reply);
 
-/* The SHA-1 a connection last loaded the check script as ("": none). */
-char *tk__redis_conn_sha(struct tk__redis_conn *c);
+/* How a connection's server runs the check script; reset on reconnect. */
+struct tk__redis_engine {
+	int kind;     /* TK__ENGINE_*: unknown until the first check */
+	char sha[41]; /* EVALSHA: the script's SHA-1 ("": not loaded) */
+};
+
+#define TK__ENGINE_UNKNOWN 0
+#define TK__ENGINE_FUNCTION 1 /* Redis 7 Functions: FCALL */
+#define TK__ENGINE_EVALSHA 2  /* older servers */
+
+struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
 
 /* redis-scripts.c: the check script and its arguments. */
 struct tk__policy;

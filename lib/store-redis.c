@@ -2,9 +2,10 @@
  * store-redis.c - the Redis store: state on a Redis server, shared by
  * every host that opens the same spec.
  *
- * A check is one script on the server (EVALSHA of redis-check.lua, loaded
- * with SCRIPT LOAD on first use and again whenever the server answers
- * NOSCRIPT: after a restart, a failover or SCRIPT FLUSH).  The script
+ * A check is one script on the server (redis-check.lua: a Redis 7
+ * function called by FCALL, or EVALSHA on older servers; loaded on a
+ * connection's first check and again whenever the server lost it: after
+ * a restart, a failover, FUNCTION FLUSH or SCRIPT FLUSH).  The script
  * reads the states of the check's keys (one, or one per dimension of a
  * composite or group), decides admission with exact integer arithmetic,
  * writes the new states with a TTL (expiry plus the grace) and returns
@@ -41,6 +42,10 @@ struct redis_store {
 	struct tk__redis_spec spec;
 	struct tk__redis_pool pool;
 	char grace[24]; /* ns, decimal */
+	/* The script as a Functions library, named by a hash of its text so
+	 * that versions that differ never replace each other's. */
+	char function[32];
+	char *library;
 };
 
 /*
@@ -119,6 +124,7 @@ static int load_script(struct tk__redis_conn *c)
 {
 	const char *argv[3] = { "SCRIPT", "LOAD", tk__redis_check_lua };
 	size_t lens[3] = { 6, 4, strlen(tk__redis_check_lua) };
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
 	redisReply *r;
 	int rc;
 
@@ -129,29 +135,69 @@ static int load_script(struct tk__redis_conn *c)
 		tk__redis_reply_free(r);
 		return -EPROTO;
 	}
-	memcpy(tk__redis_conn_sha(c), r->str, 40);
-	tk__redis_conn_sha(c)[40] = '\0';
+	memcpy(e->sha, r->str, 40);
+	e->sha[40] = '\0';
 	tk__redis_reply_free(r);
 	return 0;
 }
 
-/* EVALSHA, loading the script first if this server lacks it. */
-static int eval_check(struct tk__redis_conn *c, const char **argv, size_t *lens,
-		      int argc, redisReply **r)
+/*
+ * FUNCTION LOAD of the script as the library of this version; a server
+ * without Functions (before Redis 7) is left to EVALSHA.
+ */
+static int load_function(struct redis_store *s, struct tk__redis_conn *c)
 {
+	const char *argv[3] = { "FUNCTION", "LOAD", s->library };
+	size_t lens[3] = { 8, 4, strlen(s->library) };
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 3, argv, lens, (void **)&r);
+	if (rc == 0)
+		tk__redis_reply_free(r);
+	if (rc == 0 || rc == -EEXIST)
+		e->kind = TK__ENGINE_FUNCTION;
+	else if (rc == -ENOSYS)
+		e->kind = TK__ENGINE_EVALSHA;
+	return rc == -EEXIST || rc == -ENOSYS ? 0 : rc;
+}
+
+/*
+ * The check script, by FCALL where the server has Functions, else by
+ * EVALSHA; a function or script the server lost (a restart, a failover,
+ * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.  @argv[0] and [1] are
+ * filled here.
+ */
+static int eval_check(struct redis_store *s, struct tk__redis_conn *c,
+		      const char **argv, size_t *lens, int argc, redisReply **r)
+{
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
 	int rc = 0, tries;
 
-	for (tries = 0; tries < 2; tries++) {
-		if (!tk__redis_conn_sha(c)[0])
+	for (tries = 0; tries < 3; tries++) {
+		if (e->kind == TK__ENGINE_UNKNOWN)
+			rc = load_function(s, c);
+		else if (e->kind == TK__ENGINE_EVALSHA && !e->sha[0])
 			rc = load_script(c);
 		if (rc)
 			return rc;
-		argv[1] = tk__redis_conn_sha(c);
-		lens[1] = 40;
+		if (e->kind == TK__ENGINE_FUNCTION) {
+			argv[0] = "FCALL";
+			argv[1] = s->function;
+		} else {
+			argv[0] = "EVALSHA";
+			argv[1] = e->sha;
+		}
+		lens[0] = strlen(argv[0]);
+		lens[1] = strlen(argv[1]);
 		rc = tk__redis_command(c, argc, argv, lens, (void **)r);
 		if (rc != -ENOENT)
 			return rc;
-		tk__redis_conn_sha(c)[0] = '\0'; /* NOSCRIPT */
+		/* Lost: load it again (a function by LOAD, a script too). */
+		if (e->kind == TK__ENGINE_FUNCTION)
+			e->kind = TK__ENGINE_UNKNOWN;
+		e->sha[0] = '\0';
 	}
 	return -EPROTO;
 }
@@ -308,8 +354,8 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	else
 		snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
 	snprintf(n, sizeof(n), "%zu", q->n);
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = NULL; /* the script's SHA-1, eval_check() */
+	argv[argc++] = NULL; /* FCALL or EVALSHA, eval_check() */
+	argv[argc++] = NULL; /* the function or the script's SHA-1 */
 	argv[argc++] = n;
 	for (i = 0; i < q->n; i++)
 		argv[argc++] = q->key[i];
@@ -329,11 +375,10 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	}
 	if (rc < 0)
 		goto out;
-	for (i = 0; i < argc; i++)
+	for (i = 2; i < argc; i++)
 		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
-			  : argv[i]		 ? strlen(argv[i])
-						 : 0;
-	rc = eval_check(c, argv, lens, (int)argc, &r);
+						 : strlen(argv[i]);
+	rc = eval_check(s, c, argv, lens, (int)argc, &r);
 	if (rc == 0) {
 		rc = verdict(r, q, &b);
 		tk__redis_reply_free(r);
@@ -495,6 +540,7 @@ static void redis_close(struct tk_store *base)
 	struct redis_store *s = (struct redis_store *)base;
 
 	tk__redis_pool_destroy(&s->pool);
+	free(s->library);
 	/* The password is not left in freed memory. */
 	memset(&s->spec, 0, sizeof(s->spec));
 	free(s);
@@ -510,6 +556,28 @@ static const struct tk__store_ops redis_ops = {
 	.close = redis_close,
 };
 
+static int make_library(struct redis_store *s)
+{
+	static const uint64_t key[2] = { 0x7468726f74746c65, 0x6b6974 };
+	static const char head[] = "#!lua name=throttlekit_%016llx\n"
+				   "redis.register_function('%s',\n"
+				   "function(KEYS, ARGV)\n";
+	static const char tail[] = "\nend)\n";
+	size_t len = strlen(tk__redis_check_lua);
+	uint64_t h = tk__siphash(key, tk__redis_check_lua, len);
+	int n;
+
+	snprintf(s->function, sizeof(s->function), "tk_check_%016llx",
+		 (unsigned long long)h);
+	s->library = malloc(sizeof(head) + 64 + len + sizeof(tail));
+	if (!s->library)
+		return -ENOMEM;
+	n = sprintf(s->library, head, (unsigned long long)h, s->function);
+	memcpy(s->library + n, tk__redis_check_lua, len);
+	memcpy(s->library + n + len, tail, sizeof(tail));
+	return 0;
+}
+
 int tk__redis_open(struct tk_store **out, const char *spec,
 		   const struct tk_options *o)
 {
@@ -522,8 +590,11 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 		return -ENOMEM;
 	rc = tk__redis_spec_parse(spec, &s->spec, why, sizeof(why));
 	if (rc == 0)
+		rc = make_library(s);
+	if (rc == 0)
 		rc = tk__redis_pool_init(&s->pool, &s->spec);
 	if (rc) {
+		free(s->library);
 		memset(&s->spec, 0, sizeof(s->spec));
 		free(s);
 		return rc;

@@ -97,8 +97,9 @@ static void pause_ms(long ms)
 
 static int spawn(struct redis_kit *k)
 {
+	const char *argv[16];
 	char port[16];
-	int i, devnull;
+	int i, n = 0, devnull;
 
 	snprintf(port, sizeof(port), "%d", k->port);
 	k->pid = fork();
@@ -110,15 +111,25 @@ static int spawn(struct redis_kit *k)
 			dup2(devnull, 1);
 			dup2(devnull, 2);
 		}
-		if (k->password[0])
-			execl(REDIS_SERVER, REDIS_SERVER, "--port", port,
-			      "--bind", "127.0.0.1", "--dir", k->dir, "--save",
-			      "", "--appendonly", "no", "--requirepass",
-			      k->password, (char *)NULL);
-		else
-			execl(REDIS_SERVER, REDIS_SERVER, "--port", port,
-			      "--bind", "127.0.0.1", "--dir", k->dir, "--save",
-			      "", "--appendonly", "no", (char *)NULL);
+		argv[n++] = REDIS_SERVER;
+		argv[n++] = "--port";
+		argv[n++] = port;
+		argv[n++] = "--bind";
+		argv[n++] = "127.0.0.1";
+		argv[n++] = "--dir";
+		argv[n++] = k->dir;
+		argv[n++] = "--save";
+		argv[n++] = "";
+		argv[n++] = "--appendonly";
+		argv[n++] = "no";
+		if (k->password[0]) {
+			argv[n++] = "--requirepass";
+			argv[n++] = k->password;
+		}
+		for (i = 0; i < 4 && k->extra[i]; i++)
+			argv[n++] = k->extra[i];
+		argv[n] = NULL;
+		execv(REDIS_SERVER, (char *const *)argv);
 		_exit(127);
 	}
 	for (i = 0; i < 100; i++) {

@@ -16,6 +16,8 @@ struct redis_kit {
 	char dir[64];
 	char password[32]; /* "": none */
 	char spec[128];	   /* redis://127.0.0.1:PORT */
+	/* More redis-server arguments, NULL-terminated; set before start. */
+	const char *extra[5];
 };
 
 /* Is there a redis-server to run?  (The tests skip without one.) */

@@ -778,6 +778,16 @@ static void test_server_time(void **state)
 	tk_clock_free(c3);
 }
 
+/* Calls of @cmd the kit's server counted ("cmdstat_fcall"). */
+static long long calls(const struct redis_kit *k, const char *cmd)
+{
+	char info[8192], *at;
+
+	redis_kit_cmd(k, info, sizeof(info), "INFO commandstats");
+	at = strstr(info, cmd);
+	return at ? atoll(at + strlen(cmd) + strlen(":calls=")) : 0;
+}
+
 /* A flushed script cache (restart, failover) is reloaded transparently. */
 static void test_noscript_recovery(void **state)
 {
@@ -790,16 +800,45 @@ static void test_noscript_recovery(void **state)
 	open_at(&l, &c, "gcra:2/s", spec_with(&kit, "?key_prefix=n:"),
 		TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
-	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SCRIPT FLUSH"), 0);
+	assert_true(calls(&kit, "cmdstat_fcall") > 0);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "FUNCTION FLUSH"), 0);
 	assert_admits(l, "k", 1, true);
 	assert_admits(l, "k", 1, false);
-	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SCRIPT FLUSH"), 0);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "FUNCTION FLUSH"), 0);
 	tk_clock_advance(c, SEC);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
 	assert_int_equal(d.remaining, 1);
 	tk_limiter_close(l);
 	tk_clock_free(c);
+}
+
+/* A server without Functions (renamed away here, as before Redis 7):
+ * EVALSHA, and SCRIPT FLUSH recovered. */
+static void test_evalsha_fallback(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct redis_kit k;
+
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	need_server();
+	k.extra[0] = "--rename-command";
+	k.extra[1] = "FUNCTION";
+	k.extra[2] = "";
+	assert_int_equal(redis_kit_start(&k, NULL), 0);
+	open_at(&l, &c, "all(gcra:2/s,sliding-log:3/1m)", k.spec,
+		TK_FAIL_ERROR);
+	assert_admits(l, "k", 1, true);
+	assert_true(calls(&k, "cmdstat_evalsha") > 0);
+	assert_int_equal(redis_kit_cmd(&k, NULL, 0, "SCRIPT FLUSH"), 0);
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, false);
+	assert_int_equal(calls(&k, "cmdstat_fcall"), 0);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(&k);
 }
 
 /* The state carries a TTL: its expiry plus the grace, from now. */
@@ -1161,6 +1200,7 @@ int main(void)
 		cmocka_unit_test(test_exact_across_processes),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_noscript_recovery),
+		cmocka_unit_test(test_evalsha_fallback),
 		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_key_names),
