@@ -550,6 +550,48 @@ static void test_estimate_beyond_2_53(void **state)
 		assert_memory_equal(&d[0][i], &d[1][i], sizeof(d[0][i]));
 }
 
+/* Batches (request by request) and waits of a shaper, as on memory. */
+static void test_batches_and_waits(void **state)
+{
+	static const char *const specs[] = { "memory", NULL };
+	static const struct tk_request reqs[5] = {
+		{ "a", 1, 1 },	{ "b", 1, 2 }, { "a", 1, 1 },
+		{ "a", 1, 99 }, { "a", 1, 1 },
+	};
+	struct tk_decision d[2][5], w[2];
+	struct tk_limiter *l, *s;
+	struct tk_clock *c, *cs;
+	int rcs[2][5], i;
+
+	(void)state;
+	need_server();
+	for (i = 0; i < 2; i++) {
+		open_at(&l, &c, "token-bucket:capacity=2,refill=1/s",
+			specs[i] ? specs[i] : spec_with(&kit, "?key_prefix=b:"),
+			TK_FAIL_ERROR);
+		assert_rc(tk_limiter_check_many(l, reqs, 5, d[i], rcs[i]),
+			  -ERANGE);
+		tk_limiter_close(l);
+		tk_clock_free(c);
+		/* The shaper's wait: a short delay, slept for real. */
+		open_at(&s, &cs, "leaky:100/1s,max-queue=50ms",
+			specs[i] ? specs[i] : spec_with(&kit, "?key_prefix=w:"),
+			TK_FAIL_ERROR);
+		assert_rc(tk_limiter_check(s, "q", 1, 1, &w[i]), 0);
+		assert_rc(tk_limiter_wait(s, "q", 1, 1, NULL, NULL, &w[i]), 0);
+		tk_limiter_close(s);
+		tk_clock_free(cs);
+	}
+	assert_memory_equal(rcs[0], rcs[1], sizeof(rcs[0]));
+	for (i = 0; i < 5; i++)
+		if (rcs[0][i] == 0)
+			assert_memory_equal(&d[0][i], &d[1][i],
+					    sizeof(d[0][i]));
+	assert_true(w[1].allowed);
+	assert_int_equal(w[1].delay, 10 * MS);
+	assert_memory_equal(&w[0], &w[1], sizeof(w[0]));
+}
+
 /* Group checks and per-dimension keys: as on the memory store. */
 static void test_groups_and_keys(void **state)
 {
@@ -1197,6 +1239,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_state_is_none),
 		cmocka_unit_test(test_estimate_beyond_2_53),
 		cmocka_unit_test(test_groups_and_keys),
+		cmocka_unit_test(test_batches_and_waits),
 		cmocka_unit_test(test_exact_across_processes),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_noscript_recovery),
