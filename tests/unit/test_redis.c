@@ -90,6 +90,27 @@ static const char *spec_with(const struct redis_kit *k, const char *opts)
 	return buf;
 }
 
+/* Check "k" until the server answers (3 s at most): the last result. */
+static int check_until_up(struct tk_limiter *l, struct tk_decision *d)
+{
+	uint64_t t = mono_ms();
+	int rc;
+
+	while ((rc = tk_limiter_check(l, "k", 1, 1, d)) != 0 &&
+	       mono_ms() - t < 3000)
+		;
+	return rc;
+}
+
+/* The end of a test on a server of its own. */
+static void close_all(struct tk_limiter *l, struct tk_clock *c,
+		      struct redis_kit *k)
+{
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	redis_kit_destroy(k);
+}
+
 static void assert_parse(const char *spec, int want)
 {
 	struct tk__redis_spec s;
@@ -711,9 +732,7 @@ static void test_threads(void **state)
 		assert_int_equal(clients(&k), base + T);
 	}
 	assert_int_equal(atomic_load(&admitted), 300);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 /* N processes x M checks of one key at limit L admit exactly L. */
@@ -878,9 +897,7 @@ static void test_evalsha_fallback(void **state)
 	assert_admits(l, "k", 1, true);
 	assert_admits(l, "k", 1, false);
 	assert_int_equal(calls(&k, "cmdstat_fcall"), 0);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 /* The state carries a TTL: its expiry plus the grace, from now. */
@@ -1052,10 +1069,7 @@ static void test_stopped_server(void **state)
 		assert_int_equal(d.allowed, fails[i] == TK_FAIL_OPEN);
 	}
 	assert_int_equal(kill(k.pid, SIGCONT), 0);
-	for (t = mono_ms(); mono_ms() - t < 3000;)
-		if (tk_limiter_check(l[0], "k", 1, 1, &d) == 0)
-			break;
-	assert_rc(tk_limiter_check(l[0], "k", 1, 1, &d), 0);
+	assert_rc(check_until_up(l[0], &d), 0);
 	assert_false(d.degraded);
 	for (i = 0; i < 3; i++) {
 		tk_limiter_close(l[i]);
@@ -1071,7 +1085,6 @@ static void test_restarted_server(void **state)
 	struct tk_clock *c;
 	struct tk_decision d;
 	struct redis_kit k;
-	uint64_t t;
 	int rc;
 
 	(void)state;
@@ -1086,16 +1099,11 @@ static void test_restarted_server(void **state)
 	rc = tk_limiter_check(l, "k", 1, 1, &d);
 	assert_true(rc == -ECONNRESET || rc == -ECONNREFUSED);
 	assert_int_equal(redis_kit_start(&k, NULL), 0);
-	for (t = mono_ms(); mono_ms() - t < 3000;)
-		if ((rc = tk_limiter_check(l, "k", 1, 1, &d)) == 0)
-			break;
-	assert_rc(rc, 0);
+	assert_rc(check_until_up(l, &d), 0);
 	/* A fresh server: the state is gone, the script was reloaded. */
 	assert_true(d.allowed);
 	assert_int_equal(d.remaining, 4);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 /*
@@ -1109,8 +1117,6 @@ static void test_connection_killed(void **state)
 	struct tk_clock *c;
 	struct tk_decision d;
 	struct redis_kit k;
-	uint64_t t;
-	int rc;
 
 	(void)state;
 	own_server(&k, NULL);
@@ -1119,15 +1125,10 @@ static void test_connection_killed(void **state)
 	assert_true(redis_kit_cmd(&k, NULL, 0,
 				  "CLIENT KILL TYPE normal SKIPME yes") == 1);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -ECONNRESET);
-	for (t = mono_ms(); mono_ms() - t < 3000;)
-		if ((rc = tk_limiter_check(l, "k", 1, 1, &d)) == 0)
-			break;
-	assert_rc(rc, 0);
+	assert_rc(check_until_up(l, &d), 0);
 	/* The failed check consumed nothing. */
 	assert_int_equal(d.remaining, 3);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 static long long clients(const struct redis_kit *k)
@@ -1168,9 +1169,7 @@ static void test_fork_after_open(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
 	assert_int_equal(d.remaining, 2);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 /* AUTH: a wrong password is -EACCES; the right one works. */
@@ -1197,9 +1196,7 @@ static void test_auth(void **state)
 		 k.port);
 	open_at(&l, &c, "gcra:5/s", spec, TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 /* A server out of memory answers a typed -ENOMEM. */
@@ -1224,9 +1221,7 @@ static void test_server_oom(void **state)
 	assert_int_equal(redis_kit_cmd(&k, NULL, 0, "CONFIG SET maxmemory 0"),
 			 0);
 	assert_admits(l, "k", 1, true);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-	redis_kit_destroy(&k);
+	close_all(l, c, &k);
 }
 
 int main(void)
