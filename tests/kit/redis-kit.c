@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +22,81 @@
 #ifndef REDIS_SERVER
 #define REDIS_SERVER "redis-server"
 #endif
+
+/*
+ * The directory and server (pid, 0 once reaped) of every kit not yet
+ * destroyed: a failed assertion leaves its test by longjmp, past the
+ * test's own cleanup, so this process stops them at exit.  A pid is kept
+ * only while its process is unreaped, so no other process can hold it.
+ */
+static struct {
+	int used;
+	pid_t pid;
+	char dir[64];
+} kits[16];
+static pid_t owner;
+
+static int entry(const char *dir)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		if (kits[i].used && strcmp(kits[i].dir, dir) == 0)
+			return i;
+	return -1;
+}
+
+static void set_pid(const struct redis_kit *k)
+{
+	int i = entry(k->dir);
+
+	if (i >= 0)
+		kits[i].pid = k->pid;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "redis-kit: cannot remove %s\n", dir);
+}
+
+static void stop_all(void)
+{
+	int i;
+
+	if (getpid() != owner)
+		return; /* a forked test process: not its servers */
+	for (i = 0; i < 16; i++) {
+		if (!kits[i].used)
+			continue;
+		if (kits[i].pid > 0) {
+			kill(kits[i].pid, SIGKILL);
+			waitpid(kits[i].pid, NULL, 0);
+		}
+		remove_dir(kits[i].dir);
+		kits[i].used = 0;
+	}
+}
+
+static void remember(const struct redis_kit *k)
+{
+	int i;
+
+	if (!owner) {
+		owner = getpid();
+		atexit(stop_all);
+	}
+	for (i = 0; i < 16 && kits[i].used; i++)
+		;
+	if (i == 16)
+		return;
+	kits[i].used = 1;
+	kits[i].pid = 0;
+	memcpy(kits[i].dir, k->dir, sizeof(kits[i].dir));
+}
 
 int redis_kit_available(void)
 {
@@ -106,6 +182,8 @@ static int spawn(struct redis_kit *k)
 	if (k->pid < 0)
 		return -1;
 	if (k->pid == 0) {
+		/* Dies with the test, however the test ends. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0) {
 			dup2(devnull, 1);
@@ -132,11 +210,13 @@ static int spawn(struct redis_kit *k)
 		execv(REDIS_SERVER, (char *const *)argv);
 		_exit(127);
 	}
+	set_pid(k);
 	for (i = 0; i < 100; i++) {
 		if (redis_kit_cmd(k, NULL, 0, "PING") == 0)
 			return 0;
 		if (waitpid(k->pid, NULL, WNOHANG) == k->pid) {
 			k->pid = 0;
+			set_pid(k);
 			return -1; /* the port was taken meanwhile */
 		}
 		pause_ms(50);
@@ -155,6 +235,7 @@ int redis_kit_start(struct redis_kit *k, const char *password)
 			k->dir[0] = '\0';
 			return -1;
 		}
+		remember(k);
 		snprintf(k->password, sizeof(k->password), "%s",
 			 password ? password : "");
 	}
@@ -180,18 +261,19 @@ void redis_kit_stop(struct redis_kit *k)
 	kill(k->pid, SIGTERM);
 	waitpid(k->pid, NULL, 0);
 	k->pid = 0;
+	set_pid(k);
 }
 
 void redis_kit_destroy(struct redis_kit *k)
 {
-	char cmd[128];
+	int i;
 
 	redis_kit_stop(k);
-	if (k->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", k->dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "redis-kit: cannot remove %s\n",
-				k->dir);
-		k->dir[0] = '\0';
-	}
+	if (!k->dir[0])
+		return;
+	i = entry(k->dir);
+	if (i >= 0)
+		kits[i].used = 0;
+	remove_dir(k->dir);
+	k->dir[0] = '\0';
 }
