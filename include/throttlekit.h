@@ -337,14 +337,19 @@ TK_API void tk_clock_free(struct tk_clock *c);
 
 /*
  * Stores.  A spec names a backend: "memory" is the in-process, lock-free
- * store.  Later backends add their own spec forms.
+ * store, "shm:NAME" a zone, "redis://..." a Redis server.
  */
 
 /*
  * tk_store_open() - open a store from a spec string: "memory" (in this
- * process) or "shm:NAME" (a zone shared by the processes of this host,
+ * process), "shm:NAME" (a zone shared by the processes of this host,
  * created from the zone_* options and TK_OPT_ZONE_* flags if absent,
- * unless TK_OPT_ZONE_NO_CREATE).
+ * unless TK_OPT_ZONE_NO_CREATE), or a Redis server shared by many hosts:
+ * "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or
+ * "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]", OPTIONS timeout=,
+ * connect_timeout=, key_prefix=, server_time= (see tk_store_open(3); it
+ * runs every algorithm and composite, and connects on first use, one
+ * connection per thread).
  *
  * @opts may be NULL; a store uses opts->clock (for its reclaimer),
  * opts->max_keys (memory), opts->reclaim_interval, opts->reclaim_grace and
@@ -352,7 +357,9 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * Returns 0, -EINVAL for an unknown spec, a bad zone name, a zone with the
  * wrong magic, or invalid options (max_keys of 2^32 or more, unknown
  * flags, opts->store set, a zone_mode writable by every user), -ENAMETOOLONG
- * for a long prefix, -ENOTSUP for a backend this build lacks ("redis://"),
+ * for a long prefix, -ENOTSUP for a backend this build lacks (Redis
+ * without hiredis) or a form not supported yet (redis+cluster://,
+ * rediss://),
  * -ENOENT (zone absent with TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another
  * layout version, truncated, resized or corrupt), -EACCES (a zone's file the
  * trust rules refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this
@@ -514,10 +521,15 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * stored, -ENOSPC if a bounded store finds no room even by eviction (the
  * memory store only when more threads insert at once than it has keys; a
  * zone created with TK_OPT_ZONE_REFUSE_FULL when full), -EIO if a zone's
- * keys changed under the check 128 times in a row, or a clock error.
+ * keys changed under the check 128 times in a row, or a clock error.  On a
+ * Redis store also -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
+ * timed out, cannot be reached, or broke the connection), -EACCES (AUTH
+ * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply).
  *
  * Concurrency: safe from any thread; lock-free (one CAS on the key's state
- * in the common case).  After fork(): usable in the child as is.
+ * in the common case; on Redis, one round trip on the thread's own
+ * connection, which blocks for at most the spec's timeouts).  After
+ * fork(): usable in the child as is.
  */
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
 			    size_t key_len, uint64_t cost,

@@ -89,6 +89,14 @@ static inline void tk_atomic_store_u32(tk_atomic_u32 *p, uint32_t v,
 	atomic_store_explicit(p, v, mo);
 }
 
+/* On failure *expected receives the current value. */
+static inline bool tk_atomic_cas_u32(tk_atomic_u32 *p, uint32_t *expected,
+				     uint32_t desired, memory_order mo)
+{
+	return atomic_compare_exchange_strong_explicit(
+		p, expected, desired, mo, tk__cas_failure_order(mo));
+}
+
 static inline void *tk_atomic_load_ptr(tk_atomic_ptr *p, memory_order mo)
 {
 	return atomic_load_explicit(p, mo);

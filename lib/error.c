@@ -28,8 +28,12 @@ static const struct {
 	{ ECANCELED, "ECANCELED", "Wait cancelled by the caller" },
 	{ ENOENT, "ENOENT", "No such zone" },
 	{ EEXIST, "EEXIST", "Zone exists" },
-	{ EACCES, "EACCES", "Zone not trusted or not accessible" },
+	{ EACCES, "EACCES",
+	  "Zone not trusted or not accessible, or server login refused" },
 	{ EBADMSG, "EBADMSG", "Zone failed verification" },
+	{ ETIMEDOUT, "ETIMEDOUT", "Store server timed out" },
+	{ ECONNREFUSED, "ECONNREFUSED", "Store server refused the connection" },
+	{ ECONNRESET, "ECONNRESET", "Connection to the store server lost" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))

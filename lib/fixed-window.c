@@ -31,7 +31,7 @@ int tk__window_packs(uint64_t shortest, uint64_t limit)
 	return shortest >= PACK_UNIT && limit < PACK_UNIT;
 }
 
-static uint64_t pack(uint64_t end, uint64_t count)
+uint64_t tk__window_pack(uint64_t end, uint64_t count)
 {
 	uint64_t coarse = (end >> PACK_BITS) + !!(end & (PACK_UNIT - 1));
 
@@ -40,7 +40,7 @@ static uint64_t pack(uint64_t end, uint64_t count)
 
 int tk__window_ends_at(uint64_t end, uint64_t coarse)
 {
-	return pack(end, 0) == coarse << PACK_BITS;
+	return tk__window_pack(end, 0) == coarse << PACK_BITS;
 }
 
 uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
@@ -90,7 +90,7 @@ int tk__window_step(const struct tk__policy *p, const uint64_t *st,
 	int rc = tk__window_check(p->limit, st, start, end, now, cost, nx, d);
 
 	if (rc == TK__PERSIST && p->word_is_expiry)
-		next[0] = pack(end, nx[1]);
+		next[0] = tk__window_pack(end, nx[1]);
 	else if (rc == TK__PERSIST)
 		memcpy(next, nx, sizeof(nx));
 	return rc;

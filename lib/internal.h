@@ -176,6 +176,8 @@ typedef int tk__window_unpack_fn(const struct tk__policy *p,
  */
 int tk__window_valid(const struct tk__policy *p, uint32_t words,
 		     const uint64_t *state, tk__window_unpack_fn *unpack);
+/* The packed word of @count units in a window ending at @end. */
+uint64_t tk__window_pack(uint64_t end, uint64_t count);
 /* Does window [.., @end) have coarse end @coarse? */
 int tk__window_ends_at(uint64_t end, uint64_t coarse);
 /* tk__window_check() from @st, into @next as @p keeps its state. */
@@ -188,6 +190,10 @@ int tk__window_check(uint64_t limit, const uint64_t *state, uint64_t start,
 int tk__window_forecast(uint64_t limit, const uint64_t *state, uint64_t start,
 			uint64_t end, uint64_t now, uint64_t cost,
 			struct tk_decision *d);
+
+/* quota.c: the period [start, end) that contains @t; -EOVERFLOW if none. */
+int tk__quota_period(const struct tk__policy *p, uint64_t t, uint64_t *start,
+		     uint64_t *end);
 
 /* gcra.c: the GCRA core that token-bucket shares. */
 int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
@@ -205,6 +211,15 @@ struct tk__transform {
 	uint32_t words;
 	uint32_t flags; /* TK__T_* */
 	uint32_t alg;	/* TK__ALG_* of the state */
+	/*
+	 * What fn() decides, for a store that must decide on its server
+	 * (Redis): the policy and the units a check consumes.
+	 */
+	const struct tk__policy *policy;
+	uint64_t cost;
+	/* The time fn() decides at (ns): the limiter's clock reading, which
+	 * a store deciding on its server's clock replaces before fn(). */
+	uint64_t *now;
 };
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
@@ -228,6 +243,12 @@ struct tk__multi {
 		  int *persist, uint64_t *expires_at);
 	void *ctx;
 	uint32_t flags; /* TK__T_CHECK */
+	/* As in struct tk__transform: each key's policy, the units, and
+	 * how the dimensions combine (TK__ALL or TK__ANY). */
+	const struct tk__policy *policy[TK__MULTI_MAX];
+	uint64_t cost;
+	enum tk__composite kind;
+	uint64_t *now;
 };
 
 struct tk__store_ops {
@@ -241,6 +262,8 @@ struct tk__store_ops {
 			   const struct tk__multi *m);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
+	/* Optional: 0, or -ENOTSUP if this store cannot run @p yet (Redis). */
+	int (*supports)(struct tk_store *s, const struct tk_policy *p);
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
@@ -263,6 +286,10 @@ struct tk__zone_config;
 int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o);
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
+
+/* store-redis.c: a redis:// or redis+unix:// spec. */
+int tk__redis_open(struct tk_store **out, const char *spec,
+		   const struct tk_options *o);
 
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;

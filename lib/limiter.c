@@ -227,6 +227,9 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.flags = (s->op == OP_CHECK ? TK__T_CHECK : 0) |
 			 (p->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
 		.alg = p->alg->id,
+		.policy = p,
+		.cost = s->cost,
+		.now = &s->now,
 	};
 	size_t len;
 	int rc;
@@ -246,7 +249,10 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 	struct tk__multi m = { .n = pol->n,
 			       .fn = composite_fn,
 			       .ctx = s,
-			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0 };
+			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0,
+			       .cost = s->cost,
+			       .kind = pol->kind,
+			       .now = &s->now };
 	size_t i;
 	int rc = 0;
 
@@ -259,6 +265,7 @@ static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 		m.key[i] = buf[i];
 		m.words[i] = pol->dim[i].state_words;
 		m.alg[i] = pol->dim[i].alg->id;
+		m.policy[i] = &pol->dim[i];
 	}
 	if (rc == 0)
 		rc = l->store->ops->apply_multi(l->store, s->now, &m);
@@ -320,6 +327,13 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			goto fail;
 		l->owns_store = 1;
 	}
+	/* A store that cannot run this policy says so now, not per check. */
+	if (l->store->ops->supports &&
+	    (rc = l->store->ops->supports(l->store, l->policy)) != 0) {
+		if (l->owns_store)
+			tk_store_close(l->store);
+		goto fail;
+	}
 	*out = l;
 	return 0;
 fail:
@@ -334,15 +348,16 @@ fail:
 /*
  * The fail policy: a store or clock that cannot decide is answered by
  * @fail instead of its error.  A caller's mistake (a bad argument, a key
- * too long, a cost the policy never admits) is an error whatever @fail
- * says: admitting it would hide a bug, denying it would hide it too.
+ * too long, a cost the policy never admits, a step the store cannot run:
+ * -ENOTSUP) is an error whatever @fail says: admitting it would hide a
+ * bug, denying it would hide it too.
  */
 static int fail_policy(unsigned int fail, const struct tk_policy *pol,
 		       uint64_t now, int rc, struct tk_decision *out)
 {
 	rc = tk__rc(rc);
 	if (rc >= 0 || fail == TK_FAIL_ERROR || rc == -EINVAL ||
-	    rc == -ENAMETOOLONG || rc == -ERANGE)
+	    rc == -ENAMETOOLONG || rc == -ERANGE || rc == -ENOTSUP)
 		return rc;
 	memset(out, 0, sizeof(*out));
 	out->allowed = fail == TK_FAIL_OPEN;
@@ -478,7 +493,10 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	const struct tk__policy *dims[TK__MULTI_MAX];
 	struct tk__multi m = { .fn = composite_fn,
 			       .ctx = s,
-			       .flags = TK__T_CHECK };
+			       .flags = TK__T_CHECK,
+			       .cost = s->cost,
+			       .kind = TK__ALL,
+			       .now = &s->now };
 	size_t i, j;
 	int rc = 0;
 
@@ -491,6 +509,7 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 			m.key[m.n] = buf[m.n];
 			m.words[m.n] = dims[m.n]->state_words;
 			m.alg[m.n] = dims[m.n]->alg->id;
+			m.policy[m.n] = dims[m.n];
 			m.n++;
 		}
 	}

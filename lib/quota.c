@@ -29,7 +29,7 @@ static const char *const cadences[] = {
 static const char *const weekdays[] = { "mon", "tue", "wed", "thu",
 					"fri", "sat", "sun" };
 
-static int period_of(const struct tk__policy *p, uint64_t t, uint64_t *start,
+int tk__quota_period(const struct tk__policy *p, uint64_t t, uint64_t *start,
 		     uint64_t *end)
 {
 	int rc;
@@ -57,7 +57,8 @@ static int unpack(const struct tk__policy *p, const uint64_t *state,
 	if (!p->word_is_expiry) {
 		/* A count belongs to a period that starts at st[0]. */
 		if (st[1] == 0 ||
-		    (period_of(p, st[0], &start, &end) == 0 && start == st[0]))
+		    (tk__quota_period(p, st[0], &start, &end) == 0 &&
+		     start == st[0]))
 			return 0;
 		st[1] = 0;
 		return -1;
@@ -66,7 +67,8 @@ static int unpack(const struct tk__policy *p, const uint64_t *state,
 		return 0; /* no state */
 	/* Periods last a coarse unit at least: the instant one unit before
 	 * the coarse end lies in the period that ends there. */
-	if (coarse == 0 || period_of(p, (coarse - 1) << 24, &start, &end) ||
+	if (coarse == 0 ||
+	    tk__quota_period(p, (coarse - 1) << 24, &start, &end) ||
 	    !tk__window_ends_at(end, coarse)) {
 		st[1] = 0;
 		return -1;
@@ -79,10 +81,10 @@ static int unpack(const struct tk__policy *p, const uint64_t *state,
 static int current(const struct tk__policy *p, const uint64_t *st, uint64_t now,
 		   uint64_t *start, uint64_t *end)
 {
-	int rc = period_of(p, now, start, end);
+	int rc = tk__quota_period(p, now, start, end);
 
 	if (rc == 0 && st[1] > 0 && st[0] > *start)
-		rc = period_of(p, st[0], start, end);
+		rc = tk__quota_period(p, st[0], start, end);
 	return rc;
 }
 
@@ -120,7 +122,7 @@ static uint64_t quota_expires(const struct tk__policy *p, const uint64_t *state)
 	uint64_t st[2], start, end;
 
 	unpack(p, state, st);
-	if (st[1] == 0 || period_of(p, st[0], &start, &end))
+	if (st[1] == 0 || tk__quota_period(p, st[0], &start, &end))
 		return 0;
 	return end;
 }

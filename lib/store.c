@@ -1,7 +1,9 @@
 /*
  * store.c - open a store from its spec string; the store-level API.
  *
- * A spec names a backend: "memory" is the in-process store.  Backends
+ * A spec names a backend: "memory" is the in-process store, "shm:NAME"
+ * a zone, "redis://..." a Redis server (store-redis.c; without hiredis,
+ * store-redis-none.c answers -ENOTSUP).  Backends
  * implement tk__store_ops and nothing else; all rate-limiting math stays
  * in the algorithms.
  */
@@ -28,9 +30,12 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 		return tk__rc(tk__memory_open(out, &o));
 	if (strncmp(spec, "shm:", 4) == 0)
 		return tk__rc(tk__shm_open(out, spec + 4, &o));
-	/* A known backend this build does not have yet. */
-	if (strncmp(spec, "redis://", 8) == 0)
-		return -ENOTSUP;
+	if (strncmp(spec, "redis", 5) == 0 &&
+	    (strncmp(spec + 5, "://", 3) == 0 ||
+	     strncmp(spec + 5, "+unix://", 8) == 0 ||
+	     strncmp(spec + 5, "+cluster://", 11) == 0 ||
+	     strncmp(spec + 5, "s://", 4) == 0))
+		return tk__rc(tk__redis_open(out, spec, &o));
 	return -EINVAL;
 }
 

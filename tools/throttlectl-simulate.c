@@ -65,6 +65,68 @@ static int replay_one(struct tk_limiter *l, struct tk_clock *clock,
 	return rc;
 }
 
+static int is_redis(const char *spec)
+{
+	return strncmp(spec, "redis", 5) == 0;
+}
+
+/*
+ * The store, then the limiter on it, so that a message can say which of
+ * the two was refused; 0, or the exit status after a message.
+ */
+static int open_store(const char *policy, const char *store,
+		      struct tk_options *o, struct tk_limiter **l)
+{
+	char shown[512];
+	int rc;
+
+	ctl_redact(store, shown, sizeof(shown));
+	/* The server's clock cannot follow the replay's "t". */
+	if (is_redis(store) && strstr(store, "server_time=1")) {
+		fprintf(stderr,
+			"throttlectl: store '%s': simulate needs the replay's "
+			"clock, not server_time=1\n",
+			shown);
+		return CTL_USAGE;
+	}
+	rc = tk_store_open(&o->store, store, o);
+	/* The policy was valid, so -EINVAL is the spec's (a bad zone name, a
+	 * file that is not a zone, a bad URL): usage.  A zone that cannot be
+	 * used (corrupt, another user's, ...) is an error. */
+	if (rc == -EINVAL) {
+		fprintf(stderr, "throttlectl: store '%s': %s\n", shown,
+			strncmp(store, "shm:", 4) == 0
+				? "an invalid zone name, or a file that is "
+				  "not a zone"
+			: is_redis(store)
+				? "expected redis://[USER[:PASSWORD]@]HOST"
+				  "[:PORT][/DB][?OPTIONS] or redis+unix://"
+				  "[USER[:PASSWORD]@]/PATH[?OPTIONS], OPTIONS "
+				  "timeout=, connect_timeout=, server_time=, "
+				  "key_prefix= joined by &"
+				: "expected memory, shm:NAME or redis://...");
+		return CTL_USAGE;
+	}
+	if (rc) {
+		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc));
+		return rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
+	}
+	rc = tk_limiter_open(l, policy, NULL, o);
+	if (rc == 0)
+		return 0;
+	if (rc == -ENOTSUP)
+		fprintf(stderr,
+			"throttlectl: policy '%s': not supported on store "
+			"'%s' yet (ENOTSUP)\n",
+			policy, shown);
+	else
+		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc));
+	tk_store_close(o->store);
+	return rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
+}
+
 /* A malformed line still gets its output line, so outputs stay aligned. */
 static void print_bad_line(size_t lineno, const char *why)
 {
@@ -88,7 +150,8 @@ int ctl_simulate(int argc, char **argv)
 
 	if (parse_args(argc, argv, &policy, &store)) {
 		fprintf(stderr, "usage: throttlectl simulate --policy SPEC "
-				"[--store memory|shm:NAME] < replay.jsonl\n");
+				"[--store memory|shm:NAME|redis://...] < "
+				"replay.jsonl\n");
 		return CTL_USAGE;
 	}
 	rc = tk_policy_parse(&parsed, policy, &perr);
@@ -106,23 +169,10 @@ int ctl_simulate(int argc, char **argv)
 	}
 	o.clock = clock;
 	o.flags = TK_OPT_NO_RECLAIMER;
-	rc = tk_limiter_open(&l, policy, store, &o);
+	rc = open_store(policy, store, &o, &l);
 	if (rc) {
 		tk_clock_free(clock);
-		/* The policy was valid, so -EINVAL is the spec's (a bad zone
-		 * name, a file that is not a zone): usage.  A zone that
-		 * cannot be used (corrupt, another user's, ...) is an error. */
-		if (rc == -EINVAL) {
-			fprintf(stderr, "throttlectl: store '%s': %s\n", store,
-				strncmp(store, "shm:", 4) == 0
-					? "an invalid zone name, or a file "
-					  "that is not a zone"
-					: "expected memory or shm:NAME");
-			return CTL_USAGE;
-		}
-		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", store,
-			tk_strerror(rc), tk_strerrorname(rc));
-		return rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
+		return rc;
 	}
 	while ((n = getline(&line, &cap, stdin)) != -1) {
 		lineno++;
@@ -151,6 +201,7 @@ int ctl_simulate(int argc, char **argv)
 	}
 	free(line);
 	tk_limiter_close(l);
+	tk_store_close(o.store);
 	tk_clock_free(clock);
 	return status;
 }

@@ -16,7 +16,8 @@ static const struct {
 	const char *usage;
 } commands[] = {
 	{ "simulate", ctl_simulate,
-	  "simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl" },
+	  "simulate --policy SPEC [--store memory|shm:NAME|redis://...] < "
+	  "replay.jsonl" },
 	{ "create", ctl_create,
 	  "create NAME [--capacity N] [--mode OCTAL] [--owner U] [--group G] "
 	  "[--arena BYTES] [--grace SECONDS] [--refuse-full]" },
@@ -78,6 +79,25 @@ int ctl_has_shaper(const char *policy)
 	free(buf);
 	tk_policy_free(p);
 	return rc;
+}
+
+const char *ctl_redact(const char *spec, char *buf, size_t len)
+{
+	const char *auth = strstr(spec, "://"), *end, *at = NULL, *colon;
+
+	snprintf(buf, len, "%s", spec);
+	if (strncmp(spec, "redis", 5) != 0 || !auth)
+		return buf;
+	auth += 3;
+	end = auth + strcspn(auth, "/?");
+	for (colon = auth; colon < end; colon++)
+		if (*colon == '@')
+			at = colon;
+	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (colon)
+		snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - spec), spec,
+			 at);
+	return buf;
 }
 
 static int digit(char c)

@@ -38,6 +38,12 @@ void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay);
 int ctl_has_shaper(const char *policy);
 
 /*
+ * @spec as messages may show it: a store spec's password (redis://USER:
+ * PASSWORD@...) becomes "***".  Returns @buf.
+ */
+const char *ctl_redact(const char *spec, char *buf, size_t len);
+
+/*
  * The one reader of numbers on the command line: digits of @base (2 to
  * 16), or with @base 0 as C writes them (decimal, hexadecimal after 0x,
  * octal after a leading 0), and nothing else: no space, no sign, no

@@ -41,7 +41,7 @@ expect() {
 }
 usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] [--fail error|open|closed] [--owner U] [--group G]'
 usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--owner U] [--group G] [--grace SECONDS] [--refuse-full]'
-usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME] < replay.jsonl'
+usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME|redis://...] < replay.jsonl'
 not_zone='an invalid zone name, or a file that is not a zone'
 
 expect 0 "" "$ctl" --version
@@ -66,10 +66,29 @@ expect 2 "throttlectl: policy 'gcrx:1/s': expected a known algorithm at position
 	"$ctl" simulate --policy gcrx:1/s
 expect 2 "throttlectl: policy 'all(gcra:1/s,gcrx:1/s)': expected a known algorithm at position 13" \
 	"$ctl" simulate --policy 'all(gcra:1/s,gcrx:1/s)'
-expect 2 "throttlectl: store 'bogus': expected memory or shm:NAME" \
+expect 2 "throttlectl: store 'bogus': expected memory, shm:NAME or redis://..." \
 	"$ctl" simulate --policy gcra:1/s --store bogus
-expect 2 "throttlectl: store 'redis://h': Not supported by this build (ENOTSUP)" \
-	"$ctl" simulate --policy gcra:1/s --store redis://h
+# Redis Cluster is not supported yet, with or without hiredis.
+expect 2 "throttlectl: store 'redis+cluster://127.0.0.1:1': Not supported by this build (ENOTSUP)" \
+	"$ctl" simulate --policy gcra:1/s --store redis+cluster://127.0.0.1:1
+expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate needs the replay's clock, not server_time=1" \
+	"$ctl" simulate --policy gcra:1/s \
+	--store 'redis://u:s3cret@127.0.0.1:1?server_time=1'
+# A password never reaches a message, whatever is wrong with the spec.
+for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
+	'redis://:s3cret@127.0.0.1:1/x' 'redis+unix://u:s3cret@/tmp/x?a=b' \
+	'rediss://u:s3cret@127.0.0.1:1' 'redis://u:s3cret@[::1'; do
+	"$ctl" simulate --policy gcra:1/s --store "$spec" </dev/null \
+		>"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" -ne 2 ] || grep -q s3cret "$tmp/err" "$tmp/out" ||
+		! grep -q "u*:\*\*\*@" "$tmp/err"; then
+		failed "simulate --store $spec: exit $got, stderr:"
+		cat "$tmp/err"
+	else
+		echo "ok: password hidden: $(cat "$tmp/err")"
+	fi
+done
 
 cat >"$tmp/in" <<'IN'
 {"t": 1000000000, "key": "k"}

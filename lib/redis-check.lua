@@ -1,0 +1,413 @@
+-- redis-check.lua - one check on the Redis store, atomically: read the
+-- states of a check's keys (one per dimension of a composite or group),
+-- decide, write the new states with their TTLs.  The client recomputes
+-- the decision from the states read here with the algorithms themselves
+-- and checks that they agree, so decisions are the local stores' bit for
+-- bit.
+--
+-- KEYS     the states, one per dimension.
+-- ARGV     KIND NOW GRACE N (NOW "TIME": the server's clock), then for each of the N dimensions ALG USABLE
+--          and seven arguments of its algorithm (unused ones 0); all numbers are decimal
+--          integers (ns, units).  KIND "all": admitted iff every dimension
+--          admits, and then every state is written; "any": admitted iff
+--          one does, and the states of those that admit are written.
+--          USABLE 0: the dimension can never admit this cost (-ERANGE),
+--          so it counts as not admitting.
+-- Returns  {admitted 0 or 1, the N old values (nil: none), the N new
+--          values (nil: not written), NOW}; an error reply "TKPROTO ..." for a
+--          state of another algorithm or policy, or a value the library
+--          did not write.
+--
+-- One-word policies (ALG 1 gcra, 2 token-bucket, 7 leaky): the value is
+-- "ALG:WORD", WORD the TAT or departure time.  Arguments INC AHEAD LIMIT
+-- VALID -: base = max(WORD, NOW); admitted iff base + AHEAD - NOW <=
+-- LIMIT, and WORD becomes base + INC.  gcra: AHEAD = INC = T * cost,
+-- LIMIT = tau; leaky: AHEAD = 0, INC = T * cost, LIMIT = max-queue.  A
+-- WORD at or past 2^63 + VALID is no check's (the algorithm's valid()):
+-- no state.  The state expires at WORD.
+--
+-- Windows (ALG 3 fixed-window, 6 quota): the value is
+-- "ALG:POLICY:START:END:COUNT", POLICY naming the policy's windows (the
+-- width of a fixed window, a fingerprint of a quota's calendar).
+-- Arguments POLICY WS WE COST LIMIT, [WS, WE) the window of NOW: the
+-- state's window counts if it is later (a clock stepped back never
+-- reopens a window early), else NOW's, with the state's COUNT if it is
+-- that window, else 0; admitted iff count + COST <= LIMIT, and the state
+-- becomes that window with count + COST.  A state of another POLICY is
+-- another policy's.  The state expires at the window's end.
+--
+-- Sliding logs (ALG 5): the value is "5:L:T1:...:Tn", the stamps of the
+-- n <= L units counted, ascending.  Arguments W L COST - -: the stamps
+-- with T + W > NOW are live; admitted iff live + COST <= L, and the state
+-- becomes the live stamps with COST stamps of NOW inserted in order.  A
+-- state of another L is another policy's.  It expires at its last stamp
+-- plus W.
+--
+-- Sliding windows (ALG 4): the value is "4:S:w:T0:N0:...:TS:NS", the
+-- ring of S + 1 buckets {tick, count} of width w.  Arguments w S c e
+-- COST LIMIT SLOT, with c = floor(NOW / w), e = NOW - c * w and SLOT =
+-- c mod (S + 1): buckets of ticks c - S + 1 and later count in full, the
+-- bucket of tick c - S for (w - e) / w of its count; admitted iff
+-- (full + COST) * w + old * (w - e) <= LIMIT * w (products below 2^118,
+-- compared in limbs of 10^7), and then the buckets that count nothing are
+-- emptied and COST is added to the bucket of tick c (or to a later one
+-- in its slot).  A state of another S or w is another policy's.  It
+-- expires at (its highest tick + 1 + S) * w.
+--
+-- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
+-- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
+-- 0 <= lo < 10^9: parsed by splitting off the last nine digits, and only
+-- added, subtracted and compared, which keeps both halves exact.
+
+local E9 = 1000000000
+
+local function num(s)
+	if not s or #s == 0 or #s > 20 or s:find('%D') then
+		return nil
+	end
+	if #s <= 9 then
+		return { 0, tonumber(s) }
+	end
+	local n = { tonumber(s:sub(1, #s - 9)), tonumber(s:sub(#s - 8)) }
+	-- At most 2^64 - 1 = 18446744073 * 10^9 + 709551615.
+	if n[1] > 18446744073 or (n[1] == 18446744073 and n[2] > 709551615) then
+		return nil
+	end
+	return n
+end
+
+local function cmp(a, b)
+	if a[1] ~= b[1] then
+		return a[1] < b[1] and -1 or 1
+	end
+	if a[2] ~= b[2] then
+		return a[2] < b[2] and -1 or 1
+	end
+	return 0
+end
+
+local function add(a, b)
+	local hi, lo = a[1] + b[1], a[2] + b[2]
+	if lo >= E9 then
+		return { hi + 1, lo - E9 }
+	end
+	return { hi, lo }
+end
+
+-- a - b for a >= b.
+local function sub(a, b)
+	local hi, lo = a[1] - b[1], a[2] - b[2]
+	if lo < 0 then
+		return { hi - 1, lo + E9 }
+	end
+	return { hi, lo }
+end
+
+local function str(a)
+	if a[1] == 0 then
+		return string.format('%d', a[2])
+	end
+	return string.format('%d%09d', a[1], a[2])
+end
+
+local function max(a, b)
+	return cmp(a, b) < 0 and b or a
+end
+
+-- A dimension's decision on @value (nil: none): admitted, the new value,
+-- and when that expires; or nil and why the state is not this policy's.
+local function one_word(alg, value, now, arg)
+	local inc, ahead, limit, valid = arg[1], arg[2], arg[3], arg[4]
+	local base = now
+	if value then
+		local id, word = string.match(value, '^(%d+):(%d+)$')
+		local old = num(word)
+		if id ~= alg or not old then
+			return nil, 'state of another algorithm'
+		end
+		local half = { 9223372036, 854775808 } -- 2^63
+		if cmp(old, half) < 0 or cmp(sub(old, half), valid) < 0 then
+			base = max(old, now)
+		end
+	end
+	if cmp(sub(add(base, ahead), now), limit) > 0 then
+		return false
+	end
+	local new = add(base, inc)
+	return true, alg .. ':' .. str(new), new
+end
+
+local function window(alg, value, now, arg)
+	local policy, start, stop, cost, limit = arg[1], arg[2], arg[3], arg[4],
+		arg[5]
+	local count = { 0, 0 }
+	if value then
+		local id, vp, vs, ve, vc =
+			string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+		local sp, ss, se, sc = num(vp), num(vs), num(ve), num(vc)
+		if id ~= alg or not (sp and ss and se and sc) or
+			cmp(sp, policy) ~= 0 then
+			return nil, 'state of another algorithm or policy'
+		end
+		if cmp(ss, start) > 0 then
+			start, stop = ss, se
+		end
+		if cmp(ss, start) == 0 then
+			count = sc
+		end
+	end
+	count = add(count, cost)
+	if cmp(count, limit) > 0 then
+		return false
+	end
+	return true, alg .. ':' .. str(policy) .. ':' .. str(start) .. ':' ..
+		str(stop) .. ':' .. str(count), stop
+end
+
+local function log(alg, value, now, arg)
+	local w, limit, cost = arg[1], arg[2], arg[3]
+	local stamps = {}
+	if value then
+		local id, l, rest = string.match(value, '^(%d+):(%d+)(.*)$')
+		if id ~= alg or not num(l) or cmp(num(l), limit) ~= 0 or
+			string.gsub(rest, ':%d+', '') ~= '' then
+			return nil, 'state of another algorithm or policy'
+		end
+		for t in string.gmatch(rest, ':(%d+)') do
+			stamps[#stamps + 1] = num(t)
+			if not stamps[#stamps] then
+				return nil, 'state of another algorithm or policy'
+			end
+		end
+	end
+	local live = #stamps + 1
+	for i = 1, #stamps do
+		if cmp(add(stamps[i], w), now) > 0 then
+			live = i
+			break
+		end
+	end
+	-- Counts and costs are at most L <= 512: plain numbers.
+	if #stamps - live + 1 + cost[2] > limit[2] or cost[1] ~= 0 then
+		return false
+	end
+	local out, i = {}, live
+	while i <= #stamps and cmp(stamps[i], now) <= 0 do
+		out[#out + 1] = str(stamps[i])
+		i = i + 1
+	end
+	for _ = 1, cost[2] do
+		out[#out + 1] = str(now)
+	end
+	local last = now
+	for k = i, #stamps do
+		out[#out + 1] = str(stamps[k])
+		last = stamps[k]
+	end
+	return true, alg .. ':' .. str(limit) .. ':' .. table.concat(out, ':'),
+		add(last, w)
+end
+
+-- Numbers of any size as arrays of base 10^7 limbs, least significant
+-- first: products of two limbs stay below 2^53.
+local L7 = 10000000
+
+local function big(s)
+	local b, i = {}, #s
+	while i > 0 do
+		b[#b + 1] = tonumber(s:sub(math.max(1, i - 6), i))
+		i = i - 7
+	end
+	return b
+end
+
+local function bigmul(a, b)
+	local r = {}
+	for i = 1, #a + #b do
+		r[i] = 0
+	end
+	for i = 1, #a do
+		local carry = 0
+		for j = 1, #b do
+			local t = r[i + j - 1] + a[i] * b[j] + carry
+			carry = math.floor(t / L7)
+			r[i + j - 1] = t - carry * L7
+		end
+		local k = i + #b
+		while carry > 0 do
+			local t = r[k] + carry
+			carry = math.floor(t / L7)
+			r[k] = t - carry * L7
+			k = k + 1
+		end
+	end
+	return r
+end
+
+local function bigadd(a, b)
+	local r, carry = {}, 0
+	for i = 1, math.max(#a, #b) do
+		local t = (a[i] or 0) + (b[i] or 0) + carry
+		carry = t >= L7 and 1 or 0
+		r[i] = t - carry * L7
+	end
+	if carry > 0 then
+		r[#r + 1] = carry
+	end
+	return r
+end
+
+local function bigcmp(a, b)
+	for i = math.max(#a, #b), 1, -1 do
+		local x, y = a[i] or 0, b[i] or 0
+		if x ~= y then
+			return x < y and -1 or 1
+		end
+	end
+	return 0
+end
+
+local function bigstr(a)
+	local s = ''
+	for i = #a, 1, -1 do
+		s = s .. string.format('%07d', a[i])
+	end
+	s = s:gsub('^0+', '')
+	return s == '' and '0' or s
+end
+
+local function sliding(alg, value, now, arg)
+	local w, s, c, e = arg[1], arg[2], arg[3], arg[4]
+	local cost, limit, slot = arg[5], arg[6], arg[7][2] + 1
+	local n = s[2] + 1 -- S <= 100
+	local tick, count = {}, {}
+	if value then
+		local id, vs, vw, rest =
+			string.match(value, '^(%d+):(%d+):(%d+)(.*)$')
+		if id ~= alg or not (num(vs) and num(vw)) or
+			cmp(num(vs), s) ~= 0 or cmp(num(vw), w) ~= 0 then
+			return nil, 'state of another algorithm or policy'
+		end
+		for t, k in string.gmatch(rest, ':(%d+):(%d+)') do
+			tick[#tick + 1], count[#count + 1] = num(t), num(k)
+			if not (tick[#tick] and count[#count]) then
+				return nil, 'state of another algorithm or policy'
+			end
+		end
+		if #tick ~= n or string.gsub(rest, ':%d+:%d+', '') ~= '' then
+			return nil, 'state of another algorithm or policy'
+		end
+	else
+		for i = 1, n do
+			tick[i], count[i] = { 0, 0 }, { 0, 0 }
+		end
+	end
+	local zero, one = { 0, 0 }, { 0, 1 }
+	local full, old = zero, zero
+	for i = 1, n do
+		if cmp(count[i], zero) ~= 0 then
+			if cmp(add(tick[i], s), add(c, one)) >= 0 then
+				full = add(full, count[i])
+			elseif cmp(add(tick[i], s), c) == 0 then
+				old = add(old, count[i])
+			end
+		end
+	end
+	local bw = big(str(w))
+	local lhs = bigadd(bigmul(big(str(add(full, cost))), bw),
+		bigmul(big(str(old)), big(str(sub(w, e)))))
+	if bigcmp(lhs, bigmul(big(str(limit)), bw)) > 0 then
+		return false
+	end
+	for i = 1, n do
+		if cmp(count[i], zero) ~= 0 and cmp(add(tick[i], s), c) < 0 then
+			tick[i], count[i] = zero, zero
+		end
+	end
+	if cmp(tick[slot], c) == 0 or
+		(cmp(tick[slot], c) > 0 and cmp(count[slot], zero) ~= 0) then
+		count[slot] = add(count[slot], cost)
+	else
+		tick[slot], count[slot] = c, cost
+	end
+	local out, top = {}, nil
+	for i = 1, n do
+		out[#out + 1] = str(tick[i]) .. ':' .. str(count[i])
+		if cmp(count[i], zero) ~= 0 and
+			(not top or cmp(tick[i], top) > 0) then
+			top = tick[i]
+		end
+	end
+	-- (top + 1 + S) * w, back to the pairs (below 2^64 + 2^63).
+	local ends = bigstr(bigmul(big(str(add(add(top, one), s))), bw))
+	return true, alg .. ':' .. str(s) .. ':' .. str(w) .. ':' ..
+		table.concat(out, ':'), num(ends) or { 0, 0 }
+end
+
+local function proto(why)
+	return redis.error_reply('TKPROTO ' .. why)
+end
+
+local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
+	tonumber(ARGV[4])
+if ARGV[2] == 'TIME' then
+	-- Before Redis 5, a script writes after TIME only so replicated.
+	if redis.replicate_commands then
+		redis.replicate_commands()
+	end
+	local t = redis.call('TIME')
+	now = num(t[1] .. string.format('%09d', tonumber(t[2]) * 1000))
+end
+if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n then
+	return proto('bad arguments')
+end
+local old, admits, new, expiry = {}, {}, {}, {}
+local yes, no = 0, 0
+for i = 1, n do
+	local at = 4 + 9 * (i - 1)
+	local alg, usable = ARGV[at + 1], ARGV[at + 2]
+	local arg = {}
+	for j = 1, 7 do
+		arg[j] = num(ARGV[at + 2 + j])
+		if not arg[j] then
+			return proto('bad arguments')
+		end
+	end
+	old[i] = redis.call('GET', KEYS[i])
+	local ok, why
+	if alg == '3' or alg == '6' then
+		ok, why, expiry[i] = window(alg, old[i], now, arg)
+	elseif alg == '5' then
+		ok, why, expiry[i] = log(alg, old[i], now, arg)
+	elseif alg == '4' then
+		ok, why, expiry[i] = sliding(alg, old[i], now, arg)
+	else
+		ok, why, expiry[i] = one_word(alg, old[i], now, arg)
+	end
+	if ok == nil then
+		return proto(why)
+	end
+	admits[i] = ok and usable == '1'
+	new[i] = why
+	if admits[i] then
+		yes = yes + 1
+	else
+		no = no + 1
+	end
+end
+
+local admitted = (kind == 'all' and no == 0) or (kind == 'any' and yes > 0)
+local reply = { admitted and 1 or 0 }
+for i = 1, n do
+	reply[1 + i] = old[i] or false
+	reply[1 + n + i] = false
+	if admitted and admits[i] then
+		local ttl = sub(add(expiry[i], grace), now)
+		-- ttl < 2^65 ns, so ms < 2^46: exact.
+		local ms = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1
+		redis.call('SET', KEYS[i], new[i], 'PX', ms)
+		reply[1 + n + i] = new[i]
+	end
+end
+reply[2 + 2 * n] = str(now)
+return reply

@@ -1,0 +1,331 @@
+/*
+ * redis-conn.c - one hiredis connection per thread, typed errors.
+ *
+ * A hiredis context is not thread-safe, so each thread takes a connection
+ * of its own from the store's pool: a push-only list of connections, each
+ * claimed by one CAS on in_use, and found again through a thread-specific
+ * pointer.  A thread that exits gives its connection back (the key's
+ * destructor), still connected, for the next thread.  No lock, no thread.
+ *
+ * fork(): a child inherits its parent's socket with the connection.  Both
+ * writing to it would interleave their commands, so a connection made in
+ * another process is dropped (closed here only, nothing sent) and the
+ * child connects anew.
+ *
+ * Failure: a command that times out or meets a reset leaves the context
+ * dead (hiredis 0.14 cannot resume it), so it is discarded.  The next
+ * connect waits out a backoff that doubles from 10 ms to 1 s while
+ * connects keep failing; until then calls fail at once with the last
+ * error, so an outage costs the caller no time once it is known.
+ */
+#include "internal.h"
+#include "redis.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#define BACKOFF_MIN (UINT64_C(10) * 1000000)   /* ns */
+#define BACKOFF_MAX (UINT64_C(1000) * 1000000) /* ns */
+
+struct tk__redis_conn {
+	struct tk__redis_conn *next; /* the pool's list; set before push */
+	tk_atomic_u32 in_use;	     /* claimed by a thread */
+	const struct tk__redis_spec *spec;
+	redisContext *ctx; /* NULL: not connected */
+	pid_t pid;	   /* the process that made ctx */
+	uint64_t retry_at; /* monotonic ns: no connect before */
+	uint64_t backoff;  /* ns, 0 after a success */
+	int last_err;	   /* what calls answer until retry_at */
+	struct tk__redis_engine engine;
+};
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct timeval timeval_of(uint64_t ns)
+{
+	uint64_t us = (ns + 999) / 1000;
+	struct timeval tv = { .tv_sec = (time_t)(us / 1000000),
+			      .tv_usec = (suseconds_t)(us % 1000000) };
+
+	return tv;
+}
+
+/* The errno of a failed context; @err_no is errno right after the call. */
+static int io_error(const redisContext *ctx, int err_no, int connecting)
+{
+	if (!ctx)
+		return -ENOMEM;
+	switch (ctx->err) {
+	case REDIS_ERR_IO:
+		if (err_no == EAGAIN || err_no == EWOULDBLOCK ||
+		    err_no == ETIMEDOUT || err_no == EINPROGRESS)
+			return -ETIMEDOUT;
+		if (err_no == ENOMEM)
+			return -ENOMEM;
+		if (connecting || err_no == ECONNREFUSED)
+			return -ECONNREFUSED;
+		return -ECONNRESET;
+	case REDIS_ERR_EOF:
+		return -ECONNRESET;
+	case REDIS_ERR_OOM:
+		return -ENOMEM;
+	case REDIS_ERR_PROTOCOL:
+		return -EPROTO;
+	default:
+		/* An unresolvable host, an address of no known family. */
+		return connecting ? -ECONNREFUSED : -EPROTO;
+	}
+}
+
+static int starts(const char *s, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	return len >= n && memcmp(s, word, n) == 0;
+}
+
+/* The errno of an error reply (the server's text stays out of it). */
+static int reply_error(const redisReply *r)
+{
+	if (starts(r->str, r->len, "NOSCRIPT") ||
+	    starts(r->str, r->len, "ERR Function not found"))
+		return -ENOENT;
+	if (starts(r->str, r->len, "ERR unknown command") ||
+	    starts(r->str, r->len, "ERR unknown subcommand"))
+		return -ENOSYS;
+	if (starts(r->str, r->len, "ERR Library") &&
+	    memmem(r->str, r->len, "already exists", 14))
+		return -EEXIST;
+	if (starts(r->str, r->len, "OOM"))
+		return -ENOMEM;
+	if (starts(r->str, r->len, "NOAUTH") ||
+	    starts(r->str, r->len, "WRONGPASS") ||
+	    starts(r->str, r->len, "NOPERM") ||
+	    starts(r->str, r->len, "ERR invalid password") ||
+	    starts(r->str, r->len, "ERR AUTH"))
+		return -EACCES;
+	return -EPROTO;
+}
+
+static void drop(struct tk__redis_conn *c)
+{
+	/* Closes the descriptor only: a child's close leaves the parent's
+	 * connection up, as nothing is sent. */
+	redisFree(c->ctx);
+	c->ctx = NULL;
+	memset(&c->engine, 0, sizeof(c->engine));
+}
+
+/* Fail until the backoff has passed; it doubles while failures go on. */
+static int failed(struct tk__redis_conn *c, int rc)
+{
+	c->backoff = c->backoff ? c->backoff * 2 : BACKOFF_MIN;
+	if (c->backoff > BACKOFF_MAX)
+		c->backoff = BACKOFF_MAX;
+	c->retry_at = monotonic_ns() + c->backoff;
+	c->last_err = rc;
+	return rc;
+}
+
+static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
+		       const size_t *lens, redisReply **out)
+{
+	redisReply *r;
+	int rc;
+
+	errno = 0;
+	r = redisCommandArgv(c->ctx, argc, argv, lens);
+	if (!r) {
+		rc = io_error(c->ctx, errno, 0);
+		drop(c);
+		return failed(c, rc);
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		rc = reply_error(r);
+		freeReplyObject(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+static int hello(struct tk__redis_conn *c)
+{
+	const struct tk__redis_spec *sp = c->spec;
+	const char *argv[3];
+	size_t lens[3];
+	char db[24];
+	redisReply *r;
+	int argc = 0, rc = 0;
+
+	if (sp->has_password) {
+		argv[argc] = "AUTH";
+		lens[argc++] = 4;
+		if (sp->user[0]) {
+			argv[argc] = sp->user;
+			lens[argc++] = strlen(sp->user);
+		}
+		argv[argc] = sp->password;
+		lens[argc++] = strlen(sp->password);
+		rc = raw_command(c, argc, argv, lens, &r);
+		if (rc == -EPROTO)
+			rc = -EACCES; /* AUTH has no other error */
+		if (rc == 0)
+			freeReplyObject(r);
+	}
+	if (rc == 0 && sp->db) {
+		snprintf(db, sizeof(db), "%ld", sp->db);
+		argv[0] = "SELECT";
+		lens[0] = 6;
+		argv[1] = db;
+		lens[1] = strlen(db);
+		rc = raw_command(c, 2, argv, lens, &r);
+		if (rc == 0)
+			freeReplyObject(r);
+	}
+	return rc;
+}
+
+static int connect_now(struct tk__redis_conn *c)
+{
+	const struct tk__redis_spec *sp = c->spec;
+	struct timeval tv = timeval_of(sp->connect_timeout);
+	int rc;
+
+	if (c->retry_at && monotonic_ns() < c->retry_at)
+		return c->last_err;
+	errno = 0;
+	c->ctx = sp->unix_socket
+			 ? redisConnectUnixWithTimeout(sp->path, tv)
+			 : redisConnectWithTimeout(sp->host, sp->port, tv);
+	c->pid = getpid();
+	if (!c->ctx || c->ctx->err) {
+		rc = io_error(c->ctx, errno, 1);
+		if (c->ctx)
+			drop(c);
+		return failed(c, rc);
+	}
+	if (redisSetTimeout(c->ctx, timeval_of(sp->timeout)) != REDIS_OK) {
+		drop(c);
+		return failed(c, -ECONNRESET);
+	}
+	rc = hello(c);
+	if (rc) {
+		if (c->ctx)
+			drop(c);
+		return failed(c, rc);
+	}
+	c->backoff = 0;
+	c->retry_at = 0;
+	return 0;
+}
+
+/* A thread's exit gives its connection back to the pool. */
+static void give_back(void *arg)
+{
+	struct tk__redis_conn *c = arg;
+
+	tk_atomic_store_u32(&c->in_use, 0, TK_MO_RELEASE);
+}
+
+int tk__redis_pool_init(struct tk__redis_pool *pool,
+			const struct tk__redis_spec *spec)
+{
+	pool->spec = spec;
+	tk_atomic_store_ptr(&pool->all, NULL, TK_MO_RELAXED);
+	return pthread_key_create(&pool->key, give_back) ? -ENOMEM : 0;
+}
+
+void tk__redis_pool_destroy(struct tk__redis_pool *pool)
+{
+	struct tk__redis_conn *c, *next;
+
+	pthread_key_delete(pool->key);
+	for (c = tk_atomic_load_ptr(&pool->all, TK_MO_ACQUIRE); c; c = next) {
+		next = c->next;
+		if (c->ctx)
+			redisFree(c->ctx);
+		free(c);
+	}
+}
+
+static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
+{
+	struct tk__redis_conn *c;
+	void *head;
+	uint32_t free_ = 0;
+
+	/* acquire: pairs with the release push below, for c->next. */
+	for (c = tk_atomic_load_ptr(&pool->all, TK_MO_ACQUIRE); c;
+	     c = c->next) {
+		free_ = 0;
+		/* acquire: pairs with give_back(): the last owner is done. */
+		if (tk_atomic_cas_u32(&c->in_use, &free_, 1, TK_MO_ACQUIRE))
+			return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->spec = pool->spec;
+	tk_atomic_store_u32(&c->in_use, 1, TK_MO_RELAXED);
+	head = tk_atomic_load_ptr(&pool->all, TK_MO_RELAXED);
+	do
+		c->next = head;
+	/* release: c's fields; pairs with the acquire walk above. */
+	while (!tk_atomic_cas_ptr(&pool->all, &head, c, TK_MO_RELEASE));
+	return c;
+}
+
+int tk__redis_conn_get(struct tk__redis_pool *pool, struct tk__redis_conn **out)
+{
+	struct tk__redis_conn *c = pthread_getspecific(pool->key);
+
+	if (!c) {
+		c = claim(pool);
+		if (!c)
+			return -ENOMEM;
+		if (pthread_setspecific(pool->key, c)) {
+			give_back(c);
+			return -ENOMEM;
+		}
+	}
+	if (c->ctx && c->pid != getpid())
+		drop(c);
+	*out = c;
+	return c->ctx ? 0 : connect_now(c);
+}
+
+int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
+		      const size_t *lens, void **reply)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	rc = raw_command(c, argc, argv, lens, &r);
+	if (rc == 0)
+		*reply = r;
+	return rc;
+}
+
+void tk__redis_reply_free(void *reply)
+{
+	freeReplyObject(reply);
+}
+
+struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c)
+{
+	return &c->engine;
+}

@@ -1,0 +1,270 @@
+/*
+ * redis-scripts.c - what the Redis store's check script needs of a
+ * policy, and how a state is spelled on the server (see redis-check.lua,
+ * embedded here at build time).
+ *
+ * The script holds two transitions.  The one-word policies share one:
+ * base = max(state, now); admit iff base + AHEAD - now <= LIMIT; then the
+ * state becomes base + INC.  GCRA and the token bucket (gcra.c) admit iff
+ * the new TAT is within tau of now, the leaky shaper (leaky.c) iff the
+ * current wait is within the queue; both move the state by T * cost.
+ * Fixed windows (fixed-window.c) and quotas (quota.c) count in the later
+ * of the current window and the state's, which the script keeps as
+ * {policy, start, end, count} so that it needs no division and no
+ * calendar: the client names the current window.  Sliding logs keep their
+ * stamps in order, which the script only compares and adds to; sliding
+ * windows their ring of buckets, the client naming now's tick, offset and
+ * slot, the script comparing the scaled estimate in limbs.
+ * Everything else about a decision is computed by the algorithm itself
+ * from the state the script read, on the client.
+ */
+#include "internal.h"
+#include "redis.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+const char tk__redis_check_lua[] =
+#include "redis-check-lua.inc"
+	;
+
+#define SPAN_MAX (UINT64_C(1) << 62)  /* as leaky.c */
+#define COUNT_MAX (UINT64_C(1) << 62) /* as fixed-window.c */
+#define PACKED_COUNT_MAX ((UINT64_C(1) << 24) - 1)
+
+int tk__redis_supported(const struct tk__policy *p)
+{
+	return p->alg == &tk__gcra || p->alg == &tk__token_bucket ||
+	       p->alg == &tk__leaky || p->alg == &tk__fixed_window ||
+	       p->alg == &tk__quota || p->alg == &tk__sliding_log ||
+	       p->alg == &tk__sliding_window;
+}
+
+int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost)
+{
+	static const uint64_t zeros[TK__STATE_WORDS_MAX];
+	struct tk_decision d;
+
+	/* A forecast fails as a check would, and writes no state. */
+	return p->alg->forecast(p, zeros, now, cost, &d) >= 0;
+}
+
+static int is_window(const struct tk__policy *p)
+{
+	return p->alg == &tk__fixed_window || p->alg == &tk__quota;
+}
+
+int tk__redis_needs_now(const struct tk__policy *p)
+{
+	return is_window(p) || p->alg == &tk__sliding_window;
+}
+
+/*
+ * What names a windowed policy's windows: a fixed window's width, or a
+ * quota's calendar (cadence, offset, week start, period, anchor) hashed,
+ * spelled out first so that every host hashes the same bytes.
+ */
+static uint64_t windows_of(const struct tk__policy *p)
+{
+	static const uint64_t key[2] = { 0x746872, 0x6f74746c656b6974 };
+	char buf[96];
+	int n;
+
+	if (p->alg == &tk__fixed_window)
+		return p->u.window.window;
+	n = snprintf(buf, sizeof(buf), "%d:%ld:%u:%llu:%llu",
+		     p->u.quota.cadence, (long)p->u.quota.offset_s,
+		     p->u.quota.week_start,
+		     (unsigned long long)p->u.quota.period,
+		     (unsigned long long)p->u.quota.anchor);
+	return tk__siphash(key, buf, (size_t)n);
+}
+
+/* Now's window [*start, *end); 0, or the algorithm's -EOVERFLOW. */
+static int window_now(const struct tk__policy *p, uint64_t now, uint64_t *start,
+		      uint64_t *end)
+{
+	if (p->alg == &tk__quota)
+		return tk__quota_period(p, now, start, end);
+	*start = now - now % p->u.window.window;
+	*end = *start + p->u.window.window;
+	return 0;
+}
+
+static void put(char *arg, uint64_t v)
+{
+	snprintf(arg, 24, "%llu", (unsigned long long)v);
+}
+
+int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
+			 uint64_t cost, char args[7][24])
+{
+	uint64_t start = 0, end = 0, w;
+
+	put(args[5], 0);
+	put(args[6], 0);
+	if (p->alg == &tk__sliding_window) {
+		w = p->u.sliding.width;
+		put(args[0], w);
+		put(args[1], p->u.sliding.buckets);
+		put(args[2], now / w);
+		put(args[3], now % w);
+		put(args[4], cost);
+		put(args[5], p->limit);
+		put(args[6], now / w % (p->u.sliding.buckets + 1));
+		return 0;
+	}
+	if (is_window(p)) {
+		/* No window (a quota out of 1970..2262): the algorithm's
+		 * -EOVERFLOW, so the dimension is not usable. */
+		window_now(p, now, &start, &end);
+		put(args[0], windows_of(p));
+		put(args[1], start);
+		put(args[2], end);
+		put(args[3], cost);
+		put(args[4], p->limit);
+		return 0;
+	}
+	put(args[4], 0);
+	if (p->alg == &tk__sliding_log) {
+		put(args[0], p->u.window.window);
+		put(args[1], p->limit);
+		put(args[2], cost);
+		put(args[3], 0);
+	} else if (p->alg == &tk__leaky) {
+		put(args[0], p->u.leaky.t * cost);
+		put(args[1], 0);
+		put(args[2], p->u.leaky.max_queue);
+		put(args[3], p->u.leaky.max_queue +
+				     SPAN_MAX / p->u.leaky.t * p->u.leaky.t);
+	} else if (p->alg == &tk__gcra || p->alg == &tk__token_bucket) {
+		put(args[0], p->u.gcra.t * cost);
+		put(args[1], p->u.gcra.t * cost);
+		put(args[2], p->u.gcra.tau);
+		put(args[3], p->u.gcra.tau);
+	} else {
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len == 0 || len > 20)
+		return -EPROTO;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9' ||
+		    v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -EPROTO;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*word = v;
+	return 0;
+}
+
+/*
+ * "4:S:w:T0:N0:...:TS:NS" into the ring {T0, N0, ..., TS, NS}, which the
+ * algorithm's valid() must accept (each bucket at its tick's index).
+ */
+static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
+		       uint64_t *words)
+{
+	size_t i = 0, at, n = 0, want = 3 + p->state_words;
+	uint64_t f;
+
+	for (;;) {
+		for (at = i; i < len && s[i] != ':'; i++)
+			;
+		if (n == want || tk__redis_parse_u64(s + at, i - at, &f))
+			return -EPROTO;
+		if ((n == 0 && f != p->alg->id) ||
+		    (n == 1 && f != p->u.sliding.buckets) ||
+		    (n == 2 && f != p->u.sliding.width))
+			return -EPROTO;
+		if (n >= 3)
+			words[n - 3] = f;
+		n++;
+		if (i++ == len)
+			break;
+	}
+	if (n != want || !p->alg->valid(p, p->state_words, words))
+		return -EPROTO;
+	return 0;
+}
+
+/* "5:L:T1:...:Tn" into {n, T1, ..., Tn}: at most L stamps, ascending,
+ * each a clock reading (the algorithm's valid()). */
+static int decode_log(const struct tk__policy *p, const char *s, size_t len,
+		      uint64_t *words)
+{
+	size_t i = 0, at, n = 0;
+	uint64_t f;
+
+	for (;;) {
+		for (at = i; i < len && s[i] != ':'; i++)
+			;
+		if (tk__redis_parse_u64(s + at, i - at, &f))
+			return -EPROTO;
+		if (n == 0 && f != p->alg->id)
+			return -EPROTO;
+		if (n == 1 && f != p->limit)
+			return -EPROTO;
+		if (n >= 2) {
+			if (n - 1 > p->limit || f >= TK__NOW_LIMIT ||
+			    (n > 2 && f < words[n - 2]))
+				return -EPROTO;
+			words[n - 1] = f;
+		}
+		n++;
+		if (i++ == len)
+			break;
+	}
+	if (n < 2)
+		return -EPROTO;
+	words[0] = n - 2;
+	return 0;
+}
+
+int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
+		     uint64_t *words)
+{
+	size_t n = 0, want = is_window(p) ? 5 : 2, i = 0, at;
+	uint64_t f[5];
+
+	if (p->alg == &tk__sliding_log)
+		return decode_log(p, s, len, words);
+	if (p->alg == &tk__sliding_window)
+		return decode_ring(p, s, len, words);
+	/* ':'-separated decimal fields, the first the algorithm's id. */
+	for (;;) {
+		for (at = i; i < len && s[i] != ':'; i++)
+			;
+		if (n == want || tk__redis_parse_u64(s + at, i - at, &f[n++]))
+			return -EPROTO;
+		if (i++ == len)
+			break;
+	}
+	if (n != want || f[0] != p->alg->id)
+		return -EPROTO;
+	if (want == 2) {
+		words[0] = f[1];
+		return 0;
+	}
+	/* {policy, start, end, count}: this policy's windows, a start below
+	 * 2^63 and an end after it, a count the algorithm can hold. */
+	if (f[1] != windows_of(p) || f[2] >= TK__NOW_LIMIT || f[3] <= f[2] ||
+	    (p->alg == &tk__fixed_window && f[3] - f[2] != f[1]) ||
+	    f[4] > (p->word_is_expiry ? PACKED_COUNT_MAX : COUNT_MAX))
+		return -EPROTO;
+	if (p->word_is_expiry) {
+		words[0] = tk__window_pack(f[3], f[4]);
+	} else {
+		words[0] = f[2];
+		words[1] = f[4];
+	}
+	return 0;
+}

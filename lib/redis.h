@@ -1,0 +1,123 @@
+/*
+ * redis.h - the parts of the Redis store (redis:// specs).
+ *
+ * redis-spec.c parses a spec, redis-conn.c keeps one hiredis connection
+ * per thread and maps every failure to a typed errno, redis-scripts.c
+ * holds the server-side transitions, store-redis.c binds them to the
+ * store interface.  Only these files include hiredis.
+ */
+#ifndef TK_REDIS_H
+#define TK_REDIS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atomic.h"
+
+#define TK__REDIS_HOST_MAX 255
+#define TK__REDIS_PATH_MAX 107 /* sun_path less its NUL */
+#define TK__REDIS_AUTH_MAX 255
+#define TK__REDIS_KEY_PREFIX_MAX 255
+#define TK__REDIS_DEFAULT_PORT 6379
+#define TK__REDIS_DEFAULT_TIMEOUT (UINT64_C(100) * 1000000) /* ns */
+
+/* A parsed spec.  The password is kept only here and in AUTH commands. */
+struct tk__redis_spec {
+	int unix_socket;		       /* redis+unix:// */
+	char host[TK__REDIS_HOST_MAX + 1];     /* TCP: name or address */
+	int port;			       /* TCP */
+	char path[TK__REDIS_PATH_MAX + 1];     /* unix socket */
+	char user[TK__REDIS_AUTH_MAX + 1];     /* "": none */
+	char password[TK__REDIS_AUTH_MAX + 1]; /* "": no AUTH */
+	int has_password;		       /* AUTH even if empty */
+	long db;			       /* SELECT, 0: none */
+	uint64_t timeout;		       /* ns per command */
+	uint64_t connect_timeout;	       /* ns per connect */
+	int server_time;		       /* server_time=1 */
+	char key_prefix[TK__REDIS_KEY_PREFIX_MAX + 1];
+	size_t key_prefix_len;
+};
+
+/*
+ * Parse @spec ("redis://..." or "redis+unix://...").  Returns 0, -EINVAL
+ * with a message in @why (never quoting the password), or -ENOTSUP for a
+ * form this build lacks (redis+cluster://, rediss://).
+ */
+int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
+			 char *why, size_t why_len);
+
+/* One thread's connection; see redis-conn.c. */
+struct tk__redis_conn;
+
+struct tk__redis_pool {
+	const struct tk__redis_spec *spec;
+	tk_atomic_ptr all; /* every conn this pool made, a push-only list */
+	pthread_key_t key; /* this thread's conn */
+};
+
+int tk__redis_pool_init(struct tk__redis_pool *pool,
+			const struct tk__redis_spec *spec);
+/* Frees every connection; no thread may use the pool any more. */
+void tk__redis_pool_destroy(struct tk__redis_pool *pool);
+
+/*
+ * This thread's connection, connected (AUTH and SELECT done), or a
+ * negative errno: -ETIMEDOUT, -ECONNREFUSED (also while backing off after
+ * failed connects), -EACCES (authentication), -ENOMEM, -EPROTO.
+ */
+int tk__redis_conn_get(struct tk__redis_pool *pool,
+		       struct tk__redis_conn **out);
+
+/*
+ * Run one command; on success *reply is a hiredis reply of a type other
+ * than ERROR (free it with tk__redis_reply_free()).  An error reply is
+ * mapped: NOSCRIPT and "Function not found" -ENOENT (the caller loads
+ * the script), an unknown command -ENOSYS and an existing library -EEXIST
+ * (the caller picks its engine), OOM -ENOMEM, NOAUTH/WRONGPASS/NOPERM
+ * -EACCES, others ("TKPROTO" too) -EPROTO.
+ * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection.
+ */
+int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
+		      const size_t *lens, void **reply);
+void tk__redis_reply_free(void *reply);
+
+/* How a connection's server runs the check script; reset on reconnect. */
+struct tk__redis_engine {
+	int kind;     /* TK__ENGINE_*: unknown until the first check */
+	char sha[41]; /* EVALSHA: the script's SHA-1 ("": not loaded) */
+};
+
+#define TK__ENGINE_UNKNOWN 0
+#define TK__ENGINE_FUNCTION 1 /* Redis 7 Functions: FCALL */
+#define TK__ENGINE_EVALSHA 2  /* older servers */
+
+struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
+
+/* redis-scripts.c: the check script and its arguments. */
+struct tk__policy;
+extern const char tk__redis_check_lua[];
+/* Does the check script know @p's algorithm? */
+int tk__redis_supported(const struct tk__policy *p);
+/* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */
+int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word);
+/* Do @p's script arguments depend on the time (a window, a tick)? */
+int tk__redis_needs_now(const struct tk__policy *p);
+/* Can @p ever admit @cost (is it not -ERANGE)?  The script's USABLE. */
+int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
+/*
+ * A dimension's seven arguments after ALG USABLE for @cost units of @p at
+ * @now, as decimal strings (see redis-check.lua); @cost must be one @p
+ * admits (no -ERANGE).  Returns 0 or -ENOTSUP.
+ */
+int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
+			 uint64_t cost, char args[7][24]);
+/*
+ * A state as the server spells it (@len bytes at @s) into @p's
+ * p->state_words words; -EPROTO for one of another algorithm or policy,
+ * or not the library's.
+ */
+int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
+		     uint64_t *words);
+
+#endif /* TK_REDIS_H */

@@ -1,0 +1,609 @@
+/*
+ * store-redis.c - the Redis store: state on a Redis server, shared by
+ * every host that opens the same spec.
+ *
+ * A check is one script on the server (redis-check.lua: a Redis 7
+ * function called by FCALL, or EVALSHA on older servers; loaded on a
+ * connection's first check and again whenever the server lost it: after
+ * a restart, a failover, FUNCTION FLUSH or SCRIPT FLUSH).  The script
+ * reads the states of the check's keys (one, or one per dimension of a
+ * composite or group), decides admission with exact integer arithmetic,
+ * writes the new states with a TTL (expiry plus the grace) and returns
+ * the states it read and wrote.  The client then runs the algorithms
+ * themselves on the states read: they fill the decision, and they must
+ * reach the same verdict and the same new states as the script, or the
+ * call fails with -EPROTO; so a Redis decision is the memory store's, bit
+ * for bit, by construction.
+ *
+ * A peek or forecast is a plain GET (MGET).  A state is a string of
+ * decimal fields, the algorithm's id first (redis-scripts.c): one of
+ * another algorithm answers -EPROTO, as on the local stores.
+ *
+ * Every algorithm runs, alone, in composites and in groups.  With
+ * server_time=1 the decision's time is the server's TIME, read by the
+ * script, or first when the script's arguments need it (server_clock()).
+ */
+#include "internal.h"
+#include "redis.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+/* ns, as the memory store. */
+#define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
+#define KEY_MAX (TK__REDIS_KEY_PREFIX_MAX + 2 + 3 + TK_PREFIX_MAX + TK_KEY_MAX)
+
+struct redis_store {
+	struct tk_store base;
+	struct tk__redis_spec spec;
+	struct tk__redis_pool pool;
+	char grace[24]; /* ns, decimal */
+	/* The script as a Functions library, named by a hash of its text so
+	 * that versions that differ never replace each other's. */
+	char function[32];
+	char *library;
+};
+
+/*
+ * The Redis key: the spec's key_prefix, then "{", the limiter's key, "}".
+ * A composite's dimension has its index in the limiter's key (limiter.c,
+ * compose_key(): [0x80 | prefix length, 2 bytes][prefix][index][key]);
+ * it moves after the "}", so that every dimension of one key shares the
+ * hash tag and a composite is one script on one node of a cluster.  An
+ * index (0 to 7) is never '}', so no two keys meet.
+ */
+static int redis_key(const struct redis_store *s, const unsigned char *key,
+		     size_t len, char *buf, size_t *out)
+{
+	size_t n = s->spec.key_prefix_len, dim = len; /* len: no index */
+
+	if (len < 2 || len + 2 > KEY_MAX - n)
+		return -ENAMETOOLONG;
+	if (key[0] & 0x80) {
+		dim = 2 + ((size_t)(key[0] & 0x7f) << 8 | key[1]);
+		if (dim >= len)
+			return -EINVAL;
+	}
+	memcpy(buf, s->spec.key_prefix, n);
+	buf[n++] = '{';
+	memcpy(buf + n, key, dim);
+	n += dim;
+	if (dim < len) {
+		memcpy(buf + n, key + dim + 1, len - dim - 1);
+		n += len - dim - 1;
+	}
+	buf[n++] = '}';
+	if (dim < len)
+		buf[n++] = (char)key[dim];
+	*out = n;
+	return 0;
+}
+
+/* One apply or apply_multi, as the script and the client both see it. */
+struct req {
+	size_t n;
+	const struct tk__policy *pol[TK__MULTI_MAX];
+	char key[TK__MULTI_MAX][KEY_MAX];
+	size_t klen[TK__MULTI_MAX];
+	enum tk__composite kind;
+	uint64_t now, cost;
+	uint64_t *decide_at; /* the limiter's time, which fn() reads */
+	int on_server;	     /* the script reads the server's TIME */
+	const struct tk__transform *t; /* a single key, or */
+	const struct tk__multi *m;     /* several */
+};
+
+/* The limiter's transition on @old (NULL: none); persist[i] set as it
+ * writes key i. */
+static int run(const struct req *q, const uint64_t *const *old,
+	       uint64_t *const *next, int *persist)
+{
+	uint64_t expires[TK__MULTI_MAX];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < q->n; i++)
+		persist[i] = 0;
+	if (q->t) {
+		rc = q->t->fn(q->t->ctx, old[0], next[0], &expires[0]);
+		persist[0] = rc == TK__PERSIST;
+		return rc;
+	}
+	rc = q->m->fn(q->m->ctx, old, next, persist, expires);
+	if (rc != TK__PERSIST)
+		for (i = 0; i < q->n; i++)
+			persist[i] = 0;
+	return rc;
+}
+
+static int load_script(struct tk__redis_conn *c)
+{
+	const char *argv[3] = { "SCRIPT", "LOAD", tk__redis_check_lua };
+	size_t lens[3] = { 6, 4, strlen(tk__redis_check_lua) };
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 3, argv, lens, (void **)&r);
+	if (rc)
+		return rc;
+	if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+		tk__redis_reply_free(r);
+		return -EPROTO;
+	}
+	memcpy(e->sha, r->str, 40);
+	e->sha[40] = '\0';
+	tk__redis_reply_free(r);
+	return 0;
+}
+
+/*
+ * FUNCTION LOAD of the script as the library of this version; a server
+ * without Functions (before Redis 7) is left to EVALSHA.
+ */
+static int load_function(struct redis_store *s, struct tk__redis_conn *c)
+{
+	const char *argv[3] = { "FUNCTION", "LOAD", s->library };
+	size_t lens[3] = { 8, 4, strlen(s->library) };
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 3, argv, lens, (void **)&r);
+	if (rc == 0)
+		tk__redis_reply_free(r);
+	if (rc == 0 || rc == -EEXIST)
+		e->kind = TK__ENGINE_FUNCTION;
+	else if (rc == -ENOSYS)
+		e->kind = TK__ENGINE_EVALSHA;
+	return rc == -EEXIST || rc == -ENOSYS ? 0 : rc;
+}
+
+/*
+ * The check script, by FCALL where the server has Functions, else by
+ * EVALSHA; a function or script the server lost (a restart, a failover,
+ * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.  @argv[0] and [1] are
+ * filled here.
+ */
+static int eval_check(struct redis_store *s, struct tk__redis_conn *c,
+		      const char **argv, size_t *lens, int argc, redisReply **r)
+{
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	int rc = 0, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (e->kind == TK__ENGINE_UNKNOWN)
+			rc = load_function(s, c);
+		else if (e->kind == TK__ENGINE_EVALSHA && !e->sha[0])
+			rc = load_script(c);
+		if (rc)
+			return rc;
+		if (e->kind == TK__ENGINE_FUNCTION) {
+			argv[0] = "FCALL";
+			argv[1] = s->function;
+		} else {
+			argv[0] = "EVALSHA";
+			argv[1] = e->sha;
+		}
+		lens[0] = strlen(argv[0]);
+		lens[1] = strlen(argv[1]);
+		rc = tk__redis_command(c, argc, argv, lens, (void **)r);
+		if (rc != -ENOENT)
+			return rc;
+		/* Lost: load it again (a function by LOAD, a script too). */
+		if (e->kind == TK__ENGINE_FUNCTION)
+			e->kind = TK__ENGINE_UNKNOWN;
+		e->sha[0] = '\0';
+	}
+	return -EPROTO;
+}
+
+/*
+ * The words of one step: every key's old state, the limiter's new one and
+ * the script's, zeroed (a sliding log writes only the stamps it holds).
+ */
+struct bufs {
+	const uint64_t *old[TK__MULTI_MAX];
+	uint64_t *was[TK__MULTI_MAX], *next[TK__MULTI_MAX];
+	uint64_t *made[TK__MULTI_MAX];
+	uint64_t *heap;
+	uint64_t local[3 * 8];
+};
+
+static int bufs_init(struct bufs *b, const struct req *q)
+{
+	size_t i, total = 0, at = 0;
+	uint64_t *w = b->local;
+
+	for (i = 0; i < q->n; i++)
+		total += q->pol[i]->state_words;
+	b->heap = NULL;
+	if (3 * total > sizeof(b->local) / sizeof(b->local[0])) {
+		w = b->heap = calloc(3 * total, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+	} else {
+		memset(b->local, 0, sizeof(b->local));
+	}
+	for (i = 0; i < q->n; i++) {
+		b->old[i] = NULL;
+		b->was[i] = w + at;
+		b->next[i] = w + total + at;
+		b->made[i] = w + 2 * total + at;
+		at += q->pol[i]->state_words;
+	}
+	return 0;
+}
+
+/* A reply's state of key @i into @b: none, or the words it decodes to. */
+static int take_old(struct bufs *b, const struct req *q, size_t i,
+		    const redisReply *r)
+{
+	b->old[i] = NULL;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	b->old[i] = b->was[i];
+	if (r->type != REDIS_REPLY_STRING)
+		return -EPROTO;
+	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
+}
+
+static int forecast(struct tk__redis_conn *c, const struct req *q)
+{
+	const char *argv[1 + TK__MULTI_MAX];
+	size_t lens[1 + TK__MULTI_MAX], i;
+	int persist[TK__MULTI_MAX], rc;
+	struct bufs b;
+	redisReply *r = NULL;
+
+	argv[0] = "MGET";
+	lens[0] = 4;
+	for (i = 0; i < q->n; i++) {
+		argv[1 + i] = q->key[i];
+		lens[1 + i] = q->klen[i];
+	}
+	rc = bufs_init(&b, q);
+	if (rc)
+		return rc;
+	rc = tk__redis_command(c, (int)(1 + q->n), argv, lens, (void **)&r);
+	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != q->n))
+		rc = -EPROTO;
+	for (i = 0; rc == 0 && i < q->n; i++)
+		rc = take_old(&b, q, i, r->element[i]);
+	if (r)
+		tk__redis_reply_free(r);
+	if (rc == 0)
+		rc = run(q, b.old, b.next, persist);
+	free(b.heap);
+	return rc;
+}
+
+/* The script's verdict, checked against the algorithms' own. */
+static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
+{
+	int persist[TK__MULTI_MAX], wrote[TK__MULTI_MAX], rc = 0, admitted;
+	const redisReply *e;
+	size_t i, n = q->n;
+	uint64_t at;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 2 * n ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER)
+		return -EPROTO;
+	admitted = r->element[0]->integer == 1;
+	e = r->element[1 + 2 * n];
+	if (e->type != REDIS_REPLY_STRING ||
+	    tk__redis_parse_u64(e->str, e->len, &at) || at >= TK__NOW_LIMIT ||
+	    (!q->on_server && at != q->now))
+		return -EPROTO;
+	/* The algorithms decide at the time the script decided at. */
+	*q->decide_at = at;
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = take_old(b, q, i, r->element[1 + i]);
+		e = r->element[1 + n + i];
+		wrote[i] = e->type != REDIS_REPLY_NIL;
+		if (rc == 0 && wrote[i])
+			rc = e->type == REDIS_REPLY_STRING
+				     ? tk__redis_decode(q->pol[i], e->str,
+							e->len, b->made[i])
+				     : -EPROTO;
+	}
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++)
+		memset(b->next[i], 0,
+		       q->pol[i]->state_words * sizeof(b->next[i][0]));
+	rc = run(q, b->old, b->next, persist);
+	if (rc < 0)
+		return rc;
+	if ((rc == TK__PERSIST) != admitted)
+		return -EPROTO;
+	for (i = 0; i < n; i++)
+		if (persist[i] != wrote[i] ||
+		    (wrote[i] &&
+		     memcmp(b->next[i], b->made[i],
+			    q->pol[i]->state_words * sizeof(b->next[i][0]))))
+			return -EPROTO;
+	return rc;
+}
+
+#define ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
+
+static int check(struct redis_store *s, struct tk__redis_conn *c,
+		 const struct req *q)
+{
+	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][7][24];
+	const char *argv[ARGS_MAX];
+	size_t lens[ARGS_MAX], i, j, argc = 0;
+	int persist[TK__MULTI_MAX], rc;
+	struct bufs b;
+	redisReply *r;
+
+	rc = bufs_init(&b, q);
+	if (rc)
+		return rc;
+	/* What no state could change (-ERANGE) costs no round trip. */
+	rc = run(q, b.old, b.next, persist);
+	if (rc < 0)
+		goto out;
+	if (q->on_server)
+		snprintf(now, sizeof(now), "TIME");
+	else
+		snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
+	snprintf(n, sizeof(n), "%zu", q->n);
+	argv[argc++] = NULL; /* FCALL or EVALSHA, eval_check() */
+	argv[argc++] = NULL; /* the function or the script's SHA-1 */
+	argv[argc++] = n;
+	for (i = 0; i < q->n; i++)
+		argv[argc++] = q->key[i];
+	argv[argc++] = q->kind == TK__ANY ? "any" : "all";
+	argv[argc++] = now;
+	argv[argc++] = s->grace;
+	argv[argc++] = n;
+	for (i = 0; i < q->n && rc >= 0; i++) {
+		snprintf(alg[i], sizeof(alg[i]), "%u", q->pol[i]->alg->id);
+		argv[argc++] = alg[i];
+		argv[argc++] = tk__redis_usable(q->pol[i], q->now, q->cost)
+				       ? "1"
+				       : "0";
+		rc = tk__redis_check_args(q->pol[i], q->now, q->cost, arg[i]);
+		for (j = 0; j < 7; j++)
+			argv[argc++] = arg[i][j];
+	}
+	if (rc < 0)
+		goto out;
+	for (i = 2; i < argc; i++)
+		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
+						 : strlen(argv[i]);
+	rc = eval_check(s, c, argv, lens, (int)argc, &r);
+	if (rc == 0) {
+		rc = verdict(r, q, &b);
+		tk__redis_reply_free(r);
+	}
+out:
+	free(b.heap);
+	return rc;
+}
+
+/* The server's clock, in ns: TIME's seconds and microseconds. */
+static int server_now(struct tk__redis_conn *c, uint64_t *now)
+{
+	const char *argv[1] = { "TIME" };
+	size_t lens[1] = { 4 };
+	uint64_t sec, usec;
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 1, argv, lens, (void **)&r);
+	if (rc)
+		return rc;
+	rc = -EPROTO;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING &&
+	    r->element[1]->type == REDIS_REPLY_STRING &&
+	    tk__redis_parse_u64(r->element[0]->str, r->element[0]->len, &sec) ==
+		    0 &&
+	    tk__redis_parse_u64(r->element[1]->str, r->element[1]->len,
+				&usec) == 0 &&
+	    usec < 1000000 && sec < TK__NOW_LIMIT / 1000000000 - 1) {
+		*now = sec * 1000000000 + usec * 1000;
+		rc = 0;
+	}
+	tk__redis_reply_free(r);
+	return rc;
+}
+
+/*
+ * server_time=1: a check whose arguments need no time reads TIME in the
+ * script (one round trip); a window or a tick needs the time first, and
+ * so does a peek (two).
+ */
+static int server_clock(struct tk__redis_conn *c, struct req *q, uint32_t flags)
+{
+	size_t i;
+	int rc, needs = !(flags & TK__T_CHECK);
+
+	for (i = 0; i < q->n; i++)
+		needs |= tk__redis_needs_now(q->pol[i]);
+	if (!needs) {
+		q->on_server = 1;
+		return 0;
+	}
+	rc = server_now(c, &q->now);
+	if (rc == 0)
+		*q->decide_at = q->now;
+	return rc;
+}
+
+static int step(struct redis_store *s, struct req *q, uint32_t flags)
+{
+	struct tk__redis_conn *c;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < q->n; i++)
+		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
+			return -ENOTSUP;
+	rc = tk__redis_conn_get(&s->pool, &c);
+	if (rc == 0 && s->spec.server_time)
+		rc = server_clock(c, q, flags);
+	if (rc)
+		return rc;
+	return flags & TK__T_CHECK ? check(s, c, q) : forecast(c, q);
+}
+
+static int redis_apply(struct tk_store *base, const unsigned char *key,
+		       size_t len, uint64_t now, const struct tk__transform *t)
+{
+	struct redis_store *s = (struct redis_store *)base;
+	struct req q = { .n = 1,
+			 .pol = { t->policy },
+			 .kind = TK__ALL,
+			 .now = now,
+			 .decide_at = t->now,
+			 .cost = t->cost,
+			 .t = t };
+	int rc = redis_key(s, key, len, q.key[0], &q.klen[0]);
+
+	return rc ? rc : step(s, &q, t->flags);
+}
+
+static int redis_apply_multi(struct tk_store *base, uint64_t now,
+			     const struct tk__multi *m)
+{
+	struct redis_store *s = (struct redis_store *)base;
+	struct req q = { .n = m->n,
+			 .kind = m->kind,
+			 .now = now,
+			 .decide_at = m->now,
+			 .cost = m->cost,
+			 .m = m };
+	size_t i;
+	int rc = 0;
+
+	if (m->n > TK__MULTI_MAX)
+		return -EINVAL;
+	for (i = 0; i < m->n && rc == 0; i++) {
+		q.pol[i] = m->policy[i];
+		rc = redis_key(s, m->key[i], m->len[i], q.key[i], &q.klen[i]);
+	}
+	return rc ? rc : step(s, &q, m->flags);
+}
+
+static int redis_reset(struct tk_store *base, const unsigned char *key,
+		       size_t len)
+{
+	struct redis_store *s = (struct redis_store *)base;
+	struct tk__redis_conn *c;
+	const char *argv[2] = { "DEL", NULL };
+	size_t lens[2] = { 3, 0 };
+	char buf[KEY_MAX];
+	redisReply *r;
+	int rc;
+
+	rc = redis_key(s, key, len, buf, &lens[1]);
+	if (rc == 0)
+		rc = tk__redis_conn_get(&s->pool, &c);
+	argv[1] = buf;
+	if (rc == 0)
+		rc = tk__redis_command(c, 2, argv, lens, (void **)&r);
+	if (rc == 0)
+		tk__redis_reply_free(r);
+	return rc;
+}
+
+/* The server keeps the keys; this process counts nothing of them yet. */
+static void redis_stats(struct tk_store *base, struct tk_stats *out)
+{
+	(void)base;
+	(void)out;
+}
+
+/* Every algorithm has its transition in the script; one added to the
+ * library without one is refused at open, not at each check. */
+static int redis_supports(struct tk_store *base, const struct tk_policy *p)
+{
+	size_t i;
+
+	(void)base;
+	for (i = 0; i < p->n; i++)
+		if (!tk__redis_supported(&p->dim[i]))
+			return -ENOTSUP;
+	return 0;
+}
+
+static void redis_close(struct tk_store *base)
+{
+	struct redis_store *s = (struct redis_store *)base;
+
+	tk__redis_pool_destroy(&s->pool);
+	free(s->library);
+	/* The password is not left in freed memory. */
+	memset(&s->spec, 0, sizeof(s->spec));
+	free(s);
+}
+
+static const struct tk__store_ops redis_ops = {
+	.name = "redis",
+	.apply = redis_apply,
+	.apply_multi = redis_apply_multi,
+	.reset = redis_reset,
+	.stats = redis_stats,
+	.supports = redis_supports,
+	.close = redis_close,
+};
+
+static int make_library(struct redis_store *s)
+{
+	static const uint64_t key[2] = { 0x7468726f74746c65, 0x6b6974 };
+	static const char head[] = "#!lua name=throttlekit_%016llx\n"
+				   "redis.register_function('%s',\n"
+				   "function(KEYS, ARGV)\n";
+	static const char tail[] = "\nend)\n";
+	size_t len = strlen(tk__redis_check_lua);
+	uint64_t h = tk__siphash(key, tk__redis_check_lua, len);
+	int n;
+
+	snprintf(s->function, sizeof(s->function), "tk_check_%016llx",
+		 (unsigned long long)h);
+	s->library = malloc(sizeof(head) + 64 + len + sizeof(tail));
+	if (!s->library)
+		return -ENOMEM;
+	n = sprintf(s->library, head, (unsigned long long)h, s->function);
+	memcpy(s->library + n, tk__redis_check_lua, len);
+	memcpy(s->library + n + len, tail, sizeof(tail));
+	return 0;
+}
+
+int tk__redis_open(struct tk_store **out, const char *spec,
+		   const struct tk_options *o)
+{
+	struct redis_store *s;
+	char why[128];
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	rc = tk__redis_spec_parse(spec, &s->spec, why, sizeof(why));
+	if (rc == 0)
+		rc = make_library(s);
+	if (rc == 0)
+		rc = tk__redis_pool_init(&s->pool, &s->spec);
+	if (rc) {
+		free(s->library);
+		memset(&s->spec, 0, sizeof(s->spec));
+		free(s);
+		return rc;
+	}
+	s->base.ops = &redis_ops;
+	s->base.clock = o->clock ? o->clock : tk_clock_system();
+	snprintf(s->grace, sizeof(s->grace), "%llu",
+		 (unsigned long long)(o->reclaim_grace ? o->reclaim_grace
+						       : DEFAULT_GRACE));
+	*out = &s->base;
+	return 0;
+}

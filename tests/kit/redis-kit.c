@@ -1,0 +1,279 @@
+/*
+ * redis-kit.c - see redis-kit.h.
+ */
+#include "redis-kit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#ifndef REDIS_SERVER
+#define REDIS_SERVER "redis-server"
+#endif
+
+/*
+ * The directory and server (pid, 0 once reaped) of every kit not yet
+ * destroyed: a failed assertion leaves its test by longjmp, past the
+ * test's own cleanup, so this process stops them at exit.  A pid is kept
+ * only while its process is unreaped, so no other process can hold it.
+ */
+static struct {
+	int used;
+	pid_t pid;
+	char dir[64];
+} kits[16];
+static pid_t owner;
+
+static int entry(const char *dir)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		if (kits[i].used && strcmp(kits[i].dir, dir) == 0)
+			return i;
+	return -1;
+}
+
+static void set_pid(const struct redis_kit *k)
+{
+	int i = entry(k->dir);
+
+	if (i >= 0)
+		kits[i].pid = k->pid;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "redis-kit: cannot remove %s\n", dir);
+}
+
+static void stop_all(void)
+{
+	int i;
+
+	if (getpid() != owner)
+		return; /* a forked test process: not its servers */
+	for (i = 0; i < 16; i++) {
+		if (!kits[i].used)
+			continue;
+		if (kits[i].pid > 0) {
+			kill(kits[i].pid, SIGKILL);
+			waitpid(kits[i].pid, NULL, 0);
+		}
+		remove_dir(kits[i].dir);
+		kits[i].used = 0;
+	}
+}
+
+static void remember(const struct redis_kit *k)
+{
+	int i;
+
+	if (!owner) {
+		owner = getpid();
+		atexit(stop_all);
+	}
+	for (i = 0; i < 16 && kits[i].used; i++)
+		;
+	if (i == 16)
+		return;
+	kits[i].used = 1;
+	kits[i].pid = 0;
+	memcpy(kits[i].dir, k->dir, sizeof(kits[i].dir));
+}
+
+int redis_kit_available(void)
+{
+	return access(REDIS_SERVER, X_OK) == 0;
+}
+
+/* A port the kernel hands out now; the server binds it right after. */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd, port = -1;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static redisContext *connect_kit(const struct redis_kit *k)
+{
+	struct timeval tv = { 1, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", k->port, tv);
+	redisReply *r;
+
+	if (!c || c->err) {
+		redisFree(c);
+		return NULL;
+	}
+	redisSetTimeout(c, tv);
+	if (k->password[0]) {
+		r = redisCommand(c, "AUTH %s", k->password);
+		freeReplyObject(r);
+	}
+	return c;
+}
+
+long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
+			const char *fmt, ...)
+{
+	redisContext *c = connect_kit(k);
+	redisReply *r;
+	long long rc = -1;
+	va_list ap;
+
+	if (!c)
+		return -1;
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (r && r->type != REDIS_REPLY_ERROR) {
+		rc = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+		if (str && len && r->type == REDIS_REPLY_STRING)
+			snprintf(str, len, "%.*s", (int)r->len, r->str);
+	}
+	if (str && len && r && r->type == REDIS_REPLY_ERROR)
+		snprintf(str, len, "%.*s", (int)r->len, r->str);
+	freeReplyObject(r);
+	redisFree(c);
+	return rc;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int spawn(struct redis_kit *k)
+{
+	const char *argv[16];
+	char port[16];
+	int i, n = 0, devnull;
+
+	snprintf(port, sizeof(port), "%d", k->port);
+	k->pid = fork();
+	if (k->pid < 0)
+		return -1;
+	if (k->pid == 0) {
+		/* Dies with the test, however the test ends. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0) {
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		argv[n++] = REDIS_SERVER;
+		argv[n++] = "--port";
+		argv[n++] = port;
+		argv[n++] = "--bind";
+		argv[n++] = "127.0.0.1";
+		argv[n++] = "--dir";
+		argv[n++] = k->dir;
+		argv[n++] = "--save";
+		argv[n++] = "";
+		argv[n++] = "--appendonly";
+		argv[n++] = "no";
+		if (k->password[0]) {
+			argv[n++] = "--requirepass";
+			argv[n++] = k->password;
+		}
+		for (i = 0; i < 4 && k->extra[i]; i++)
+			argv[n++] = k->extra[i];
+		argv[n] = NULL;
+		execv(REDIS_SERVER, (char *const *)argv);
+		_exit(127);
+	}
+	set_pid(k);
+	for (i = 0; i < 100; i++) {
+		if (redis_kit_cmd(k, NULL, 0, "PING") == 0)
+			return 0;
+		if (waitpid(k->pid, NULL, WNOHANG) == k->pid) {
+			k->pid = 0;
+			set_pid(k);
+			return -1; /* the port was taken meanwhile */
+		}
+		pause_ms(50);
+	}
+	redis_kit_stop(k);
+	return -1;
+}
+
+int redis_kit_start(struct redis_kit *k, const char *password)
+{
+	int tries;
+
+	if (!k->dir[0]) {
+		snprintf(k->dir, sizeof(k->dir), "/tmp/tk-redis-XXXXXX");
+		if (!mkdtemp(k->dir)) {
+			k->dir[0] = '\0';
+			return -1;
+		}
+		remember(k);
+		snprintf(k->password, sizeof(k->password), "%s",
+			 password ? password : "");
+	}
+	if (k->port)
+		return spawn(k);
+	for (tries = 0; tries < 5; tries++) {
+		k->port = free_port();
+		if (k->port > 0 && spawn(k) == 0) {
+			snprintf(k->spec, sizeof(k->spec),
+				 "redis://127.0.0.1:%d", k->port);
+			return 0;
+		}
+	}
+	k->port = 0;
+	return -1;
+}
+
+void redis_kit_stop(struct redis_kit *k)
+{
+	if (k->pid <= 0)
+		return;
+	kill(k->pid, SIGCONT);
+	kill(k->pid, SIGTERM);
+	waitpid(k->pid, NULL, 0);
+	k->pid = 0;
+	set_pid(k);
+}
+
+void redis_kit_destroy(struct redis_kit *k)
+{
+	int i;
+
+	redis_kit_stop(k);
+	if (!k->dir[0])
+		return;
+	i = entry(k->dir);
+	if (i >= 0)
+		kits[i].used = 0;
+	remove_dir(k->dir);
+	k->dir[0] = '\0';
+}

@@ -1,0 +1,42 @@
+/*
+ * redis-kit.h - a real redis-server for the Redis store's tests: started
+ * on 127.0.0.1 with a free port in a fresh temporary directory (no
+ * persistence), stopped by its pid.  No mocks of Redis.
+ *
+ * Not thread-safe: the test's main thread drives it.
+ */
+#ifndef TK_TESTS_KIT_REDIS_H
+#define TK_TESTS_KIT_REDIS_H
+
+#include <sys/types.h>
+
+struct redis_kit {
+	pid_t pid; /* 0: not running */
+	int port;
+	char dir[64];
+	char password[32]; /* "": none */
+	char spec[128];	   /* redis://127.0.0.1:PORT */
+	/* More redis-server arguments, NULL-terminated; set before start. */
+	const char *extra[5];
+};
+
+/* Is there a redis-server to run?  (The tests skip without one.) */
+int redis_kit_available(void);
+/*
+ * Start a server (with --requirepass if @password) and wait until it
+ * answers: 0, or -1.  A kit already holding a port reuses it (a restart).
+ */
+int redis_kit_start(struct redis_kit *k, const char *password);
+/* Stop it (SIGCONT first, then SIGTERM) and wait for it; keeps the dir. */
+void redis_kit_stop(struct redis_kit *k);
+/* Stop it and remove its directory. */
+void redis_kit_destroy(struct redis_kit *k);
+/*
+ * Run one command (printf-style, as hiredis' redisCommand) on a fresh
+ * connection: the reply's integer, 0 for other replies, -1 on errors.
+ * @str, if given, receives a string reply (@len bytes, NUL-terminated).
+ */
+long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
+			const char *fmt, ...);
+
+#endif
