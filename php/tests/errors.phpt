@@ -21,8 +21,8 @@ t(fn() => new Limiter("nope:1/s"));
 t(fn() => new Limiter(""));
 t(fn() => new Limiter("gcra:10/s", "postgres://x"));
 t(fn() => new Limiter("gcra:10/s", "shm:bad/name"));
-t(fn() => new Limiter("gcra:10/s", "redis://127.0.0.1:6379"));
-t(fn() => new Limiter("gcra:10/s", "redis://127.0.0.1:6379", ["fail" => "open"]));
+t(fn() => new Limiter("gcra:10/s", "redis+cluster://127.0.0.1:7000"));
+t(fn() => new Limiter("gcra:10/s", "redis+cluster://127.0.0.1:7000", ["fail" => "open"]));
 t(fn() => new Limiter("gcra:10/s", "shm:cap", ["capacity" => 1000]));
 t(fn() => new Limiter("gcra:10/s", "memory", ["colour" => "red"]));
 t(fn() => new Limiter("gcra:10/s", "memory", ["red"]));
@@ -67,8 +67,8 @@ ThrottleKit\Exception (22): invalid policy "nope:1/s": Invalid argument (EINVAL)
 ThrottleKit\Exception (22): invalid policy "": Invalid argument (EINVAL): expected %s at position 0
 ThrottleKit\Exception (22): store "postgres://x": Invalid argument (EINVAL): expected "memory" or "shm:NAME" %s
 ThrottleKit\Exception (22): store "shm:bad/name": Invalid argument (EINVAL): expected "memory" or "shm:NAME" %s
-ThrottleKit\Exception (95): store "redis://127.0.0.1:6379": %s (ENOTSUP): this libthrottlekit has no such store
-ThrottleKit\Exception (95): store "redis://127.0.0.1:6379": %s (ENOTSUP): this libthrottlekit has no such store
+ThrottleKit\Exception (95): store "redis+cluster://127.0.0.1:7000": %s (ENOTSUP): this libthrottlekit has no such store
+ThrottleKit\Exception (95): store "redis+cluster://127.0.0.1:7000": %s (ENOTSUP): this libthrottlekit has no such store
 ThrottleKit\Exception (22): store "shm:cap": Invalid argument (EINVAL): %s power of two
 ThrottleKit\Exception (22): unknown option "colour" (expected prefix, fail, timeout or capacity)
 ThrottleKit\Exception (22): options: expected names (prefix, fail, timeout, capacity), not a list
