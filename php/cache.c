@@ -150,13 +150,22 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 " (throttlekit.zone_owner names the user whose zones "
 			 "to trust, and gives a zone root creates to that "
 			 "user)");
-	} else if (rc == -ENOTSUP)
-		snprintf(why, len, "this libthrottlekit has no such store");
-	else if (rc == -EINVAL)
+	} else if (rc == -ENOTSUP) {
+		snprintf(
+			why, len,
+			"redis+cluster:// and rediss:// are not supported yet, "
+			"and redis:// needs a libthrottlekit built with "
+			"hiredis");
+	} else if (rc == -EINVAL) {
 		snprintf(why, len,
-			 "expected \"memory\" or \"shm:NAME\" (NAME: 1 to 200 "
-			 "of [A-Za-z0-9._-]), and a zone capacity that is a "
-			 "power of two");
+			 "expected \"memory\", \"shm:NAME\" (NAME: 1 to 200 "
+			 "of [A-Za-z0-9._-]; a zone capacity that is a power "
+			 "of two), \"redis://[USER[:PASSWORD]@]HOST[:PORT]"
+			 "[/DB][?OPTIONS]\" or \"redis+unix://[USER[:PASSWORD]"
+			 "@]/PATH[?OPTIONS]\" (OPTIONS: timeout=, "
+			 "connect_timeout=, key_prefix=, server_time=1; see "
+			 "tk_store_open(3))");
+	}
 	return rc;
 }
 
@@ -201,6 +210,7 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 {
 	struct tkphp_limiter *l = calloc(1, sizeof(*l));
 	size_t n = p->prefix ? ZSTR_LEN(p->prefix) : 0;
+	char shown[512];
 
 	if (!l)
 		return NULL;
@@ -210,7 +220,9 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 	while (n > 0 && strchr(":._/-", ZSTR_VAL(p->prefix)[n - 1]))
 		n--;
 	l->name = n ? strndup(ZSTR_VAL(p->prefix), n) : strdup("default");
-	l->store_spec = strdup(ZSTR_VAL(p->store));
+	/* Only for messages, so without the password. */
+	l->store_spec =
+		strdup(tkphp_redact(ZSTR_VAL(p->store), shown, sizeof(shown)));
 	l->fail = p->fail;
 	l->timeout = p->timeout;
 	atomic_init(&l->refs, 1);
@@ -264,7 +276,7 @@ static int limiter_open(struct tkphp_limiter **out,
 	struct tk_policy *pol = NULL;
 	struct tkphp_limiter *l;
 	struct tk_store *s = NULL;
-	char why[256], what[300];
+	char why[512], what[600], shown[512];
 	int rc;
 
 	rc = tk_policy_parse(&pol, ZSTR_VAL(p->policy), &perr);
@@ -280,8 +292,9 @@ static int limiter_open(struct tkphp_limiter **out,
 	if (rc && (rc == -EINVAL || rc == -ENOTSUP || rc == -ENAMETOOLONG ||
 		   p->fail == TK_FAIL_ERROR)) {
 		tk_policy_free(pol);
-		snprintf(what, sizeof(what), "store \"%s\"",
-			 ZSTR_VAL(p->store));
+		snprintf(
+			what, sizeof(what), "store \"%s\"",
+			tkphp_redact(ZSTR_VAL(p->store), shown, sizeof(shown)));
 		tkphp_throw(rc, what, why);
 		return rc;
 	}
@@ -352,7 +365,7 @@ void tkphp_cache_info(void)
 	struct tk_store *s;
 	struct tk_stats st;
 	zend_string *spec;
-	char row[128];
+	char row[128], shown[512];
 
 	pthread_mutex_lock(&cache.mu);
 	if (cache.pid != getpid()) {
@@ -366,7 +379,9 @@ void tkphp_cache_info(void)
 			snprintf(row, sizeof(row), "%" PRIu64 " keys", st.keys);
 		else
 			snprintf(row, sizeof(row), "failed");
-		php_info_print_table_row(2, ZSTR_VAL(spec), row);
+		php_info_print_table_row(
+			2, tkphp_redact(ZSTR_VAL(spec), shown, sizeof(shown)),
+			row);
 	}
 	ZEND_HASH_FOREACH_END();
 	snprintf(row, sizeof(row), "%u",

@@ -199,7 +199,7 @@ static void answer(zval *rv, struct tkphp_limiter *l, int rc,
 		   struct tk_decision *d, const struct tk_decision *dims,
 		   const char *what)
 {
-	char msg[64];
+	char msg[600]; /* a store spec is up to 511 bytes as shown */
 
 	if (rc == 0) {
 		tkphp_decision_new(rv, l, d, d->degraded ? NULL : dims);
@@ -273,7 +273,7 @@ PHP_METHOD(ThrottleKit_Limiter, reset)
 {
 	struct tkphp_limiter *l;
 	zend_string *key;
-	char msg[64];
+	char msg[600]; /* a store spec is up to 511 bytes as shown */
 	int rc;
 
 	ZEND_PARSE_PARAMETERS_START(1, 1)

@@ -90,6 +90,10 @@ void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
 void tkphp_decision_degraded(struct tk_decision *d,
 			     const struct tkphp_limiter *l);
 
+/* @spec as messages show it: a password in it becomes "***".  Returns
+ * @buf. */
+const char *tkphp_redact(const char *spec, char *buf, size_t len);
+
 /* Throw the exception for library error @rc about @what. */
 void tkphp_throw(int rc, const char *what, const char *detail);
 

@@ -17,6 +17,8 @@
 
 #include "ext/spl/spl_exceptions.h"
 #include "ext/standard/info.h"
+/* The arginfo marks the store spec #[\SensitiveParameter]. */
+#include "zend_attributes.h"
 #include "throttlekit_arginfo.h"
 
 ZEND_DECLARE_MODULE_GLOBALS(throttlekit)
@@ -63,6 +65,26 @@ STD_PHP_INI_ENTRY("throttlekit.zone_owner", "", PHP_INI_SYSTEM | PHP_INI_PERDIR,
 		  OnUpdateString, zone_owner, zend_throttlekit_globals,
 		  throttlekit_globals)
 PHP_INI_END()
+
+/*
+ * Past "://", everything from the first ':' to the last '@' may be a
+ * password: more than the library parses as one (it ends the user part
+ * at the first '/' or '?'), so that a mistyped spec with a raw '/' in
+ * its password does not show the rest of it either.
+ */
+const char *tkphp_redact(const char *spec, char *buf, size_t len)
+{
+	const char *auth = strstr(spec, "://"), *at, *colon;
+
+	at = auth ? strrchr(auth + 3, '@') : NULL;
+	colon = at ? memchr(auth + 3, ':', (size_t)(at - auth - 3)) : NULL;
+	if (colon)
+		snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - spec), spec,
+			 at);
+	else
+		snprintf(buf, len, "%s", spec);
+	return buf;
+}
 
 static bool programmer_error(int rc)
 {

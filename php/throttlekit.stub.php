@@ -13,7 +13,7 @@ namespace ThrottleKit {
      */
     final class Limiter
     {
-        public function __construct(string $policy, ?string $store = null, array $options = []) {}
+        public function __construct(string $policy, #[\SensitiveParameter] ?string $store = null, array $options = []) {}
 
         public function check(string $key, int $cost = 1): Decision {}
 

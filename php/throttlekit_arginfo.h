@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 1f4a2a3ea704fe9ff46fc724e38143c8223021f5 */
+ * Stub hash: ef85206500491dc844433d3acc86ef6ab383c470 */
 
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_ThrottleKit_Limiter___construct, 0, 0, 1)
 	ZEND_ARG_TYPE_INFO(0, policy, IS_STRING, 0)
@@ -83,6 +83,9 @@ static zend_class_entry *register_class_ThrottleKit_Limiter(void)
 	INIT_NS_CLASS_ENTRY(ce, "ThrottleKit", "Limiter", class_ThrottleKit_Limiter_methods);
 	class_entry = zend_register_internal_class_ex(&ce, NULL);
 	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+
+	zend_add_parameter_attribute(zend_hash_str_find_ptr(&class_entry->function_table, "__construct", sizeof("__construct") - 1), 1, ZSTR_KNOWN(ZEND_STR_SENSITIVEPARAMETER), 0);
 
 	return class_entry;
 }

@@ -65,11 +65,11 @@ bool(true)
 ThrottleKit\Exception (22): invalid policy "gcra:10/s,brust=5": Invalid argument (EINVAL): expected %s at position %d
 ThrottleKit\Exception (22): invalid policy "nope:1/s": Invalid argument (EINVAL): expected %s at position 0
 ThrottleKit\Exception (22): invalid policy "": Invalid argument (EINVAL): expected %s at position 0
-ThrottleKit\Exception (22): store "postgres://x": Invalid argument (EINVAL): expected "memory" or "shm:NAME" %s
-ThrottleKit\Exception (22): store "shm:bad/name": Invalid argument (EINVAL): expected "memory" or "shm:NAME" %s
-ThrottleKit\Exception (95): store "redis+cluster://127.0.0.1:7000": %s (ENOTSUP): this libthrottlekit has no such store
-ThrottleKit\Exception (95): store "redis+cluster://127.0.0.1:7000": %s (ENOTSUP): this libthrottlekit has no such store
-ThrottleKit\Exception (22): store "shm:cap": Invalid argument (EINVAL): %s power of two
+ThrottleKit\Exception (22): store "postgres://x": Invalid argument (EINVAL): expected "memory", "shm:NAME" %s, "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]" %s
+ThrottleKit\Exception (22): store "shm:bad/name": Invalid argument (EINVAL): expected "memory", "shm:NAME" (NAME: 1 to 200 of [A-Za-z0-9._-]; %s
+ThrottleKit\Exception (95): store "redis+cluster://127.0.0.1:7000": %s (ENOTSUP): redis+cluster:// and rediss:// are not supported yet%s
+ThrottleKit\Exception (95): store "redis+cluster://127.0.0.1:7000": %s (ENOTSUP): redis+cluster:// and rediss:// are not supported yet%s
+ThrottleKit\Exception (22): store "shm:cap": Invalid argument (EINVAL): %sa zone capacity that is a power of two%s
 ThrottleKit\Exception (22): unknown option "colour" (expected prefix, fail, timeout or capacity)
 ThrottleKit\Exception (22): options: expected names (prefix, fail, timeout, capacity), not a list
 ThrottleKit\Exception (22): option "fail": expected "error", "open" or "closed"

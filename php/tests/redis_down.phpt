@@ -1,0 +1,41 @@
+--TEST--
+An unreachable Redis server: StoreException under fail "error", a degraded Decision under "open" and "closed"
+--EXTENSIONS--
+throttlekit
+--SKIPIF--
+<?php
+try {
+    new ThrottleKit\Limiter("gcra:1/s", "redis://127.0.0.1:1");
+} catch (ThrottleKit\Exception $e) {
+    if ($e->getCode() == 95)
+        die("skip libthrottlekit built without hiredis");
+}
+?>
+--FILE--
+<?php
+use ThrottleKit\Limiter;
+
+// A port nothing listens on: bound, then closed.
+$s = stream_socket_server("tcp://127.0.0.1:0");
+$port = substr(strrchr(stream_socket_get_name($s, false), ":"), 1);
+fclose($s);
+$store = "redis://user:s3cret@127.0.0.1:$port?timeout=50ms&connect_timeout=50ms";
+foreach (["error", "open", "closed"] as $fail) {
+    $t = hrtime(true);
+    try {
+        // The store connects lazily: constructing does not fail.
+        $l = new Limiter("gcra:10/s,burst=5", $store, ["fail" => $fail]);
+        $d = $l->check("k");
+        printf("%s: allowed=%d degraded=%d limit=%d\n", $fail, $d->allowed,
+            $d->degraded, $d->limit);
+    } catch (Throwable $e) {
+        echo "$fail: ", get_class($e), " (", $e->getCode(), "): ", $e->getMessage(), "\n";
+    }
+    if (hrtime(true) - $t > 1e9)
+        echo "$fail: took more than a second\n";
+}
+?>
+--EXPECTF--
+error: ThrottleKit\StoreException (111): check on "redis://user:***@127.0.0.1:%d?timeout=50ms&connect_timeout=50ms": %s (ECONNREFUSED)
+open: allowed=1 degraded=1 limit=5
+closed: allowed=0 degraded=1 limit=5
