@@ -46,62 +46,14 @@ case $line in
 esac
 
 # 2. One limit for every worker.
-fcgi "op=reset&key=burst" >/dev/null
-loops_start 8 25 "op=check&key=burst" "$work/burst"
-loops_wait "$work/burst"
-total=$(wc -l <"$work/burst")
-allowed=$(count 'allowed=1' "$work/burst")
-denied=$(count 'allowed=0' "$work/burst")
-workers=$(pids "$work/burst" | wc -l)
-echo "burst: $total answers, $allowed admitted, $denied denied, by $workers workers"
-[ "$total" -eq 200 ] || { grep -v 'allowed=' "$work/burst" | head -5; fail "$total answers of 200"; }
-[ "$allowed" -eq 50 ] || fail "$allowed admitted at burst 50 (a store per worker?)"
-[ "$denied" -eq 150 ] || fail "$denied denied, expected 150"
-[ "$workers" -ge 2 ] || fail "only $workers worker served the loops"
+burst_step burst
 for i in 1 2 3 4 5 6 7 8; do fcgi "op=maps"; done >"$work/maps"
 if grep -v 'zone_mappings=1$' "$work/maps"; then
 	fail "a worker maps the zone more than once, or not at all"
 fi
 
 # 3. kill -9 of a worker that admitted a request and has not answered.
-fcgi "op=reset&key=kill" >/dev/null
-before=$(for i in 1 2 3 4 5 6 7 8 9 10 11 12; do fcgi "op=peek&key=none"; done |
-	sed -n 's/^pid=\([0-9]*\).*/\1/p' | sort -u)
-rm -f "$work/run/victim.pid"
-fcgi "op=victim&key=kill" >/dev/null &
-victim_req=$!
-i=0
-until [ -s "$work/run/victim.pid" ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || fail "the victim request did not start"
-	sleep 0.1
-done
-read -r victim victim_allowed <"$work/run/victim.pid"
-[ "$victim_allowed" = 1 ] || fail "the victim request was not admitted"
-loops_start 8 25 "op=check&key=kill" "$work/kill"
-sleep 0.3
-kill -9 "$victim"
-loops_wait "$work/kill"
-wait "$victim_req" || :
-allowed=$(count 'allowed=1' "$work/kill")
-total=$(wc -l <"$work/kill")
-echo "kill -9: worker $victim killed holding an admission; $total answers, $allowed admitted"
-[ "$allowed" -eq 49 ] || fail "$allowed admitted after the victim's 1, expected 49"
-grep -q "pid=$victim " "$work/kill" && fail "the killed worker answered a loop request"
-fresh=
-i=0
-while [ -z "$fresh" ] && [ $i -lt 200 ]; do
-	line=$(fcgi "op=check&key=kill")
-	pid=$(echo "$line" | sed -n 's/^pid=\([0-9]*\).*/\1/p')
-	case $line in *allowed=1*) fail "admitted past the limit after the kill: $line" ;; esac
-	if [ -n "$pid" ] && ! echo "$before" | grep -qx "$pid"; then
-		fresh=$line
-	fi
-	i=$((i + 1))
-done
-[ -n "$fresh" ] || fail "no request reached the replacement worker"
-echo "replacement worker: $fresh"
-case $fresh in *allowed=0*remaining=0*) ;; *) fail "replacement: $fresh" ;; esac
+kill_step kill
 
 # 4. 100,000 requests in one worker: private memory stays flat.
 out=$("$PHP" -n "$srcdir/php/tests/fpm/fcgi.php" "127.0.0.1:$port" "$work/app.php" \

@@ -137,3 +137,64 @@ count() {
 pids() {
 	sed -n 's/^pid=\([0-9]*\).*/\1/p' "$1" | sort -u
 }
+
+# burst_step KEY: 8 parallel loops x 25 checks of KEY (reset first) on the
+# pool's default store at burst 50: exactly 50 admitted, by several workers.
+burst_step() {
+	fcgi "op=reset&key=$1" >/dev/null
+	loops_start 8 25 "op=check&key=$1" "$work/$1"
+	loops_wait "$work/$1"
+	total=$(wc -l <"$work/$1")
+	allowed=$(count 'allowed=1' "$work/$1")
+	denied=$(count 'allowed=0' "$work/$1")
+	workers=$(pids "$work/$1" | wc -l)
+	echo "burst: $total answers, $allowed admitted, $denied denied, by $workers workers"
+	[ "$total" -eq 200 ] || { grep -v 'allowed=' "$work/$1" | head -5; fail "$total answers of 200"; }
+	[ "$allowed" -eq 50 ] || fail "$allowed admitted at burst 50 (a store per worker?)"
+	[ "$denied" -eq 150 ] || fail "$denied denied, expected 150"
+	[ "$workers" -ge 2 ] || fail "only $workers worker served the loops"
+}
+
+# kill_step KEY: a worker killed with kill -9 after admitting a check of
+# KEY and before answering: that admission still counts (49 more, not
+# 50), and the worker php-fpm starts in its place denies too.
+kill_step() {
+	fcgi "op=reset&key=$1" >/dev/null
+	before=$(for i in 1 2 3 4 5 6 7 8 9 10 11 12; do fcgi "op=peek&key=none"; done |
+		sed -n 's/^pid=\([0-9]*\).*/\1/p' | sort -u)
+	rm -f "$work/run/victim.pid"
+	fcgi "op=victim&key=$1" >/dev/null &
+	victim_req=$!
+	i=0
+	until [ -s "$work/run/victim.pid" ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "the victim request did not start"
+		sleep 0.1
+	done
+	read -r victim victim_allowed <"$work/run/victim.pid"
+	[ "$victim_allowed" = 1 ] || fail "the victim request was not admitted"
+	loops_start 8 25 "op=check&key=$1" "$work/$1"
+	sleep 0.3
+	kill -9 "$victim"
+	loops_wait "$work/$1"
+	wait "$victim_req" || :
+	allowed=$(count 'allowed=1' "$work/$1")
+	total=$(wc -l <"$work/$1")
+	echo "kill -9: worker $victim killed holding an admission; $total answers, $allowed admitted"
+	[ "$allowed" -eq 49 ] || fail "$allowed admitted after the victim's 1, expected 49"
+	grep -q "pid=$victim " "$work/$1" && fail "the killed worker answered a loop request"
+	fresh=
+	i=0
+	while [ -z "$fresh" ] && [ $i -lt 200 ]; do
+		line=$(fcgi "op=check&key=$1")
+		pid=$(echo "$line" | sed -n 's/^pid=\([0-9]*\).*/\1/p')
+		case $line in *allowed=1*) fail "admitted past the limit after the kill: $line" ;; esac
+		if [ -n "$pid" ] && ! echo "$before" | grep -qx "$pid"; then
+			fresh=$line
+		fi
+		i=$((i + 1))
+	done
+	[ -n "$fresh" ] || fail "no request reached the replacement worker"
+	echo "replacement worker: $fresh"
+	case $fresh in *allowed=0*remaining=0*) ;; *) fail "replacement: $fresh" ;; esac
+}
