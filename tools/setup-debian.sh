@@ -7,7 +7,7 @@ liburcu-dev libck-dev libcmocka-dev mandoc g++ clang
 clang-format spin gnuplot-nox valgrind
 redis-server redis-tools libhiredis-dev
 apache2 apache2-dev apache2-utils wrk
-php8.2-dev php8.2-cli php8.2-fpm php8.2-apcu libfcgi-bin
+php8.2-dev php8.2-cli php8.2-fpm php8.2-apcu php8.2-redis libfcgi-bin
 curl"
 missing=
 for p in $pkgs; do
