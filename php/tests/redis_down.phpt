@@ -34,8 +34,15 @@ foreach (["error", "open", "closed"] as $fail) {
     if (hrtime(true) - $t > 1e9)
         echo "$fail: took more than a second\n";
 }
+// phpinfo() lists the store without its password.
+ob_start();
+phpinfo(INFO_MODULES);
+foreach (explode("\n", ob_get_clean()) as $line)
+    if (str_contains($line, "127.0.0.1:$port"))
+        echo str_contains($line, "s3cret") ? "LEAK: $line\n" : "phpinfo: " . strtok($line, "?") . "\n";
 ?>
 --EXPECTF--
 error: ThrottleKit\StoreException (111): check on "redis://user:***@127.0.0.1:%d?timeout=50ms&connect_timeout=50ms": %s (ECONNREFUSED)
 open: allowed=1 degraded=1 limit=5
 closed: allowed=0 degraded=1 limit=5
+phpinfo: redis://user:***@127.0.0.1:%d
