@@ -45,11 +45,19 @@ static struct tk_options trust_of(const struct zone_args *a)
 }
 
 /* A zone refused: say why, as the library judges it. */
+/* get, check and reset take a store spec (redis://...) for a zone name. */
+static int is_spec(const char *name)
+{
+	return strstr(name, "://") != NULL;
+}
+
 static int fail_zone(int rc, const struct zone_args *a)
 {
 	struct tk_options o = trust_of(a);
-	char why[256];
+	char why[256], shown[512];
 
+	if (is_spec(a->name))
+		return fail(rc, ctl_redact(a->name, shown, sizeof(shown)));
 	if (rc != -EACCES ||
 	    tk_zone_access(a->name, &o, why, sizeof(why)) != -EACCES)
 		return fail(rc, a->name);
@@ -255,6 +263,13 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			TK_KEY_MAX);
 		return -1;
 	}
+	if (is_spec(a->name) && (a->uid != -1 || a->gid != -1)) {
+		fprintf(stderr,
+			"throttlectl: --owner and --group are for "
+			"zones, not %s stores\n",
+			strncmp(a->name, "redis", 5) == 0 ? "Redis" : "other");
+		return -1;
+	}
 	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {
 		fprintf(stderr, "throttlectl: prefix longer than %d bytes\n",
 			TK_PREFIX_MAX);
@@ -435,6 +450,8 @@ static int open_limiter(const struct zone_args *a, const char *policy,
 
 	o.prefix = a->prefix;
 	o.fail = a->fail;
+	if (is_spec(a->name))
+		return tk_limiter_open(l, policy, a->name, &o);
 	o.flags |= TK_OPT_ZONE_NO_CREATE;
 	snprintf(spec, sizeof(spec), "shm:%s", a->name);
 	return tk_limiter_open(l, policy, spec, &o);

@@ -1,8 +1,9 @@
 #!/bin/sh
-# throttlectl simulate on a real redis-server (on a unix socket in a
-# temporary directory) gives byte-identical output to the memory store
+# throttlectl on a real redis-server (on a unix socket in a temporary
+# directory): simulate gives byte-identical output to the memory store
 # on generated timelines, for policies of every algorithm, alone and in
-# composites; server_time=1 is refused before any replay.  Skipped without redis-server or
+# composites; server_time=1 is refused before any replay; get, check and
+# reset take the store spec for a zone name, and a password never shows.  Skipped without redis-server or
 # a build without the Redis store.
 : "${top_builddir:=.}"
 ctl="$top_builddir/tools/throttlectl"
@@ -113,4 +114,51 @@ if [ $? -ne 2 ] || ! grep -q "not server_time=1" "$tmp/err"; then
 	echo "FAIL: server_time=1: $(cat "$tmp/err")"
 	fails=$((fails + 1))
 fi
+
+# expect_rc RC COMMAND...: COMMAND exits RC; its output in $tmp/out.
+expect_rc() {
+	want=$1
+	shift
+	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL: $* exited $got, want $want: $(cat "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+}
+p=gcra:1/1h
+expect_rc 0 "$ctl" check "$store" alice --policy "$p" --prefix ctl:
+expect_rc 1 "$ctl" check "$store" alice --policy "$p" --prefix ctl:
+expect_rc 1 "$ctl" get "$store" alice --policy "$p" --prefix ctl:
+grep -q '^{"allowed":false,"limit":1,"remaining":0,' "$tmp/out" ||
+	{ echo "FAIL: get on Redis: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+expect_rc 0 "$ctl" reset "$store" alice --prefix ctl:
+expect_rc 1 "$ctl" check "$store" alice --policy "$p" --prefix ctl: \
+	--repeat 3
+grep -qx "allowed=1 denied=2" "$tmp/out" ||
+	{ echo "FAIL: --repeat on Redis: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+# Another algorithm on that key: EPROTO, or the fail policy's answer.
+expect_rc 3 "$ctl" check "$store" alice --policy fixed-window:5/1h --prefix ctl:
+expect_rc 0 "$ctl" check "$store" alice --policy fixed-window:5/1h \
+	--prefix ctl: --fail open
+grep -q '"degraded":true}$' "$tmp/out" ||
+	{ echo "FAIL: --fail open on Redis: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+expect_rc 2 "$ctl" check "$store" alice --policy "$p" --owner 0
+# No server there: a typed error, and never the password.
+dead="redis://user:s3cret@127.0.0.1:1?connect_timeout=200ms"
+expect_rc 3 "$ctl" check "$dead" k --policy "$p"
+if grep -q s3cret "$tmp/err" || ! grep -q ECONNREFUSED "$tmp/err"; then
+	echo "FAIL: a password in the error: $(cat "$tmp/err")"
+	fails=$((fails + 1))
+fi
+expect_rc 1 "$ctl" check "$dead" k --policy "$p" --fail closed
+grep -q '"allowed":false,.*"degraded":true}$' "$tmp/out" ||
+	{ echo "FAIL: --fail closed, no server: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+# A spec that does not parse: named, with its password hidden.
+expect_rc 3 "$ctl" check "redis://u:s3cret@h:99999" k --policy "$p"
+if grep -q s3cret "$tmp/err" || ! grep -q 'redis://u:\*\*\*@h:99999' "$tmp/err"; then
+	echo "FAIL: a bad spec's error: $(cat "$tmp/err")"
+	fails=$((fails + 1))
+fi
+echo "get, check, reset on Redis: checked"
 [ "$fails" -eq 0 ]
