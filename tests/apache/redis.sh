@@ -12,6 +12,10 @@
 
 command -v redis-server >/dev/null 2>&1 || skip "no redis-server"
 command -v redis-cli >/dev/null 2>&1 || skip "no redis-cli"
+write_conf prefork 1 "ThrottleStore red redis://127.0.0.1"
+case $(httpd -t -f "$CONF" 2>&1) in
+*"Not supported by this build"*) skip "libthrottlekit was built without hiredis" ;;
+esac
 
 PASS=sekret-4711
 RPID=
