@@ -11,8 +11,10 @@
  *     restarts and full stop/start alike, and nothing here or in a child
  *     ever removes one (throttlectl destroy does);
  *   - child_init opens each store and one limiter per rule in the child;
- *     the parent never opens a store, so it holds no mapping, no Redis
- *     connection and starts no library thread.  A Redis store (nothing
+ *     the parent never opens a store to use it (config.c opens and
+ *     closes a Redis store to check its spec, which connects nothing),
+ *     so it holds no mapping, no Redis connection and starts no library
+ *     thread.  A Redis store (nothing
  *     to create) connects on a child's first check, one connection per
  *     thread, and a server that is down fails checks, which the rules
  *     answer by their fail= policy, never the start.

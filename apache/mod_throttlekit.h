@@ -10,8 +10,9 @@
  *     one generation, in the order the directives appear, and registered
  *     in one table per generation (tk_mod_registry());
  *   - zones are created by the parent in post_config and outlive the
- *     server; the parent itself never opens a store, so it starts no
- *     library thread, holds no mapping and no Redis connection;
+ *     server; the parent itself never opens a store to use it (only to
+ *     check a Redis spec, see config.c), so it starts no library thread,
+ *     holds no mapping and no Redis connection;
  *   - every child opens each store and a limiter per rule in child_init;
  *     they live until the child exits.  A Redis store connects on its
  *     first check, one connection per thread of the child.
