@@ -4,7 +4,8 @@
  * Everything that can be wrong in a configuration is found here, while
  * httpd reads it, so that "apache2 -t" reports it with the file and line
  * (httpd prefixes a directive's error with both): a policy that does not
- * parse, a store spec this build cannot open, a rule naming an unknown
+ * parse, a store spec this build cannot open (a Redis spec the library
+ * refuses, redis+cluster:// too), a rule naming an unknown
  * store, a Throttle naming an unknown rule or rules that cannot be
  * checked together.  Only what needs the running system (creating a zone)
  * is left to post_config.
@@ -154,29 +155,76 @@ static int rule_taken(const char *name)
 	return find_rule(name) != NULL;
 }
 
+/*
+ * @spec as messages and the status page show it: the password of a URL
+ * (redis://USER:PASSWORD@HOST) as "***".  The last '@' ends it, which may
+ * hide more than the password (a key_prefix holding '@') but never less,
+ * even in a spec the library refuses or a scheme it does not know.
+ */
+static const char *shown_spec(apr_pool_t *p, const char *spec)
+{
+	const char *auth = strstr(spec, "://"), *at, *colon;
+
+	if (!auth)
+		return spec;
+	auth += 3;
+	at = strrchr(auth, '@');
+	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (!colon)
+		return spec;
+	return apr_psprintf(p, "%.*s***%s", (int)(colon + 1 - spec), spec, at);
+}
+
+/*
+ * A Redis spec is parsed by the library, which has no other way to judge
+ * one than opening it: the store is closed at once, and a Redis store
+ * connects nothing and starts nothing until its first check, so the
+ * parent keeps nothing of it.  Children open it again (child_init).
+ */
+static const char *redis_spec(cmd_parms *cmd, struct tk_mod_store *s)
+{
+	struct tk_store *st = NULL;
+	int rc;
+
+	rc = tk_store_open(&st, s->spec, NULL);
+	tk_store_close(st);
+	if (rc == 0)
+		return NULL;
+	return apr_psprintf(
+		cmd->pool, "ThrottleStore %s: %s: %s%s", s->name, s->shown,
+		tk_strerror(rc),
+		rc == -ENOTSUP ? " (Redis Cluster, redis+cluster://, and TLS, "
+				 "rediss://, are not supported yet; a build "
+				 "without hiredis has no Redis store)"
+		: rc == -EINVAL
+			? " (expected redis://[USER[:PASSWORD]@]HOST[:PORT]"
+			  "[/DB][?OPTIONS] or redis+unix://[USER[:PASSWORD]@]"
+			  "/PATH[?OPTIONS], OPTIONS timeout=, "
+			  "connect_timeout=, server_time=, key_prefix= "
+			  "joined by &)"
+			: "");
+}
+
 static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 {
 	char why[256];
 	int rc;
 
-	if (strncmp(s->spec, "redis://", 8) == 0 ||
-	    strncmp(s->spec, "redis+cluster://", 16) == 0 ||
-	    strncmp(s->spec, "rediss://", 9) == 0)
-		return apr_psprintf(cmd->pool,
-				    "ThrottleStore %s: Redis stores (%s) are "
-				    "not implemented yet (coming with the "
-				    "Redis store); use shm:NAME",
-				    s->name, s->spec);
+	s->shown = shown_spec(cmd->pool, s->spec);
+	if (strncmp(s->spec, "redis", 5) == 0)
+		return redis_spec(cmd, s);
 	if (strcmp(s->spec, "memory") == 0)
 		return apr_psprintf(cmd->pool,
 				    "ThrottleStore %s: a memory store would "
-				    "count in each child alone; use shm:NAME",
+				    "count in each child alone; use shm:NAME "
+				    "or redis://...",
 				    s->name);
 	if (strncmp(s->spec, "shm:", 4) != 0)
 		return apr_psprintf(cmd->pool,
 				    "ThrottleStore %s: unknown store spec "
-				    "\"%s\" (expected shm:NAME)",
-				    s->name, s->spec);
+				    "\"%s\" (expected shm:NAME, redis://... "
+				    "or redis+unix://...)",
+				    s->name, s->shown);
 	s->zone = s->spec + 4;
 	/* Refuses a bad name (or a file that is no zone) without creating
 	 * anything; any other answer is for post_config to judge. */
@@ -194,6 +242,11 @@ static const char *store_option(cmd_parms *cmd, void *obj, const char *w)
 	char *end;
 	unsigned long m;
 
+	if (!s->zone && (option(w, "capacity") || option(w, "mode")))
+		return apr_psprintf(cmd->pool,
+				    "ThrottleStore %s: %s is for a zone "
+				    "(shm:NAME), not a Redis store",
+				    s->name, w);
 	if ((v = option(w, "capacity")) != NULL) {
 		if ((err = parse_u64(v, &s->capacity)) != NULL ||
 		    s->capacity < 64 || s->capacity > (UINT64_C(1) << 32) ||
@@ -495,7 +548,7 @@ void *tk_mod_dir_merge(apr_pool_t *p, void *base, void *add)
 const command_rec tk_mod_cmds[] = {
 	AP_INIT_RAW_ARGS("ThrottleStore", cmd_store, NULL, RSRC_CONF,
 			 "NAME SPEC [capacity=N] [mode=OCTAL]: a store "
-			 "shared by all children (shm:ZONE)"),
+			 "shared by all children (shm:ZONE, redis://...)"),
 	AP_INIT_RAW_ARGS("ThrottleRule", cmd_rule, NULL, RSRC_CONF,
 			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
 			 "[headers=ietf|legacy|both|none] [fail=open|closed] "

@@ -11,8 +11,13 @@
  *     restarts and full stop/start alike, and nothing here or in a child
  *     ever removes one (throttlectl destroy does);
  *   - child_init opens each store and one limiter per rule in the child;
- *     the parent never opens a store, so it holds no mapping and starts
- *     no library thread.
+ *     the parent never opens a store to use it (config.c opens and
+ *     closes a Redis store to check its spec, which connects nothing),
+ *     so it holds no mapping, no Redis connection and starts no library
+ *     thread.  A Redis store (nothing
+ *     to create) connects on a child's first check, one connection per
+ *     thread, and a server that is down fails checks, which the rules
+ *     answer by their fail= policy, never the start.
  * A restart unloads and reloads the module and the library with it; the
  * library is pinned (RTLD_NODELETE) because its SIGBUS guard, once
  * installed in a process, must stay mapped.  What the server must
@@ -55,11 +60,14 @@ struct retained {
 
 static struct retained *retained;
 
-/* Trust and ownership options shared by the parent and the children. */
+/* Trust and ownership options shared by the parent and the children;
+ * none for a Redis store. */
 static void zone_options(const struct tk_mod_store *s, struct tk_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->size = sizeof(*o);
+	if (!s->zone)
+		return;
 	o->zone_capacity = s->capacity;
 	o->zone_mode = s->mode;
 	/* A root parent gives the zone to User/Group, and trusts it when it
@@ -172,9 +180,10 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 		return OK;
 	pin_library(s);
 	for (i = 0; i < reg->stores->nelts; i++) {
-		rc = create_zone(s, APR_ARRAY_IDX(reg->stores, i,
-						  struct tk_mod_store *));
-		if (rc != OK)
+		struct tk_mod_store *st =
+			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
+
+		if (st->zone && (rc = create_zone(s, st)) != OK)
 			return rc;
 	}
 	keep_guard();
@@ -200,13 +209,15 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
 
 		zone_options(s, &o);
-		o.flags |= TK_OPT_ZONE_NO_CREATE;
+		if (s->zone)
+			o.flags |= TK_OPT_ZONE_NO_CREATE;
 		s->open_rc = tk_store_open(&s->handle, s->spec, &o);
 		if (s->open_rc)
 			ap_log_error(APLOG_MARK, APLOG_ERR, 0, srv,
 				     "ThrottleStore %s: cannot open %s: %s; "
 				     "its rules answer by their fail policy",
-				     s->name, s->spec, tk_strerror(s->open_rc));
+				     s->name, s->shown,
+				     tk_strerror(s->open_rc));
 	}
 	for (i = 0; i < reg->rules->nelts; i++) {
 		struct tk_mod_rule *r =

@@ -10,10 +10,12 @@
  *     one generation, in the order the directives appear, and registered
  *     in one table per generation (tk_mod_registry());
  *   - zones are created by the parent in post_config and outlive the
- *     server; the parent itself never opens a store, so it starts no
- *     library thread and holds no mapping;
+ *     server; the parent itself never opens a store to use it (only to
+ *     check a Redis spec, see config.c), so it starts no library thread,
+ *     holds no mapping and no Redis connection;
  *   - every child opens each store and a limiter per rule in child_init;
- *     they live until the child exits.
+ *     they live until the child exits.  A Redis store connects on its
+ *     first check, one connection per thread of the child.
  */
 #ifndef MOD_THROTTLEKIT_H
 #define MOD_THROTTLEKIT_H
@@ -32,8 +34,9 @@
 /* A ThrottleStore. */
 struct tk_mod_store {
 	const char *name;
-	const char *spec;  /* "shm:NAME" */
-	const char *zone;  /* NAME */
+	const char *spec;  /* "shm:NAME", "redis://...", "redis+unix://..." */
+	const char *shown; /* spec, a Redis password as "***" */
+	const char *zone;  /* NAME of shm:NAME; NULL for Redis */
 	uint64_t capacity; /* slots; 0: the library's default */
 	unsigned int mode; /* file mode; 0: the library's default */
 	const char *file;  /* where it was declared */

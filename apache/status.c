@@ -2,7 +2,8 @@
  * status.c - SetHandler throttlekit-status: the stores, the rules and the
  * counters of each zone, as text or (with the query "json") as JSON.
  *
- * The zone counters come from tk_zone_info(), which scans the whole zone:
+ * A store's spec shows no Redis password ("***").  The zone counters
+ * come from tk_zone_info(), which scans the whole zone:
  * cheap for an operator's page, not for a health check polled many times
  * a second.  The page reveals the configuration (policies, key
  * expressions, file names): restrict it like server-status.
@@ -118,14 +119,16 @@ static void store(struct out *o, const struct tk_mod_store *s, int first)
 		ap_rprintf(o->r,
 			   "%s{\"name\":%s,\"spec\":%s,\"file\":%s,"
 			   "\"line\":%u,\"open\":%s",
-			   first ? "" : ",", js(p, s->name), js(p, s->spec),
+			   first ? "" : ",", js(p, s->name), js(p, s->shown),
 			   js(p, s->file), s->line,
 			   js(p, s->open_rc ? tk_strerror(s->open_rc) : "ok"));
 	else
 		ap_rprintf(o->r, "store %s spec=%s declared=%s:%u open=%s\n",
-			   s->name, s->spec, s->file, s->line,
+			   s->name, s->shown, s->file, s->line,
 			   s->open_rc ? tk_strerror(s->open_rc) : "ok");
-	zone_counters(o, s);
+	/* A Redis store's keys live on the server (its INFO keyspace). */
+	if (s->zone)
+		zone_counters(o, s);
 	if (o->json)
 		ap_rputs("}", o->r);
 }

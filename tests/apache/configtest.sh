@@ -32,6 +32,7 @@ $2"
 		return
 	fi
 	case $out in
+	*sekret*) fail "$1: the password shows: $out" ;;
 	*"line $line of $CONF"*"$3"*) say "ok: $1: $(printf '%s' "$out" | tail -n 2 | tr '\n' ' ')" ;;
 	*) fail "$1: expected line $line of $CONF and \"$3\", got: $out" ;;
 	esac
@@ -45,10 +46,38 @@ else
 fi
 check "zones created by apache2 -t" "" "$(ls "$TK_SHM_DIR")"
 
+# Redis stores: a server that is absent is no configuration error (a
+# store connects on its first check, in a child).
+write_conf prefork 1 "$GOOD
+ThrottleStore remote redis://u:sekret@127.0.0.1:1/2?timeout=50ms&key_prefix=t:
+ThrottleStore sock redis+unix:///nonexistent/redis.sock
+ThrottleRule r4 \"gcra:10/1s\" store=remote fail=closed
+ThrottleRule r5 \"gcra:10/1s\" store=sock
+<Location /r>
+    Throttle r4 r5
+</Location>"
+redis=yes
+if out=$(httpd -t -f "$CONF" 2>&1); then
+	say "ok: Redis stores pass ($out)"
+elif [ "${out#*Not supported by this build}" != "$out" ]; then
+	redis=no
+	say "the library has no Redis store (built without hiredis): $out"
+else
+	fail "Redis stores: $out"
+fi
+
 expect_error "bad policy" 'ThrottleRule bad "gcra:10/1x"' 'bad policy "gcra:10/1x": expected a unit'
 expect_error "unknown algorithm" 'ThrottleRule bad "nosuch:1/s"' 'bad policy'
-expect_error "Redis store" 'ThrottleStore r redis://127.0.0.1:6379' 'coming with the Redis store'
-expect_error "Redis cluster store" 'ThrottleStore r redis+cluster://127.0.0.1:6379' 'coming with the Redis store'
+expect_error "Redis cluster store" 'ThrottleStore r redis+cluster://u:sekret@127.0.0.1:6379' \
+	'ThrottleStore r: redis+cluster://u:***@127.0.0.1:6379: Not supported by this build (Redis Cluster'
+expect_error "TLS Redis store" 'ThrottleStore r rediss://:sekret@127.0.0.1' 'rediss://:***@127.0.0.1: Not supported'
+if [ $redis = yes ]; then
+	expect_error "bad Redis spec" 'ThrottleStore r redis://u:sekret@127.0.0.1:99999' 'Invalid argument (expected redis://'
+	expect_error "bad Redis option" 'ThrottleStore r redis://127.0.0.1?timeout=0' 'Invalid argument'
+	expect_error "capacity on Redis" 'ThrottleStore r redis://u:sekret@127.0.0.1 capacity=1024' \
+		'capacity=1024 is for a zone (shm:NAME), not a Redis store'
+	expect_error "mode on Redis" 'ThrottleStore r redis+unix:///tmp/r.sock mode=0600' 'not a Redis store'
+fi
 expect_error "memory store" 'ThrottleStore m memory' 'count in each child alone'
 expect_error "bad zone name" 'ThrottleStore z shm:.hidden' 'ThrottleStore z'
 expect_error "bad capacity" 'ThrottleStore z shm:z capacity=1000' 'power of two'

@@ -1,0 +1,157 @@
+#!/bin/sh
+#
+# redis.sh - mod_throttlekit on a Redis store, in a real httpd with the
+# prefork MPM (4 children) and a real redis-server that this test starts
+# on 127.0.0.1 with a free port and stops by its pid: exact counts across
+# children, fail=open and fail=closed with the server stopped and then
+# gone, and the status page, none of which shows the password.
+#
+# Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
+
+. "${srcdir:-.}/tests/apache/lib.sh"
+
+command -v redis-server >/dev/null 2>&1 || skip "no redis-server"
+command -v redis-cli >/dev/null 2>&1 || skip "no redis-cli"
+write_conf prefork 1 "ThrottleStore red redis://127.0.0.1"
+case $(httpd -t -f "$CONF" 2>&1) in
+*"Not supported by this build"*) skip "libthrottlekit was built without hiredis" ;;
+esac
+
+PASS=sekret-4711
+RPID=
+RPORT=
+mkdir -p "$ROOT/redis"
+
+stop_redis()
+{
+	[ -n "$RPID" ] || return 0
+	kill -CONT "$RPID" 2>/dev/null
+	kill -TERM "$RPID" 2>/dev/null
+	wait "$RPID" 2>/dev/null
+	RPID=
+}
+trap 'stop_redis; cleanup' EXIT
+
+rcli() { redis-cli -p "$RPORT" --no-auth-warning -a "$PASS" "$@"; }
+
+# start_redis: a redis-server with a password on a free loopback port.
+start_redis()
+{
+	tries=0
+	while [ $tries -lt 20 ]; do
+		tries=$((tries + 1))
+		RPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		port_free "$RPORT" || continue
+		redis-server --port "$RPORT" --bind 127.0.0.1 --save '' \
+			--appendonly no --dir "$ROOT/redis" --daemonize no \
+			--requirepass "$PASS" >"$ROOT/redis/log" 2>&1 &
+		RPID=$!
+		i=0
+		while [ $i -lt 50 ]; do
+			i=$((i + 1))
+			[ "$(rcli ping 2>/dev/null)" = PONG ] && return 0
+			kill -0 "$RPID" 2>/dev/null || break
+			sleep 0.1
+		done
+		stop_redis
+	done
+	return 1
+}
+
+start_redis || { cat "$ROOT/redis/log"; fail "redis-server did not start"; finish; }
+say "redis-server $RPID on port $RPORT"
+
+for d in api open closed; do
+	mkdir -p "$ROOT/htdocs/$d"
+	echo "$d" >"$ROOT/htdocs/$d/x"
+done
+
+SPEC="redis://default:$PASS@127.0.0.1:$RPORT/3?timeout=200ms&connect_timeout=200ms&key_prefix=tkapache:"
+SHOWN="redis://default:***@127.0.0.1:$RPORT/3?timeout=200ms&connect_timeout=200ms&key_prefix=tkapache:"
+BODY="
+ThrottleStore red $SPEC
+ThrottleRule burst \"gcra:1/1h,burst=50\" store=red headers=both
+ThrottleRule fo \"gcra:1/1h,burst=100\" store=red fail=open
+ThrottleRule fc \"gcra:1/1h,burst=100\" store=red fail=closed
+<Location /api>
+    Throttle burst
+</Location>
+<Location /open>
+    Throttle fo
+</Location>
+<Location /closed>
+    Throttle fc
+</Location>
+<Location /tk-status>
+    SetHandler throttlekit-status
+</Location>"
+
+start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
+
+burst_check prefork /api/x
+# The counts were kept by the server, not in each child.
+check "keys on the Redis server under key_prefix" 1 \
+	"$(rcli -n 3 --scan --pattern 'tkapache:*' | wc -l)"
+# One connection per child at most (prefork: one thread each), none of
+# the parent's; the client list holds redis-cli's own too.
+conns=$(rcli client list | grep -vc 'cmd=client')
+if [ "$conns" -ge 1 ] && [ "$conns" -le 4 ]; then
+	say "ok: $conns connections from httpd"
+else
+	fail "$conns connections from httpd, expected 1 to 4"
+fi
+
+# seq_status N PATH: N requests one after the other; how many of their
+# access log entries had each code and status ("N CODE STATUS" lines).
+seq_status()
+{
+	before=$(grep -c " $2 " "$ROOT/logs/access.log")
+	seq_get "$1" "$2" >/dev/null
+	wait_log "$2" $((before + $1)) || fail "the access log lacks $2"
+	awk -v p="$2" '$4 == p { print $2, $3 }' "$ROOT/logs/access.log" |
+		tail -n "$1" | sort | uniq -c | awk '{ print $1, $2, $3 }'
+}
+
+# Every child has connected (the burst) before the server fails.
+check "fail=open, server up" "4 200 PASSED" "$(seq_status 4 /open/x)"
+check "fail=closed, server up" "4 200 PASSED" "$(seq_status 4 /closed/x)"
+
+# Stopped (SIGSTOP): connections hang, each command times out.
+kill -STOP "$RPID"
+check "fail=open, server stopped" "6 200 DEGRADED" "$(seq_status 6 /open/x)"
+check "fail=closed, server stopped" "6 503 DEGRADED" "$(seq_status 6 /closed/x)"
+kill -CONT "$RPID"
+# Back: a child that failed to connect waits out its backoff (at most
+# 1 s), then connects again.
+sleep 1.5
+check "fail=closed, server back" "4 200 PASSED" "$(seq_status 4 /closed/x)"
+
+# The status page names the store without its password.
+curl -s "http://127.0.0.1:$PORT/tk-status" >"$ROOT/status.txt"
+curl -s "http://127.0.0.1:$PORT/tk-status?json" >"$ROOT/status.json"
+line=$(grep -n "^ThrottleStore red " "$CONF" | cut -d: -f1)
+check "status page: the Redis store" 1 \
+	"$(grep -cxF "store red spec=$SHOWN declared=$CONF:$line open=ok" "$ROOT/status.txt")"
+check "status page (json): the Redis store" 1 \
+	"$(grep -cF "{\"name\":\"red\",\"spec\":\"$SHOWN\"," "$ROOT/status.json")"
+
+# Gone (killed): connects are refused at once.
+{
+	kill -KILL "$RPID"
+	wait "$RPID"
+} 2>/dev/null
+RPID=
+check "fail=open, server killed" "6 200 DEGRADED" "$(seq_status 6 /open/x)"
+check "fail=closed, server killed" "6 503 DEGRADED" "$(seq_status 6 /closed/x)"
+
+stop_server
+for f in "$ROOT/logs/error.log" "$ROOT/logs/access.log" "$ROOT/status.txt" \
+	"$ROOT/status.json"; do
+	if grep -F "$PASS" "$f"; then
+		fail "the password shows in ${f##*/}"
+	else
+		say "ok: no password in ${f##*/}"
+	fi
+done
+no_crashes
+finish
