@@ -25,18 +25,14 @@
  * lives in ap_retained_data.
  *
  * The SIGBUS guard: the library installs it when this parent first maps
- * a zone (creating it), and then the MPM installs its own fatal-signal
- * handler over it, which the children inherit; the library, which sees
- * its guard as installed, does not install it again when a child opens a
- * zone, and a zone truncated under the server would kill the children.
- * So the parent keeps the guard's disposition (retained: the library is
- * pinned, its address stays valid) and every child reinstates it.
+ * a zone, the MPM installs its own fatal-signal handler over it, and the
+ * children inherit that; the library installs its guard again when a
+ * child opens its stores in child_init, chaining to the MPM's handler.
  */
 #include "mod_throttlekit.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,8 +50,6 @@
 struct retained {
 	unsigned int generation; /* post_config passes that configured */
 	apr_time_t started;
-	int have_guard;
-	struct sigaction guard; /* the library's SIGBUS guard */
 };
 
 static struct retained *retained;
@@ -88,24 +82,6 @@ static void pin_library(server_rec *s)
 		return;
 	ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
 		     "could not pin libthrottlekit in memory: %s", dlerror());
-}
-
-/* Remember the SIGBUS disposition if it is the library's guard. */
-static void keep_guard(void)
-{
-	struct sigaction sa;
-	Dl_info lib, h;
-	void *fn;
-
-	if (retained->have_guard || sigaction(SIGBUS, NULL, &sa) != 0)
-		return;
-	fn = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction
-					: (void *)sa.sa_handler;
-	if (fn && dladdr((void *)tk_version, &lib) && dladdr(fn, &h) &&
-	    lib.dli_fbase == h.dli_fbase) {
-		retained->guard = sa;
-		retained->have_guard = 1;
-	}
 }
 
 static int create_zone(server_rec *srv, struct tk_mod_store *s)
@@ -186,7 +162,6 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 		if (st->zone && (rc = create_zone(s, st)) != OK)
 			return rc;
 	}
-	keep_guard();
 	return OK;
 }
 
@@ -202,8 +177,6 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 	int i;
 
 	(void)pchild;
-	if (retained && retained->have_guard)
-		sigaction(SIGBUS, &retained->guard, NULL);
 	for (i = 0; i < reg->stores->nelts; i++) {
 		struct tk_mod_store *s =
 			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
