@@ -12,7 +12,7 @@
 MPM=prefork
 mkdir -p "$ROOT/htdocs/api" "$ROOT/htdocs/err"
 echo ok >"$ROOT/htdocs/index.html"
-for d in api kill v xff err dry shape short fo fc key g g/only5 ht any; do
+for d in api kill v xff v6 err dry shape short fo fc key g g/only5 ht any; do
 	mkdir -p "$ROOT/htdocs/$d"
 	echo "$d" >"$ROOT/htdocs/$d/x"
 done
@@ -27,6 +27,7 @@ ThrottleRule kill "gcra:1/1h,burst=20" store=local
 ThrottleRule va "gcra:1/1h,burst=5" store=local
 ThrottleRule vb "gcra:1/1h,burst=3" store=local
 ThrottleRule xff "gcra:1/1h,burst=3" store=local
+ThrottleRule v6 "gcra:1/1h,burst=3" store=local
 ThrottleRule err "gcra:1/1h,burst=5" store=local
 ThrottleRule dry "gcra:1/1h,burst=2" store=local dry-run
 ThrottleRule shape "leaky:5/1s,max-queue=10s" store=local delay=10s
@@ -51,6 +52,9 @@ RemoteIPTrustedProxy 10.9.9.9
 </Location>
 <Location /xff>
     Throttle xff
+</Location>
+<Location /v6>
+    Throttle v6
 </Location>
 <Location /err>
     Throttle err
@@ -161,6 +165,21 @@ for i in 1 2 3 4 5 6; do
 done
 check "X-Forwarded-For through a trusted proxy: 200s" 6 "$n"
 
+# 6b. The default key is the client's IPv6 /64: addresses rotated inside
+# one /64 share its limit, another /64 has its own.
+v6()
+{
+	curl -s -o /dev/null -w '%{http_code}' -H 'Host: proxied.test' \
+		-H "X-Forwarded-For: $1" "http://127.0.0.1:$PORT/v6/x"
+}
+n=0
+for a in 2001:db8:1:2::a 2001:db8:1:2::b 2001:db8:1:2:ffff::1 \
+	2001:db8:1:2:aaaa:bbbb:cccc:dddd 2001:db8:1:2::f; do
+	[ "$(v6 "$a")" = 200 ] && n=$((n + 1))
+done
+check "five addresses of one /64: 200s" 3 "$n"
+check "another /64" 200 "$(v6 2001:db8:1:3::a)"
+
 # 7. An ErrorDocument never counts twice: five 404s (each redirected to
 # the error page under the same rule), then 429s with their fields.
 codes=$(seq_get 8 /err/missing)
@@ -244,7 +263,7 @@ for w in "store local spec=shm:tk-local" "rule burst policy=gcra:" \
 done
 js=$(curl -s "http://127.0.0.1:$PORT/tk-status?json")
 if command -v jq >/dev/null 2>&1; then
-	check "status json: rules" 16 "$(printf '%s' "$js" | jq '.rules | length')"
+	check "status json: rules" 17 "$(printf '%s' "$js" | jq '.rules | length')"
 	check "status json: zone inserts > 0" true \
 		"$(printf '%s' "$js" | jq ".stores[0].zone.inserts > 0")"
 else
