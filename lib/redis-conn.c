@@ -42,6 +42,7 @@ struct tk__redis_conn {
 	uint64_t backoff;  /* ns, 0 after a success */
 	int last_err;	   /* what calls answer until retry_at */
 	struct tk__redis_engine engine;
+	char redirect[TK__REDIS_HOST_MAX + 8]; /* MOVED or ASK: HOST:PORT */
 };
 
 static uint64_t monotonic_ns(void)
@@ -95,9 +96,29 @@ static int starts(const char *s, size_t len, const char *word)
 	return len >= n && memcmp(s, word, n) == 0;
 }
 
-/* The errno of an error reply (the server's text stays out of it). */
-static int reply_error(const redisReply *r)
+/* "MOVED SLOT HOST:PORT": the target into @c->redirect. */
+static int redirected(struct tk__redis_conn *c, const redisReply *r, int rc)
 {
+	const char *sp = memrchr(r->str, ' ', r->len);
+	size_t n = sp ? r->len - (size_t)(sp + 1 - r->str) : 0;
+
+	if (n == 0 || n >= sizeof(c->redirect))
+		return -EPROTO;
+	memcpy(c->redirect, sp + 1, n);
+	c->redirect[n] = '\0';
+	return rc;
+}
+
+/* The errno of an error reply (the server's text stays out of it). */
+static int reply_error(struct tk__redis_conn *c, const redisReply *r)
+{
+	if (starts(r->str, r->len, "MOVED "))
+		return redirected(c, r, TK__REDIS_MOVED);
+	if (starts(r->str, r->len, "ASK "))
+		return redirected(c, r, TK__REDIS_ASK);
+	if (starts(r->str, r->len, "TRYAGAIN") ||
+	    starts(r->str, r->len, "CLUSTERDOWN"))
+		return -EAGAIN;
 	if (starts(r->str, r->len, "NOSCRIPT") ||
 	    starts(r->str, r->len, "ERR Function not found"))
 		return -ENOENT;
@@ -152,7 +173,7 @@ static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
 		return failed(c, rc);
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		rc = reply_error(r);
+		rc = reply_error(c, r);
 		freeReplyObject(r);
 		return rc;
 	}
@@ -323,6 +344,11 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 void tk__redis_reply_free(void *reply)
 {
 	freeReplyObject(reply);
+}
+
+const char *tk__redis_conn_redirect(struct tk__redis_conn *c)
+{
+	return c->redirect;
 }
 
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c)

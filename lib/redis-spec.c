@@ -3,6 +3,7 @@
  *
  *   redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]
  *   redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]
+ *   redis+cluster://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...][?OPTIONS]
  *
  * OPTIONS are NAME=VALUE pairs joined by '&': timeout=, connect_timeout=
  * (durations of the policy grammar), server_time=0|1, key_prefix=.  USER,
@@ -245,6 +246,34 @@ static int options(struct cursor *c, size_t from, size_t to,
 	return 0;
 }
 
+/* HOST[:PORT][,HOST[:PORT]...] in s[from, to); the first is also
+ * out->host and out->port. */
+static int seeds(struct cursor *c, size_t from, size_t to,
+		 struct tk__redis_spec *out)
+{
+	size_t end;
+	int rc;
+
+	out->cluster = 1;
+	for (;;) {
+		end = find(c->s, from, to, ",");
+		if (out->seeds == TK__REDIS_SEEDS_MAX)
+			return fail(c, from, "at most 16 seed nodes");
+		rc = host_port(c, from, end, out);
+		if (rc)
+			return rc;
+		memcpy(out->seed[out->seeds].host, out->host,
+		       sizeof(out->host));
+		out->seed[out->seeds++].port = out->port;
+		if (end == to)
+			break;
+		from = end + 1;
+	}
+	memcpy(out->host, out->seed[0].host, sizeof(out->host));
+	out->port = out->seed[0].port;
+	return 0;
+}
+
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			 char *why, size_t why_len)
 {
@@ -259,12 +288,10 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 	out->key_prefix_len = 3;
 	if (why_len)
 		why[0] = '\0';
-	if (strncmp(spec, "redis+cluster://", 16) == 0 ||
-	    strncmp(spec, "rediss://", 9) == 0) {
+	if (strncmp(spec, "rediss://", 9) == 0) {
 		if (why_len)
-			snprintf(why, why_len, "%s is not supported yet",
-				 spec[5] == 's' ? "TLS (rediss://)"
-						: "Redis Cluster");
+			snprintf(why, why_len,
+				 "TLS (rediss://) is not supported yet");
 		return -ENOTSUP;
 	}
 	q = find(spec, 0, len, "?");
@@ -290,8 +317,17 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 				    "a database number below 2^30");
 			out->db = db;
 		}
+	} else if (strncmp(spec, "redis+cluster://", 16) == 0) {
+		auth_end = find(spec, 16, q, "/");
+		rc = userinfo(&c, 16, auth_end, out, &at);
+		if (rc == 0 && auth_end != q)
+			rc = fail(&c, auth_end,
+				  "'?' or the end (a cluster has no database)");
+		if (rc == 0)
+			rc = seeds(&c, at, q, out);
 	} else {
-		return fail(&c, 0, "redis:// or redis+unix://");
+		return fail(&c, 0,
+			    "redis://, redis+unix:// or redis+cluster://");
 	}
 	if (rc == 0 && q < len)
 		rc = options(&c, q + 1, len, out);

@@ -20,6 +20,7 @@
 #define TK__REDIS_AUTH_MAX 255
 #define TK__REDIS_KEY_PREFIX_MAX 255
 #define TK__REDIS_DEFAULT_PORT 6379
+#define TK__REDIS_SEEDS_MAX 16
 #define TK__REDIS_DEFAULT_TIMEOUT (UINT64_C(100) * 1000000) /* ns */
 
 /* A parsed spec.  The password is kept only here and in AUTH commands. */
@@ -37,12 +38,19 @@ struct tk__redis_spec {
 	int server_time;		       /* server_time=1 */
 	char key_prefix[TK__REDIS_KEY_PREFIX_MAX + 1];
 	size_t key_prefix_len;
+	int cluster;  /* redis+cluster://: host and port are the first seed */
+	size_t seeds; /* redis+cluster://: seed nodes in seed[] */
+	struct {
+		char host[TK__REDIS_HOST_MAX + 1];
+		int port;
+	} seed[TK__REDIS_SEEDS_MAX];
 };
 
 /*
- * Parse @spec ("redis://..." or "redis+unix://...").  Returns 0, -EINVAL
- * with a message in @why (never quoting the password), or -ENOTSUP for a
- * form this build lacks (redis+cluster://, rediss://).
+ * Parse @spec ("redis://...", "redis+unix://..." or
+ * "redis+cluster://...").  Returns 0, -EINVAL with a message in @why
+ * (never quoting the password), or -ENOTSUP for a form this build lacks
+ * (rediss://).
  */
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			 char *why, size_t why_len);
@@ -80,6 +88,40 @@ int tk__redis_conn_get(struct tk__redis_pool *pool,
  */
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
+
+/*
+ * Cluster redirections, as tk__redis_command() answers them: MOVED and
+ * ASK leave their target ("HOST:PORT") in tk__redis_conn_redirect();
+ * TRYAGAIN (keys of one slot half migrated) and CLUSTERDOWN are -EAGAIN.
+ * Internal codes: the store never returns the first two.
+ */
+#define TK__REDIS_MOVED (-EREMCHG)
+#define TK__REDIS_ASK (-EXFULL)
+const char *tk__redis_conn_redirect(struct tk__redis_conn *c);
+
+/* redis-cluster.c: the hash slot of a key, as Redis computes it. */
+unsigned int tk__redis_slot(const char *key, size_t len);
+
+/* redis-cluster.c: the slot map and a pool per node of a cluster spec. */
+struct tk__redis_cluster;
+/* @spec must outlive the cluster; nothing is sent before the first use. */
+int tk__redis_cluster_init(struct tk__redis_cluster **out,
+			   const struct tk__redis_spec *spec);
+void tk__redis_cluster_destroy(struct tk__redis_cluster *cl);
+/*
+ * This thread's connection to the master of @slot (the map discovered by
+ * CLUSTER SLOTS first if the slot is not known): the errors of
+ * tk__redis_conn_get(), and -EAGAIN while no master serves the slot.
+ */
+int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
+			   struct tk__redis_conn **out);
+/*
+ * After TK__REDIS_MOVED (@moved: the map is corrected) or TK__REDIS_ASK
+ * on @c: this thread's connection to the node named.
+ */
+int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
+			     struct tk__redis_conn *c, int moved,
+			     struct tk__redis_conn **out);
 void tk__redis_reply_free(void *reply);
 
 /* How a connection's server runs the check script; reset on reconnect. */

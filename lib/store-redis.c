@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -40,8 +41,9 @@
 struct redis_store {
 	struct tk_store base;
 	struct tk__redis_spec spec;
-	struct tk__redis_pool pool;
-	char grace[24]; /* ns, decimal */
+	struct tk__redis_pool pool;	   /* one server, or */
+	struct tk__redis_cluster *cluster; /* a cluster's nodes */
+	char grace[24];			   /* ns, decimal */
 	/* The script as a Functions library, named by a hash of its text so
 	 * that versions that differ never replace each other's. */
 	char function[32];
@@ -163,6 +165,19 @@ static int load_function(struct redis_store *s, struct tk__redis_conn *c)
 	return rc == -EEXIST || rc == -ENOSYS ? 0 : rc;
 }
 
+/* ASK: the next command is for a slot this node is importing. */
+static int asking_now(struct tk__redis_conn *c)
+{
+	const char *argv[1] = { "ASKING" };
+	size_t lens[1] = { 6 };
+	redisReply *r;
+	int rc = tk__redis_command(c, 1, argv, lens, (void **)&r);
+
+	if (rc == 0)
+		tk__redis_reply_free(r);
+	return rc;
+}
+
 /*
  * The check script, by FCALL where the server has Functions, else by
  * EVALSHA; a function or script the server lost (a restart, a failover,
@@ -170,7 +185,8 @@ static int load_function(struct redis_store *s, struct tk__redis_conn *c)
  * filled here.
  */
 static int eval_check(struct redis_store *s, struct tk__redis_conn *c,
-		      const char **argv, size_t *lens, int argc, redisReply **r)
+		      const char **argv, size_t *lens, int argc, redisReply **r,
+		      int asking)
 {
 	struct tk__redis_engine *e = tk__redis_conn_engine(c);
 	int rc = 0, tries;
@@ -191,7 +207,9 @@ static int eval_check(struct redis_store *s, struct tk__redis_conn *c,
 		}
 		lens[0] = strlen(argv[0]);
 		lens[1] = strlen(argv[1]);
-		rc = tk__redis_command(c, argc, argv, lens, (void **)r);
+		rc = asking ? asking_now(c) : 0;
+		if (rc == 0)
+			rc = tk__redis_command(c, argc, argv, lens, (void **)r);
 		if (rc != -ENOENT)
 			return rc;
 		/* Lost: load it again (a function by LOAD, a script too). */
@@ -252,7 +270,7 @@ static int take_old(struct bufs *b, const struct req *q, size_t i,
 	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
 }
 
-static int forecast(struct tk__redis_conn *c, const struct req *q)
+static int forecast(struct tk__redis_conn *c, const struct req *q, int asking)
 {
 	const char *argv[1 + TK__MULTI_MAX];
 	size_t lens[1 + TK__MULTI_MAX], i;
@@ -269,7 +287,10 @@ static int forecast(struct tk__redis_conn *c, const struct req *q)
 	rc = bufs_init(&b, q);
 	if (rc)
 		return rc;
-	rc = tk__redis_command(c, (int)(1 + q->n), argv, lens, (void **)&r);
+	rc = asking ? asking_now(c) : 0;
+	if (rc == 0)
+		rc = tk__redis_command(c, (int)(1 + q->n), argv, lens,
+				       (void **)&r);
 	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != q->n))
 		rc = -EPROTO;
 	for (i = 0; rc == 0 && i < q->n; i++)
@@ -333,7 +354,7 @@ static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
 #define ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
 
 static int check(struct redis_store *s, struct tk__redis_conn *c,
-		 const struct req *q)
+		 const struct req *q, int asking)
 {
 	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][7][24];
 	const char *argv[ARGS_MAX];
@@ -378,7 +399,7 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	for (i = 2; i < argc; i++)
 		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
 						 : strlen(argv[i]);
-	rc = eval_check(s, c, argv, lens, (int)argc, &r);
+	rc = eval_check(s, c, argv, lens, (int)argc, &r, asking);
 	if (rc == 0) {
 		rc = verdict(r, q, &b);
 		tk__redis_reply_free(r);
@@ -438,21 +459,87 @@ static int server_clock(struct tk__redis_conn *c, struct req *q, uint32_t flags)
 	return rc;
 }
 
-static int step(struct redis_store *s, struct req *q, uint32_t flags)
+/* What one node does for a call; @asking: after ASK. */
+typedef int on_node_fn(struct redis_store *s, struct tk__redis_conn *c,
+		       void *arg, int asking);
+
+#define REDIRECTS_MAX 5
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * @fn on the server, or on the master of @slot: MOVED corrects the map
+ * and follows, ASK follows with ASKING, TRYAGAIN and CLUSTERDOWN (-EAGAIN)
+ * wait 1 ms; each at most REDIRECTS_MAX times, then -EAGAIN.  A script
+ * redirected was not run, so following never counts a check twice.
+ */
+static int route(struct redis_store *s, unsigned int slot, on_node_fn *fn,
+		 void *arg)
 {
 	struct tk__redis_conn *c;
+	int rc, tries, asking = 0;
+
+	if (!s->cluster)
+		rc = tk__redis_conn_get(&s->pool, &c);
+	else
+		rc = tk__redis_cluster_conn(s->cluster, slot, &c);
+	for (tries = 0; rc == 0; tries++) {
+		rc = fn(s, c, arg, asking);
+		if (!s->cluster || tries == REDIRECTS_MAX ||
+		    (rc != TK__REDIS_MOVED && rc != TK__REDIS_ASK &&
+		     rc != -EAGAIN))
+			break;
+		if (rc == -EAGAIN) {
+			pause_ms(1);
+			rc = 0;
+			continue;
+		}
+		asking = rc == TK__REDIS_ASK;
+		rc = tk__redis_cluster_follow(s->cluster, slot, c,
+					      rc == TK__REDIS_MOVED, &c);
+	}
+	return rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK ? -EAGAIN : rc;
+}
+
+struct step_arg {
+	struct req *q;
+	uint32_t flags;
+};
+
+static int step_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
+		   int asking)
+{
+	struct step_arg *a = arg;
+	int rc = s->spec.server_time ? server_clock(c, a->q, a->flags) : 0;
+
+	if (rc)
+		return rc;
+	return a->flags & TK__T_CHECK ? check(s, c, a->q, asking)
+				      : forecast(c, a->q, asking);
+}
+
+static int step(struct redis_store *s, struct req *q, uint32_t flags)
+{
+	struct step_arg a = { q, flags };
+	unsigned int slot = 0;
 	size_t i;
-	int rc;
 
 	for (i = 0; i < q->n; i++)
 		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
 			return -ENOTSUP;
-	rc = tk__redis_conn_get(&s->pool, &c);
-	if (rc == 0 && s->spec.server_time)
-		rc = server_clock(c, q, flags);
-	if (rc)
-		return rc;
-	return flags & TK__T_CHECK ? check(s, c, q) : forecast(c, q);
+	/* One script runs on one node: keys of several slots (a group of
+	 * several keys) cannot be one atomic check there. */
+	for (i = 0; s->cluster && i < q->n; i++)
+		if (i == 0)
+			slot = tk__redis_slot(q->key[0], q->klen[0]);
+		else if (tk__redis_slot(q->key[i], q->klen[i]) != slot)
+			return -ENOTSUP;
+	return route(s, slot, step_on, &a);
 }
 
 static int redis_apply(struct tk_store *base, const unsigned char *key,
@@ -493,26 +580,36 @@ static int redis_apply_multi(struct tk_store *base, uint64_t now,
 	return rc ? rc : step(s, &q, m->flags);
 }
 
-static int redis_reset(struct tk_store *base, const unsigned char *key,
-		       size_t len)
-{
-	struct redis_store *s = (struct redis_store *)base;
-	struct tk__redis_conn *c;
-	const char *argv[2] = { "DEL", NULL };
-	size_t lens[2] = { 3, 0 };
-	char buf[KEY_MAX];
-	redisReply *r;
-	int rc;
+struct del_arg {
+	char key[KEY_MAX];
+	size_t len;
+};
 
-	rc = redis_key(s, key, len, buf, &lens[1]);
-	if (rc == 0)
-		rc = tk__redis_conn_get(&s->pool, &c);
-	argv[1] = buf;
+static int del_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
+		  int asking)
+{
+	struct del_arg *a = arg;
+	const char *argv[2] = { "DEL", a->key };
+	size_t lens[2] = { 3, a->len };
+	redisReply *r;
+	int rc = asking ? asking_now(c) : 0;
+
+	(void)s;
 	if (rc == 0)
 		rc = tk__redis_command(c, 2, argv, lens, (void **)&r);
 	if (rc == 0)
 		tk__redis_reply_free(r);
 	return rc;
+}
+
+static int redis_reset(struct tk_store *base, const unsigned char *key,
+		       size_t len)
+{
+	struct redis_store *s = (struct redis_store *)base;
+	struct del_arg a;
+	int rc = redis_key(s, key, len, a.key, &a.len);
+
+	return rc ? rc : route(s, tk__redis_slot(a.key, a.len), del_on, &a);
 }
 
 /* The server keeps the keys; this process counts nothing of them yet. */
@@ -539,7 +636,10 @@ static void redis_close(struct tk_store *base)
 {
 	struct redis_store *s = (struct redis_store *)base;
 
-	tk__redis_pool_destroy(&s->pool);
+	if (s->cluster)
+		tk__redis_cluster_destroy(s->cluster);
+	else
+		tk__redis_pool_destroy(&s->pool);
 	free(s->library);
 	/* The password is not left in freed memory. */
 	memset(&s->spec, 0, sizeof(s->spec));
@@ -591,7 +691,9 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 	rc = tk__redis_spec_parse(spec, &s->spec, why, sizeof(why));
 	if (rc == 0)
 		rc = make_library(s);
-	if (rc == 0)
+	if (rc == 0 && s->spec.cluster)
+		rc = tk__redis_cluster_init(&s->cluster, &s->spec);
+	else if (rc == 0)
 		rc = tk__redis_pool_init(&s->pool, &s->spec);
 	if (rc) {
 		free(s->library);

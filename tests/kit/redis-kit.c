@@ -22,6 +22,9 @@
 #ifndef REDIS_SERVER
 #define REDIS_SERVER "redis-server"
 #endif
+#ifndef REDIS_CLI
+#define REDIS_CLI "redis-cli"
+#endif
 
 /*
  * The directory and server (pid, 0 once reaped) of every kit not yet
@@ -276,4 +279,83 @@ void redis_kit_destroy(struct redis_kit *k)
 		kits[i].used = 0;
 	remove_dir(k->dir);
 	k->dir[0] = '\0';
+}
+
+int redis_cluster_available(void)
+{
+	return redis_kit_available() && access(REDIS_CLI, X_OK) == 0;
+}
+
+/* Can a listener bind 127.0.0.1:@port now? */
+static int port_free(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+	if (fd < 0)
+		return 0;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* One cluster node on a port (and bus port) found free. */
+static int start_node(struct redis_kit *k, unsigned int *seed)
+{
+	int tries;
+
+	k->extra[0] = "--cluster-enabled";
+	k->extra[1] = "yes";
+	k->extra[2] = "--cluster-config-file";
+	k->extra[3] = "nodes.conf";
+	for (tries = 0; tries < 20; tries++) {
+		k->port = 20000 + (int)(rand_r(seed) % 35000);
+		if (!port_free(k->port) || !port_free(k->port + 10000))
+			continue;
+		if (redis_kit_start(k, NULL) == 0) {
+			snprintf(k->spec, sizeof(k->spec),
+				 "redis://127.0.0.1:%d", k->port);
+			return 0;
+		}
+	}
+	k->port = 0;
+	return -1;
+}
+
+int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len)
+{
+	unsigned int seed = (unsigned int)getpid() ^ (unsigned int)time(NULL);
+	char cmd[256], info[4096];
+	int i, tries, ok = 0;
+
+	memset(nodes, 0, 3 * sizeof(nodes[0]));
+	for (i = 0; i < 3; i++)
+		if (start_node(&nodes[i], &seed))
+			goto fail;
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' --cluster create 127.0.0.1:%d 127.0.0.1:%d "
+		 "127.0.0.1:%d --cluster-replicas 0 --cluster-yes "
+		 ">/dev/null 2>&1",
+		 REDIS_CLI, nodes[0].port, nodes[1].port, nodes[2].port);
+	if (system(cmd) != 0)
+		goto fail;
+	for (tries = 0; tries < 200 && ok < 3; tries++) {
+		for (ok = 0, i = 0; i < 3; i++)
+			ok += redis_kit_cmd(&nodes[i], info, sizeof(info),
+					    "CLUSTER INFO") == 0 &&
+			      strstr(info, "cluster_state:ok");
+		if (ok < 3)
+			pause_ms(50);
+	}
+	if (ok < 3)
+		goto fail;
+	snprintf(spec, len, "redis+cluster://127.0.0.1:%d,127.0.0.1:%d",
+		 nodes[0].port, nodes[1].port);
+	return 0;
+fail:
+	for (i = 0; i < 3; i++)
+		redis_kit_destroy(&nodes[i]);
+	return -1;
 }

@@ -39,4 +39,14 @@ void redis_kit_destroy(struct redis_kit *k);
 long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 			const char *fmt, ...);
 
+/*
+ * A 3-master Redis Cluster (no replicas): nodes on ports below 55535
+ * whose bus ports (+10000) are free too, joined by redis-cli --cluster
+ * create, up once CLUSTER INFO says cluster_state:ok on every node.
+ * @spec receives "redis+cluster://127.0.0.1:P1,127.0.0.1:P2".  0, or -1
+ * (nodes destroyed).  Stop with redis_kit_destroy() on each node.
+ */
+int redis_cluster_available(void);
+int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len);
+
 #endif

@@ -4,8 +4,11 @@
  * identical to the memory store on generated timelines (year-long
  * periods, limits up to 2^40, tolerances beyond 2^53 ns), exactness
  * across processes, and the faults: NOSCRIPT, a stopped server, a killed
- * and restarted one, fork, authentication, OOM.  Without redis-server
- * every test is skipped.
+ * and restarted one, fork, authentication, OOM.  Then the same on a real
+ * 3-master Redis Cluster (redis-cli --cluster create): hash slots as the
+ * server computes them, decisions identical to memory, exactness across
+ * processes on keys of every master while a slot migrates (ASK, MOVED).
+ * Without redis-server (or redis-cli, for the cluster) tests are skipped.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +38,10 @@
 #define T0 (UINT64_C(1700000000) * SEC)
 
 static struct redis_kit kit;
+/* The cluster, started by the first test that needs it. */
+static struct redis_kit nodes[3];
+static char cluster_spec[128];
+static int cluster_up;
 
 static int group_setup(void **state)
 {
@@ -48,6 +55,8 @@ static int group_teardown(void **state)
 {
 	(void)state;
 	redis_kit_destroy(&kit);
+	for (int i = 0; cluster_up && i < 3; i++)
+		redis_kit_destroy(&nodes[i]);
 	return 0;
 }
 
@@ -198,7 +207,6 @@ static void test_spec_errors(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_parse(bad[i], -EINVAL);
-	assert_parse("redis+cluster://h:7000,h:7001", -ENOTSUP);
 	assert_parse("rediss://u:s3cret@h", -ENOTSUP);
 }
 
@@ -222,7 +230,10 @@ static void test_open_refusals(void **state)
 
 	(void)state;
 	assert_rc(tk_store_open(&s, "redis://h?tiemout=1s", NULL), -EINVAL);
-	assert_rc(tk_store_open(&s, "redis+cluster://h:1", NULL), -ENOTSUP);
+	assert_rc(tk_store_open(&s, "rediss://h:1", NULL), -ENOTSUP);
+	/* Nor does a cluster: its map is discovered at the first check. */
+	assert_rc(tk_store_open(&s, "redis+cluster://127.0.0.1:1", NULL), 0);
+	tk_store_close(s);
 	/* Opening connects nothing: port 1 is never asked. */
 	assert_rc(tk_store_open(&s, "redis://127.0.0.1:1", NULL), 0);
 	tk_store_close(s);
@@ -376,22 +387,22 @@ static uint64_t unit_of(const struct tk__policy *p)
 static unsigned long long compared, n_admitted, n_denied, n_errors;
 
 /* One timeline on the memory store and on Redis: same answers. */
-static void differential(uint64_t seed0, uint64_t start)
+static void differential(const char *base, uint64_t seed0, uint64_t start)
 {
 	uint64_t seed = seed0;
 	struct tk_limiter *mem, *red;
 	struct tk_clock *cm, *cr;
 	struct tk_decision dm, dr;
-	char policy[320], key[16], opts[64];
+	char policy[320], key[16], opts[256];
 	uint64_t now = start, cost, scale, unit;
 	int i, rm, rr;
 	unsigned int op;
 
 	gen_policy(&seed, policy, sizeof(policy));
 	open_at(&mem, &cm, policy, "memory", TK_FAIL_ERROR);
-	snprintf(opts, sizeof(opts),
-		 "?key_prefix=d%llu:", (unsigned long long)seed0);
-	open_at(&red, &cr, policy, spec_with(&kit, opts), TK_FAIL_ERROR);
+	snprintf(opts, sizeof(opts), "%s?key_prefix=d%llu:", base,
+		 (unsigned long long)seed0);
+	open_at(&red, &cr, policy, opts, TK_FAIL_ERROR);
 	tk_clock_set(cm, now);
 	tk_clock_set(cr, now);
 	scale = tk_limiter_policy(mem)->dim[0].limit;
@@ -465,25 +476,32 @@ static void differential(uint64_t seed0, uint64_t start)
 	tk_clock_free(cr);
 }
 
-static void test_differential(void **state)
+/* @n timelines (TK_REDIS_TIMELINES if set) on @base. */
+static void differentials(const char *base, uint64_t n)
 {
-	uint64_t seed, n, s2;
+	uint64_t seed, s2;
 	const char *env = getenv("TK_REDIS_TIMELINES");
 
-	(void)state;
-	need_server();
-	n = env ? strtoull(env, NULL, 10) : 300;
+	n = env ? strtoull(env, NULL, 10) : n;
 	compared = n_admitted = n_denied = n_errors = 0;
 	for (seed = 1; seed <= n; seed++) {
 		s2 = seed;
-		differential(seed, seed % 3 == 0   ? T0
-				   : seed % 3 == 1 ? rnd_range(&s2, 0, SEC)
-						   : UINT64_C(1) << 62);
+		differential(base, seed,
+			     seed % 3 == 0   ? T0
+			     : seed % 3 == 1 ? rnd_range(&s2, 0, SEC)
+					     : UINT64_C(1) << 62);
 	}
 	print_message("# %llu decisions identical over %llu timelines "
 		      "(checks: %llu admitted, %llu denied; %llu errors)\n",
 		      compared, (unsigned long long)n, n_admitted, n_denied,
 		      n_errors);
+}
+
+static void test_differential(void **state)
+{
+	(void)state;
+	need_server();
+	differentials(kit.spec, 300);
 }
 
 /*
@@ -1224,6 +1242,277 @@ static void test_server_oom(void **state)
 	close_all(l, c, &k);
 }
 
+static void test_cluster_spec(void **state)
+{
+	static const char *const bad[] = {
+		"redis+cluster://",
+		"redis+cluster://h:1,",
+		"redis+cluster://,h:1",
+		"redis+cluster://h:1,h:0",
+		"redis+cluster://u:s3cret@h:1,h:99999",
+		"redis+cluster://h:1/0",
+		"redis+cluster://u:s3cret@h:1/",
+		"redis+cluster://h:1,[::1?timeout=1s",
+		"redis+cluster://h:1?tiemout=1s",
+		"redis+cluster://h:1,h:2,h:3,h:4,h:5,h:6,h:7,h:8,h:9,h:10,h:11,"
+		"h:12,h:13,h:14,h:15,h:16,h:17",
+	};
+	struct tk__redis_spec s;
+	char why[128];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_parse(bad[i], -EINVAL);
+	assert_rc(tk__redis_spec_parse("redis+cluster://u:s3cret@a:7000,[::1]:"
+				       "7001,b?timeout=1s&key_prefix=p:",
+				       &s, why, sizeof(why)),
+		  0);
+	assert_true(s.cluster);
+	assert_int_equal(s.seeds, 3);
+	assert_string_equal(s.seed[0].host, "a");
+	assert_int_equal(s.seed[0].port, 7000);
+	assert_string_equal(s.seed[1].host, "::1");
+	assert_int_equal(s.seed[1].port, 7001);
+	assert_string_equal(s.seed[2].host, "b");
+	assert_int_equal(s.seed[2].port, 6379);
+	assert_string_equal(s.password, "s3cret");
+	assert_true(s.timeout == SEC);
+	assert_string_equal(s.key_prefix, "p:");
+}
+
+/* The cluster, started once; skipped only without the programs. */
+static void need_cluster(void)
+{
+	if (!cluster_up) {
+		if (!redis_cluster_available())
+			skip();
+		assert_int_equal(redis_cluster_start(nodes, cluster_spec,
+						     sizeof(cluster_spec)),
+				 0);
+		cluster_up = 1;
+	}
+}
+
+static unsigned int slot_of(const char *key)
+{
+	return tk__redis_slot(key, strlen(key));
+}
+
+/* Hash slots as Redis computes them (its documented vectors, then the
+ * server's CLUSTER KEYSLOT of generated keys). */
+static void test_cluster_slots(void **state)
+{
+	uint64_t seed = 7;
+	char key[24];
+	int i, j, n;
+
+	(void)state;
+	assert_int_equal(slot_of("123456789"), 0x31c3);
+	assert_int_equal(slot_of("{user1000}.following"), slot_of("user1000"));
+	assert_int_equal(slot_of("foo{}{bar}"), 8363);
+	assert_int_equal(slot_of("foo{{bar}}zap"), slot_of("{bar"));
+	assert_int_equal(slot_of("foo{bar}{zap}"), slot_of("bar"));
+	need_cluster();
+	for (i = 0; i < 200; i++) {
+		n = (int)rnd_range(&seed, 1, sizeof(key) - 1);
+		for (j = 0; j < n; j++)
+			key[j] = (char)rnd_range(&seed, 33, 126);
+		key[n] = '\0';
+		assert_int_equal(redis_kit_cmd(&nodes[0], NULL, 0,
+					       "CLUSTER KEYSLOT %b", key,
+					       (size_t)n),
+				 slot_of(key));
+	}
+}
+
+static void test_cluster_differential(void **state)
+{
+	(void)state;
+	need_cluster();
+	differentials(cluster_spec, 40);
+}
+
+/* The Redis key of @key of a one-dimension limiter without a prefix. */
+static size_t state_key(const char *key_prefix, const char *key, char *buf)
+{
+	size_t n = strlen(key_prefix), k = strlen(key);
+
+	memcpy(buf, key_prefix, n);
+	memcpy(buf + n, "{\0\0", 3);
+	memcpy(buf + n + 3, key, k);
+	buf[n + 3 + k] = '}';
+	return n + 4 + k;
+}
+
+static unsigned int state_slot(const char *key)
+{
+	char buf[64];
+
+	return tk__redis_slot(buf, state_key("", key, buf));
+}
+
+/* The node that serves @key's slot now (the others answer MOVED). */
+static int owner(const char *buf, size_t len)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (redis_kit_cmd(&nodes[i], NULL, 0, "EXISTS %b", buf, len) >=
+		    0)
+			return i;
+	fail_msg("no node serves the key");
+	return -1;
+}
+
+static void node_id(int i, char id[64])
+{
+	assert_int_equal(redis_kit_cmd(&nodes[i], id, 64, "CLUSTER MYID"), 0);
+}
+
+/*
+ * Start moving the slot of @key (a single state) to the next node as
+ * redis-cli --cluster reshard does: IMPORTING, MIGRATING, MIGRATE; from
+ * then on the old node answers ASK.  Returns the old node.
+ */
+static int migrate_start(const char *key_prefix, const char *key)
+{
+	char buf[64];
+	size_t len = state_key(key_prefix, key, buf);
+	unsigned int slot = state_slot(key);
+	int from = owner(buf, len), to = (from + 1) % 3;
+	char id[2][64];
+
+	node_id(from, id[0]);
+	node_id(to, id[1]);
+	assert_int_equal(redis_kit_cmd(&nodes[to], NULL, 0,
+				       "CLUSTER SETSLOT %u IMPORTING %s", slot,
+				       id[0]),
+			 0);
+	assert_int_equal(redis_kit_cmd(&nodes[from], NULL, 0,
+				       "CLUSTER SETSLOT %u MIGRATING %s", slot,
+				       id[1]),
+			 0);
+	assert_int_equal(redis_kit_cmd(&nodes[from], NULL, 0,
+				       "MIGRATE 127.0.0.1 %d %b 0 5000",
+				       nodes[to].port, buf, len),
+			 0);
+	return from;
+}
+
+/* The slot of @key now on the node after @from: MOVED from the others. */
+static void migrate_finish(const char *key, int from)
+{
+	int to = (from + 1) % 3, i;
+	char id[64], why[128];
+
+	node_id(to, id);
+	for (i = 0; i < 3; i++)
+		if (redis_kit_cmd(&nodes[(to + i) % 3], why, sizeof(why),
+				  "CLUSTER SETSLOT %u NODE %s", state_slot(key),
+				  id) != 0)
+			fail_msg("SETSLOT NODE on node %d: %s", (to + i) % 3,
+				 why);
+}
+
+/*
+ * A key whose slot migrates between checks: ASK (the state already on
+ * the new node, the slot not yet) then MOVED, and the decisions stay the
+ * memory store's.
+ */
+static void test_cluster_moved(void **state)
+{
+	struct tk_limiter *mem, *red;
+	struct tk_clock *cm, *cr;
+	struct tk_decision dm, dr;
+	char spec[256];
+	int i, from = 0;
+
+	(void)state;
+	need_cluster();
+	snprintf(spec, sizeof(spec), "%s?key_prefix=m:", cluster_spec);
+	open_at(&mem, &cm, "sliding-window:10/1m", "memory", TK_FAIL_ERROR);
+	open_at(&red, &cr, "sliding-window:10/1m", spec, TK_FAIL_ERROR);
+	for (i = 0; i < 14; i++) {
+		if (i == 4)
+			from = migrate_start("m:", "mk");
+		if (i == 8)
+			migrate_finish("mk", from);
+		tk_clock_set(cm, T0 + (uint64_t)i * SEC);
+		tk_clock_set(cr, T0 + (uint64_t)i * SEC);
+		assert_rc(tk_limiter_check(mem, "mk", 2, 1, &dm), 0);
+		assert_rc(tk_limiter_check(red, "mk", 2, 1, &dr), 0);
+		assert_memory_equal(&dm, &dr, sizeof(dm));
+	}
+	assert_rc(tk_limiter_reset(red, "mk", 2), 0);
+	assert_admits(red, "mk", 2, true);
+	tk_limiter_close(mem);
+	tk_limiter_close(red);
+	tk_clock_free(cm);
+	tk_clock_free(cr);
+}
+
+/*
+ * N processes x M checks of each of K keys (slots on every master) at
+ * limit L admit exactly L per key, while one key's slot migrates.  A
+ * group over keys of several slots is refused; a composite is one slot.
+ */
+static void test_cluster_exact(void **state)
+{
+	enum { N = 4, M = 150, K = 4, L = 200 };
+	static const char *const keys[K] = { "a", "b", "c", "d" };
+	static const struct tk_key two[2] = { { "a", 1 }, { "b", 1 } };
+	struct tk_limiter *pair[2];
+	_Atomic uint64_t *admitted;
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	char spec[256];
+	pid_t pids[N];
+	int i, j, k, status, seen[3] = { 0 };
+
+	(void)state;
+	need_cluster();
+	for (k = 0; k < K; k++)
+		seen[state_slot(keys[k]) * 3 / 16384] = 1;
+	assert_int_equal(seen[0] + seen[1] + seen[2], 3);
+	admitted = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(admitted != MAP_FAILED);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=x:", cluster_spec);
+	open_at(&l, &c, "gcra:200/1d", spec, TK_FAIL_ERROR);
+	pair[0] = pair[1] = l;
+	assert_rc(tk_limiter_check_group(pair, two, 2, 1, &d, NULL, 0),
+		  -ENOTSUP);
+	for (i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			for (j = 0; j < M; j++)
+				for (k = 0; k < K; k++) {
+					if (tk_limiter_check(l, keys[k], 1, 1,
+							     &d) != 0)
+						_exit(1);
+					if (d.allowed)
+						atomic_fetch_add(&admitted[k],
+								 1);
+				}
+			_exit(0);
+		}
+	}
+	i = migrate_start("x:", "c");
+	migrate_finish("c", i);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	for (k = 0; k < K; k++)
+		assert_int_equal(atomic_load(&admitted[k]), L);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	munmap((void *)admitted, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1249,6 +1538,11 @@ int main(void)
 		cmocka_unit_test(test_fork_after_open),
 		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_server_oom),
+		cmocka_unit_test(test_cluster_spec),
+		cmocka_unit_test(test_cluster_slots),
+		cmocka_unit_test(test_cluster_differential),
+		cmocka_unit_test(test_cluster_moved),
+		cmocka_unit_test(test_cluster_exact),
 	};
 
 	return cmocka_run_group_tests_name("redis store", tests, group_setup,

@@ -1,0 +1,285 @@
+/*
+ * redis-cluster.c - the slot map of a Redis Cluster and a connection pool
+ * per node.
+ *
+ * Redis Cluster puts a key in one of 16384 slots: the CRC16/XMODEM of its
+ * hash tag (the bytes between the first '{' and the next '}', if any)
+ * or of the whole key, and every slot on one master.  The map here holds,
+ * per slot, which node serves it (0: not known yet); it is filled by
+ * CLUSTER SLOTS, asked of any known node (the seeds first) when a check
+ * meets a slot not known, and corrected slot by slot by the MOVED replies
+ * the servers send while slots migrate.
+ *
+ * A node is a spec (the store's, with the node's host and port) and the
+ * per-thread pool of redis-conn.c.  The table of nodes only grows (a
+ * cluster that moves to new addresses adds nodes; 64 at most): a node is
+ * added by one CAS on the first empty entry, and every thread walks the
+ * entries in the same order, so no address is added twice.  No lock: a
+ * fork() leaves the child nothing held.
+ */
+#include "internal.h"
+#include "redis.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#define NODES_MAX 64
+#define SLOTS 16384
+
+struct node {
+	struct tk__redis_spec spec; /* host and port: the node's */
+	struct tk__redis_pool pool;
+};
+
+struct tk__redis_cluster {
+	const struct tk__redis_spec *spec;
+	tk_atomic_ptr node[NODES_MAX]; /* NULL: free, then set once */
+	tk_atomic_u32 slot[SLOTS];     /* node index + 1; 0: not known */
+};
+
+unsigned int tk__redis_slot(const char *key, size_t len)
+{
+	const char *open = memchr(key, '{', len), *close;
+	uint16_t crc = 0;
+	size_t i;
+	int bit;
+
+	if (open) {
+		close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+		if (close && close > open + 1) {
+			len = (size_t)(close - open - 1);
+			key = open + 1;
+		}
+	}
+	for (i = 0; i < len; i++) {
+		crc ^= (uint16_t)((unsigned char)key[i] << 8);
+		for (bit = 0; bit < 8; bit++)
+			crc = (uint16_t)(crc & 0x8000 ? crc << 1 ^ 0x1021
+						      : crc << 1);
+	}
+	return crc & (SLOTS - 1);
+}
+
+static void node_free(struct node *n)
+{
+	tk__redis_pool_destroy(&n->pool);
+	memset(&n->spec, 0, sizeof(n->spec)); /* the password */
+	free(n);
+}
+
+/* The index of the node at @host (@hlen bytes) and @port, added if new. */
+static int node_index(struct tk__redis_cluster *cl, const char *host,
+		      size_t hlen, int port)
+{
+	struct node *mine = NULL, *n;
+	void *expected;
+	size_t i;
+
+	if (hlen == 0 || hlen > TK__REDIS_HOST_MAX || port < 1 || port > 65535)
+		return -EPROTO;
+	for (i = 0; i < NODES_MAX; i++) {
+		/* acquire: pairs with the release CAS, for the node. */
+		n = tk_atomic_load_ptr(&cl->node[i], TK_MO_ACQUIRE);
+		if (!n) {
+			if (!mine) {
+				mine = malloc(sizeof(*mine));
+				if (!mine)
+					return -ENOMEM;
+				mine->spec = *cl->spec;
+				memcpy(mine->spec.host, host, hlen);
+				mine->spec.host[hlen] = '\0';
+				mine->spec.port = port;
+				if (tk__redis_pool_init(&mine->pool,
+							&mine->spec)) {
+					free(mine);
+					return -ENOMEM;
+				}
+			}
+			expected = NULL;
+			if (tk_atomic_cas_ptr(&cl->node[i], &expected, mine,
+					      TK_MO_ACQ_REL))
+				return (int)i;
+			n = expected;
+		}
+		if (n->spec.port == port && strlen(n->spec.host) == hlen &&
+		    memcmp(n->spec.host, host, hlen) == 0) {
+			if (mine)
+				node_free(mine);
+			return (int)i;
+		}
+	}
+	if (mine)
+		node_free(mine);
+	return -ENOMEM;
+}
+
+int tk__redis_cluster_init(struct tk__redis_cluster **out,
+			   const struct tk__redis_spec *spec)
+{
+	struct tk__redis_cluster *cl = calloc(1, sizeof(*cl));
+	size_t i;
+	int rc = 0;
+
+	if (!cl)
+		return -ENOMEM;
+	cl->spec = spec;
+	for (i = 0; i < spec->seeds && rc >= 0; i++)
+		rc = node_index(cl, spec->seed[i].host,
+				strlen(spec->seed[i].host), spec->seed[i].port);
+	if (rc < 0) {
+		tk__redis_cluster_destroy(cl);
+		return rc;
+	}
+	*out = cl;
+	return 0;
+}
+
+void tk__redis_cluster_destroy(struct tk__redis_cluster *cl)
+{
+	struct node *n;
+	size_t i;
+
+	for (i = 0; i < NODES_MAX; i++) {
+		n = tk_atomic_load_ptr(&cl->node[i], TK_MO_ACQUIRE);
+		if (n)
+			node_free(n);
+	}
+	free(cl);
+}
+
+static int integer(const redisReply *r, long long min, long long max)
+{
+	return r->type == REDIS_REPLY_INTEGER && r->integer >= min &&
+	       r->integer <= max;
+}
+
+/*
+ * One CLUSTER SLOTS entry: [first, last, [ip, port, id, ...], replicas].
+ * An empty ip is the address the reply came from.
+ */
+static int slot_range(struct tk__redis_cluster *cl, const struct node *from,
+		      const redisReply *e)
+{
+	const redisReply *m;
+	const char *host;
+	size_t hlen, s;
+	int i;
+
+	if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+	    !integer(e->element[0], 0, SLOTS - 1) ||
+	    !integer(e->element[1], e->element[0]->integer, SLOTS - 1))
+		return -EPROTO;
+	m = e->element[2];
+	if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+	    m->element[0]->type != REDIS_REPLY_STRING ||
+	    !integer(m->element[1], 1, 65535))
+		return -EPROTO;
+	host = m->element[0]->str;
+	hlen = m->element[0]->len;
+	if (hlen == 0) {
+		host = from->spec.host;
+		hlen = strlen(host);
+	}
+	i = node_index(cl, host, hlen, (int)m->element[1]->integer);
+	if (i < 0)
+		return i;
+	for (s = (size_t)e->element[0]->integer;
+	     s <= (size_t)e->element[1]->integer; s++)
+		tk_atomic_store_u32(&cl->slot[s], (uint32_t)i + 1,
+				    TK_MO_RELAXED);
+	return 0;
+}
+
+/* The map from CLUSTER SLOTS of node @i. */
+static int refresh_from(struct tk__redis_cluster *cl, size_t i)
+{
+	static const char *const argv[2] = { "CLUSTER", "SLOTS" };
+	static const size_t lens[2] = { 7, 5 };
+	struct node *n = tk_atomic_load_ptr(&cl->node[i], TK_MO_ACQUIRE);
+	struct tk__redis_conn *c;
+	redisReply *r;
+	size_t k;
+	int rc;
+
+	if (!n)
+		return -ENOENT;
+	rc = tk__redis_conn_get(&n->pool, &c);
+	if (rc == 0)
+		rc = tk__redis_command(c, 2, (const char **)argv, lens,
+				       (void **)&r);
+	if (rc)
+		return rc;
+	rc = r->type == REDIS_REPLY_ARRAY ? 0 : -EPROTO;
+	for (k = 0; rc == 0 && k < r->elements; k++)
+		rc = slot_range(cl, n, r->element[k]);
+	tk__redis_reply_free(r);
+	return rc;
+}
+
+/* The map from the first node that answers: the seeds, then the others. */
+static int refresh(struct tk__redis_cluster *cl)
+{
+	size_t i;
+	int rc = -ECONNREFUSED, last;
+
+	for (i = 0; i < NODES_MAX; i++) {
+		last = refresh_from(cl, i);
+		if (last == -ENOENT)
+			break;
+		rc = last;
+		if (rc == 0)
+			break;
+	}
+	return rc;
+}
+
+static int conn_of(struct tk__redis_cluster *cl, uint32_t i,
+		   struct tk__redis_conn **out)
+{
+	struct node *n = tk_atomic_load_ptr(&cl->node[i], TK_MO_ACQUIRE);
+
+	return tk__redis_conn_get(&n->pool, out);
+}
+
+int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
+			   struct tk__redis_conn **out)
+{
+	uint32_t i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_RELAXED);
+	int rc;
+
+	if (i == 0) {
+		rc = refresh(cl);
+		if (rc)
+			return rc;
+		i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_RELAXED);
+		if (i == 0)
+			return -EAGAIN; /* no master serves the slot */
+	}
+	return conn_of(cl, i - 1, out);
+}
+
+int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
+			     struct tk__redis_conn *c, int moved,
+			     struct tk__redis_conn **out)
+{
+	const char *to = tk__redis_conn_redirect(c), *colon = strrchr(to, ':');
+	char *end;
+	long port;
+	int i;
+
+	if (!colon)
+		return -EPROTO;
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1)
+		return -EPROTO;
+	i = node_index(cl, to, (size_t)(colon - to), (int)port);
+	if (i < 0)
+		return i;
+	if (moved)
+		tk_atomic_store_u32(&cl->slot[slot], (uint32_t)i + 1,
+				    TK_MO_RELAXED);
+	return conn_of(cl, (uint32_t)i, out);
+}
