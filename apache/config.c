@@ -5,7 +5,7 @@
  * httpd reads it, so that "apache2 -t" reports it with the file and line
  * (httpd prefixes a directive's error with both): a policy that does not
  * parse, a store spec this build cannot open (a Redis spec the library
- * refuses, redis+cluster:// too), a rule naming an unknown
+ * refuses, rediss:// too), a rule naming an unknown
  * store, a Throttle naming an unknown rule or rules that cannot be
  * checked together.  Only what needs the running system (creating a zone)
  * is left to post_config.
@@ -193,9 +193,8 @@ static const char *redis_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	return apr_psprintf(
 		cmd->pool, "ThrottleStore %s: %s: %s%s", s->name, s->shown,
 		tk_strerror(rc),
-		rc == -ENOTSUP ? " (Redis Cluster, redis+cluster://, and TLS, "
-				 "rediss://, are not supported yet; a build "
-				 "without hiredis has no Redis store)"
+		rc == -ENOTSUP ? " (TLS, rediss://, is not supported yet; a "
+				 "build without hiredis has no Redis store)"
 		: rc == -EINVAL
 			? " (expected redis://[USER[:PASSWORD]@]HOST[:PORT]"
 			  "[/DB][?OPTIONS] or redis+unix://[USER[:PASSWORD]@]"

@@ -151,11 +151,9 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 "to trust, and gives a zone root creates to that "
 			 "user)");
 	} else if (rc == -ENOTSUP) {
-		snprintf(
-			why, len,
-			"redis+cluster:// and rediss:// are not supported yet, "
-			"and redis:// needs a libthrottlekit built with "
-			"hiredis");
+		snprintf(why, len,
+			 "rediss:// is not supported yet, and redis:// needs a "
+			 "libthrottlekit built with hiredis");
 	} else if (rc == -EINVAL) {
 		snprintf(why, len,
 			 "expected \"memory\", \"shm:NAME\" (NAME: 1 to 200 "

@@ -37,7 +37,6 @@ t("redis://user:s3/cret@127.0.0.1");
 t("redis+unix://user:s3cret@relative/path");
 t("redis://127.0.0.1?timeout=forever");
 t("rediss://user:s3cret@127.0.0.1");
-t("redis+cluster://user:s3cret@127.0.0.1:7000");
 ?>
 --EXPECT--
 ThrottleKit\Exception (22): store "redis://user:***@127.0.0.1:99999": Invalid argument (EINVAL): expected "memory", "shm:NAME" (NAME: 1 to 200 of [A-Za-z0-9._-]; a zone capacity that is a power of two), "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]" (OPTIONS: timeout=, connect_timeout=, key_prefix=, server_time=1; see tk_store_open(3))
@@ -45,5 +44,4 @@ ThrottleKit\Exception (22): store "redis://:***@127.0.0.1/x": Invalid argument (
 ThrottleKit\Exception (22): store "redis://user:***@127.0.0.1": Invalid argument (EINVAL): expected "memory", "shm:NAME" (NAME: 1 to 200 of [A-Za-z0-9._-]; a zone capacity that is a power of two), "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]" (OPTIONS: timeout=, connect_timeout=, key_prefix=, server_time=1; see tk_store_open(3))
 ThrottleKit\Exception (22): store "redis+unix://user:***@relative/path": Invalid argument (EINVAL): expected "memory", "shm:NAME" (NAME: 1 to 200 of [A-Za-z0-9._-]; a zone capacity that is a power of two), "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]" (OPTIONS: timeout=, connect_timeout=, key_prefix=, server_time=1; see tk_store_open(3))
 ThrottleKit\Exception (22): store "redis://127.0.0.1?timeout=forever": Invalid argument (EINVAL): expected "memory", "shm:NAME" (NAME: 1 to 200 of [A-Za-z0-9._-]; a zone capacity that is a power of two), "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]" (OPTIONS: timeout=, connect_timeout=, key_prefix=, server_time=1; see tk_store_open(3))
-ThrottleKit\Exception (95): store "rediss://user:***@127.0.0.1": Not supported by this build (ENOTSUP): redis+cluster:// and rediss:// are not supported yet, and redis:// needs a libthrottlekit built with hiredis
-ThrottleKit\Exception (95): store "redis+cluster://user:***@127.0.0.1:7000": Not supported by this build (ENOTSUP): redis+cluster:// and rediss:// are not supported yet, and redis:// needs a libthrottlekit built with hiredis
+ThrottleKit\Exception (95): store "rediss://user:***@127.0.0.1": Not supported by this build (ENOTSUP): rediss:// is not supported yet, and redis:// needs a libthrottlekit built with hiredis

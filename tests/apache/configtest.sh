@@ -68,8 +68,6 @@ fi
 
 expect_error "bad policy" 'ThrottleRule bad "gcra:10/1x"' 'bad policy "gcra:10/1x": expected a unit'
 expect_error "unknown algorithm" 'ThrottleRule bad "nosuch:1/s"' 'bad policy'
-expect_error "Redis cluster store" 'ThrottleStore r redis+cluster://u:sekret@127.0.0.1:6379' \
-	'ThrottleStore r: redis+cluster://u:***@127.0.0.1:6379: Not supported by this build (Redis Cluster'
 expect_error "TLS Redis store" 'ThrottleStore r rediss://:sekret@127.0.0.1' 'rediss://:***@127.0.0.1: Not supported'
 if [ $redis = yes ]; then
 	expect_error "bad Redis spec" 'ThrottleStore r redis://u:sekret@127.0.0.1:99999' 'Invalid argument (expected redis://'

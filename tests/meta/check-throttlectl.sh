@@ -68,9 +68,9 @@ expect 2 "throttlectl: policy 'all(gcra:1/s,gcrx:1/s)': expected a known algorit
 	"$ctl" simulate --policy 'all(gcra:1/s,gcrx:1/s)'
 expect 2 "throttlectl: store 'bogus': expected memory, shm:NAME or redis://..." \
 	"$ctl" simulate --policy gcra:1/s --store bogus
-# Redis Cluster is not supported yet, with or without hiredis.
-expect 2 "throttlectl: store 'redis+cluster://127.0.0.1:1': Not supported by this build (ENOTSUP)" \
-	"$ctl" simulate --policy gcra:1/s --store redis+cluster://127.0.0.1:1
+# TLS to Redis is not supported yet, with or without hiredis.
+expect 2 "throttlectl: store 'rediss://127.0.0.1:1': Not supported by this build (ENOTSUP)" \
+	"$ctl" simulate --policy gcra:1/s --store rediss://127.0.0.1:1
 expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate needs the replay's clock, not server_time=1" \
 	"$ctl" simulate --policy gcra:1/s \
 	--store 'redis://u:s3cret@127.0.0.1:1?server_time=1'

@@ -77,8 +77,8 @@ static void test_store_specs(void **state)
 	assert_int_equal(tk_store_open(&s, "shm:", NULL), -EINVAL);
 	assert_int_equal(tk_store_open(&s, "shm:a/b", NULL), -EINVAL);
 	assert_int_equal(tk_store_open(&s, "shm:.hidden", NULL), -EINVAL);
-	/* Redis Cluster: not yet, with or without hiredis. */
-	assert_int_equal(tk_store_open(&s, "redis+cluster://127.0.0.1:1", NULL),
+	/* TLS Redis: not yet, with or without hiredis. */
+	assert_int_equal(tk_store_open(&s, "rediss://127.0.0.1:1", NULL),
 			 -ENOTSUP);
 	assert_int_equal(tk_limiter_open(&l, "gcra:1/s", "bogus", NULL),
 			 -EINVAL);
