@@ -188,8 +188,10 @@ static int slot_range(struct tk__redis_cluster *cl, const struct node *from,
 		return i;
 	for (s = (size_t)e->element[0]->integer;
 	     s <= (size_t)e->element[1]->integer; s++)
+		/* release: the node's entry; pairs with conn_of()'s
+		 * acquire of the slot. */
 		tk_atomic_store_u32(&cl->slot[s], (uint32_t)i + 1,
-				    TK_MO_RELAXED);
+				    TK_MO_RELEASE);
 	return 0;
 }
 
@@ -247,14 +249,15 @@ static int conn_of(struct tk__redis_cluster *cl, uint32_t i,
 int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 			   struct tk__redis_conn **out)
 {
-	uint32_t i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_RELAXED);
+	/* acquire: the node of the entry is there (slot_range()). */
+	uint32_t i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_ACQUIRE);
 	int rc;
 
 	if (i == 0) {
 		rc = refresh(cl);
 		if (rc)
 			return rc;
-		i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_RELAXED);
+		i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_ACQUIRE);
 		if (i == 0)
 			return -EAGAIN; /* no master serves the slot */
 	}
@@ -278,8 +281,8 @@ int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 	i = node_index(cl, to, (size_t)(colon - to), (int)port);
 	if (i < 0)
 		return i;
-	if (moved)
+	if (moved) /* release: as in slot_range() */
 		tk_atomic_store_u32(&cl->slot[slot], (uint32_t)i + 1,
-				    TK_MO_RELAXED);
+				    TK_MO_RELEASE);
 	return conn_of(cl, (uint32_t)i, out);
 }
