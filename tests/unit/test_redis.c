@@ -1452,6 +1452,26 @@ static void test_cluster_moved(void **state)
 	tk_clock_free(cr);
 }
 
+/* A seed that is down is passed over: the map comes from the next. */
+static void test_cluster_dead_seed(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	char spec[256];
+
+	(void)state;
+	need_cluster();
+	snprintf(spec, sizeof(spec),
+		 "redis+cluster://127.0.0.1:1,127.0.0.1:%d?key_prefix=s:",
+		 nodes[2].port);
+	open_at(&l, &c, "fixed-window:1/1h", spec, TK_FAIL_ERROR);
+	assert_admits(l, "a", 1, true);
+	assert_admits(l, "b", 1, true);
+	assert_admits(l, "a", 1, false);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
 /*
  * N processes x M checks of each of K keys (slots on every master) at
  * limit L admit exactly L per key, while one key's slot migrates.  A
@@ -1543,6 +1563,7 @@ int main(void)
 		cmocka_unit_test(test_cluster_differential),
 		cmocka_unit_test(test_cluster_moved),
 		cmocka_unit_test(test_cluster_exact),
+		cmocka_unit_test(test_cluster_dead_seed),
 	};
 
 	return cmocka_run_group_tests_name("redis store", tests, group_setup,
