@@ -308,8 +308,12 @@ int tk__clock_read(struct tk_clock *c, uint64_t *ns);
 /* error.c: let only documented codes leave the library. */
 int tk__rc(int rc);
 
-/* siphash.c: SipHash-2-4 with a 128-bit key. */
+/*
+ * siphash.c: SipHash-2-4 and SipHash-1-3 (the stores' key hash; why 1-3
+ * is enough there: siphash.c) with a 128-bit key.
+ */
 uint64_t tk__siphash(const uint64_t key[2], const void *data, size_t len);
+uint64_t tk__siphash13(const uint64_t key[2], const void *data, size_t len);
 int tk__random_bytes(void *buf, size_t len);
 
 /* rcu.c: the liburcu flavour and fork handling, in one place. */

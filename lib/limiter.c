@@ -53,8 +53,10 @@ static int compose_key(const struct tk_limiter *l, int dim, const char *key,
 	buf[n++] = (unsigned char)((l->prefix_len >> 8) |
 				   (dim == SINGLE ? 0 : 0x80));
 	buf[n++] = (unsigned char)l->prefix_len;
-	memcpy(buf + n, l->prefix, l->prefix_len);
-	n += l->prefix_len;
+	if (l->prefix_len) { /* most limiters have none: no call for it */
+		memcpy(buf + n, l->prefix, l->prefix_len);
+		n += l->prefix_len;
+	}
 	if (dim != SINGLE)
 		buf[n++] = (unsigned char)dim;
 	memcpy(buf + n, key, key_len);
@@ -394,9 +396,11 @@ static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
 	if (!l || !out)
 		return -EINVAL;
 	rc = tk__clock_read(l->clock, &now);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = run(l, key, key_len, keys, op, now, cost, out);
-	else if (l->fail != TK_FAIL_ERROR)
+		if (rc == 0) /* a decision: nothing for the fail policy */
+			return 0;
+	} else if (l->fail != TK_FAIL_ERROR)
 		rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
 	return fail_policy(l->fail, l->policy, now, rc, out);
 }

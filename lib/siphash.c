@@ -1,14 +1,33 @@
 /*
- * siphash.c - SipHash-2-4, a keyed hash for untrusted keys.
+ * siphash.c - SipHash, a keyed hash for untrusted keys.
  *
  * Keys come from clients (IP addresses, API tokens), so a public hash
  * function would let an attacker aim every key at one bucket.  Each store
  * draws its own 128-bit secret from getrandom(2).  Reference: Aumasson and
  * Bernstein, "SipHash: a fast short-input PRF" (2012); the test vectors of
  * that paper are checked in tests/unit/test_siphash.c.
+ *
+ * Two round counts.  tk__siphash is SipHash-2-4, the paper's conservative
+ * PRF, for names that leave the process (the Redis scripts).  The stores
+ * hash every checked key with SipHash-1-3 (tk__siphash13), about half the
+ * rounds, on the hot path of every check.  Why 1-3 is enough there: the
+ * hash is never revealed (a zone's secret is readable only by whoever can
+ * read the zone's slots anyway, and a memory store's never leaves the
+ * process), so an attacker who picks keys learns about it only through
+ * side effects (evictions, refusals, timing), one bit at a time at best.
+ * What they would need is collisions under an unknown 128-bit key: a
+ * zone fingerprint is 57 bits of the hash, and two keys with one
+ * fingerprint in one window would share a state.  SipHash-1-3 has no
+ * published attack better than generic (it is the hash of the hash tables
+ * of Rust, Python and Ruby for that reason), so without the key a
+ * collision takes about 2^28 keys for a chance birthday match in the same
+ * window, not chosen collisions, and flooding one window takes guessing
+ * positions that are as secret as the key.  2-4 buys margin against
+ * cryptanalysis of the PRF where its output is seen; here it is not.
  */
 #include "internal.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
@@ -20,10 +39,41 @@ static inline uint64_t rotl(uint64_t x, int b)
 
 static inline uint64_t load_le64(const unsigned char *p)
 {
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-	       (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
-	       (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
-	       (uint64_t)p[7] << 56;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+static inline uint64_t load_le32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+/*
+ * The last len & 7 bytes of @in as a little-endian word, read a word at
+ * a time without reading outside [in, in + len): with a whole word before
+ * them, the last 8 bytes shifted down; else two overlapping 4-byte loads
+ * (4..7 bytes) or the first, middle and last byte (1..3), whose overlaps
+ * OR the same byte into the same place.
+ */
+static inline uint64_t load_tail(const unsigned char *in, size_t len)
+{
+	size_t tail = len & 7;
+	const unsigned char *p = in + len - tail;
+
+	if (tail == 0)
+		return 0;
+	if (len >= 8)
+		return load_le64(in + len - 8) >> (64 - 8 * tail);
+	if (tail >= 4)
+		return load_le32(p) | load_le32(p + tail - 4)
+					      << (8 * (tail - 4));
+	return (uint64_t)p[0] | (uint64_t)p[tail / 2] << (8 * (tail / 2)) |
+	       (uint64_t)p[tail - 1] << (8 * (tail - 1));
 }
 
 #define SIPROUND                                                               \
@@ -44,36 +94,45 @@ static inline uint64_t load_le64(const unsigned char *p)
 		v2 = rotl(v2, 32);                                             \
 	} while (0)
 
-uint64_t tk__siphash(const uint64_t key[2], const void *data, size_t len)
+/* @c compression rounds per word, @d finalisation rounds; inlined twice. */
+static inline uint64_t siphash(const uint64_t key[2], const void *data,
+			       size_t len, int c, int d)
 {
 	const unsigned char *in = data;
 	uint64_t v0 = UINT64_C(0x736f6d6570736575) ^ key[0];
 	uint64_t v1 = UINT64_C(0x646f72616e646f6d) ^ key[1];
 	uint64_t v2 = UINT64_C(0x6c7967656e657261) ^ key[0];
 	uint64_t v3 = UINT64_C(0x7465646279746573) ^ key[1];
-	uint64_t m, b = (uint64_t)len << 56;
-	size_t i, tail = len & 7;
+	uint64_t m;
+	size_t i;
+	int r;
 
 	for (i = 0; i + 8 <= len; i += 8) {
 		m = load_le64(in + i);
 		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
+		for (r = 0; r < c; r++)
+			SIPROUND;
 		v0 ^= m;
 	}
-	for (m = 0; tail > 0; tail--)
-		m |= (uint64_t)in[i + tail - 1] << (8 * (tail - 1));
-	b |= m;
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
+	m = (uint64_t)len << 56 | load_tail(in, len);
+	v3 ^= m;
+	for (r = 0; r < c; r++)
+		SIPROUND;
+	v0 ^= m;
 	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
+	for (r = 0; r < d; r++)
+		SIPROUND;
 	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t tk__siphash(const uint64_t key[2], const void *data, size_t len)
+{
+	return siphash(key, data, len, 2, 4);
+}
+
+uint64_t tk__siphash13(const uint64_t key[2], const void *data, size_t len)
+{
+	return siphash(key, data, len, 1, 3);
 }
 
 int tk__random_bytes(void *buf, size_t len)

@@ -192,7 +192,7 @@ int tk__mem_probe(struct mem_store *s, union probe *p, const unsigned char *key,
 		return -ENAMETOOLONG;
 	p->e.key_len = len;
 	memcpy(p->e.key, key, len);
-	*hash = tk__siphash(s->seed, key, len);
+	*hash = tk__siphash13(s->seed, key, len);
 	return 0;
 }
 

@@ -93,7 +93,7 @@ static int state_fn(void *ctx, const uint64_t *old, uint64_t *next,
 static void key_of(const struct shm_store *s, const unsigned char *key,
 		   size_t len, int block, uint32_t alg, struct tk__zone_key *k)
 {
-	uint64_t h = tk__siphash(s->seed, key, len), m = h;
+	uint64_t h = tk__siphash13(s->seed, key, len), m = h;
 
 	k->fp = h & TKZ_FP_KEY;
 	if (k->fp == 0)

@@ -1,17 +1,40 @@
 /*
  * test_siphash.c - SipHash-2-4 against the vectors of its paper
- * (key 00..0f, message 00..len-1), and the keyed property we rely on.
+ * (key 00..0f, message 00..len-1), SipHash-1-3 against a plain
+ * byte-at-a-time transcription of the paper's algorithm with c = 1,
+ * d = 3 (the library reads whole words, also in the tail), and the
+ * keyed property we rely on.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include "internal.h"
 
-static const uint64_t ref_key[2] = {
-	UINT64_C(0x0706050403020100), UINT64_C(0x0f0e0d0c0b0a0908)
+static const uint64_t ref_key[2] = { UINT64_C(0x0706050403020100),
+				     UINT64_C(0x0f0e0d0c0b0a0908) };
+
+/*
+ * Lengths 0 and 1, every tail path of the word reads (3, 4, 7, 8, 12 and
+ * 63 bytes) and the paper's worked example (15 bytes).
+ */
+static const struct {
+	size_t len;
+	uint64_t hash;
+} paper[] = {
+	{ 0, UINT64_C(0x726fdb47dd0e0e31) },
+	{ 1, UINT64_C(0x74f839c593dc67fd) },
+	{ 3, UINT64_C(0x85676696d7fb7e2d) },
+	{ 4, UINT64_C(0xcf2794e0277187b7) },
+	{ 7, UINT64_C(0xab0200f58b01d137) },
+	{ 8, UINT64_C(0x93f5f5799a932462) },
+	{ 12, UINT64_C(0x751e8fbc860ee5fb) },
+	{ 15, UINT64_C(0xa129ca6149be45e5) },
+	{ 63, UINT64_C(0x958a324ceb064572) },
 };
 
 static void test_paper_vectors(void **state)
@@ -22,13 +45,99 @@ static void test_paper_vectors(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(msg); i++)
 		msg[i] = (unsigned char)i;
-	assert_int_equal(tk__siphash(ref_key, msg, 0),
-			 UINT64_C(0x726fdb47dd0e0e31));
-	assert_int_equal(tk__siphash(ref_key, msg, 1),
-			 UINT64_C(0x74f839c593dc67fd));
-	/* The worked example of the paper: 15 bytes. */
-	assert_int_equal(tk__siphash(ref_key, msg, 15),
-			 UINT64_C(0xa129ca6149be45e5));
+	for (i = 0; i < sizeof(paper) / sizeof(paper[0]); i++)
+		assert_int_equal(tk__siphash(ref_key, msg, paper[i].len),
+				 paper[i].hash);
+}
+
+static uint64_t plain_rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+static void plain_round(uint64_t v[4])
+{
+	v[0] += v[1];
+	v[1] = plain_rotl(v[1], 13) ^ v[0];
+	v[0] = plain_rotl(v[0], 32);
+	v[2] += v[3];
+	v[3] = plain_rotl(v[3], 16) ^ v[2];
+	v[0] += v[3];
+	v[3] = plain_rotl(v[3], 21) ^ v[0];
+	v[2] += v[1];
+	v[1] = plain_rotl(v[1], 17) ^ v[2];
+	v[2] = plain_rotl(v[2], 32);
+}
+
+/* The paper's definition, one byte at a time: the last word is padded
+ * with zeros and carries len mod 256 in its top byte. */
+static uint64_t plain_siphash13(const uint64_t k[2], const unsigned char *in,
+				size_t len)
+{
+	uint64_t v[4] = { k[0] ^ UINT64_C(0x736f6d6570736575),
+			  k[1] ^ UINT64_C(0x646f72616e646f6d),
+			  k[0] ^ UINT64_C(0x6c7967656e657261),
+			  k[1] ^ UINT64_C(0x7465646279746573) };
+	size_t words = len / 8 + 1, w, j;
+	uint64_t m;
+
+	for (w = 0; w < words; w++) {
+		m = 0;
+		for (j = 0; j < 8; j++) {
+			if (w * 8 + j < len)
+				m |= (uint64_t)in[w * 8 + j] << (8 * j);
+		}
+		if (w == words - 1)
+			m |= (uint64_t)(len & 0xff) << 56;
+		v[3] ^= m;
+		plain_round(v);
+		v[0] ^= m;
+	}
+	v[2] ^= 0xff;
+	for (j = 0; j < 3; j++)
+		plain_round(v);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+/*
+ * Every length from 0 to 64, at every alignment of the buffer, and each
+ * message placed at the very end of a heap block so that ASan catches a
+ * word read past it.
+ */
+static void test_siphash13_every_length(void **state)
+{
+	unsigned char msg[72];
+	unsigned char *end;
+	uint64_t k[2] = { UINT64_C(0x0123456789abcdef),
+			  UINT64_C(0xfedcba9876543210) };
+	size_t len, off, i;
+
+	(void)state;
+	for (i = 0; i < sizeof(msg); i++)
+		msg[i] = (unsigned char)(i * 37 + 11);
+	for (len = 0; len <= 64; len++) {
+		for (off = 0; off < 8; off++) {
+			assert_int_equal(
+				tk__siphash13(ref_key, msg + off, len),
+				plain_siphash13(ref_key, msg + off, len));
+			assert_int_equal(tk__siphash13(k, msg + off, len),
+					 plain_siphash13(k, msg + off, len));
+		}
+		end = malloc(len ? len : 1);
+		assert_non_null(end);
+		memcpy(end, msg, len);
+		assert_int_equal(tk__siphash13(k, end, len),
+				 plain_siphash13(k, msg, len));
+		free(end);
+	}
+	/* Zero key: the values other SipHash-1-3 implementations test. */
+	k[0] = k[1] = 0;
+	assert_int_equal(tk__siphash13(k, "", 0), UINT64_C(0xd1fba762150c532c));
+	assert_int_equal(tk__siphash13(k, "siphash", 7),
+			 UINT64_C(0x8264ceeccb16bcbe));
+	/* Not SipHash-2-4 under another name. */
+	assert_int_not_equal(tk__siphash13(ref_key, msg, 15),
+			     tk__siphash(ref_key, msg, 15));
 }
 
 static void test_key_changes_everything(void **state)
@@ -37,10 +146,13 @@ static void test_key_changes_everything(void **state)
 	const char *m = "203.0.113.7";
 
 	(void)state;
-	assert_int_not_equal(tk__siphash(ref_key, m, 11), tk__siphash(k2, m, 11));
-	assert_int_equal(tk__siphash(ref_key, m, 11), tk__siphash(ref_key, m, 11));
+	assert_int_not_equal(tk__siphash(ref_key, m, 11),
+			     tk__siphash(k2, m, 11));
+	assert_int_equal(tk__siphash(ref_key, m, 11),
+			 tk__siphash(ref_key, m, 11));
 	/* Every length path: 0..7 tail bytes. */
-	assert_int_not_equal(tk__siphash(ref_key, m, 10), tk__siphash(ref_key, m, 11));
+	assert_int_not_equal(tk__siphash(ref_key, m, 10),
+			     tk__siphash(ref_key, m, 11));
 }
 
 static void test_random_seeds_differ(void **state)
@@ -57,6 +169,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paper_vectors),
+		cmocka_unit_test(test_siphash13_every_length),
 		cmocka_unit_test(test_key_changes_everything),
 		cmocka_unit_test(test_random_seeds_differ),
 	};
