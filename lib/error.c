@@ -34,6 +34,7 @@ static const struct {
 	{ ETIMEDOUT, "ETIMEDOUT", "Store server timed out" },
 	{ ECONNREFUSED, "ECONNREFUSED", "Store server refused the connection" },
 	{ ECONNRESET, "ECONNRESET", "Connection to the store server lost" },
+	{ EAGAIN, "EAGAIN", "Store cluster redirected or busy; try again" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))

@@ -18,6 +18,10 @@ static void test_names_and_text(void **state)
 	assert_string_equal(tk_strerrorname(-ENAMETOOLONG), "ENAMETOOLONG");
 	assert_string_equal(tk_strerrorname(-ENOTSUP), "ENOTSUP");
 	assert_string_equal(tk_strerrorname(-EPROTO), "EPROTO");
+	/* Store codes pass the public boundary as themselves, not -EIO. */
+	assert_string_equal(tk_strerrorname(-EAGAIN), "EAGAIN");
+	assert_string_equal(tk_strerrorname(-ETIMEDOUT), "ETIMEDOUT");
+	assert_string_equal(tk_strerrorname(-ECONNRESET), "ECONNRESET");
 	assert_string_equal(tk_strerrorname(-12345), "EUNKNOWN");
 	assert_string_equal(tk_strerror(0), "Success");
 	assert_string_equal(tk_strerror(-12345), "Unknown error");
