@@ -264,9 +264,9 @@ int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 	return conn_of(cl, i - 1, out);
 }
 
-int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
-			     struct tk__redis_conn *c, int moved,
-			     struct tk__redis_conn **out)
+/* The node a redirection on @c names, the map corrected if @moved. */
+static int redirect_index(struct tk__redis_cluster *cl, unsigned int slot,
+			  struct tk__redis_conn *c, int moved)
 {
 	const char *to = tk__redis_conn_redirect(c), *colon = strrchr(to, ':');
 	char *end;
@@ -279,10 +279,25 @@ int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 	if (*end || end == colon + 1)
 		return -EPROTO;
 	i = node_index(cl, to, (size_t)(colon - to), (int)port);
-	if (i < 0)
-		return i;
-	if (moved) /* release: as in slot_range() */
+	if (i >= 0 && moved) /* release: as in slot_range() */
 		tk_atomic_store_u32(&cl->slot[slot], (uint32_t)i + 1,
 				    TK_MO_RELEASE);
-	return conn_of(cl, (uint32_t)i, out);
+	return i;
+}
+
+int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
+			     struct tk__redis_conn *c, int moved,
+			     struct tk__redis_conn **out)
+{
+	int i = redirect_index(cl, slot, c, moved);
+
+	return i < 0 ? i : conn_of(cl, (uint32_t)i, out);
+}
+
+int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
+			    struct tk__redis_conn *c)
+{
+	int i = redirect_index(cl, slot, c, 1);
+
+	return i < 0 ? i : 0;
 }

@@ -90,6 +90,19 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
 
 /*
+ * Pipelining: queue a command (nothing is sent), send every queued one,
+ * read the next reply, as tk__redis_command() answers it.  @deadline
+ * (monotonic ns, 0: none) shortens the spec's timeout for this read.  A
+ * failure drops the connection; the replies still expected then answer
+ * its error.
+ */
+int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
+		     const size_t *lens);
+int tk__redis_flush(struct tk__redis_conn *c);
+int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
+			 void **reply);
+
+/*
  * Cluster redirections, as tk__redis_command() answers them: MOVED and
  * ASK leave their target ("HOST:PORT") in tk__redis_conn_redirect();
  * TRYAGAIN (keys of one slot half migrated) and CLUSTERDOWN are -EAGAIN.
@@ -122,6 +135,9 @@ int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 			     struct tk__redis_conn *c, int moved,
 			     struct tk__redis_conn **out);
+/* After TK__REDIS_MOVED on @c: the map corrected, nothing connected. */
+int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
+			    struct tk__redis_conn *c);
 void tk__redis_reply_free(void *reply);
 
 /* How a connection's server runs the check script; reset on reconnect. */
