@@ -34,6 +34,8 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "turn-proxy.h"
+#include "internal.h"
+#include "redis.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 #define BATCH 64
@@ -527,14 +529,23 @@ static int announced_everywhere(void)
 	return ok == 9;
 }
 
-static int cluster_with_relays(char *spec, size_t len)
+static char cluster_spec[160];
+static int cluster_up;
+
+/* The cluster and its relays, started by the first test that needs it;
+ * skipped without redis-cli. */
+static void need_cluster(void)
 {
 	char seeds[128];
 	int i, tries;
 
+	need_server();
+	if (cluster_up)
+		return;
 	if (!redis_cluster_available())
-		return 0;
+		skip();
 	assert_int_equal(redis_cluster_start(nodes, seeds, sizeof(seeds)), 0);
+	cluster_up = 1;
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(turn_proxy_start(&relay[i], nodes[i].port), 0);
 		assert_int_equal(
@@ -547,20 +558,9 @@ static int cluster_with_relays(char *spec, size_t len)
 	for (tries = 0; tries < 200 && !announced_everywhere(); tries++)
 		usleep(50000);
 	assert_true(announced_everywhere());
-	snprintf(spec, len,
+	snprintf(cluster_spec, sizeof(cluster_spec),
 		 "redis+cluster://127.0.0.1:%d,127.0.0.1:%d?key_prefix=",
 		 turn_proxy_port(relay[0]), turn_proxy_port(relay[1]));
-	return 1;
-}
-
-static void cluster_down(void)
-{
-	int i;
-
-	for (i = 0; i < 3; i++) {
-		turn_proxy_stop(relay[i]);
-		redis_kit_destroy(&nodes[i]);
-	}
 }
 
 static void test_cluster_round_trip_per_node(void **state)
@@ -568,19 +568,17 @@ static void test_cluster_round_trip_per_node(void **state)
 	struct tk_limiter *lb, *ls;
 	struct tk_clock *cb, *cs;
 	struct tk_decision d[BATCH];
-	char spec[160], full[200];
+	char full[200];
 	struct batch b;
 	uint64_t seed = 11;
 	int rcs[BATCH], i, round;
 
 	(void)state;
-	need_server();
-	if (!cluster_with_relays(spec, sizeof(spec)))
-		skip();
-	snprintf(full, sizeof(full), "%scb:", spec);
+	need_cluster();
+	snprintf(full, sizeof(full), "%scb:", cluster_spec);
 	lb = limiter(&cb, "all(gcra:5/s,sliding-log:4/1s)", full,
 		     TK_FAIL_ERROR);
-	snprintf(full, sizeof(full), "%scs:", spec);
+	snprintf(full, sizeof(full), "%scs:", cluster_spec);
 	ls = limiter(&cs, "all(gcra:5/s,sliding-log:4/1s)", full,
 		     TK_FAIL_ERROR);
 	/* The map, a connection and the library on every node. */
@@ -600,7 +598,119 @@ static void test_cluster_round_trip_per_node(void **state)
 	}
 	done(lb, cb);
 	done(ls, cs);
-	cluster_down();
+}
+
+/* The slot of a limiter's key @key (no limiter prefix, one dimension). */
+static unsigned int slot_of(const char *key)
+{
+	char tag[32];
+
+	tag[0] = tag[1] = '\0'; /* the store key's prefix length */
+	snprintf(tag + 2, sizeof(tag) - 2, "%s", key);
+	return tk__redis_slot(tag, 2 + strlen(key));
+}
+
+/* The node that serves @key's slot now: its index, found by who answers
+ * GET of a key in it without redirecting. */
+static int owner_of(const char *key)
+{
+	char name[64];
+	size_t len;
+	int i;
+
+	len = (size_t)snprintf(name, sizeof(name), "x:{..%s}", key);
+	name[3] = name[4] = '\0';
+	for (i = 0; i < 3; i++)
+		if (redis_kit_cmd(&nodes[i], NULL, 0, "GET %b", name, len) == 0)
+			return i;
+	return -1;
+}
+
+static void node_id(int i, char id[64])
+{
+	assert_int_equal(redis_kit_cmd(&nodes[i], id, 64, "CLUSTER MYID"), 0);
+}
+
+/*
+ * Keys whose slots move under the client's map: MOVED (the slot given
+ * to another master) and ASK (a slot half migrated) answered request by
+ * request, each sent again alone, decisions as one by one.
+ */
+static void test_cluster_redirects(void **state)
+{
+	struct tk_limiter *lb, *ls;
+	struct tk_clock *cb, *cs;
+	char full[200], id[3][64];
+	unsigned int moved, asked;
+	struct batch b;
+	int i, from_m, from_a, to, round;
+
+	(void)state;
+	need_cluster();
+	snprintf(full, sizeof(full), "%srb:", cluster_spec);
+	lb = limiter(&cb, "gcra:5/s", full, TK_FAIL_ERROR);
+	snprintf(full, sizeof(full), "%srs:", cluster_spec);
+	ls = limiter(&cs, "gcra:5/s", full, TK_FAIL_ERROR);
+	for (i = 0; i < 3; i++)
+		node_id(i, id[i]);
+	/* Both limiters learn the map. */
+	plain_batch(&b, BATCH);
+	assert_same_as_sequential(lb, ls, &b);
+	moved = slot_of("moved");
+	asked = slot_of("asked");
+	from_m = owner_of("moved");
+	from_a = owner_of("asked");
+	assert_true(from_m >= 0 && from_a >= 0 && moved != asked);
+	/* "moved"'s slot, empty, given to the next master. */
+	to = (from_m + 1) % 3;
+	assert_int_equal(redis_kit_cmd(&nodes[to], NULL, 0,
+				       "CLUSTER SETSLOT %u NODE %s", moved,
+				       id[to]),
+			 0);
+	for (i = 0; i < 3; i++)
+		redis_kit_cmd(&nodes[i], NULL, 0, "CLUSTER SETSLOT %u NODE %s",
+			      moved, id[to]);
+	/* "asked"'s slot, empty, migrating to the next master. */
+	to = (from_a + 1) % 3;
+	assert_int_equal(redis_kit_cmd(&nodes[to], NULL, 0,
+				       "CLUSTER SETSLOT %u IMPORTING %s", asked,
+				       id[from_a]),
+			 0);
+	assert_int_equal(redis_kit_cmd(&nodes[from_a], NULL, 0,
+				       "CLUSTER SETSLOT %u MIGRATING %s", asked,
+				       id[to]),
+			 0);
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < BATCH; i++)
+			snprintf(b.keys[i], sizeof(b.keys[i]), "%s",
+				 i % 4 == 0   ? "moved"
+				 : i % 4 == 1 ? "asked"
+					      : "other");
+		for (i = 0; i < BATCH; i++)
+			b.r[i] = (struct tk_request){ b.keys[i],
+						      strlen(b.keys[i]), 1 };
+		b.n = 12;
+		assert_same_as_sequential(lb, ls, &b);
+		tk_clock_advance(cb, 700 * MS);
+		tk_clock_advance(cs, 700 * MS);
+	}
+	/* The migration done, as redis-cli would finish it. */
+	for (i = 0; i < 3; i++)
+		redis_kit_cmd(&nodes[i], NULL, 0, "CLUSTER SETSLOT %u NODE %s",
+			      asked, id[to]);
+	done(lb, cb);
+	done(ls, cs);
+}
+
+static int group_teardown_all(void **state)
+{
+	int i;
+
+	for (i = 0; cluster_up && i < 3; i++) {
+		turn_proxy_stop(relay[i]);
+		redis_kit_destroy(&nodes[i]);
+	}
+	return group_teardown(state);
 }
 
 int main(void)
@@ -614,8 +724,9 @@ int main(void)
 		cmocka_unit_test(test_cut_mid_pipeline),
 		cmocka_unit_test(test_stopped_server),
 		cmocka_unit_test(test_cluster_round_trip_per_node),
+		cmocka_unit_test(test_cluster_redirects),
 	};
 
 	return cmocka_run_group_tests_name("redis pipelines", tests,
-					   group_setup, group_teardown);
+					   group_setup, group_teardown_all);
 }
