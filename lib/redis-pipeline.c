@@ -59,6 +59,8 @@ struct batch {
 	struct tk__redis_req q; /* the request being built or judged */
 	struct tk__redis_call call;
 	struct tk__redis_conn *conn[NODES_MAX];
+	int node[NODES_MAX];	/* the cluster's index; -1: the one server */
+	int node_rc[NODES_MAX]; /* 0, or why it has no connection */
 	int nodes;
 	uint64_t now; /* the limiter's time, ns */
 };
@@ -97,35 +99,54 @@ static uint32_t flags_of(const struct tk__batch_item *it)
 	return it->t ? it->t->flags : it->m->flags;
 }
 
+/*
+ * Into *k, the index of this round's connection to node @node (-1: the
+ * one server), which is asked for once per round: a node that cannot be
+ * reached costs one connect, and every request of it gets its error.
+ * -E2BIG: more nodes than a map holds.
+ */
+static int conn_for(struct batch *b, int node, int *k)
+{
+	for (*k = 0; *k < b->nodes && b->node[*k] != node; ++*k)
+		;
+	if (*k == NODES_MAX)
+		return -E2BIG;
+	if (*k == b->nodes) {
+		b->node[*k] = node;
+		b->node_rc[*k] =
+			node < 0 ? tk__redis_conn_get(&b->s->pool, &b->conn[*k])
+				 : tk__redis_cluster_node_conn(
+					   b->s->cluster, node, &b->conn[*k]);
+		b->nodes++;
+	}
+	return b->node_rc[*k];
+}
+
 /* The node of each item still to send, its connection in b->conn. */
 static void assign_nodes(struct batch *b)
 {
-	struct tk__redis_conn *c;
 	size_t i;
-	int k, rc;
+	int node, k = 0, rc;
 
 	b->nodes = 0;
 	for (i = 0; i < b->n; i++) {
 		if (b->p[i].state != TODO)
 			continue;
-		if (b->s->cluster)
-			rc = tk__redis_cluster_conn(b->s->cluster, b->p[i].slot,
-						    &c);
-		else
-			rc = tk__redis_conn_get(&b->s->pool, &c);
-		if (rc) {
-			done(b, i, rc);
-			continue;
+		node = -1;
+		rc = 0;
+		if (b->s->cluster) {
+			node = tk__redis_cluster_node(b->s->cluster,
+						      b->p[i].slot);
+			rc = node < 0 ? node : 0;
 		}
-		for (k = 0; k < b->nodes && b->conn[k] != c; k++)
-			;
-		if (k == NODES_MAX) { /* more nodes than a map holds */
+		if (rc == 0)
+			rc = conn_for(b, node, &k);
+		if (rc == -E2BIG) /* sent alone instead */
 			b->p[i].state = REDIRECT;
-			continue;
-		}
-		if (k == b->nodes)
-			b->conn[b->nodes++] = c;
-		b->p[i].node = k;
+		else if (rc)
+			done(b, i, rc);
+		else
+			b->p[i].node = k;
 	}
 }
 
@@ -272,13 +293,16 @@ static void run_batch(struct batch *b)
 	for (round = 0; round < ROUNDS; round++) {
 		assign_nodes(b);
 		for (k = 0; k < b->nodes; k++)
-			queue(b, k);
+			if (!b->node_rc[k])
+				queue(b, k);
 		/* Every node's commands leave before any reply is read. */
 		for (k = 0; k < b->nodes; k++)
-			tk__redis_flush(b->conn[k]);
+			if (!b->node_rc[k])
+				tk__redis_flush(b->conn[k]);
 		deadline = monotonic_ns() + b->s->spec.timeout;
 		for (k = 0; k < b->nodes; k++)
-			collect(b, k, deadline);
+			if (!b->node_rc[k])
+				collect(b, k, deadline);
 		for (left = 0, i = 0; i < b->n; i++)
 			left += b->p[i].state == TODO;
 		if (!left)

@@ -128,6 +128,11 @@ void tk__redis_cluster_destroy(struct tk__redis_cluster *cl);
  */
 int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 			   struct tk__redis_conn **out);
+/* The same in two steps: the index of @slot's master, then this
+ * thread's connection to it. */
+int tk__redis_cluster_node(struct tk__redis_cluster *cl, unsigned int slot);
+int tk__redis_cluster_node_conn(struct tk__redis_cluster *cl, int node,
+				struct tk__redis_conn **out);
 /*
  * After TK__REDIS_MOVED (@moved: the map is corrected) or TK__REDIS_ASK
  * on @c: this thread's connection to the node named.

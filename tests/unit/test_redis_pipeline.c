@@ -89,15 +89,17 @@ static void done(struct tk_limiter *l, struct tk_clock *c)
 	tk_clock_free(c);
 }
 
-/* "redis://127.0.0.1:@port?key_prefix=@prefix" and @more options. */
+/* "redis://127.0.0.1:@port?key_prefix=@prefix" and @more options (by
+ * default, a timeout of 5 s). */
 static const char *spec_at(int port, const char *prefix, const char *more)
 {
 	static char buf[4][256];
 	static int next;
 	char *b = buf[next++ % 4];
 
+	/* A loaded host: no timeout but the ones a test is about. */
 	snprintf(b, sizeof(buf[0]), "redis://127.0.0.1:%d?key_prefix=%s%s",
-		 port, prefix, more);
+		 port, prefix, more[0] ? more : "&timeout=5s");
 	return b;
 }
 
@@ -559,7 +561,8 @@ static void need_cluster(void)
 		usleep(50000);
 	assert_true(announced_everywhere());
 	snprintf(cluster_spec, sizeof(cluster_spec),
-		 "redis+cluster://127.0.0.1:%d,127.0.0.1:%d?key_prefix=",
+		 "redis+cluster://127.0.0.1:%d,127.0.0.1:%d?timeout=5s&"
+		 "key_prefix=",
 		 turn_proxy_port(relay[0]), turn_proxy_port(relay[1]));
 }
 
