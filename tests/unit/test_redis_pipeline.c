@@ -561,9 +561,21 @@ static void need_cluster(void)
 		usleep(50000);
 	assert_true(announced_everywhere());
 	snprintf(cluster_spec, sizeof(cluster_spec),
-		 "redis+cluster://127.0.0.1:%d,127.0.0.1:%d?timeout=5s&"
-		 "key_prefix=",
+		 "redis+cluster://127.0.0.1:%d,127.0.0.1:%d?key_prefix=",
 		 turn_proxy_port(relay[0]), turn_proxy_port(relay[1]));
+}
+
+/* The cluster's spec with @prefix and @more options (by default, a
+ * timeout of 5 s). */
+static const char *cluster_at(const char *prefix, const char *more)
+{
+	static char buf[2][256];
+	static int next;
+	char *b = buf[next++ % 2];
+
+	snprintf(b, sizeof(buf[0]), "%s%s%s", cluster_spec, prefix,
+		 more[0] ? more : "&timeout=5s");
+	return b;
 }
 
 static void test_cluster_round_trip_per_node(void **state)
@@ -571,19 +583,16 @@ static void test_cluster_round_trip_per_node(void **state)
 	struct tk_limiter *lb, *ls;
 	struct tk_clock *cb, *cs;
 	struct tk_decision d[BATCH];
-	char full[200];
 	struct batch b;
 	uint64_t seed = 11;
 	int rcs[BATCH], i, round;
 
 	(void)state;
 	need_cluster();
-	snprintf(full, sizeof(full), "%scb:", cluster_spec);
-	lb = limiter(&cb, "all(gcra:5/s,sliding-log:4/1s)", full,
-		     TK_FAIL_ERROR);
-	snprintf(full, sizeof(full), "%scs:", cluster_spec);
-	ls = limiter(&cs, "all(gcra:5/s,sliding-log:4/1s)", full,
-		     TK_FAIL_ERROR);
+	lb = limiter(&cb, "all(gcra:5/s,sliding-log:4/1s)",
+		     cluster_at("cb:", ""), TK_FAIL_ERROR);
+	ls = limiter(&cs, "all(gcra:5/s,sliding-log:4/1s)",
+		     cluster_at("cs:", ""), TK_FAIL_ERROR);
 	/* The map, a connection and the library on every node. */
 	plain_batch(&b, BATCH);
 	assert_rc(tk_limiter_check_many(lb, b.r, b.n, d, rcs), 0);
@@ -643,17 +652,15 @@ static void test_cluster_redirects(void **state)
 {
 	struct tk_limiter *lb, *ls;
 	struct tk_clock *cb, *cs;
-	char full[200], id[3][64];
+	char id[3][64];
 	unsigned int moved, asked;
 	struct batch b;
 	int i, from_m, from_a, to, round;
 
 	(void)state;
 	need_cluster();
-	snprintf(full, sizeof(full), "%srb:", cluster_spec);
-	lb = limiter(&cb, "gcra:5/s", full, TK_FAIL_ERROR);
-	snprintf(full, sizeof(full), "%srs:", cluster_spec);
-	ls = limiter(&cs, "gcra:5/s", full, TK_FAIL_ERROR);
+	lb = limiter(&cb, "gcra:5/s", cluster_at("rb:", ""), TK_FAIL_ERROR);
+	ls = limiter(&cs, "gcra:5/s", cluster_at("rs:", ""), TK_FAIL_ERROR);
 	for (i = 0; i < 3; i++)
 		node_id(i, id[i]);
 	/* Both limiters learn the map. */
@@ -705,6 +712,86 @@ static void test_cluster_redirects(void **state)
 	done(ls, cs);
 }
 
+/*
+ * Every master stopped: the batch reads all of them before one deadline,
+ * so it waits about one timeout, not one per master.
+ */
+static void test_cluster_stopped(void **state)
+{
+	struct tk_decision d[BATCH];
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct batch b;
+	int rcs[BATCH], i;
+	uint64_t t;
+
+	(void)state;
+	need_cluster();
+	l = limiter(&c, "gcra:5/s",
+		    cluster_at("st:", "&timeout=300ms&connect_timeout=50ms"),
+		    TK_FAIL_ERROR);
+	plain_batch(&b, BATCH);
+	assert_rc(tk_limiter_check_many(l, b.r, b.n, d, rcs), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(kill(nodes[i].pid, SIGSTOP), 0);
+	t = redis_kit_mono_ms();
+	assert_rc(tk_limiter_check_many(l, b.r, b.n, d, rcs), -ETIMEDOUT);
+	t = redis_kit_mono_ms() - t;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(kill(nodes[i].pid, SIGCONT), 0);
+	for (i = 0; i < BATCH; i++)
+		assert_rc(rcs[i], -ETIMEDOUT);
+	/* One timeout (300 ms), with room for a loaded host; three would
+	 * be 900 ms. */
+	if (t >= 2 * (300 + 50))
+		fail_msg("a batch over 3 stopped masters took %llu ms",
+			 (unsigned long long)t);
+	assert_rc(batch_until_up(l, &b, d, rcs), 0);
+	done(l, c);
+}
+
+/*
+ * server_time=1: a policy whose arguments need the time reads the
+ * server's TIME once for the whole batch, then sends the pipeline; one
+ * that does not lets every script read it (one round trip).
+ */
+static void test_server_time(void **state)
+{
+	static const char *const policy[2] = { "fixed-window:3/1h",
+					       "gcra:3/1h" };
+	struct tk_decision d[BATCH];
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct batch b;
+	int rcs[BATCH], i, k, admitted;
+
+	(void)state;
+	need_server();
+	for (k = 0; k < 2; k++) {
+		l = limiter(&c, policy[k],
+			    spec_at(turn_proxy_port(proxy), k ? "tg:" : "tf:",
+				    "&server_time=1&timeout=5s"),
+			    TK_FAIL_ERROR);
+		assert_rc(tk_limiter_check(l, "warm", 4, 1, d), 0);
+		plain_batch(&b, 5);
+		for (i = 0; i < 5; i++)
+			b.r[i].key = "same";
+		b.r[0].key_len = b.r[1].key_len = b.r[2].key_len = 4;
+		b.r[3].key_len = b.r[4].key_len = 4;
+		turn_proxy_reset(proxy);
+		assert_rc(tk_limiter_check_many(l, b.r, b.n, d, rcs), 0);
+		assert_int_equal(turn_proxy_turns(proxy), k ? 1 : 2);
+		for (admitted = 0, i = 0; i < 5; i++) {
+			assert_false(d[i].degraded);
+			admitted += d[i].allowed;
+			/* Decided at the server's time, not the manual T0. */
+			assert_true(d[i].reset_at > T0 + 365 * 86400 * SEC);
+		}
+		assert_int_equal(admitted, 3);
+		done(l, c);
+	}
+}
+
 static int group_teardown_all(void **state)
 {
 	int i;
@@ -726,8 +813,10 @@ int main(void)
 		cmocka_unit_test(test_client_kill_between_batches),
 		cmocka_unit_test(test_cut_mid_pipeline),
 		cmocka_unit_test(test_stopped_server),
+		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_cluster_round_trip_per_node),
 		cmocka_unit_test(test_cluster_redirects),
+		cmocka_unit_test(test_cluster_stopped),
 	};
 
 	return cmocka_run_group_tests_name("redis pipelines", tests,
