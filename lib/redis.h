@@ -4,7 +4,8 @@
  * redis-spec.c parses a spec, redis-conn.c keeps one hiredis connection
  * per thread and maps every failure to a typed errno, redis-scripts.c
  * holds the server-side transitions, store-redis.c binds them to the
- * store interface.  Only these files include hiredis.
+ * store interface, redis-pipeline.c sends a batch of checks as one
+ * pipeline per node.  Only these files include hiredis.
  */
 #ifndef TK_REDIS_H
 #define TK_REDIS_H

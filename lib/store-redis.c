@@ -15,6 +15,9 @@
  * call fails with -EPROTO; so a Redis decision is the memory store's, bit
  * for bit, by construction.
  *
+ * A batch (tk_limiter_check_many()) sends the same scripts, one pipeline
+ * per node: redis-pipeline.c, through the steps redis-store.h declares.
+ *
  * A peek or forecast is a plain GET (MGET).  A state is a string of
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
