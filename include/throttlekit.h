@@ -191,6 +191,11 @@ struct tk_stats {
 	 * size), counted by this process; each was taken as no state.
 	 */
 	uint64_t corrupt;
+	/*
+	 * Memory store: dropped keys and states still allocated, waiting for
+	 * a sweep or an RCU grace period; bounded by max_keys under a flood.
+	 */
+	uint64_t backlog;
 };
 
 /* A zone's geometry, occupancy and counters, from tk_zone_info(). */
