@@ -7,11 +7,4 @@ bench=$(cd "$(dirname "$0")" && pwd)
 . "$bench/common.sh"
 bench_setup "$@"
 bench_results
-
-# shellcheck disable=SC2086
-${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wstrict-prototypes \
-	-Wmissing-prototypes -I"$src/include" -o "$build/bench/flood" \
-	"$bench/flood.c" -L"$libdir" -lthrottlekit -Wl,-rpath,"$libdir" ||
-	bench_die "cannot build flood"
-"$build/bench/flood" | tee "$results/flood.txt"
-bench_lib_check
+bench_tool flood

@@ -294,6 +294,13 @@ TK_API void tk_policy_free(struct tk_policy *p);
 TK_API struct tk_clock *tk_clock_system(void);
 
 /*
+ * tk_clock_coarse() - the process-wide coarse clock: CLOCK_REALTIME_COARSE,
+ * cheaper to read, but only as fine as the kernel's tick (1-4 ms; see
+ * clock_getres(2)).  Opt-in.  Never NULL; never freed.
+ */
+TK_API struct tk_clock *tk_clock_coarse(void);
+
+/*
  * tk_clock_manual_new() - a clock that reads @start_ns until moved.
  *
  * Returns 0, or -EINVAL if @out is NULL or @start_ns >= 2^63, -ENOMEM.
