@@ -398,6 +398,41 @@ TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
 TK_API void tk_store_close(struct tk_store *s);
 
 /*
+ * What tk_store_ping() found.  It grows only by appending fields; the
+ * library fills the prefix the caller's size covers.
+ */
+struct tk_store_ping {
+	char store[16];	  /* the backend: "memory", "shm" or "redis" */
+	char server[272]; /* Redis: "HOST:PORT" or the socket path; else "" */
+	char version[32]; /* Redis: the server's redis_version; else the
+			     library's, tk_version() */
+	/* How checks run: "functions" (Redis 7 FCALL), "evalsha" (older
+	 * servers), "memory" or "zone" (in this host, no server). */
+	char engine[16];
+	uint64_t rtt; /* ns: one PING's round trip; 0 without a server */
+};
+
+/*
+ * tk_store_ping() - reach the store's server and say what it is.
+ *
+ * A Redis store connects if it must (the connection of the calling
+ * thread; for a cluster, the master of slot 0), makes sure of the engine
+ * its checks use (loading the check script as a check would), times one
+ * PING and reads INFO server.  The memory store and zones have no server:
+ * they answer at once with rtt 0.  Copies up to @size bytes of the result
+ * into @out; pass sizeof(struct tk_store_ping).  Never shows a password.
+ *
+ * Returns 0, -EINVAL for NULL arguments, and for a Redis store the errors
+ * of a check: -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, -EACCES, -ENOMEM,
+ * -EPROTO (an unexpected reply), -EAGAIN (a cluster without a master for
+ * slot 0); a zone -EPROTO if its file was truncated under it.
+ * Concurrency: as a check; blocks at most the spec's connect_timeout plus
+ * its timeout for each of its (at most three) commands.
+ */
+TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
+			 size_t size);
+
+/*
  * Zones: tables in POSIX shared memory that unrelated processes share
  * without locks ("shm:NAME" stores).  NAME is 1 to 200 characters of
  * [A-Za-z0-9._-], not starting with '.'.  See throttlekit(7).

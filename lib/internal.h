@@ -267,6 +267,9 @@ struct tk__store_ops {
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
+	/* Optional: fill the server's fields of @out (Redis); a store
+	 * without it has no server (tk_store_ping()). */
+	int (*ping)(struct tk_store *s, struct tk_store_ping *out);
 	void (*close)(struct tk_store *s);
 };
 

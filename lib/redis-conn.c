@@ -355,3 +355,8 @@ struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c)
 {
 	return &c->engine;
 }
+
+const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c)
+{
+	return c->spec;
+}

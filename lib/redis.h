@@ -135,6 +135,8 @@ struct tk__redis_engine {
 #define TK__ENGINE_EVALSHA 2  /* older servers */
 
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
+/* The spec @c connects with: the store's, or a cluster node's. */
+const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c);
 
 /* redis-scripts.c: the check script and its arguments. */
 struct tk__policy;

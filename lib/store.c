@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
@@ -59,4 +60,30 @@ TK_API void tk_store_close(struct tk_store *s)
 {
 	if (s)
 		s->ops->close(s);
+}
+
+TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
+			 size_t size)
+{
+	struct tk_store_ping p;
+	int rc = 0;
+
+	if (!s || !out)
+		return -EINVAL;
+	memset(&p, 0, sizeof(p));
+	snprintf(p.store, sizeof(p.store), "%s", s->ops->name);
+	if (s->ops->ping) {
+		rc = s->ops->ping(s, &p);
+	} else {
+		/* In this host: the library is the server. */
+		snprintf(p.version, sizeof(p.version), "%s", tk_version());
+		snprintf(p.engine, sizeof(p.engine), "%s",
+			 strcmp(s->ops->name, "shm") == 0 ? "zone" : "memory");
+	}
+	if (rc == 0 && s->ops->failed)
+		rc = s->ops->failed(s);
+	if (rc)
+		return tk__rc(rc);
+	memcpy(out, &p, size < sizeof(p) ? size : sizeof(p));
+	return 0;
 }

@@ -32,6 +32,7 @@ static const struct {
 	{ "verify", ctl_verify, "verify NAME" },
 	{ "sweep", ctl_sweep, "sweep NAME" },
 	{ "destroy", ctl_destroy, "destroy NAME" },
+	{ "ping", ctl_ping, "ping STORE" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -24,6 +24,7 @@ int ctl_stats(int argc, char **argv);
 int ctl_verify(int argc, char **argv);
 int ctl_sweep(int argc, char **argv);
 int ctl_destroy(int argc, char **argv);
+int ctl_ping(int argc, char **argv);
 
 /*
  * {"allowed":...} as one line, the replay output format; @delay appends

@@ -45,6 +45,7 @@ usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NA
 not_zone='an invalid zone name, or a file that is not a zone'
 
 expect 0 "" "$ctl" --version
+cp "$tmp/out" "$tmp/version"
 grep -q "^throttlectl .* (libthrottlekit .*)$" "$tmp/out" ||
 	failed "--version text"
 expect 2 "usage: throttlectl COMMAND [ARGS]
@@ -449,4 +450,29 @@ printf 'XXXXXXXX' | dd of="$TK_SHM_DIR/throttlekit.bad" bs=1 seek=0 \
 	conv=notrunc 2>/dev/null
 expect 3 "throttlectl: bad: Invalid argument (EINVAL)" "$ctl" verify bad
 expect 3 "throttlectl: bad: Invalid argument (EINVAL)" "$ctl" info bad
+
+# ping: a store in this host answers itself; one that is not there is a
+# typed error (status 3), its password hidden, and creates nothing.
+expect 0 "" "$ctl" ping memory
+printf 'store=memory\nserver=\nversion=%s\nengine=memory\nrtt_ns=0\n' \
+	"$(sed -n 's/^throttlectl .* (libthrottlekit \(.*\))$/\1/p' \
+		"$tmp/version")" >"$tmp/want"
+cmp -s "$tmp/want" "$tmp/out" || { failed "ping memory:"; cat "$tmp/out"; }
+expect 0 "" "$ctl" create pz --capacity 64
+expect 0 "" "$ctl" ping shm:pz
+grep -qx 'engine=zone' "$tmp/out" || { failed "ping shm:pz:"; cat "$tmp/out"; }
+expect 3 "throttlectl: shm:nosuch: No such zone (ENOENT)" "$ctl" ping shm:nosuch
+[ ! -e "$TK_SHM_DIR/throttlekit.nosuch" ] || failed "ping created a zone"
+expect 2 "usage: throttlectl ping STORE" "$ctl" ping
+expect 2 "usage: throttlectl ping STORE" "$ctl" ping memory extra
+expect 2 "usage: throttlectl ping STORE" "$ctl" ping --json
+expect 3 "throttlectl: bogus: Invalid argument (EINVAL)" "$ctl" ping bogus
+if "$ctl" ping redis://127.0.0.1:1 2>&1 |
+	grep -q ENOTSUP; then
+	echo "ok: no Redis store in this build"
+else
+	expect 3 "throttlectl: redis://u:***@127.0.0.1:1?connect_timeout=200ms: Store server refused the connection (ECONNREFUSED)" \
+		"$ctl" ping 'redis://u:s3cret@127.0.0.1:1?connect_timeout=200ms'
+	! grep -q s3cret "$tmp/out" "$tmp/err" || failed "ping showed a password"
+fi
 [ "$fails" -eq 0 ]
