@@ -345,8 +345,11 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * process), "shm:NAME" (a zone shared by the processes of this host,
  * created from the zone_* options and TK_OPT_ZONE_* flags if absent,
  * unless TK_OPT_ZONE_NO_CREATE), or a Redis server shared by many hosts:
- * "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or
- * "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]", OPTIONS timeout=,
+ * "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]",
+ * "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]",
+ * "redis+cluster://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][?OPTIONS]"
+ * or over TLS "rediss://..." (as redis://, with tls_ca=, tls_cert=,
+ * tls_key=; builds with hiredis_ssl), OPTIONS timeout=,
  * connect_timeout=, key_prefix=, server_time= (see tk_store_open(3); it
  * runs every algorithm and composite, and connects on first use, one
  * connection per thread).
@@ -356,10 +359,10 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * opts->flags.  Limiters that share a store should use the same clock.
  * Returns 0, -EINVAL for an unknown spec, a bad zone name, a zone with the
  * wrong magic, or invalid options (max_keys of 2^32 or more, unknown
- * flags, opts->store set, a zone_mode writable by every user), -ENAMETOOLONG
- * for a long prefix, -ENOTSUP for a backend this build lacks (Redis
- * without hiredis) or a form not supported yet (redis+cluster://,
- * rediss://),
+ * flags, opts->store set, a zone_mode writable by every user; a rediss://
+ * TLS file that cannot be loaded), -ENAMETOOLONG for a long prefix,
+ * -ENOTSUP for a backend this build lacks (Redis without hiredis; rediss://
+ * without hiredis_ssl: tk_store_validate() says which),
  * -ENOENT (zone absent with TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another
  * layout version, truncated, resized or corrupt), -EACCES (a zone's file the
  * trust rules refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this
@@ -377,6 +380,21 @@ TK_API void tk_clock_free(struct tk_clock *c);
  */
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts);
+
+/*
+ * tk_store_validate() - would tk_store_open() take the text of @spec, in
+ * this build?  Opens nothing: no connection, no zone; a rediss:// spec's
+ * TLS files are loaded.  Returns 0, or the error tk_store_open() would
+ * return for the text: -EINVAL (not a spec; a zone name that is not
+ * valid; a Redis URL, option or TLS file in error, the byte offset
+ * named) or -ENOTSUP (a backend or form this build lacks: Redis without
+ * hiredis, rediss:// without hiredis_ssl), with a sentence saying why in
+ * @why (at most @len bytes with the NUL, as snprintf(3); "" on success;
+ * @why may be NULL if @len is 0).  The sentence never quotes a password.
+ * -EINVAL too for a NULL @spec, or a NULL @why with a non-zero @len;
+ * -ENOMEM.  Any thread; does not block.
+ */
+TK_API int tk_store_validate(const char *spec, char *why, size_t len);
 
 /*
  * tk_store_stats() - copy up to @size bytes of counters into @out.

@@ -290,9 +290,13 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o);
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 
-/* store-redis.c: a redis:// or redis+unix:// spec. */
+/*
+ * store-redis.c: a redis://, redis+unix://, redis+cluster:// or rediss://
+ * spec; on -EINVAL or -ENOTSUP a sentence in @why (@why_len bytes, may be
+ * 0), never quoting a password.
+ */
 int tk__redis_open(struct tk_store **out, const char *spec,
-		   const struct tk_options *o);
+		   const struct tk_options *o, char *why, size_t why_len);
 
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;

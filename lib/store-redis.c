@@ -767,22 +767,23 @@ static int make_library(struct redis_store *s)
 }
 
 int tk__redis_open(struct tk_store **out, const char *spec,
-		   const struct tk_options *o)
+		   const struct tk_options *o, char *why, size_t why_len)
 {
 	struct redis_store *s;
-	char why[128];
 	int rc;
 
+	if (why_len)
+		why[0] = '\0';
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	rc = tk__redis_spec_parse(spec, &s->spec, why, sizeof(why));
+	rc = tk__redis_spec_parse(spec, &s->spec, why, why_len);
 	if (rc == 0)
 		rc = make_library(s);
 	if (rc == 0 && s->spec.cluster)
 		rc = tk__redis_cluster_init(&s->cluster, &s->spec);
 	else if (rc == 0)
-		rc = tk__redis_pool_init(&s->pool, &s->spec);
+		rc = tk__redis_pool_init(&s->pool, &s->spec, why, why_len);
 	if (rc) {
 		free(s->library);
 		memset(&s->spec, 0, sizeof(s->spec));

@@ -13,7 +13,6 @@ int ctl_ping(int argc, char **argv)
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_store_ping p;
 	struct tk_store *s;
-	char shown[512];
 	int rc;
 
 	if (argc != 2 || argv[1][0] == '-' || argv[1][0] == '\0') {
@@ -27,12 +26,8 @@ int ctl_ping(int argc, char **argv)
 		rc = tk_store_ping(s, &p, sizeof(p));
 		tk_store_close(s);
 	}
-	if (rc) {
-		fprintf(stderr, "throttlectl: %s: %s (%s)\n",
-			ctl_redact(argv[1], shown, sizeof(shown)),
-			tk_strerror(rc), tk_strerrorname(rc));
-		return CTL_ERROR;
-	}
+	if (rc)
+		return ctl_store_error(argv[1], rc);
 	printf("store=%s\nserver=%s\nversion=%s\nengine=%s\nrtt_ns=%" PRIu64
 	       "\n",
 	       p.store, p.server, p.version, p.engine, p.rtt);

@@ -101,6 +101,21 @@ const char *ctl_redact(const char *spec, char *buf, size_t len)
 	return buf;
 }
 
+int ctl_store_error(const char *spec, int rc)
+{
+	char shown[512], why[256];
+
+	ctl_redact(spec, shown, sizeof(shown));
+	if ((rc == -EINVAL || rc == -ENOTSUP) &&
+	    tk_store_validate(spec, why, sizeof(why)) == rc)
+		fprintf(stderr, "throttlectl: %s: %s (%s): %s\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc), why);
+	else
+		fprintf(stderr, "throttlectl: %s: %s (%s)\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc));
+	return CTL_ERROR;
+}
+
 static int digit(char c)
 {
 	if (c >= '0' && c <= '9')

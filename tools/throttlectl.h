@@ -45,6 +45,14 @@ int ctl_has_shaper(const char *policy);
 const char *ctl_redact(const char *spec, char *buf, size_t len);
 
 /*
+ * A store spec that failed with @rc, on standard error: the spec as
+ * ctl_redact() shows it, the error, and for a spec refused (-EINVAL,
+ * -ENOTSUP) the library's reason (tk_store_validate()).  Returns
+ * CTL_ERROR.
+ */
+int ctl_store_error(const char *spec, int rc);
+
+/*
  * The one reader of numbers on the command line: digits of @base (2 to
  * 16), or with @base 0 as C writes them (decimal, hexadecimal after 0x,
  * octal after a leading 0), and nothing else: no space, no sign, no
