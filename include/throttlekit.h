@@ -577,7 +577,9 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * keys changed under the check 128 times in a row, or a clock error.  On a
  * Redis store also -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
  * timed out, cannot be reached, or broke the connection), -EACCES (AUTH
- * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply).
+ * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply),
+ * -EAGAIN (a Redis Cluster reconfiguring: redirected or told to retry
+ * more than 5 times).
  *
  * Concurrency: safe from any thread; lock-free (one CAS on the key's state
  * in the common case; on Redis, one round trip on the thread's own
