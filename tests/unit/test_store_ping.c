@@ -191,6 +191,44 @@ static void test_redis_password(void **state)
 	redis_kit_destroy(&k);
 }
 
+/* A cluster answers for the master of slot 0: one of its nodes. */
+static void test_redis_cluster(void **state)
+{
+	struct redis_kit nodes[3];
+	struct tk_store_ping p;
+	char spec[128], node[32], owner[4096], *me, *eol;
+	int i, found = 0;
+
+	(void)state;
+	if (!redis_cluster_available())
+		skip();
+	memset(nodes, 0, sizeof(nodes));
+	assert_int_equal(redis_cluster_start(nodes, spec, sizeof(spec)), 0);
+	ping_spec(spec, &p, 0);
+	assert_string_equal(p.store, "redis");
+	assert_string_equal(p.engine, "functions");
+	for (i = 0; i < 3; i++) {
+		snprintf(node, sizeof(node), "127.0.0.1:%d", nodes[i].port);
+		if (strcmp(p.server, node) != 0)
+			continue;
+		/* Its own line of CLUSTER NODES ends with its slots, which
+		 * begin at 0. */
+		found = 1;
+		assert_int_equal(redis_kit_cmd(&nodes[i], owner, sizeof(owner),
+					       "CLUSTER NODES"),
+				 0);
+		me = strstr(owner, "myself");
+		assert_non_null(me);
+		eol = strchr(me, '\n');
+		if (eol)
+			*eol = '\0';
+		assert_non_null(strstr(me, " 0-"));
+	}
+	assert_true(found);
+	for (i = 0; i < 3; i++)
+		redis_kit_destroy(&nodes[i]);
+}
+
 /* Stores in this host: the library answers, no round trip. */
 static void test_local(void **state)
 {
@@ -235,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_redis_evalsha),
 		cmocka_unit_test(test_redis_refused),
 		cmocka_unit_test(test_redis_password),
+		cmocka_unit_test(test_redis_cluster),
 		cmocka_unit_test(test_local),
 	};
 
