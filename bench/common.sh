@@ -47,7 +47,8 @@ bench_setup() {
 		-Wstrict-prototypes -Wmissing-prototypes \
 		-I"$src/include" -I"$bench" \
 		-o "$tkb" \
-		"$bench/tk-bench.c" \
+		"$bench/driver.c" "$bench/keys.c" "$bench/engines.c" \
+		"$bench/scenarios.c" "$bench/report.c" \
 		"$bench/baselines/floor.c" \
 		"$bench/baselines/mutex-table.c" \
 		"$bench/baselines/per-process.c" \

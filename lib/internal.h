@@ -251,6 +251,18 @@ struct tk__multi {
 	uint64_t *now;
 };
 
+/*
+ * One request of a batch: @t on @key (@len bytes) as apply() runs it, or
+ * @m as apply_multi() does; @rc receives what that call would return.
+ */
+struct tk__batch_item {
+	const unsigned char *key;
+	size_t len;
+	const struct tk__transform *t; /* or, with key NULL: */
+	const struct tk__multi *m;
+	int rc;
+};
+
 struct tk__store_ops {
 	const char *name;
 	/* Run @t atomically on @key's state at @now.  Returns fn's final
@@ -260,6 +272,11 @@ struct tk__store_ops {
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
+	/* Optional: the @n items in order, each exactly as apply() or
+	 * apply_multi() at @now would run it, with fewer round trips to a
+	 * server (Redis: one pipeline per node). */
+	void (*apply_batch)(struct tk_store *s, uint64_t now,
+			    struct tk__batch_item *items, size_t n);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
 	/* Optional: 0, or -ENOTSUP if this store cannot run @p yet (Redis). */

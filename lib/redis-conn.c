@@ -411,6 +411,78 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 	return rc;
 }
 
+/*
+ * Pipelining (redis-pipeline.c): commands are queued by append, sent
+ * together by flush, and their replies read in order by next_reply.  A
+ * failure drops the connection as a command's does; every reply still
+ * expected then answers the same error.
+ */
+static int pipe_failed(struct tk__redis_conn *c)
+{
+	int rc = io_error(c->ctx, errno, 0);
+
+	drop(c);
+	return failed(c, rc);
+}
+
+int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
+		     const size_t *lens)
+{
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	errno = 0;
+	if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
+		return pipe_failed(c);
+	return 0;
+}
+
+int tk__redis_flush(struct tk__redis_conn *c)
+{
+	int done = 0;
+
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	do {
+		errno = 0;
+		if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
+			return pipe_failed(c);
+	} while (!done);
+	return 0;
+}
+
+int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
+			 void **reply)
+{
+	uint64_t now, left = 0;
+	redisReply *r = NULL;
+	int rc;
+
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	if (deadline) {
+		now = monotonic_ns();
+		left = deadline > now ? deadline - now : 0;
+		if (left < UINT64_C(1000000))
+			left = UINT64_C(1000000); /* what has come is read */
+		if (left >= c->spec->timeout)
+			left = 0;
+		else
+			redisSetTimeout(c->ctx, timeval_of(left));
+	}
+	errno = 0;
+	if (redisGetReply(c->ctx, (void **)&r) != REDIS_OK || !r)
+		return pipe_failed(c);
+	if (left)
+		redisSetTimeout(c->ctx, timeval_of(c->spec->timeout));
+	if (r->type == REDIS_REPLY_ERROR) {
+		rc = reply_error(c, r);
+		freeReplyObject(r);
+		return rc;
+	}
+	*reply = r;
+	return 0;
+}
+
 void tk__redis_reply_free(void *reply)
 {
 	freeReplyObject(reply);

@@ -4,7 +4,8 @@
  * redis-spec.c parses a spec, redis-conn.c keeps one hiredis connection
  * per thread and maps every failure to a typed errno, redis-scripts.c
  * holds the server-side transitions, store-redis.c binds them to the
- * store interface.  Only these files include hiredis.
+ * store interface, redis-pipeline.c sends a batch of checks as one
+ * pipeline per node.  Only these files include hiredis.
  */
 #ifndef TK_REDIS_H
 #define TK_REDIS_H
@@ -102,6 +103,19 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
 
 /*
+ * Pipelining: queue a command (nothing is sent), send every queued one,
+ * read the next reply, as tk__redis_command() answers it.  @deadline
+ * (monotonic ns, 0: none) shortens the spec's timeout for this read.  A
+ * failure drops the connection; the replies still expected then answer
+ * its error.
+ */
+int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
+		     const size_t *lens);
+int tk__redis_flush(struct tk__redis_conn *c);
+int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
+			 void **reply);
+
+/*
  * Cluster redirections, as tk__redis_command() answers them: MOVED and
  * ASK leave their target ("HOST:PORT") in tk__redis_conn_redirect();
  * TRYAGAIN (keys of one slot half migrated) and CLUSTERDOWN are -EAGAIN.
@@ -127,6 +141,11 @@ void tk__redis_cluster_destroy(struct tk__redis_cluster *cl);
  */
 int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 			   struct tk__redis_conn **out);
+/* The same in two steps: the index of @slot's master, then this
+ * thread's connection to it. */
+int tk__redis_cluster_node(struct tk__redis_cluster *cl, unsigned int slot);
+int tk__redis_cluster_node_conn(struct tk__redis_cluster *cl, int node,
+				struct tk__redis_conn **out);
 /*
  * After TK__REDIS_MOVED (@moved: the map is corrected) or TK__REDIS_ASK
  * on @c: this thread's connection to the node named.
@@ -134,6 +153,9 @@ int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 			     struct tk__redis_conn *c, int moved,
 			     struct tk__redis_conn **out);
+/* After TK__REDIS_MOVED on @c: the map corrected, nothing connected. */
+int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
+			    struct tk__redis_conn *c);
 void tk__redis_reply_free(void *reply);
 
 /* How a connection's server runs the check script; reset on reconnect. */

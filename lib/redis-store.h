@@ -1,0 +1,103 @@
+/*
+ * redis-store.h - what store-redis.c shares with redis-pipeline.c: the
+ * store, one check as the script and the client both see it, and the
+ * steps of a check that a pipeline runs apart (build the command, name
+ * the script, judge the reply).
+ */
+#ifndef TK_REDIS_STORE_H
+#define TK_REDIS_STORE_H
+
+#include "internal.h"
+#include "redis.h"
+
+/* A Redis key: the spec's key_prefix, "{", the store key, "}", a byte. */
+#define TK__REDIS_KEY_MAX                                                      \
+	(TK__REDIS_KEY_PREFIX_MAX + 2 + 3 + TK_PREFIX_MAX + TK_KEY_MAX)
+
+struct tk__redis_store {
+	struct tk_store base;
+	struct tk__redis_spec spec;
+	struct tk__redis_pool pool;	   /* one server, or */
+	struct tk__redis_cluster *cluster; /* a cluster's nodes */
+	char grace[24];			   /* ns, decimal */
+	/* The script as a Functions library, named by a hash of its text so
+	 * that versions that differ never replace each other's. */
+	char function[32];
+	char *library;
+};
+
+/* One apply or apply_multi, as the script and the client both see it. */
+struct tk__redis_req {
+	size_t n;
+	const struct tk__policy *pol[TK__MULTI_MAX];
+	char key[TK__MULTI_MAX][TK__REDIS_KEY_MAX];
+	size_t klen[TK__MULTI_MAX];
+	enum tk__composite kind;
+	uint64_t now, cost;  /* ns; units */
+	uint64_t *decide_at; /* the limiter's time, which fn() reads */
+	int on_server;	     /* the script reads the server's TIME */
+	const struct tk__transform *t; /* a single key, or */
+	const struct tk__multi *m;     /* several */
+};
+
+/*
+ * @q for apply() of @t on @key (@len bytes), or for apply_multi() of @m,
+ * at @now: 0, or -ENAMETOOLONG, -EINVAL.
+ */
+int tk__redis_req_single(const struct tk__redis_store *s,
+			 const unsigned char *key, size_t len, uint64_t now,
+			 const struct tk__transform *t,
+			 struct tk__redis_req *q);
+int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
+			const struct tk__multi *m, struct tk__redis_req *q);
+/*
+ * The hash slot @q runs in (0 off a cluster): 0, or -ENOTSUP for a
+ * policy the script lacks or keys of several slots.
+ */
+int tk__redis_req_slot(const struct tk__redis_store *s,
+		       const struct tk__redis_req *q, unsigned int *slot);
+/* @q alone, as apply() runs it: routed, redirects followed. */
+int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
+		   uint32_t flags);
+
+#define TK__REDIS_ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
+
+/* The check script's command for one check, and the text it points to. */
+struct tk__redis_call {
+	const char *argv[TK__REDIS_ARGS_MAX];
+	size_t lens[TK__REDIS_ARGS_MAX];
+	int argc;
+	char now[24], n[4], alg[TK__MULTI_MAX][12];
+	char arg[TK__MULTI_MAX][7][24];
+};
+
+/*
+ * The command for @q (its keys are pointed to, not copied) but for the
+ * script's name (tk__redis_call_target()).  Returns 0, or the check's own
+ * result when it needs no server (-ERANGE: no state could change it).
+ */
+int tk__redis_call_build(const struct tk__redis_store *s,
+			 const struct tk__redis_req *q,
+			 struct tk__redis_call *call);
+/*
+ * Name the script in @call as @c's server runs it (FCALL or EVALSHA),
+ * loading it first if @c has not (a new connection, or one that met
+ * NOSCRIPT): 0, or the load's error.
+ */
+int tk__redis_call_target(struct tk__redis_store *s, struct tk__redis_conn *c,
+			  struct tk__redis_call *call);
+/*
+ * After NOSCRIPT (-ENOENT) on @c: the script is loaded again by the next
+ * tk__redis_call_target().
+ */
+void tk__redis_script_lost(struct tk__redis_conn *c);
+/* The script's reply @r to @q, judged as apply() does: its result. */
+int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
+/* The server's clock (TIME), in ns. */
+int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now);
+
+/* redis-pipeline.c: the store's apply_batch(). */
+void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
+			   struct tk__batch_item *items, size_t n);
+
+#endif /* TK_REDIS_STORE_H */
