@@ -284,6 +284,9 @@ struct tk__store_ops {
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
+	/* Optional: fill the server's fields of @out (Redis); a store
+	 * without it has no server (tk_store_ping()). */
+	int (*ping)(struct tk_store *s, struct tk_store_ping *out);
 	void (*close)(struct tk_store *s);
 };
 
@@ -304,9 +307,13 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o);
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 
-/* store-redis.c: a redis:// or redis+unix:// spec. */
+/*
+ * store-redis.c: a redis://, redis+unix://, redis+cluster:// or rediss://
+ * spec; on -EINVAL or -ENOTSUP a sentence in @why (@why_len bytes, may be
+ * 0), never quoting a password.
+ */
 int tk__redis_open(struct tk_store **out, const char *spec,
-		   const struct tk_options *o);
+		   const struct tk_options *o, char *why, size_t why_len);
 
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;

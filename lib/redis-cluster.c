@@ -93,7 +93,7 @@ static int node_index(struct tk__redis_cluster *cl, const char *host,
 				mine->spec.host[hlen] = '\0';
 				mine->spec.port = port;
 				if (tk__redis_pool_init(&mine->pool,
-							&mine->spec)) {
+							&mine->spec, NULL, 0)) {
 					free(mine);
 					return -ENOMEM;
 				}

@@ -39,6 +39,12 @@ struct tk__redis_spec {
 	int server_time;		       /* server_time=1 */
 	char key_prefix[TK__REDIS_KEY_PREFIX_MAX + 1];
 	size_t key_prefix_len;
+	int tls; /* rediss:// (builds with hiredis_ssl only) */
+	/* rediss://: tls_ca=, tls_cert=, tls_key= ("": none; the system's
+	 * CAs verify the server without tls_ca). */
+	char tls_ca[TK__REDIS_PATH_MAX + 1];
+	char tls_cert[TK__REDIS_PATH_MAX + 1];
+	char tls_key[TK__REDIS_PATH_MAX + 1];
 	int cluster;  /* redis+cluster://: host and port are the first seed */
 	size_t seeds; /* redis+cluster://: seed nodes in seed[] */
 	struct {
@@ -48,10 +54,10 @@ struct tk__redis_spec {
 };
 
 /*
- * Parse @spec ("redis://...", "redis+unix://..." or
- * "redis+cluster://...").  Returns 0, -EINVAL with a message in @why
- * (never quoting the password), or -ENOTSUP for a form this build lacks
- * (rediss://).
+ * Parse @spec ("redis://...", "redis+unix://...", "redis+cluster://..."
+ * or "rediss://...").  Returns 0, -EINVAL with a message in @why (never
+ * quoting the password), or -ENOTSUP with one for a form this build
+ * lacks (rediss:// without hiredis_ssl).
  */
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			 char *why, size_t why_len);
@@ -61,12 +67,18 @@ struct tk__redis_conn;
 
 struct tk__redis_pool {
 	const struct tk__redis_spec *spec;
+	void *tls;	   /* rediss://: the hiredis_ssl context; else NULL */
 	tk_atomic_ptr all; /* every conn this pool made, a push-only list */
 	pthread_key_t key; /* this thread's conn */
 };
 
+/*
+ * 0, -ENOMEM, or for rediss:// -EINVAL with a message in @why (a CA,
+ * certificate or key hiredis_ssl cannot load); @why may be NULL.
+ */
 int tk__redis_pool_init(struct tk__redis_pool *pool,
-			const struct tk__redis_spec *spec);
+			const struct tk__redis_spec *spec, char *why,
+			size_t why_len);
 /* Frees every connection; no thread may use the pool any more. */
 void tk__redis_pool_destroy(struct tk__redis_pool *pool);
 
@@ -157,6 +169,8 @@ struct tk__redis_engine {
 #define TK__ENGINE_EVALSHA 2  /* older servers */
 
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
+/* The spec @c connects with: the store's, or a cluster node's. */
+const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c);
 
 /* redis-scripts.c: the check script and its arguments. */
 struct tk__policy;
