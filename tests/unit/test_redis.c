@@ -1075,11 +1075,13 @@ static void test_stopped_server(void **state)
 		assert_true(t < 50 + 100);
 		if (fails[i] == TK_FAIL_ERROR) {
 			assert_rc(rc, -ETIMEDOUT);
-			/* Within the backoff the error is known: no wait. */
+			/* Within the backoff the error is known: no wait
+			 * (well under the 50 ms a command would wait, with
+			 * room for a loaded machine's scheduling). */
 			t = mono_ms();
 			assert_rc(tk_limiter_check(l[0], "k", 1, 1, &d),
 				  -ETIMEDOUT);
-			assert_true(mono_ms() - t < 5);
+			assert_true(mono_ms() - t < 30);
 			continue;
 		}
 		assert_rc(rc, 0);
