@@ -310,8 +310,9 @@ static inline void copy_key(unsigned char *dst, const char *src, size_t len)
 	}
 }
 
-static int check_single(struct tk_limiter *l, const char *key, size_t key_len,
-			uint64_t now, uint64_t cost, struct tk_decision *out)
+static inline __attribute__((always_inline)) int
+check_single(struct tk_limiter *l, const char *key, size_t key_len,
+	     uint64_t now, uint64_t cost, struct tk_decision *out)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	const struct tk__policy *p = l->single;
@@ -505,10 +506,12 @@ static int keys_error(size_t n, const char *key, size_t key_len,
 	return keys ? rc : key_error(key, key_len);
 }
 
-/* One clock reading, one step: the common body of the single calls. */
-static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
-		   const struct tk_key *keys, enum op op, uint64_t cost,
-		   struct tk_decision *out)
+/* One clock reading, one step: the common body of the single calls
+ * (inlined: a check's operation and keys are then constants). */
+static inline __attribute__((always_inline)) int
+run_now(struct tk_limiter *l, const char *key, size_t key_len,
+	const struct tk_key *keys, enum op op, uint64_t cost,
+	struct tk_decision *out)
 {
 	uint64_t now = 0;
 	int rc;
