@@ -64,21 +64,9 @@ static void sweep_zone(void *arg, uint64_t now)
 	tk__zone_run(s->zone, sweep_all, &c);
 }
 
-struct step {
-	const struct tk__transform *t;
-	int rc;
-};
-
-static int state_fn(void *ctx, const uint64_t *old, uint64_t *next,
-		    uint64_t *expires)
-{
-	struct step *s = ctx;
-
-	s->rc = s->t->fn(s->t->ctx, old, next, expires);
-	return s->rc == TK__PERSIST ? TK__ZONE_PERSIST
-	       : s->rc == TK__KEEP  ? TK__ZONE_KEEP
-				    : s->rc;
-}
+/* A transition's results are the zone's: shm/ runs t->fn as it is. */
+_Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
+	       "one meaning for a transition's result");
 
 /*
  * One keyed hash gives both: the fingerprint is its low 57 bits (and the
@@ -128,7 +116,6 @@ struct apply_call {
 	const struct tk__zone_key *k;
 	uint64_t now;
 	const struct tk__transform *t;
-	struct step st;
 };
 
 static int apply(void *ctx)
@@ -136,8 +123,8 @@ static int apply(void *ctx)
 	struct apply_call *c = ctx;
 	int rc;
 
-	rc = tk__zone_apply(c->s->zone, c->k, c->now, c->t->words, state_fn,
-			    &c->st);
+	rc = tk__zone_apply(c->s->zone, c->k, c->now, c->t->words, c->t->fn,
+			    c->t->ctx);
 	tk__zone_maybe_sweep(c->s->zone, c->k, c->now);
 	if (rc >= 0 && (c->t->flags & TK__T_CHECK))
 		tally(c->s, rc == TK__ZONE_KEEP);
@@ -149,7 +136,7 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
-	struct apply_call c = { s, &k, now, t, { t, 0 } };
+	struct apply_call c = { s, &k, now, t };
 	int rc;
 
 	if (s->want_thread)
