@@ -32,8 +32,13 @@
 
 #include <urcu/rculist.h>
 
+/*
+ * No alignment beyond a pointer's: the list's head is walked as an entry
+ * too (cds_list_for_each_entry_rcu() ends at it), so the cache-line
+ * aligned batch is allocated apart.
+ */
 struct entry {
-	struct tk__zone_tally tally; /* first: cache-line aligned */
+	struct tk__zone_tally *tally;
 	struct cds_list_head node;
 	tk_atomic_u64 refs; /* 0: being removed; do not take */
 	struct tk__zone *zone;
@@ -94,7 +99,7 @@ static int flush_entry(void *ctx)
 {
 	struct entry *e = ctx;
 
-	tk__tally_flush(e->zone, &e->tally, -1);
+	tk__tally_flush(e->zone, e->tally, -1);
 	return 0;
 }
 
@@ -149,22 +154,24 @@ static struct entry *find(const char *name, const struct tk__zone_config *cfg)
 static int add(struct entry **out, const char *name,
 	       const struct tk__zone_config *cfg, int flags)
 {
-	size_t size = (sizeof(struct entry) + strlen(name) + 1 +
-		       _Alignof(struct entry) - 1) &
-		      ~(_Alignof(struct entry) - 1);
-	struct entry *e = aligned_alloc(_Alignof(struct entry), size);
-	int rc;
+	struct entry *e = calloc(1, sizeof(*e) + strlen(name) + 1);
+	int rc = -ENOMEM;
 
 	if (!e)
-		return -ENOMEM;
-	memset(e, 0, size);
-	rc = tk__zone_attach(&e->zone, name, cfg, flags);
+		return rc;
+	e->tally = aligned_alloc(_Alignof(struct tk__zone_tally),
+				 sizeof(*e->tally));
+	if (e->tally) {
+		memset(e->tally, 0, sizeof(*e->tally));
+		rc = tk__zone_attach(&e->zone, name, cfg, flags);
+	}
 	if (rc) {
+		free(e->tally);
 		free(e);
 		return rc;
 	}
 	strcpy(e->name, name);
-	tk_atomic_store_u64(&e->tally.gen, tk__fork_generation(),
+	tk_atomic_store_u64(&e->tally->gen, tk__fork_generation(),
 			    TK_MO_RELAXED);
 	atomic_init(&e->refs, 1);
 	cds_list_add_rcu(&e->node, &zones);
@@ -196,7 +203,7 @@ int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
 			return rc;
 	}
 	*out = e->zone;
-	*tally = &e->tally;
+	*tally = e->tally;
 	return 0;
 }
 
@@ -223,5 +230,6 @@ void tk__zone_close_shared(struct tk__zone *z)
 	/* Readers that found it before the unlink are done after this. */
 	tk__rcu_synchronize();
 	tk__zone_detach(found->zone);
+	free(found->tally);
 	free(found);
 }
