@@ -63,6 +63,12 @@ static inline uint64_t tk_atomic_add_u64(tk_atomic_u64 *p, uint64_t v,
 	return atomic_fetch_add_explicit(p, v, mo);
 }
 
+static inline uint64_t tk_atomic_xchg_u64(tk_atomic_u64 *p, uint64_t v,
+					  memory_order mo)
+{
+	return atomic_exchange_explicit(p, v, mo);
+}
+
 static inline uint64_t tk_atomic_sub_u64(tk_atomic_u64 *p, uint64_t v,
 					 memory_order mo)
 {
@@ -87,6 +93,12 @@ static inline void tk_atomic_store_u32(tk_atomic_u32 *p, uint32_t v,
 				       memory_order mo)
 {
 	atomic_store_explicit(p, v, mo);
+}
+
+static inline uint32_t tk_atomic_add_u32(tk_atomic_u32 *p, uint32_t v,
+					 memory_order mo)
+{
+	return atomic_fetch_add_explicit(p, v, mo);
 }
 
 /* On failure *expected receives the current value. */

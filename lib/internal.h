@@ -317,8 +317,10 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;
-int tk__zone_open_shared(struct tk__zone **out, const char *name,
-			 const struct tk__zone_config *cfg, int flags);
+struct tk__zone_tally; /* tally.h */
+int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
+			 const char *name, const struct tk__zone_config *cfg,
+			 int flags);
 void tk__zone_close_shared(struct tk__zone *z);
 /* Wheel entries examined so far: lets tests prove expiry is O(expired). */
 uint64_t tk__memory_visited(struct tk_store *s);

@@ -24,6 +24,17 @@ struct tk_limiter {
 	unsigned int fail; /* TK_FAIL_* */
 	size_t prefix_len;
 	char prefix[TK_PREFIX_MAX];
+	/*
+	 * A single policy's checks, bound at open (check_single()): its
+	 * dimension and algorithm, the store's apply, and the store key's
+	 * head [prefix length: 2 bytes][prefix].  NULL for a composite.
+	 */
+	const struct tk__policy *single;
+	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
+		     uint64_t now, const struct tk__transform *t);
+	uint32_t flags; /* TK__T_* of a check */
+	size_t head_len;
+	unsigned char head[2 + TK_PREFIX_MAX];
 };
 
 /*
@@ -286,6 +297,104 @@ static int composite_multi(struct tk_limiter *l, const char *key,
 	return rc;
 }
 
+/*
+ * A check of a single policy, with everything that does not change from
+ * one check to the next bound at open: the same store key, the same
+ * transition and the same decision as run_single() with OP_CHECK, in
+ * fewer layers.  @out is written only on success.
+ */
+struct fast {
+	const struct tk__policy *p;
+	uint64_t now;
+	uint64_t cost;
+	struct tk_decision d;
+	int corrupt;
+};
+
+static int fast_fn(void *ctx, const uint64_t *old, uint64_t *next,
+		   uint64_t *expires_at)
+{
+	struct fast *f = ctx;
+	const struct tk__policy *p = f->p;
+	int rc;
+
+	memset(&f->d, 0, sizeof(f->d));
+	f->corrupt = 0;
+	if (old && !p->alg->valid(p, p->state_words, old)) {
+		f->corrupt = 1;
+		old = NULL;
+	}
+	rc = p->alg->check(p, old ? old : zeros, f->now, f->cost, next, &f->d);
+	if (rc == TK__PERSIST)
+		*expires_at = p->alg->expires(p, next);
+	return rc;
+}
+
+/*
+ * Copy a key of @len bytes: the short keys of most checks without a call
+ * to memcpy(), in two overlapping word moves.
+ */
+static inline void copy_key(unsigned char *dst, const char *src, size_t len)
+{
+	uint64_t a, b;
+	uint32_t c, d;
+
+	if (len >= 8 && len <= 16) {
+		memcpy(&a, src, 8);
+		memcpy(&b, src + len - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + len - 8, &b, 8);
+	} else if (len >= 4 && len < 8) {
+		memcpy(&c, src, 4);
+		memcpy(&d, src + len - 4, 4);
+		memcpy(dst, &c, 4);
+		memcpy(dst + len - 4, &d, 4);
+	} else {
+		memcpy(dst, src, len);
+	}
+}
+
+static inline __attribute__((always_inline)) int
+check_single(struct tk_limiter *l, const char *key, size_t key_len,
+	     uint64_t now, uint64_t cost, struct tk_decision *out)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	const struct tk__policy *p = l->single;
+	struct fast f;
+	struct tk__transform t = {
+		.fn = fast_fn,
+		.ctx = &f,
+		.words = p->state_words,
+		.flags = l->flags,
+		.alg = p->alg->id,
+		.policy = p,
+		.cost = cost,
+		.now = &f.now,
+	};
+	int rc = key_error(key, key_len);
+
+	if (rc)
+		return rc;
+	f.p = p;
+	f.now = now;
+	f.cost = cost;
+	f.corrupt = 0;
+	if (l->head_len == 2) { /* no prefix */
+		buf[0] = l->head[0];
+		buf[1] = l->head[1];
+	} else {
+		memcpy(buf, l->head, l->head_len);
+	}
+	copy_key(buf + l->head_len, key, key_len);
+	rc = l->apply(l->store, buf, l->head_len + key_len, now, &t);
+	if (f.corrupt)
+		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
+	if (rc < 0)
+		return rc;
+	*out = f.d;
+	return 0;
+}
+
 /* A composite: one key per dimension (@keys, or @key for all). */
 static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 			 const struct tk_key *keys, struct step *s)
@@ -346,6 +455,11 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		l->prefix_len = strlen(o.prefix);
 		memcpy(l->prefix, o.prefix, l->prefix_len);
 	}
+	/* compose_key()'s bytes for a single policy, up to the key. */
+	l->head[0] = (unsigned char)(l->prefix_len >> 8);
+	l->head[1] = (unsigned char)l->prefix_len;
+	memcpy(l->head + 2, l->prefix, l->prefix_len);
+	l->head_len = 2 + l->prefix_len;
 	if (o.store) {
 		l->store = o.store;
 	} else {
@@ -360,6 +474,13 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		if (l->owns_store)
 			tk_store_close(l->store);
 		goto fail;
+	}
+	if (l->policy->kind == TK__SINGLE) {
+		l->single = &l->policy->dim[0];
+		l->apply = l->store->ops->apply;
+		l->flags =
+			TK__T_CHECK |
+			(l->single->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0);
 	}
 	*out = l;
 	return 0;
@@ -410,10 +531,12 @@ static int keys_error(size_t n, const char *key, size_t key_len,
 	return keys ? rc : key_error(key, key_len);
 }
 
-/* One clock reading, one step: the common body of the single calls. */
-static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
-		   const struct tk_key *keys, enum op op, uint64_t cost,
-		   struct tk_decision *out)
+/* One clock reading, one step: the common body of the single calls
+ * (inlined: a check's operation and keys are then constants). */
+static inline __attribute__((always_inline)) int
+run_now(struct tk_limiter *l, const char *key, size_t key_len,
+	const struct tk_key *keys, enum op op, uint64_t cost,
+	struct tk_decision *out)
 {
 	uint64_t now = 0;
 	int rc;
@@ -422,7 +545,9 @@ static int run_now(struct tk_limiter *l, const char *key, size_t key_len,
 		return -EINVAL;
 	rc = tk__clock_read(l->clock, &now);
 	if (rc == 0) {
-		rc = run(l, key, key_len, keys, op, now, cost, out);
+		rc = l->single && op == OP_CHECK
+			     ? check_single(l, key, key_len, now, cost, out)
+			     : run(l, key, key_len, keys, op, now, cost, out);
 		if (rc == 0) /* a decision: nothing for the fail policy */
 			return 0;
 	} else if (l->fail != TK_FAIL_ERROR)
@@ -558,9 +683,12 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 			     : clock_rc
 				     ? key_error(reqs[i].key, reqs[i].key_len)
 					       ?: clock_rc
-				     : run(l, reqs[i].key, reqs[i].key_len,
-					   NULL, OP_CHECK, now, reqs[i].cost,
-					   &out[i]);
+			     : l->single ? check_single(l, reqs[i].key,
+							reqs[i].key_len, now,
+							reqs[i].cost, &out[i])
+					 : run(l, reqs[i].key, reqs[i].key_len,
+					       NULL, OP_CHECK, now,
+					       reqs[i].cost, &out[i]);
 		}
 		rc = fail_policy(l->fail, l->policy, now, rc, &out[i]);
 		if (rcs)

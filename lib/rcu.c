@@ -28,12 +28,13 @@ char tk__rcu_tsan_sync;
 #endif
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-static tk_atomic_u64 fork_generation;
+/* Read inline where every check asks (tally.h). */
+tk_atomic_u64 tk__fork_gen;
 
 static void after_fork_child(void)
 {
 	urcu_bp_after_fork_child();
-	tk_atomic_add_u64(&fork_generation, 1, TK_MO_RELAXED);
+	tk_atomic_add_u64(&tk__fork_gen, 1, TK_MO_RELAXED);
 }
 
 static void setup(void)
@@ -49,5 +50,5 @@ void tk__rcu_setup(void)
 
 uint64_t tk__fork_generation(void)
 {
-	return tk_atomic_load_u64(&fork_generation, TK_MO_RELAXED);
+	return tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED);
 }

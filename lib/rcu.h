@@ -12,12 +12,21 @@
 #define TK_RCU_H
 
 /*
- * Not _LGPL_SOURCE: the inlined read-side code accesses liburcu's reader
+ * Not _LGPL_SOURCE: liburcu's inlined read side accesses the reader
  * registry through a type that claims 128-byte alignment the registry's
- * allocator does not give (UBSan reports it); the library's own calls
- * cost a few ns more and keep that access inside liburcu.
+ * allocator does not give (UBSan reports it).  The read side below is the
+ * same code (urcu/static/urcu-bp.h, _urcu_bp_read_lock() and
+ * _urcu_bp_read_unlock()), reaching the reader's counter, the first
+ * member of its registry entry, as the unsigned long it is.  Inlined, a
+ * read-side section costs no call into liburcu and, with TLS descriptors
+ * (-mtls-dialect=gnu2, configure.ac), no __tls_get_addr() call either.
  */
+#include <stddef.h>
 #include <urcu/urcu-bp.h>
+#include <urcu/static/urcu-bp.h>
+
+_Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0,
+	       "the reader's counter starts its registry entry");
 
 #if defined(__SANITIZE_THREAD__)
 #define TK__TSAN 1
@@ -38,6 +47,8 @@ extern char tk__rcu_tsan_sync;
 #define tk__tsan_acquire() ((void)0)
 #endif
 
+#ifdef TK__TSAN
+/* liburcu is not instrumented: under TSan, its own calls. */
 static inline void tk__rcu_read_lock(void)
 {
 	urcu_bp_read_lock();
@@ -48,6 +59,47 @@ static inline void tk__rcu_read_unlock(void)
 	tk__tsan_release();
 	urcu_bp_read_unlock();
 }
+#else
+/* This thread's reader counter, registering the thread on first use. */
+static inline unsigned long *tk__rcu_counter(void)
+{
+	struct urcu_bp_reader *r = URCU_TLS(urcu_bp_reader);
+
+	if (caa_unlikely(!r)) {
+		urcu_bp_register();
+		r = URCU_TLS(urcu_bp_reader);
+	}
+	return (unsigned long *)(void *)r;
+}
+
+/* Enter a read-side critical section (nests). */
+static inline void tk__rcu_read_lock(void)
+{
+	unsigned long *ctr = tk__rcu_counter();
+	unsigned long tmp;
+
+	cmm_barrier(); /* not reordered with a mutex */
+	tmp = *ctr;
+	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK))) {
+		/* Outermost: take the current grace-period phase. */
+		CMM_STORE_SHARED(*ctr, CMM_LOAD_SHARED(urcu_bp_gp.ctr));
+		urcu_bp_smp_mb_slave(); /* the section's accesses after it */
+	} else {
+		CMM_STORE_SHARED(*ctr, tmp + URCU_BP_GP_COUNT);
+	}
+}
+
+/* Leave it; the section's accesses happen before the count drops. */
+static inline void tk__rcu_read_unlock(void)
+{
+	unsigned long *ctr = (unsigned long *)(void *)URCU_TLS(urcu_bp_reader);
+	unsigned long tmp = *ctr;
+
+	urcu_bp_smp_mb_slave();
+	CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
+	cmm_barrier();
+}
+#endif
 
 /* Never inside a read-side critical section: it would wait for itself. */
 static inline void tk__rcu_synchronize(void)

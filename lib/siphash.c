@@ -110,16 +110,20 @@ static inline uint64_t siphash(const uint64_t key[2], const void *data,
 	for (i = 0; i + 8 <= len; i += 8) {
 		m = load_le64(in + i);
 		v3 ^= m;
+#pragma GCC unroll 4
 		for (r = 0; r < c; r++)
 			SIPROUND;
 		v0 ^= m;
 	}
 	m = (uint64_t)len << 56 | load_tail(in, len);
 	v3 ^= m;
+#pragma GCC unroll 4
 	for (r = 0; r < c; r++)
 		SIPROUND;
 	v0 ^= m;
 	v2 ^= 0xff;
+/* c and d are constants: unrolled, no loop is left. */
+#pragma GCC unroll 4
 	for (r = 0; r < d; r++)
 		SIPROUND;
 	return v0 ^ v1 ^ v2 ^ v3;

@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "atomic.h"
 #include "reclaimer.h"
+#include "tally.h"
 #include "../shm/zone.h"
 
 #include <errno.h>
@@ -30,17 +31,13 @@
 
 #include <ck_pr.h>
 
-#define FLUSH_EVERY 256
-
 _Static_assert(TK__WORD_SLACK == TKZ_WORD_SLACK, "one rule for words");
 
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;
-	uint64_t seed[2];     /* the zone's secret hash key */
-	tk_atomic_u64 checks; /* unflushed, this process */
-	tk_atomic_u64 denies;
-	tk_atomic_u64 gen;		/* fork generation of the batch */
+	uint64_t seed[2];		/* the zone's secret hash key */
+	struct tk__zone_tally *tally;	/* the mapping's, shared */
 	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
 	struct tk__reclaimer reclaimer; /* when want_thread */
 };
@@ -67,21 +64,9 @@ static void sweep_zone(void *arg, uint64_t now)
 	tk__zone_run(s->zone, sweep_all, &c);
 }
 
-struct step {
-	const struct tk__transform *t;
-	int rc;
-};
-
-static int state_fn(void *ctx, const uint64_t *old, uint64_t *next,
-		    uint64_t *expires)
-{
-	struct step *s = ctx;
-
-	s->rc = s->t->fn(s->t->ctx, old, next, expires);
-	return s->rc == TK__PERSIST ? TK__ZONE_PERSIST
-	       : s->rc == TK__KEEP  ? TK__ZONE_KEEP
-				    : s->rc;
-}
+/* A transition's results are the zone's: shm/ runs t->fn as it is. */
+_Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
+	       "one meaning for a transition's result");
 
 /*
  * One keyed hash gives both: the fingerprint is its low 57 bits (and the
@@ -109,42 +94,15 @@ static void key_of(const struct shm_store *s, const unsigned char *key,
 	k->pos = m;
 }
 
-/* The batch is this process's: a fork() child drops its parent's. */
-static void own_batch(struct shm_store *s)
-{
-	uint64_t gen = tk__fork_generation();
-
-	if (tk_atomic_load_u64(&s->gen, TK_MO_RELAXED) != gen) {
-		tk_atomic_store_u64(&s->checks, 0, TK_MO_RELAXED);
-		tk_atomic_store_u64(&s->denies, 0, TK_MO_RELAXED);
-		tk_atomic_store_u64(&s->gen, gen, TK_MO_RELAXED);
-	}
-}
-
 /* Under a guard (tk__zone_run()), as everything below that touches the
  * zone. */
-static void flush(struct shm_store *s)
+static inline __attribute__((always_inline)) void tally(struct shm_store *s,
+							int denied)
 {
-	struct tkz_header *h = tk__zone_header(s->zone);
-	uint64_t c, d;
+	int due = tk__tally_count(s->tally, denied);
 
-	own_batch(s);
-	c = atomic_exchange_explicit(&s->checks, 0, TK_MO_RELAXED);
-	d = atomic_exchange_explicit(&s->denies, 0, TK_MO_RELAXED);
-
-	if (c)
-		ck_pr_faa_64(&h->counters[TKZ_CHECKS].v, c);
-	if (d)
-		ck_pr_faa_64(&h->counters[TKZ_DENIES].v, d);
-}
-
-static void tally(struct shm_store *s, int denied)
-{
-	own_batch(s);
-	if (denied)
-		tk_atomic_add_u64(&s->denies, 1, TK_MO_RELAXED);
-	if (tk_atomic_add_u64(&s->checks, 1, TK_MO_RELAXED) + 1 >= FLUSH_EVERY)
-		flush(s);
+	if (due >= 0)
+		tk__tally_flush(s->zone, s->tally, due);
 }
 
 /* A state that is not one word holding its own expiry needs a block. */
@@ -158,7 +116,6 @@ struct apply_call {
 	const struct tk__zone_key *k;
 	uint64_t now;
 	const struct tk__transform *t;
-	struct step st;
 };
 
 static int apply(void *ctx)
@@ -166,8 +123,8 @@ static int apply(void *ctx)
 	struct apply_call *c = ctx;
 	int rc;
 
-	rc = tk__zone_apply(c->s->zone, c->k, c->now, c->t->words, state_fn,
-			    &c->st);
+	rc = tk__zone_apply(c->s->zone, c->k, c->now, c->t->words, c->t->fn,
+			    c->t->ctx);
 	tk__zone_maybe_sweep(c->s->zone, c->k, c->now);
 	if (rc >= 0 && (c->t->flags & TK__T_CHECK))
 		tally(c->s, rc == TK__ZONE_KEEP);
@@ -179,7 +136,7 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
-	struct apply_call c = { s, &k, now, t, { t, 0 } };
+	struct apply_call c = { s, &k, now, t };
 	int rc;
 
 	if (s->want_thread)
@@ -288,7 +245,7 @@ static int stats(void *ctx)
 	struct tk__zone_census census = { .valid = NULL };
 	uint64_t n[TKZ_COUNTERS];
 
-	flush(c->s);
+	tk__tally_flush(c->s->zone, c->s->tally, -1);
 	c->out->keys =
 		tk__zone_census(c->s->zone, &census) == 0 ? census.mem : 0;
 	tk__zone_counters(c->s->zone, n);
@@ -323,7 +280,9 @@ static int shm_failed(struct tk_store *base)
 
 static int flush_call(void *ctx)
 {
-	flush(ctx);
+	struct shm_store *s = ctx;
+
+	tk__tally_flush(s->zone, s->tally, -1);
 	return 0;
 }
 
@@ -389,7 +348,7 @@ int tk__shm_open(struct tk_store **out, const char *name,
 	if (!s)
 		return -ENOMEM;
 	rc = tk__zone_open_shared(
-		&s->zone, name, &cfg,
+		&s->zone, &s->tally, name, &cfg,
 		o->flags & TK_OPT_ZONE_NO_CREATE ? 0 : TK__ZONE_CREATE);
 	if (rc) {
 		free(s);
@@ -399,7 +358,6 @@ int tk__shm_open(struct tk_store **out, const char *name,
 	s->seed[1] = tk__zone_geo(s->zone)->seed[1];
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
-	tk_atomic_store_u64(&s->gen, tk__fork_generation(), TK_MO_RELAXED);
 	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);
 	if (s->want_thread)
 		tk__reclaimer_init(&s->reclaimer, sweep_zone, s, s->base.clock,

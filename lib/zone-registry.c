@@ -13,10 +13,15 @@
  *
  * After fork() the child inherits the list and the mappings (MAP_SHARED):
  * it keeps using them as they are.
+ *
+ * Each mapping also holds the process's batch of check and denial counts
+ * for its zone (tally.h), so that every store on the mapping, and
+ * tk_zone_info() on the name, folds the same batch.
  */
 #include "internal.h"
 #include "atomic.h"
 #include "rcu.h"
+#include "tally.h"
 #include "../shm/guard.h"
 #include "../shm/zone.h"
 
@@ -27,7 +32,13 @@
 
 #include <urcu/rculist.h>
 
+/*
+ * No alignment beyond a pointer's: the list's head is walked as an entry
+ * too (cds_list_for_each_entry_rcu() ends at it), so the cache-line
+ * aligned batch is allocated apart.
+ */
 struct entry {
+	struct tk__zone_tally *tally;
 	struct cds_list_head node;
 	tk_atomic_u64 refs; /* 0: being removed; do not take */
 	struct tk__zone *zone;
@@ -36,6 +47,75 @@ struct entry {
 
 static CDS_LIST_HEAD(zones);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+__thread unsigned int tk__tally_slot;
+static tk_atomic_u32 next_slot;
+
+unsigned int tk__tally_take_slot(void)
+{
+	unsigned int n = tk_atomic_add_u32(&next_slot, 1, TK_MO_RELAXED);
+
+	tk__tally_slot = n % TK__TALLY_SHARDS + 1;
+	return tk__tally_slot;
+}
+
+void tk__tally_reset(struct tk__zone_tally *t, uint64_t gen)
+{
+	unsigned int i;
+
+	for (i = 0; i < TK__TALLY_SHARDS; i++) {
+		tk_atomic_store_u64(&t->shard[i].checks, 0, TK_MO_RELAXED);
+		tk_atomic_store_u64(&t->shard[i].denies, 0, TK_MO_RELAXED);
+	}
+	tk_atomic_store_u64(&t->gen, gen, TK_MO_RELAXED);
+}
+
+static void flush_shard(struct tkz_header *h, struct tk__tally_shard *sh)
+{
+	uint64_t c = tk_atomic_xchg_u64(&sh->checks, 0, TK_MO_RELAXED);
+	uint64_t d = tk_atomic_xchg_u64(&sh->denies, 0, TK_MO_RELAXED);
+
+	if (c)
+		ck_pr_faa_64(&h->counters[TKZ_CHECKS].v, c);
+	if (d)
+		ck_pr_faa_64(&h->counters[TKZ_DENIES].v, d);
+}
+
+void tk__tally_flush(struct tk__zone *z, struct tk__zone_tally *t, int shard)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	int i;
+
+	tk__tally_own(t);
+	if (shard >= 0) {
+		flush_shard(h, &t->shard[shard]);
+		return;
+	}
+	for (i = 0; i < TK__TALLY_SHARDS; i++)
+		flush_shard(h, &t->shard[i]);
+}
+
+static int flush_entry(void *ctx)
+{
+	struct entry *e = ctx;
+
+	tk__tally_flush(e->zone, e->tally, -1);
+	return 0;
+}
+
+void tk__tally_flush_named(const char *name)
+{
+	struct entry *e;
+
+	/* The mapping is unmapped only after a grace period. */
+	tk__rcu_read_lock();
+	cds_list_for_each_entry_rcu(e, &zones, node)
+	{
+		if (strcmp(e->name, name) == 0 && !tk__zone_broken(e->zone))
+			tk__zone_run(e->zone, flush_entry, e);
+	}
+	tk__rcu_read_unlock();
+}
 
 /* A reference to an entry that is not being removed. */
 static int take(struct entry *e)
@@ -48,10 +128,9 @@ static int take(struct entry *e)
 	return 0;
 }
 
-static struct tk__zone *find(const char *name,
-			     const struct tk__zone_config *cfg)
+static struct entry *find(const char *name, const struct tk__zone_config *cfg)
 {
-	struct tk__zone *z = NULL;
+	struct entry *z = NULL;
 	struct entry *e;
 
 	tk__rcu_read_lock();
@@ -63,7 +142,7 @@ static struct tk__zone *find(const char *name,
 		 * judged by the trust rules with its own options. */
 		if (strcmp(e->name, name) == 0 && !tk__zone_broken(e->zone) &&
 		    tk__zone_current(e->zone, cfg) && take(e)) {
-			z = e->zone;
+			z = e;
 			break;
 		}
 	}
@@ -71,38 +150,60 @@ static struct tk__zone *find(const char *name,
 	return z;
 }
 
-int tk__zone_open_shared(struct tk__zone **out, const char *name,
-			 const struct tk__zone_config *cfg, int flags)
+/* A new entry for @name, mapped; under the lock. */
+static int add(struct entry **out, const char *name,
+	       const struct tk__zone_config *cfg, int flags)
+{
+	struct entry *e = calloc(1, sizeof(*e) + strlen(name) + 1);
+	int rc = -ENOMEM;
+
+	if (!e)
+		return rc;
+	e->tally = aligned_alloc(_Alignof(struct tk__zone_tally),
+				 sizeof(*e->tally));
+	if (e->tally) {
+		memset(e->tally, 0, sizeof(*e->tally));
+		rc = tk__zone_attach(&e->zone, name, cfg, flags);
+	}
+	if (rc) {
+		free(e->tally);
+		free(e);
+		return rc;
+	}
+	strcpy(e->name, name);
+	tk_atomic_store_u64(&e->tally->gen, tk__fork_generation(),
+			    TK_MO_RELAXED);
+	atomic_init(&e->refs, 1);
+	cds_list_add_rcu(&e->node, &zones);
+	*out = e;
+	return 0;
+}
+
+int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
+			 const char *name, const struct tk__zone_config *cfg,
+			 int flags)
 {
 	struct entry *e;
-	int rc;
+	int rc = 0;
 
 	tk__rcu_setup();
 	/* Every store open, also of a zone already mapped: a server may
 	 * have replaced the handler since (see shm/guard.c). */
 	tk__guard_install();
-	*out = find(name, cfg);
-	if (*out)
-		return 0;
-	pthread_mutex_lock(&lock);
-	/* Again, under the lock: another thread may have just mapped it. */
-	*out = find(name, cfg);
-	if (*out) {
+	e = find(name, cfg);
+	if (!e) {
+		pthread_mutex_lock(&lock);
+		/* Again, under the lock: another thread may have just mapped
+		 * it. */
+		e = find(name, cfg);
+		if (!e)
+			rc = add(&e, name, cfg, flags);
 		pthread_mutex_unlock(&lock);
-		return 0;
+		if (rc)
+			return rc;
 	}
-	e = calloc(1, sizeof(*e) + strlen(name) + 1);
-	rc = e ? tk__zone_attach(&e->zone, name, cfg, flags) : -ENOMEM;
-	if (rc) {
-		free(e);
-		pthread_mutex_unlock(&lock);
-		return rc;
-	}
-	strcpy(e->name, name);
-	atomic_init(&e->refs, 1);
-	cds_list_add_rcu(&e->node, &zones);
-	pthread_mutex_unlock(&lock);
 	*out = e->zone;
+	*tally = e->tally;
 	return 0;
 }
 
@@ -129,5 +230,6 @@ void tk__zone_close_shared(struct tk__zone *z)
 	/* Readers that found it before the unlink are done after this. */
 	tk__rcu_synchronize();
 	tk__zone_detach(found->zone);
+	free(found->tally);
 	free(found);
 }

@@ -6,6 +6,7 @@
  * (tk__zone_run()), so a zone truncated meanwhile gives -EPROTO.
  */
 #include "internal.h"
+#include "tally.h"
 #include "../shm/zone.h"
 
 #include <errno.h>
@@ -118,6 +119,8 @@ static int info_of(const char *name, const struct tk_options *opts,
 	rc = attach(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);
+	/* What this process has counted there, first. */
+	tk__tally_flush_named(name);
 	rc = tk__zone_run(call.z, fill_info, &call);
 	tk__zone_detach(call.z);
 	if (rc)

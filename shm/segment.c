@@ -47,14 +47,14 @@
 struct tk__zone {
 	struct tkz_geo geo; /* first: see tk__zone_geo() */
 	int broken; /* 1 once a fault showed the file truncated (ck_pr) */
+	struct tkz_header *h;
+	struct tkz_slot *slots;
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
 	ino_t ino;
 	void *base;
 	uint64_t size;
-	struct tkz_header *h;
-	struct tkz_slot *slots;
 	uint64_t *pagetable;
 	struct tkz_cell *cells;
 };
@@ -62,7 +62,11 @@ struct tk__zone {
 _Static_assert(offsetof(struct tk__zone, geo) ==
 			       offsetof(struct tk__zone_head, geo) &&
 		       offsetof(struct tk__zone, broken) ==
-			       offsetof(struct tk__zone_head, broken),
+			       offsetof(struct tk__zone_head, broken) &&
+		       offsetof(struct tk__zone, h) ==
+			       offsetof(struct tk__zone_head, h) &&
+		       offsetof(struct tk__zone, slots) ==
+			       offsetof(struct tk__zone_head, slots),
 	       "struct tk__zone_head");
 
 static const char *zone_dir(void)
@@ -594,16 +598,6 @@ int tk__zone_current(const struct tk__zone *z,
 	return zone_path(path, sizeof(path), z->name) == 0 &&
 	       lstat(path, &st) == 0 && st.st_dev == z->dev &&
 	       st.st_ino == z->ino && judge(&st, cfg, NULL, 0) == 0;
-}
-
-struct tkz_header *tk__zone_header(struct tk__zone *z)
-{
-	return z->h;
-}
-
-struct tkz_slot *tk__zone_slots(struct tk__zone *z)
-{
-	return z->slots;
 }
 
 uint64_t *tk__zone_pagetable(struct tk__zone *z)

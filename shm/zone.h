@@ -65,7 +65,6 @@ int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg);
  */
 int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 		    char *why, size_t len);
-struct tkz_header *tk__zone_header(struct tk__zone *z);
 
 /*
  * The zone's geometry as validated at attach, in the process's own
@@ -87,11 +86,25 @@ struct tk__zone_head {
 	/* 1 once a fault showed the file truncated; set by the SIGBUS
 	 * handler (guard.c), which then maps zero pages over the zone. */
 	int broken;
+	/* Where the mapping's header and slot table are (fixed at attach;
+	 * a fault maps zero pages at the same addresses). */
+	struct tkz_header *h;
+	struct tkz_slot *slots;
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
 {
 	return &((const struct tk__zone_head *)(const void *)z)->geo;
+}
+
+static inline struct tkz_header *tk__zone_header(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->h;
+}
+
+static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->slots;
 }
 
 /* Has a fault shown the zone's file truncated?  Then the mapping holds
@@ -137,7 +150,6 @@ static inline int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx),
 	ck_pr_fence_load();
 	return tk__zone_broken(z) ? -EPROTO : rc;
 }
-struct tkz_slot *tk__zone_slots(struct tk__zone *z);
 uint64_t *tk__zone_pagetable(struct tk__zone *z);
 struct tkz_cell *tk__zone_cells(struct tk__zone *z);
 const char *tk__zone_name(const struct tk__zone *z);
