@@ -23,12 +23,15 @@ ThrottleRule burst "gcra:1/1h,burst=50" headers=both
 </Location>
 '
 
+stock_threads event
 start_server event "$BODY" || { fail "httpd did not start"; finish; }
 say "httpd $PID on port $PORT"
 
 burst_check event /api/x
+parent_threads "after 200 requests"
 graceful || fail "no new generation after SIGUSR1"
 check "429s after a graceful restart" 5 "$(seq_get 5 /api/x | count 429)"
+parent_threads "after a graceful restart"
 case $(curl -s "http://127.0.0.1:$PORT/tk-status") in
 *"generation=2"*"rule burst policy=gcra:1/1h,burst=50 store=local"*)
 	say "ok: status after a graceful restart" ;;
@@ -36,6 +39,7 @@ case $(curl -s "http://127.0.0.1:$PORT/tk-status") in
 esac
 restart_server || fail "no restart after a full stop"
 check "429s after a stop and start" 5 "$(seq_get 5 /api/x | count 429)"
+parent_threads "after a stop and start"
 stop_server
 no_crashes
 finish

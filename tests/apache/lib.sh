@@ -134,9 +134,16 @@ mpm_block()
 	esac
 }
 
-# write_conf MPM PORT BODY: a self-contained configuration.
+# write_conf MPM PORT BODY: a self-contained configuration (without
+# mod_throttlekit when STOCK is set, to compare with a stock httpd).
 write_conf()
 {
+	tk_log=" throttlekit:info"
+	tk_load=
+	if [ -n "${STOCK:-}" ]; then
+		tk_log=
+		tk_load="#"
+	fi
 	{
 		cat <<-EOF
 		ServerRoot $ROOT
@@ -145,14 +152,14 @@ write_conf()
 		PidFile $PIDFILE
 		DefaultRuntimeDir $ROOT/run
 		ErrorLog $ROOT/logs/error.log
-		LogLevel warn throttlekit:info
+		LogLevel warn$tk_log
 		$USERS
 		EOF
 		mpm_block "$1"
 		cat <<-EOF
 		LoadModule authz_core_module $APACHE_MODULES/mod_authz_core.so
 		LoadModule remoteip_module $APACHE_MODULES/mod_remoteip.so
-		LoadModule throttlekit_module $MODULE
+		${tk_load}LoadModule throttlekit_module $MODULE
 		KeepAlive Off
 		Timeout 30
 		DocumentRoot $ROOT/htdocs
@@ -183,12 +190,15 @@ start_server()
 		port_free "$PORT" || continue
 		write_conf "$1" "$PORT" "$(printf '%s\n' "$2" | sed "s/@PORT@/$PORT/g")"
 		rm -f "$PIDFILE"
-		if ! httpd -f "$CONF" -k start; then
+		# A port taken since port_free: the error goes to stderr when
+		# httpd gives up before it opens its error log.
+		if ! httpd -f "$CONF" -k start 2>"$ROOT/logs/start.err"; then
 			grep -q "Address already in use" "$ROOT/logs/error.log" \
-				2>/dev/null && continue
-			cat "$ROOT/logs/error.log" 2>/dev/null
+				"$ROOT/logs/start.err" 2>/dev/null && continue
+			cat "$ROOT/logs/start.err" "$ROOT/logs/error.log" 2>/dev/null
 			return 1
 		fi
+		cat "$ROOT/logs/start.err" >&2
 		wait_started && return 0
 		cat "$ROOT/logs/error.log"
 		return 1
@@ -350,4 +360,25 @@ no_crashes()
 	else
 		say "ok: no child crashed"
 	fi
+}
+
+# stock_threads MPM: STOCK_THREADS, the threads of the parent of a stock
+# httpd (without mod_throttlekit) of MPM once it has served a request.
+stock_threads()
+{
+	STOCK=1
+	STOCK_THREADS="none (a stock httpd did not start)"
+	if start_server "$1" ""; then
+		STOCK_THREADS=$(ls "/proc/$PID/task" | wc -l)
+	fi
+	STOCK=
+	stop_server
+}
+
+# parent_threads WHAT: the parent runs as many threads as a stock
+# httpd's (STOCK_THREADS): the library starts none there.
+parent_threads()
+{
+	check "$1: threads of the parent $PID" "$STOCK_THREADS" \
+		"$(ls "/proc/$PID/task" | wc -l)"
 }

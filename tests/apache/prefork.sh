@@ -113,11 +113,13 @@ ErrorDocument 429 /err/doc.html
 '
 
 BODY=$(printf '%s\n' "$BODY" | sed "s|@ROOT@|$ROOT|g")
+stock_threads prefork
 start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
 say "httpd $PID on port $PORT"
 
 # 1. Exact counts across the four children, and the fields.
 burst_check prefork /api/x
+parent_threads "after 200 requests"
 
 # 2. Zones belong to User, and a graceful restart keeps the counts.
 if [ -n "$USERS" ]; then
@@ -125,11 +127,13 @@ if [ -n "$USERS" ]; then
 fi
 graceful || fail "no new generation after SIGUSR1"
 check "429s after a graceful restart" 5 "$(seq_get 5 /api/x | count 429)"
+parent_threads "after a graceful restart"
 
 # 3. A full stop and start reattaches the existing zones (owned by User,
 # reopened by a root parent) and keeps the counts.
 restart_server || fail "no restart after a full stop"
 check "429s after a stop and start" 5 "$(seq_get 5 /api/x | count 429)"
+parent_threads "after a stop and start"
 
 # 4. A child killed with SIGKILL loses nothing: 10 admitted, one child
 # killed, then exactly 10 more of the burst of 20.
