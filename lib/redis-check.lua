@@ -54,6 +54,17 @@
 -- in its slot).  A state of another S or w is another policy's.  It
 -- expires at (its highest tick + 1 + S) * w.
 --
+-- Refund (redis-xslot.c: an all() over keys of several cluster slots
+-- that one slot refused gives back what the others consumed):
+-- ARGV "refund" N, then for each of the N KEYS: PRE (the state the
+-- consume read, "" for none), POST (the state it wrote) and COST.  A key
+-- whose state is still POST gets PRE back (compare-and-restore: exactly
+-- as if the consume had not been).  A key written since keeps those
+-- writes: a window (ALG 3, 6) still in POST's window gets COST back from
+-- its count, never below 0, which is exact because counts commute; any
+-- other state is left as it is (the consume stays: fewer admitted, never
+-- more).  Returns, per key, 1 restored, 2 counted back, 0 left.
+--
 -- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
 -- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
 -- 0 <= lo < 10^9: parsed by splitting off the last nine digits, and only
@@ -346,6 +357,60 @@ end
 
 local function proto(why)
 	return redis.error_reply('TKPROTO ' .. why)
+end
+
+-- @cur less @cost units, if @cur is a window state of @post's window.
+local function undo(cur, post, cost)
+	local pat = '^(%d+):(%d+):(%d+):(%d+):(%d+)$'
+	local ca, cp, cs, ce, cc = string.match(cur, pat)
+	local pa, pp, ps = string.match(post, pat)
+	if not (ca and pa) or (ca ~= '3' and ca ~= '6') or ca ~= pa or
+		cp ~= pp or cs ~= ps or not num(cc) then
+		return nil
+	end
+	local count = num(cc)
+	if cmp(count, cost) < 0 then
+		count = { 0, 0 }
+	else
+		count = sub(count, cost)
+	end
+	return ca .. ':' .. cp .. ':' .. cs .. ':' .. ce .. ':' .. str(count)
+end
+
+-- Write @value keeping the key's TTL (no KEEPTTL before Redis 6).
+local function put(key, value)
+	local ttl = redis.call('PTTL', key)
+	if ttl > 0 then
+		redis.call('SET', key, value, 'PX', ttl)
+	else
+		redis.call('SET', key, value)
+	end
+end
+
+if ARGV[1] == 'refund' then
+	local rn = tonumber(ARGV[2])
+	if not rn or rn ~= #KEYS or #ARGV ~= 2 + 3 * rn then
+		return proto('bad arguments')
+	end
+	local done = {}
+	for i = 1, rn do
+		local pre, post = ARGV[3 * i], ARGV[3 * i + 1]
+		local cost = num(ARGV[3 * i + 2])
+		local cur = redis.call('GET', KEYS[i])
+		local back = cur and cost and cur ~= post and undo(cur, post, cost)
+		done[i] = 0
+		if cur == post and pre == '' then
+			redis.call('DEL', KEYS[i])
+			done[i] = 1
+		elseif cur == post then
+			put(KEYS[i], pre)
+			done[i] = 1
+		elseif back then
+			put(KEYS[i], back)
+			done[i] = 2
+		end
+	end
+	return done
 end
 
 local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),

@@ -25,6 +25,7 @@
  */
 #include "internal.h"
 #include "redis.h"
+#include "redis-store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,19 +37,7 @@
 
 /* ns, as the memory store. */
 #define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
-#define KEY_MAX (TK__REDIS_KEY_PREFIX_MAX + 2 + 3 + TK_PREFIX_MAX + TK_KEY_MAX)
-
-struct redis_store {
-	struct tk_store base;
-	struct tk__redis_spec spec;
-	struct tk__redis_pool pool;	   /* one server, or */
-	struct tk__redis_cluster *cluster; /* a cluster's nodes */
-	char grace[24];			   /* ns, decimal */
-	/* The script as a Functions library, named by a hash of its text so
-	 * that versions that differ never replace each other's. */
-	char function[32];
-	char *library;
-};
+#define KEY_MAX TK__REDIS_KEY_MAX
 
 /*
  * The Redis key: the spec's key_prefix, then "{", the limiter's key, "}".
@@ -84,20 +73,6 @@ static int redis_key(const struct redis_store *s, const unsigned char *key,
 	*out = n;
 	return 0;
 }
-
-/* One apply or apply_multi, as the script and the client both see it. */
-struct req {
-	size_t n;
-	const struct tk__policy *pol[TK__MULTI_MAX];
-	char key[TK__MULTI_MAX][KEY_MAX];
-	size_t klen[TK__MULTI_MAX];
-	enum tk__composite kind;
-	uint64_t now, cost;
-	uint64_t *decide_at; /* the limiter's time, which fn() reads */
-	int on_server;	     /* the script reads the server's TIME */
-	const struct tk__transform *t; /* a single key, or */
-	const struct tk__multi *m;     /* several */
-};
 
 /* The limiter's transition on @old (NULL: none); persist[i] set as it
  * writes key i. */
@@ -166,7 +141,7 @@ static int load_function(struct redis_store *s, struct tk__redis_conn *c)
 }
 
 /* ASK: the next command is for a slot this node is importing. */
-static int asking_now(struct tk__redis_conn *c)
+int tk__redis_asking(struct tk__redis_conn *c)
 {
 	const char *argv[1] = { "ASKING" };
 	size_t lens[1] = { 6 };
@@ -184,9 +159,9 @@ static int asking_now(struct tk__redis_conn *c)
  * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.  @argv[0] and [1] are
  * filled here.
  */
-static int eval_check(struct redis_store *s, struct tk__redis_conn *c,
-		      const char **argv, size_t *lens, int argc, redisReply **r,
-		      int asking)
+int tk__redis_eval(struct redis_store *s, struct tk__redis_conn *c,
+		   const char **argv, size_t *lens, int argc, redisReply **r,
+		   int asking)
 {
 	struct tk__redis_engine *e = tk__redis_conn_engine(c);
 	int rc = 0, tries;
@@ -207,7 +182,7 @@ static int eval_check(struct redis_store *s, struct tk__redis_conn *c,
 		}
 		lens[0] = strlen(argv[0]);
 		lens[1] = strlen(argv[1]);
-		rc = asking ? asking_now(c) : 0;
+		rc = asking ? tk__redis_asking(c) : 0;
 		if (rc == 0)
 			rc = tk__redis_command(c, argc, argv, lens, (void **)r);
 		if (rc != -ENOENT)
@@ -287,7 +262,7 @@ static int forecast(struct tk__redis_conn *c, const struct req *q, int asking)
 	rc = bufs_init(&b, q);
 	if (rc)
 		return rc;
-	rc = asking ? asking_now(c) : 0;
+	rc = asking ? tk__redis_asking(c) : 0;
 	if (rc == 0)
 		rc = tk__redis_command(c, (int)(1 + q->n), argv, lens,
 				       (void **)&r);
@@ -353,8 +328,8 @@ static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
 
 #define ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
 
-static int check(struct redis_store *s, struct tk__redis_conn *c,
-		 const struct req *q, int asking)
+int tk__redis_check(struct redis_store *s, struct tk__redis_conn *c,
+		    const struct req *q, int asking)
 {
 	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][7][24];
 	const char *argv[ARGS_MAX];
@@ -375,7 +350,7 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	else
 		snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
 	snprintf(n, sizeof(n), "%zu", q->n);
-	argv[argc++] = NULL; /* FCALL or EVALSHA, eval_check() */
+	argv[argc++] = NULL; /* FCALL or EVALSHA, tk__redis_eval() */
 	argv[argc++] = NULL; /* the function or the script's SHA-1 */
 	argv[argc++] = n;
 	for (i = 0; i < q->n; i++)
@@ -399,10 +374,13 @@ static int check(struct redis_store *s, struct tk__redis_conn *c,
 	for (i = 2; i < argc; i++)
 		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
 						 : strlen(argv[i]);
-	rc = eval_check(s, c, argv, lens, (int)argc, &r, asking);
+	rc = tk__redis_eval(s, c, argv, lens, (int)argc, &r, asking);
 	if (rc == 0) {
 		rc = verdict(r, q, &b);
-		tk__redis_reply_free(r);
+		if (q->keep && rc >= 0)
+			*q->keep = r;
+		else
+			tk__redis_reply_free(r);
 	}
 out:
 	free(b.heap);
@@ -410,7 +388,7 @@ out:
 }
 
 /* The server's clock, in ns: TIME's seconds and microseconds. */
-static int server_now(struct tk__redis_conn *c, uint64_t *now)
+int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now)
 {
 	const char *argv[1] = { "TIME" };
 	size_t lens[1] = { 4 };
@@ -453,15 +431,11 @@ static int server_clock(struct tk__redis_conn *c, struct req *q, uint32_t flags)
 		q->on_server = 1;
 		return 0;
 	}
-	rc = server_now(c, &q->now);
+	rc = tk__redis_server_now(c, &q->now);
 	if (rc == 0)
 		*q->decide_at = q->now;
 	return rc;
 }
-
-/* What one node does for a call; @asking: after ASK. */
-typedef int on_node_fn(struct redis_store *s, struct tk__redis_conn *c,
-		       void *arg, int asking);
 
 #define REDIRECTS_MAX 5
 
@@ -478,8 +452,8 @@ static void pause_ms(long ms)
  * wait 1 ms; each at most REDIRECTS_MAX times, then -EAGAIN.  A script
  * redirected was not run, so following never counts a check twice.
  */
-static int route(struct redis_store *s, unsigned int slot, on_node_fn *fn,
-		 void *arg)
+int tk__redis_route(struct redis_store *s, unsigned int slot,
+		    tk__redis_on_node_fn *fn, void *arg)
 {
 	struct tk__redis_conn *c;
 	int rc, tries, asking = 0;
@@ -519,7 +493,7 @@ static int step_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 
 	if (rc)
 		return rc;
-	return a->flags & TK__T_CHECK ? check(s, c, a->q, asking)
+	return a->flags & TK__T_CHECK ? tk__redis_check(s, c, a->q, asking)
 				      : forecast(c, a->q, asking);
 }
 
@@ -532,14 +506,16 @@ static int step(struct redis_store *s, struct req *q, uint32_t flags)
 	for (i = 0; i < q->n; i++)
 		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
 			return -ENOTSUP;
-	/* One script runs on one node: keys of several slots (a group of
-	 * several keys) cannot be one atomic check there. */
+	/* One script runs on one node: a check over keys of several slots
+	 * (a group of several keys) is one script per slot (redis-xslot.c);
+	 * a peek reads only one key's dimensions, which share a slot. */
 	for (i = 0; s->cluster && i < q->n; i++)
 		if (i == 0)
 			slot = tk__redis_slot(q->key[0], q->klen[0]);
 		else if (tk__redis_slot(q->key[i], q->klen[i]) != slot)
-			return -ENOTSUP;
-	return route(s, slot, step_on, &a);
+			return flags & TK__T_CHECK ? tk__redis_xslot(s, q)
+						   : -ENOTSUP;
+	return tk__redis_route(s, slot, step_on, &a);
 }
 
 static int redis_apply(struct tk_store *base, const unsigned char *key,
@@ -592,7 +568,7 @@ static int del_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	const char *argv[2] = { "DEL", a->key };
 	size_t lens[2] = { 3, a->len };
 	redisReply *r;
-	int rc = asking ? asking_now(c) : 0;
+	int rc = asking ? tk__redis_asking(c) : 0;
 
 	(void)s;
 	if (rc == 0)
@@ -609,7 +585,9 @@ static int redis_reset(struct tk_store *base, const unsigned char *key,
 	struct del_arg a;
 	int rc = redis_key(s, key, len, a.key, &a.len);
 
-	return rc ? rc : route(s, tk__redis_slot(a.key, a.len), del_on, &a);
+	return rc ? rc
+		  : tk__redis_route(s, tk__redis_slot(a.key, a.len), del_on,
+				    &a);
 }
 
 /* The server keeps the keys; this process counts nothing of them yet. */
