@@ -349,6 +349,7 @@ static uint64_t window_count(const char *key_prefix, const char *key)
 /* What the workers share: admitted checks of each group. */
 struct shared {
 	_Atomic uint64_t admitted[2];
+	_Atomic uint64_t single; /* test_reshard: admitted checks of S */
 	_Atomic uint64_t errors;
 	_Atomic int stop;
 };
@@ -577,6 +578,147 @@ static void test_kill9(void **state)
 	munmap(sh, sizeof(*sh));
 }
 
+/* The master that serves @buf's slot now (the others answer MOVED). */
+static int owner(const char *buf, size_t len)
+{
+	for (int i = 0; i < 3; i++)
+		if (redis_kit_cmd(&nodes[i], NULL, 0, "EXISTS %b", buf, len) >=
+		    0)
+			return i;
+	fail_msg("no master serves the key");
+	return -1;
+}
+
+/* The slot of a simple policy's state of @key: "{" 0 0 KEY "}". */
+static unsigned int single_slot(const char *key, char *buf, size_t *len)
+{
+	size_t k = strlen(key);
+
+	memcpy(buf, "{\0\0", 3);
+	memcpy(buf + 3, key, k);
+	buf[3 + k] = '}';
+	*len = 4 + k;
+	return tk__redis_slot(buf, *len);
+}
+
+/* Until told to stop and S is spent: one check of S, one of a group. */
+static void reshard_worker(struct race *r, struct tk_limiter *single,
+			   const char *key, struct shared *sh, int w)
+{
+	struct tk_decision d;
+	int j, rc, spent = 0;
+
+	for (j = 0; !(atomic_load(&sh->stop) && spent); j++) {
+		rc = tk_limiter_check(single, key, strlen(key), 1, &d);
+		if (rc)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (d.allowed)
+			atomic_fetch_add(&sh->single, 1);
+		else
+			spent = 1;
+		rc = race_check(r, (j + w) % 2);
+		if (rc < 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (rc)
+			atomic_fetch_add(&sh->admitted[(j + w) % 2], 1);
+	}
+}
+
+/*
+ * redis-cli --cluster reshard moves the slots of S (one key) and of A
+ * (the key both groups share) to another master while 4 processes check
+ * them: MOVED and ASK followed, by the checks and by the refunds; S
+ * admits exactly its limit, no group more than its limits.
+ */
+static void test_reshard(void **state)
+{
+	enum { N = 4 };
+	static const char *const pols[3] = { "fixed-window:1500/1d",
+					     "fixed-window:100000/1d",
+					     "fixed-window:600/1d" };
+	char stem[16], skey[16], sbuf[32], abuf[64], id[2][64], cmd[512];
+	struct tk_limiter *single;
+	struct shared *sh;
+	struct race r;
+	struct tally t;
+	pid_t pids[N];
+	size_t slen, alen;
+	uint64_t before, after;
+	unsigned int top;
+	int i, from, to;
+
+	(void)state;
+	need_cluster();
+	/* A and S among the first slots of one master: a short reshard. */
+	for (i = 0; i < 1000; i++) {
+		snprintf(stem, sizeof(stem), "r%d_", i);
+		pick(stem, 3, 1, r.names);
+		if (slot_of(r.names[0]) < 300)
+			break;
+	}
+	assert_true(slot_of(r.names[0]) < 300);
+	for (i = 0; i < 1000; i++) {
+		snprintf(skey, sizeof(skey), "s%d", i);
+		if (single_slot(skey, sbuf, &slen) < 300)
+			break;
+	}
+	assert_true(single_slot(skey, sbuf, &slen) < 300);
+	sh = shared_map();
+	race_open(&r, stem, pols);
+	open_at(&single, r.clock, "gcra:3000/1d", r.store);
+	alen = dim_key(r.key_prefix, r.names[0], 0, abuf);
+	from = owner(abuf, alen);
+	assert_int_equal(owner(sbuf, slen), from);
+	to = (from + 1) % 3;
+	assert_int_equal(redis_kit_cmd(&nodes[from], id[0], 64, "CLUSTER MYID"),
+			 0);
+	assert_int_equal(redis_kit_cmd(&nodes[to], id[1], 64, "CLUSTER MYID"),
+			 0);
+	/* --cluster reshard takes a source's slots in ascending order. */
+	top = slot_of(r.names[0]);
+	if (single_slot(skey, sbuf, &slen) > top)
+		top = single_slot(skey, sbuf, &slen);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' --cluster reshard 127.0.0.1:%d --cluster-from %s "
+		 "--cluster-to %s --cluster-slots %u --cluster-yes "
+		 ">/dev/null 2>&1",
+		 REDIS_CLI, nodes[from].port, id[0], id[1], top + 1);
+	for (i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			reshard_worker(&r, single, skey, sh, i);
+			_exit(0);
+		}
+	}
+	pause_ms(50);
+	before = atomic_load(&sh->single);
+	assert_int_equal(system(cmd), 0);
+	after = atomic_load(&sh->single);
+	atomic_store(&sh->stop, 1);
+	wait_workers(pids, N, 0);
+	assert_int_equal(owner(abuf, alen), to);
+	assert_int_equal(owner(sbuf, slen), to);
+	tally(&r, sh, "during --cluster reshard", &t);
+	print_message("# S: %llu admitted of 3000 (%llu when the reshard "
+		      "began, %llu when it ended), %llu errors\n",
+		      (unsigned long long)atomic_load(&sh->single),
+		      (unsigned long long)before, (unsigned long long)after,
+		      (unsigned long long)atomic_load(&sh->errors));
+	/* The checks ran while the slots moved. */
+	assert_true(before < after);
+	assert_int_equal(atomic_load(&sh->single), 3000);
+	assert_true(t.a0 + t.a1 <= r.limit[0] && t.a1 <= r.limit[2]);
+	assert_true(t.ca >= t.a0 + t.a1 && t.cb >= t.a0 && t.cc >= t.a1);
+	/* Every redirection followed: no error, so every refund was made
+	 * and the counts are exact. */
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_true(t.ca == t.a0 + t.a1 && t.cb == t.a0 && t.cc == t.a1);
+	tk_limiter_close(single);
+	race_close(&r);
+	munmap(sh, sizeof(*sh));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_keys_differential),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_kill9),
+		cmocka_unit_test(test_reshard),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
