@@ -371,8 +371,9 @@ struct race {
 	uint64_t limit[3];
 };
 
+/* @opts: the spec's options after key_prefix (NULL: a 5 s timeout). */
 static void race_open(struct race *r, const char *prefix,
-		      const char *const pols[3])
+		      const char *const pols[3], const char *opts)
 {
 	char spec[256];
 	int i;
@@ -382,8 +383,8 @@ static void race_open(struct race *r, const char *prefix,
 	pick(prefix, 3, 1, r->names);
 	/* A timeout is an error whose script may still run: generous, so
 	 * that a loaded machine never makes one. */
-	snprintf(spec, sizeof(spec), "%s?key_prefix=%s&timeout=5s",
-		 cluster_spec, r->key_prefix);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=%s&%s", cluster_spec,
+		 r->key_prefix, opts ? opts : "timeout=5s");
 	assert_rc(tk_clock_manual_new(&r->clock, T0), 0);
 	r->store = store_at(r->clock, spec);
 	for (i = 0; i < 3; i++) {
@@ -509,7 +510,7 @@ static void test_concurrent(void **state)
 	(void)state;
 	need_cluster();
 	sh = shared_map();
-	race_open(&r, "c", pols);
+	race_open(&r, "c", pols, NULL);
 	fork_workers(&r, sh, pids, N, M);
 	wait_workers(pids, N, 0);
 	tally(&r, sh, "4 x 200 checks", &t);
@@ -555,7 +556,7 @@ static void test_kill9(void **state)
 	(void)state;
 	need_cluster();
 	sh = shared_map();
-	race_open(&r, "x", pols);
+	race_open(&r, "x", pols, NULL);
 	for (round = 0; round < ROUNDS; round++) {
 		fork_workers(&r, sh, pids, N, 0);
 		pause_ms(20 + 15 * round);
@@ -604,23 +605,11 @@ static void test_server_time(void **state)
 	static const char *const pols[3] = { "fixed-window:10/1h",
 					     "fixed-window:5/1h",
 					     "fixed-window:5/1h" };
-	struct tk_options o = TK_OPTIONS_INIT;
 	struct race r;
-	char spec[256];
 
 	(void)state;
 	need_cluster();
-	race_open(&r, "t", pols);
-	/* The same keys through a store on the server's clock. */
-	snprintf(spec, sizeof(spec), "%s?key_prefix=%s&server_time=1",
-		 cluster_spec, r.key_prefix);
-	for (int i = 0; i < 3; i++)
-		tk_limiter_close(r.l[i]);
-	tk_store_close(r.store);
-	o.flags = TK_OPT_NO_RECLAIMER;
-	assert_rc(tk_store_open(&r.store, spec, &o), 0);
-	for (int i = 0; i < 3; i++)
-		open_at(&r.l[i], r.clock, pols[i], r.store);
+	race_open(&r, "t", pols, "server_time=1");
 	assert_int_equal(admit_n(&r, 8), 5);
 	assert_int_equal(window_count(r.key_prefix, r.names[0]), 5);
 	assert_int_equal(window_count(r.key_prefix, r.names[1]), 5);
@@ -636,26 +625,15 @@ static void test_later_slot_fails(void **state)
 	static const char *const pols[3] = { "fixed-window:10/1h",
 					     "fixed-window:10/1h",
 					     "fixed-window:10/1h" };
-	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_decision d;
 	struct race r;
-	char spec[256], buf[64];
+	char buf[64];
 	int i, b, rc = -1;
 	uint64_t n;
 
 	(void)state;
 	need_cluster();
-	race_open(&r, "f", pols);
-	snprintf(spec, sizeof(spec), "%s?key_prefix=%s&timeout=200ms",
-		 cluster_spec, r.key_prefix);
-	for (i = 0; i < 3; i++)
-		tk_limiter_close(r.l[i]);
-	tk_store_close(r.store);
-	o.clock = r.clock;
-	o.flags = TK_OPT_NO_RECLAIMER;
-	assert_rc(tk_store_open(&r.store, spec, &o), 0);
-	for (i = 0; i < 3; i++)
-		open_at(&r.l[i], r.clock, pols[i], r.store);
+	race_open(&r, "f", pols, "timeout=200ms");
 	assert_int_equal(admit_n(&r, 3), 3);
 	b = owner(buf, dim_key(r.key_prefix, r.names[1], 0, buf));
 	assert_int_equal(kill(nodes[b].pid, SIGSTOP), 0);
@@ -775,7 +753,7 @@ static void test_reshard(void **state)
 	}
 	assert_true(single_slot(skey, sbuf, &slen) < 300);
 	sh = shared_map();
-	race_open(&r, stem, pols);
+	race_open(&r, stem, pols, NULL);
 	open_at(&single, r.clock, "gcra:3000/1d", r.store);
 	alen = dim_key(r.key_prefix, r.names[0], 0, abuf);
 	from = owner(abuf, alen);
