@@ -57,13 +57,17 @@
 -- Refund (redis-xslot.c: an all() over keys of several cluster slots
 -- that one slot refused gives back what the others consumed):
 -- ARGV "refund" N, then for each of the N KEYS: PRE (the state the
--- consume read, "" for none), POST (the state it wrote) and COST.  A key
--- whose state is still POST gets PRE back (compare-and-restore: exactly
--- as if the consume had not been).  A key written since keeps those
--- writes: a window (ALG 3, 6) still in POST's window gets COST back from
--- its count, never below 0, which is exact because counts commute; any
--- other state is left as it is (the consume stays: fewer admitted, never
--- more).  Returns, per key, 1 restored, 2 counted back, 0 left.
+-- consume read, "" for none), POST (the state it wrote), COST and NOW
+-- (the time it decided at).  A key whose state is still POST gets PRE
+-- back (compare-and-restore: exactly as if the consume had not been).  A
+-- key written since keeps those writes, and loses only what this consume
+-- added where that is exact: a window (ALG 3, 6) still in POST's window
+-- gets COST back from its count, never below 0 (counts commute); a
+-- sliding log (ALG 5) of POST's limit loses COST of its stamps equal to
+-- NOW (the ones the consume added, or others' of the same time: the same
+-- log), if still there.  Any other state is left as it is (the consume
+-- stays: fewer admitted, never more).  Returns, per key, 1 restored, 2
+-- given back, 0 left.
 --
 -- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
 -- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
@@ -359,8 +363,35 @@ local function proto(why)
 	return redis.error_reply('TKPROTO ' .. why)
 end
 
+-- @cur less @cost stamps of @at, if it is a log of @post's limit.
+local function unlog(cur, post, cost, at)
+	local ca, cl, rest = string.match(cur, '^(%d+):(%d+)(.*)$')
+	local pa, pl = string.match(post, '^(%d+):(%d+)')
+	if ca ~= '5' or pa ~= '5' or cl ~= pl or not at then
+		return nil
+	end
+	local out, left, stamp = {}, cost[2], str(at)
+	for t in string.gmatch(rest, ':(%d+)') do
+		if left > 0 and t == stamp then
+			left = left - 1
+		else
+			out[#out + 1] = t
+		end
+	end
+	if left == cost[2] or cost[1] ~= 0 then
+		return nil
+	end
+	if #out == 0 then
+		return ca .. ':' .. cl
+	end
+	return ca .. ':' .. cl .. ':' .. table.concat(out, ':')
+end
+
 -- @cur less @cost units, if @cur is a window state of @post's window.
-local function undo(cur, post, cost)
+local function undo(cur, post, cost, at)
+	if string.sub(cur, 1, 2) == '5:' then
+		return unlog(cur, post, cost, at)
+	end
 	local pat = '^(%d+):(%d+):(%d+):(%d+):(%d+)$'
 	local ca, cp, cs, ce, cc = string.match(cur, pat)
 	local pa, pp, ps = string.match(post, pat)
@@ -389,15 +420,16 @@ end
 
 if ARGV[1] == 'refund' then
 	local rn = tonumber(ARGV[2])
-	if not rn or rn ~= #KEYS or #ARGV ~= 2 + 3 * rn then
+	if not rn or rn ~= #KEYS or #ARGV ~= 2 + 4 * rn then
 		return proto('bad arguments')
 	end
 	local done = {}
 	for i = 1, rn do
-		local pre, post = ARGV[3 * i], ARGV[3 * i + 1]
-		local cost = num(ARGV[3 * i + 2])
+		local pre, post = ARGV[4 * i - 1], ARGV[4 * i]
+		local cost, at = num(ARGV[4 * i + 1]), num(ARGV[4 * i + 2])
 		local cur = redis.call('GET', KEYS[i])
-		local back = cur and cost and cur ~= post and undo(cur, post, cost)
+		local back = cur and cost and cur ~= post and
+			undo(cur, post, cost, at)
 		done[i] = 0
 		if cur == post and pre == '' then
 			redis.call('DEL', KEYS[i])

@@ -17,7 +17,8 @@
  *      already consumed is refunded by the refund script
  *      (redis-check.lua): a key still at POST gets PRE back exactly; a key
  *      written since keeps those writes, and a window's count gets the
- *      cost back (counts commute, so this is exact); any other state
+ *      cost back, a sliding log loses cost stamps of the check's time
+ *      (counts and stamps commute, so this is exact); any other state
  *      keeps the consume.
  *   4. The decision is the composite's, run by the limiter on the states
  *      read: the same shape as on one slot (the longest retry_after of a
@@ -28,13 +29,13 @@
  * The guarantee: never more admitted than any dimension's limit.  Each
  * dimension's consume is the one-slot script's, so a key's state never
  * admits past its limit; a refund removes no unit another check consumed
- * (it restores PRE only over its own POST, and gives back only its own
- * cost to a count).  What it costs: while a check holds units it will
+ * (it restores PRE only over its own POST, and takes only its own cost
+ * off a count or a log).  What it costs: while a check holds units it will
  * give back (between steps 2 and 3), another check of the same key can be
  * refused for want of them (transient under-admission), and a refund
- * that finds a one-word state (gcra, token-bucket, leaky) or a log
- * written since leaves the consume in place: under-admission by that
- * cost, repaid as the state drains.  A process that dies, or a refund
+ * that finds a one-word state (gcra, token-bucket, leaky) or a sliding
+ * window written since leaves the consume in place: under-admission by
+ * that cost, repaid as the state drains.  A process that dies, or a refund
  * that fails (a node down, a timeout), between steps 2 and 3 leaves the
  * consumes too: fewer admitted, never more.  Without races (no other
  * check of these keys between a consume and its refund) the decisions
@@ -256,7 +257,7 @@ static int read_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	return rc;
 }
 
-#define REFUND_ARGS (4 + 4 * TK__MULTI_MAX)
+#define REFUND_ARGS (5 + 5 * TK__MULTI_MAX)
 
 /* The refund script over the keys of part @a->p that the consume wrote. */
 static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
@@ -266,11 +267,12 @@ static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	struct xslot *x = a->x;
 	const char *argv[REFUND_ARGS];
 	size_t lens[REFUND_ARGS], i, k, n = 0, argc = 5;
-	char nkeys[24], cost[24];
+	char nkeys[24], cost[24], now[24];
 	redisReply *r = NULL;
 	int rc;
 
 	snprintf(cost, sizeof(cost), "%llu", (unsigned long long)x->q->cost);
+	snprintf(now, sizeof(now), "%llu", (unsigned long long)x->now);
 	for (i = 0; i < a->p->n; i++) {
 		k = a->p->at[i];
 		if (!x->post[k])
@@ -299,6 +301,8 @@ static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 		lens[argc++] = x->post_len[k];
 		argv[argc] = cost;
 		lens[argc++] = strlen(cost);
+		argv[argc] = now;
+		lens[argc++] = strlen(now);
 	}
 	rc = tk__redis_eval(s, c, argv, lens, (int)argc, &r, asking);
 	if (rc == 0) {

@@ -328,10 +328,12 @@ static void test_keys_differential(void **state)
 	assert_true(denied > 50);
 }
 
-/* A window state's count ("ALG:POLICY:START:END:COUNT"), 0 for none. */
+/* A window state's count ("ALG:POLICY:START:END:COUNT") or a log's
+ * stamps, 0 for none. */
 static uint64_t window_count(const char *key_prefix, const char *key)
 {
-	char buf[64], val[128], *colon;
+	static char val[16384];
+	char buf[64], *colon;
 	size_t n = dim_key(key_prefix, key, 0, buf);
 	int i;
 
@@ -340,8 +342,15 @@ static uint64_t window_count(const char *key_prefix, const char *key)
 		if (redis_kit_cmd(&nodes[i], val, sizeof(val), "GET %b", buf,
 				  n) < 0)
 			continue; /* MOVED: another master's */
-		colon = strrchr(val, ':');
-		return colon ? strtoull(colon + 1, NULL, 10) : 0;
+		if (strncmp(val, "5:", 2) != 0) {
+			colon = strrchr(val, ':');
+			return colon ? strtoull(colon + 1, NULL, 10) : 0;
+		}
+		/* A sliding log, "5:L:T1:...:Tn": its n stamps. */
+		n = 0;
+		for (colon = val; (colon = strchr(colon, ':')) != NULL; colon++)
+			n++;
+		return n - 1;
 	}
 	fail_msg("no master serves %s", key);
 	return 0;
@@ -495,7 +504,8 @@ static void tally(const struct race *r, struct shared *sh, const char *what,
 		(unsigned long long)t->cc, (unsigned long long)r->limit[2]);
 }
 
-static void test_concurrent(void **state)
+/* 4 processes x 200 checks of the groups {A, B} and {A, C}. */
+static void concurrent(const char *const pols[3], const char *stem)
 {
 	enum { N = 4, M = 200 };
 	struct shared *sh;
@@ -503,14 +513,9 @@ static void test_concurrent(void **state)
 	pid_t pids[N];
 	struct tally t;
 
-	static const char *const pols[3] = { "fixed-window:60/1d",
-					     "fixed-window:1000/1d",
-					     "fixed-window:25/1d" };
-
-	(void)state;
 	need_cluster();
 	sh = shared_map();
-	race_open(&r, "c", pols, NULL);
+	race_open(&r, stem, pols, NULL);
 	fork_workers(&r, sh, pids, N, M);
 	wait_workers(pids, N, 0);
 	tally(&r, sh, "4 x 200 checks", &t);
@@ -528,6 +533,27 @@ static void test_concurrent(void **state)
 	assert_int_equal(t.a0 + t.a1, r.limit[0]);
 	race_close(&r);
 	munmap(sh, sizeof(*sh));
+}
+
+static void test_concurrent(void **state)
+{
+	static const char *const pols[3] = { "fixed-window:60/1d",
+					     "fixed-window:1000/1d",
+					     "fixed-window:25/1d" };
+
+	(void)state;
+	concurrent(pols, "c");
+}
+
+/* The same race on sliding logs: a refund takes its stamps off. */
+static void test_concurrent_log(void **state)
+{
+	static const char *const pols[3] = { "sliding-log:60/1d",
+					     "fixed-window:1000/1d",
+					     "sliding-log:25/1d" };
+
+	(void)state;
+	concurrent(pols, "l");
 }
 
 static void pause_ms(long ms)
@@ -815,6 +841,7 @@ int main(void)
 		cmocka_unit_test(test_group_differential),
 		cmocka_unit_test(test_keys_differential),
 		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_concurrent_log),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_later_slot_fails),
