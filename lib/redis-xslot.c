@@ -64,7 +64,6 @@ struct part {
 
 /* The whole check, and what each key's script said. */
 struct xslot {
-	struct redis_store *s;
 	struct req *q;
 	size_t parts;
 	struct part part[TK__MULTI_MAX];
@@ -72,11 +71,34 @@ struct xslot {
 	/* Per key: PRE and POST as the server spelled them (NULL: none). */
 	char *pre[TK__MULTI_MAX], *post[TK__MULTI_MAX];
 	size_t pre_len[TK__MULTI_MAX], post_len[TK__MULTI_MAX];
-	uint64_t words[TK__MULTI_MAX][TK__STATE_WORDS_MAX];
-	uint64_t made[TK__MULTI_MAX][TK__STATE_WORDS_MAX];
-	uint64_t next[TK__MULTI_MAX][TK__STATE_WORDS_MAX]; /* the limiter's */
+	/* Per key, its policy's state_words each: the state read (old[k]
+	 * points there, or is NULL), the state written, the limiter's. */
+	uint64_t *words[TK__MULTI_MAX], *made[TK__MULTI_MAX];
+	uint64_t *next[TK__MULTI_MAX];
 	const uint64_t *old[TK__MULTI_MAX];
+	uint64_t w[]; /* where they point */
 };
+
+static struct xslot *xslot_new(struct req *q)
+{
+	size_t i, total = 0, at = 0;
+	struct xslot *x;
+
+	for (i = 0; i < q->n; i++)
+		total += q->pol[i]->state_words;
+	x = calloc(1, sizeof(*x) + 3 * total * sizeof(x->w[0]));
+	if (!x)
+		return NULL;
+	x->q = q;
+	x->now = q->now;
+	for (i = 0; i < q->n; i++) {
+		x->words[i] = x->w + at;
+		x->made[i] = x->w + total + at;
+		x->next[i] = x->w + 2 * total + at;
+		at += q->pol[i]->state_words;
+	}
+	return x;
+}
 
 static const uint64_t zeros[TK__STATE_WORDS_MAX];
 static const uint64_t *const none[TK__MULTI_MAX];
@@ -356,17 +378,15 @@ static void split(struct xslot *x)
 static int decide(struct xslot *x, int admitted)
 {
 	const struct req *q = x->q;
-	uint64_t *nextp[TK__MULTI_MAX], expires[TK__MULTI_MAX];
-	uint64_t(*next)[TK__STATE_WORDS_MAX] = x->next;
+	uint64_t *const *next = x->next, expires[TK__MULTI_MAX];
 	int persist[TK__MULTI_MAX], rc;
 	size_t i;
 
-	memset(x->next, 0, sizeof(x->next));
 	for (i = 0; i < q->n; i++) {
-		nextp[i] = next[i];
+		memset(next[i], 0, q->pol[i]->state_words * sizeof(next[i][0]));
 		persist[i] = 0;
 	}
-	rc = q->m->fn(q->m->ctx, x->old, nextp, persist, expires);
+	rc = q->m->fn(q->m->ctx, x->old, next, persist, expires);
 	if (rc < 0)
 		return rc;
 	if ((rc == TK__PERSIST) != admitted)
@@ -382,27 +402,22 @@ static int decide(struct xslot *x, int admitted)
 
 int tk__redis_xslot(struct redis_store *s, struct req *q)
 {
-	uint64_t *nextp[TK__MULTI_MAX], expires[TK__MULTI_MAX];
 	int persist[TK__MULTI_MAX], rc = 0, admitted;
 	struct consume_arg a[TK__MULTI_MAX];
+	uint64_t expires[TK__MULTI_MAX];
 	struct xslot *x;
 	size_t i, done = 0, denied;
 
 	if (!q->m || (q->kind != TK__ALL && q->kind != TK__ANY))
 		return -ENOTSUP;
-	x = calloc(1, sizeof(*x));
+	x = xslot_new(q);
 	if (!x)
 		return -ENOMEM;
 	/* What no state could change (-ERANGE) costs no round trip. */
-	for (i = 0; i < q->n; i++)
-		nextp[i] = x->next[i];
-	rc = q->m->fn(q->m->ctx, none, nextp, persist, expires);
+	rc = q->m->fn(q->m->ctx, none, x->next, persist, expires);
 	if (rc < 0)
 		goto out;
 	rc = 0;
-	x->s = s;
-	x->q = q;
-	x->now = q->now;
 	split(x);
 	denied = x->parts;
 	if (s->spec.server_time)
