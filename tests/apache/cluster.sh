@@ -33,20 +33,28 @@ stop_cluster()
 }
 trap 'stop_cluster; cleanup' EXIT
 
-# start_node DIR PORT: a cluster-enabled redis-server, answering PING.
+# start_node DIR PORT: a cluster-enabled redis-server, answering PING;
+# 1 if it exits first (its port taken after all: another is tried).
 start_node()
 {
 	mkdir -p "$1"
 	(cd "$1" && exec redis-server --port "$2" --bind 127.0.0.1 \
 		--cluster-enabled yes --cluster-config-file nodes.conf \
 		--save '' --appendonly no --daemonize no >log 2>&1) &
-	NPID="$NPID $!"
+	pid=$!
 	i=0
 	while [ $i -lt 50 ]; do
 		i=$((i + 1))
-		[ "$(redis-cli -p "$2" ping 2>/dev/null)" = PONG ] && return 0
+		if [ "$(redis-cli -p "$2" ping 2>/dev/null)" = PONG ]; then
+			NPID="$NPID $pid"
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -rf "$1" # its nodes.conf names the port it could not have
 	return 1
 }
 
@@ -55,14 +63,17 @@ start_node()
 start_cluster()
 {
 	n=0
-	while [ $n -lt 3 ]; do
+	tries=0
+	while [ $n -lt 3 ] && [ $tries -lt 60 ]; do
+		tries=$((tries + 1))
 		p=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 35000))
 		port_free "$p" && port_free $((p + 10000)) || continue
 		case " $NPORT " in *" $p "* | *" $((p + 10000)) "* | *" $((p - 10000)) "*) continue ;; esac
+		start_node "$ROOT/redis$((n + 1))" "$p" || continue
 		n=$((n + 1))
-		start_node "$ROOT/redis$n" "$p" || return 1
 		NPORT="$NPORT $p"
 	done
+	[ $n -eq 3 ] || return 1
 	set -- $NPORT
 	redis-cli --cluster create 127.0.0.1:$1 127.0.0.1:$2 127.0.0.1:$3 \
 		--cluster-replicas 0 --cluster-yes >"$ROOT/create.log" 2>&1 ||
