@@ -17,9 +17,10 @@
  *      already consumed is refunded by the refund script
  *      (redis-check.lua): a key still at POST gets PRE back exactly; a key
  *      written since keeps those writes, and a window's count gets the
- *      cost back, a sliding log loses cost stamps of the check's time
- *      (counts and stamps commute, so this is exact); any other state
- *      keeps the consume.
+ *      cost back, a sliding log loses cost stamps of the check's time, a
+ *      sliding window's bucket the cost (counts and stamps commute, so
+ *      this is exact); gcra, token-bucket and leaky states keep the
+ *      consume.
  *   4. The decision is the composite's, run by the limiter on the states
  *      read: the same shape as on one slot (the longest retry_after of a
  *      refusal, the least remaining of an admission, every dimension's
@@ -30,12 +31,14 @@
  * dimension's consume is the one-slot script's, so a key's state never
  * admits past its limit; a refund removes no unit another check consumed
  * (it restores PRE only over its own POST, and takes only its own cost
- * off a count or a log).  What it costs: while a check holds units it will
- * give back (between steps 2 and 3), another check of the same key can be
+ * off a count, a log or a bucket).  What it costs: while a check holds units it
+ * will give back (between steps 2 and 3), another check of the same key can be
  * refused for want of them (transient under-admission), and a refund
- * that finds a one-word state (gcra, token-bucket, leaky) or a sliding
- * window written since leaves the consume in place: under-admission by
- * that cost, repaid as the state drains.  A process that dies, or a refund
+ * that finds a one-word state (gcra, token-bucket, leaky) written since
+ * leaves the consume in place: under-admission by that cost, once, until
+ * the state drains (another check admitted since moved the state from
+ * max(TAT, now), and taking this check's increment off could give back
+ * part of theirs).  A process that dies, or a refund
  * that fails (a node down, a timeout), between steps 2 and 3 leaves the
  * consumes too: fewer admitted, never more.  Without races (no other
  * check of these keys between a consume and its refund) the decisions
@@ -279,7 +282,7 @@ static int read_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	return rc;
 }
 
-#define REFUND_ARGS (5 + 5 * TK__MULTI_MAX)
+#define REFUND_ARGS (5 + 6 * TK__MULTI_MAX)
 
 /* The refund script over the keys of part @a->p that the consume wrote. */
 static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
@@ -289,7 +292,7 @@ static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	struct xslot *x = a->x;
 	const char *argv[REFUND_ARGS];
 	size_t lens[REFUND_ARGS], i, k, n = 0, argc = 5;
-	char nkeys[24], cost[24], now[24];
+	char nkeys[24], cost[24], now[24], args[TK__MULTI_MAX][7][24];
 	redisReply *r = NULL;
 	int rc;
 
@@ -325,6 +328,13 @@ static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 		lens[argc++] = strlen(cost);
 		argv[argc] = now;
 		lens[argc++] = strlen(now);
+		/* A sliding window's bucket: its check's SLOT argument. */
+		if (tk__redis_check_args(x->q->pol[k], x->now, x->q->cost,
+					 args[i]) ||
+		    x->q->pol[k]->alg->id != TK__ALG_SLIDING_WINDOW)
+			strcpy(args[i][6], "0");
+		argv[argc] = args[i][6];
+		lens[argc++] = strlen(args[i][6]);
 	}
 	rc = tk__redis_eval(s, c, argv, lens, (int)argc, &r, asking);
 	if (rc == 0) {

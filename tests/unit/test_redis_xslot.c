@@ -328,8 +328,8 @@ static void test_keys_differential(void **state)
 	assert_true(denied > 50);
 }
 
-/* A window state's count ("ALG:POLICY:START:END:COUNT") or a log's
- * stamps, 0 for none. */
+/* A window state's count ("ALG:POLICY:START:END:COUNT"), a sliding
+ * window's buckets' or a log's stamps, 0 for none. */
 static uint64_t window_count(const char *key_prefix, const char *key)
 {
 	static char val[16384];
@@ -342,6 +342,17 @@ static uint64_t window_count(const char *key_prefix, const char *key)
 		if (redis_kit_cmd(&nodes[i], val, sizeof(val), "GET %b", buf,
 				  n) < 0)
 			continue; /* MOVED: another master's */
+		if (strncmp(val, "4:", 2) == 0) {
+			/* A sliding window, "4:S:w:T0:N0:...:TS:NS". */
+			uint64_t sum = 0;
+			int field = 0;
+
+			for (colon = val; (colon = strchr(colon, ':')) != NULL;
+			     colon++)
+				if (++field >= 4 && field % 2 == 0)
+					sum += strtoull(colon + 1, NULL, 10);
+			return sum;
+		}
 		if (strncmp(val, "5:", 2) != 0) {
 			colon = strrchr(val, ':');
 			return colon ? strtoull(colon + 1, NULL, 10) : 0;
@@ -543,6 +554,18 @@ static void test_concurrent(void **state)
 
 	(void)state;
 	concurrent(pols, "c");
+}
+
+/* The same race on sliding windows: a refund takes its units off its
+ * bucket. */
+static void test_concurrent_sliding(void **state)
+{
+	static const char *const pols[3] = { "sliding-window:60/1d",
+					     "fixed-window:1000/1d",
+					     "sliding-window:25/1d" };
+
+	(void)state;
+	concurrent(pols, "w");
 }
 
 /* The same race on sliding logs: a refund takes its stamps off. */
@@ -842,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_keys_differential),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_concurrent_log),
+		cmocka_unit_test(test_concurrent_sliding),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_later_slot_fails),
