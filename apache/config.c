@@ -184,24 +184,20 @@ static const char *shown_spec(apr_pool_t *p, const char *spec)
 static const char *redis_spec(cmd_parms *cmd, struct tk_mod_store *s)
 {
 	struct tk_store *st = NULL;
+	char why[256];
 	int rc;
 
 	rc = tk_store_open(&st, s->spec, NULL);
 	tk_store_close(st);
 	if (rc == 0)
 		return NULL;
-	return apr_psprintf(
-		cmd->pool, "ThrottleStore %s: %s: %s%s", s->name, s->shown,
-		tk_strerror(rc),
-		rc == -ENOTSUP ? " (TLS, rediss://, is not supported yet; a "
-				 "build without hiredis has no Redis store)"
-		: rc == -EINVAL
-			? " (expected redis://[USER[:PASSWORD]@]HOST[:PORT]"
-			  "[/DB][?OPTIONS] or redis+unix://[USER[:PASSWORD]@]"
-			  "/PATH[?OPTIONS], OPTIONS timeout=, "
-			  "connect_timeout=, server_time=, key_prefix= "
-			  "joined by &)"
-			: "");
+	/* The library's reason: the byte and what was expected there, or
+	 * what this build lacks (hiredis; hiredis_ssl for rediss://). */
+	if (tk_store_validate(s->spec, why, sizeof(why)) != rc)
+		why[0] = '\0';
+	return apr_psprintf(cmd->pool, "ThrottleStore %s: %s: %s%s%s%s",
+			    s->name, s->shown, tk_strerror(rc),
+			    why[0] ? " (" : "", why, why[0] ? ")" : "");
 }
 
 static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)

@@ -47,7 +47,8 @@ bench_setup() {
 		-Wstrict-prototypes -Wmissing-prototypes \
 		-I"$src/include" -I"$bench" \
 		-o "$tkb" \
-		"$bench/tk-bench.c" \
+		"$bench/driver.c" "$bench/keys.c" "$bench/engines.c" \
+		"$bench/scenarios.c" "$bench/report.c" \
 		"$bench/baselines/floor.c" \
 		"$bench/baselines/mutex-table.c" \
 		"$bench/baselines/per-process.c" \
@@ -91,4 +92,16 @@ bench_results() {
 		results=$build/bench/results
 		mkdir -p "$results" || bench_die "cannot create $results"
 	fi
+}
+
+# bench_tool NAME: build the one-file benchmark bench/NAME.c against the
+# library, run it, and keep its output in $results/NAME.txt.
+bench_tool() {
+	# shellcheck disable=SC2086
+	${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wstrict-prototypes \
+		-Wmissing-prototypes -I"$src/include" -o "$build/bench/$1" \
+		"$bench/$1.c" -L"$libdir" -lthrottlekit -Wl,-rpath,"$libdir" ||
+		bench_die "cannot build $1"
+	"$build/bench/$1" | tee "$results/$1.txt"
+	bench_lib_check
 }

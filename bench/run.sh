@@ -7,11 +7,12 @@
 #   latest.json  every case, the memory and admission figures, the targets
 #   chart.png    ns/check by scenario, throughput by workers (gnuplot)
 #   *.dat        the chart's data
+#   redis.txt    the Redis store and its hand-written baselines (redis.sh)
 #
 # Tuning (environment): TK_BENCH_ROUNDS, TK_BENCH_ROUND_MS,
 # TK_BENCH_WARMUP_MS, TK_BENCH_ADMIT_MS, TK_BENCH_MID_KEYS,
-# TK_BENCH_BIG_KEYS, TK_BENCH_ZIPF_S, TK_BENCH_BATCH, TK_BENCH_FILTER; see
-# bench/README.md.
+# TK_BENCH_BIG_KEYS, TK_BENCH_ZIPF_S, TK_BENCH_BATCH, TK_BENCH_FILTER,
+# TK_BENCH_REDIS_ROUND_MS; see bench/README.md.
 set -eu
 
 bench=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +27,21 @@ rc=0
 cat "$results/latest.txt"
 [ "$rc" -eq 0 ] || bench_die "tk-bench failed ($rc)"
 bench_lib_check
+
+# The Redis store and the hand-written Redis baselines (bench/redis.sh;
+# skipped without redis-server or a library with the Redis store, and by
+# a filter that does not name redis).
+rc=0
+case ${TK_BENCH_FILTER:-redis} in
+*redis*) sh "$bench/redis.sh" "$build" "${TK_BENCH_ROUNDS:-5}" \
+	"${TK_BENCH_REDIS_ROUND_MS:-300}" >"$results/redis.txt" || rc=$? ;;
+*) rc=77 ;;
+esac
+case $rc in
+0) cat "$results/redis.txt" ;;
+77) rm -f "$results/redis.txt" ;;
+*) bench_die "redis.sh failed ($rc)" ;;
+esac
 
 if [ -n "${TK_BENCH_FILTER:-}" ]; then
 	echo "bench: a filtered run draws no chart" >&2

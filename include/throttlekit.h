@@ -191,6 +191,11 @@ struct tk_stats {
 	 * size), counted by this process; each was taken as no state.
 	 */
 	uint64_t corrupt;
+	/*
+	 * Memory store: dropped keys and states still allocated, waiting for
+	 * a sweep or an RCU grace period; bounded by max_keys under a flood.
+	 */
+	uint64_t backlog;
 };
 
 /* A zone's geometry, occupancy and counters, from tk_zone_info(). */
@@ -289,6 +294,13 @@ TK_API void tk_policy_free(struct tk_policy *p);
 TK_API struct tk_clock *tk_clock_system(void);
 
 /*
+ * tk_clock_coarse() - the process-wide coarse clock: CLOCK_REALTIME_COARSE,
+ * cheaper to read, but only as fine as the kernel's tick (1-4 ms; see
+ * clock_getres(2)).  Opt-in.  Never NULL; never freed.
+ */
+TK_API struct tk_clock *tk_clock_coarse(void);
+
+/*
  * tk_clock_manual_new() - a clock that reads @start_ns until moved.
  *
  * Returns 0, or -EINVAL if @out is NULL or @start_ns >= 2^63, -ENOMEM.
@@ -345,8 +357,11 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * process), "shm:NAME" (a zone shared by the processes of this host,
  * created from the zone_* options and TK_OPT_ZONE_* flags if absent,
  * unless TK_OPT_ZONE_NO_CREATE), or a Redis server shared by many hosts:
- * "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or
- * "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]", OPTIONS timeout=,
+ * "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]",
+ * "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]",
+ * "redis+cluster://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][?OPTIONS]"
+ * or over TLS "rediss://..." (as redis://, with tls_ca=, tls_cert=,
+ * tls_key=; builds with hiredis_ssl), OPTIONS timeout=,
  * connect_timeout=, key_prefix=, server_time= (see tk_store_open(3); it
  * runs every algorithm and composite, and connects on first use, one
  * connection per thread).
@@ -356,10 +371,10 @@ TK_API void tk_clock_free(struct tk_clock *c);
  * opts->flags.  Limiters that share a store should use the same clock.
  * Returns 0, -EINVAL for an unknown spec, a bad zone name, a zone with the
  * wrong magic, or invalid options (max_keys of 2^32 or more, unknown
- * flags, opts->store set, a zone_mode writable by every user), -ENAMETOOLONG
- * for a long prefix, -ENOTSUP for a backend this build lacks (Redis
- * without hiredis) or a form not supported yet (redis+cluster://,
- * rediss://),
+ * flags, opts->store set, a zone_mode writable by every user; a rediss://
+ * TLS file that cannot be loaded), -ENAMETOOLONG for a long prefix,
+ * -ENOTSUP for a backend this build lacks (Redis without hiredis; rediss://
+ * without hiredis_ssl: tk_store_validate() says which),
  * -ENOENT (zone absent with TK_OPT_ZONE_NO_CREATE), -EPROTO (a zone of another
  * layout version, truncated, resized or corrupt), -EACCES (a zone's file the
  * trust rules refuse: see TK_OPT_ZONE_UID and tk_zone_access(); or one this
@@ -379,6 +394,21 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts);
 
 /*
+ * tk_store_validate() - would tk_store_open() take the text of @spec, in
+ * this build?  Opens nothing: no connection, no zone; a rediss:// spec's
+ * TLS files are loaded.  Returns 0, or the error tk_store_open() would
+ * return for the text: -EINVAL (not a spec; a zone name that is not
+ * valid; a Redis URL, option or TLS file in error, the byte offset
+ * named) or -ENOTSUP (a backend or form this build lacks: Redis without
+ * hiredis, rediss:// without hiredis_ssl), with a sentence saying why in
+ * @why (at most @len bytes with the NUL, as snprintf(3); "" on success;
+ * @why may be NULL if @len is 0).  The sentence never quotes a password.
+ * -EINVAL too for a NULL @spec, or a NULL @why with a non-zero @len;
+ * -ENOMEM.  Any thread; does not block.
+ */
+TK_API int tk_store_validate(const char *spec, char *why, size_t len);
+
+/*
  * tk_store_stats() - copy up to @size bytes of counters into @out.
  *
  * Pass sizeof(struct tk_stats); an older, smaller structure gets its
@@ -396,6 +426,41 @@ TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out,
  * use @s.  NULL is ignored.
  */
 TK_API void tk_store_close(struct tk_store *s);
+
+/*
+ * What tk_store_ping() found.  It grows only by appending fields; the
+ * library fills the prefix the caller's size covers.
+ */
+struct tk_store_ping {
+	char store[16];	  /* the backend: "memory", "shm" or "redis" */
+	char server[272]; /* Redis: "HOST:PORT" or the socket path; else "" */
+	char version[32]; /* Redis: the server's redis_version; else the
+			     library's, tk_version() */
+	/* How checks run: "functions" (Redis 7 FCALL), "evalsha" (older
+	 * servers), "memory" or "zone" (in this host, no server). */
+	char engine[16];
+	uint64_t rtt; /* ns: one PING's round trip; 0 without a server */
+};
+
+/*
+ * tk_store_ping() - reach the store's server and say what it is.
+ *
+ * A Redis store connects if it must (the connection of the calling
+ * thread; for a cluster, the master of slot 0), makes sure of the engine
+ * its checks use (loading the check script as a check would), times one
+ * PING and reads INFO server.  The memory store and zones have no server:
+ * they answer at once with rtt 0.  Copies up to @size bytes of the result
+ * into @out; pass sizeof(struct tk_store_ping).  Never shows a password.
+ *
+ * Returns 0, -EINVAL for NULL arguments, and for a Redis store the errors
+ * of a check: -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, -EACCES, -ENOMEM,
+ * -EPROTO (an unexpected reply), -EAGAIN (a cluster without a master for
+ * slot 0); a zone -EPROTO if its file was truncated under it.
+ * Concurrency: as a check; blocks at most the spec's connect_timeout plus
+ * its timeout for each of its (at most three) commands.
+ */
+TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
+			 size_t size);
 
 /*
  * Zones: tables in POSIX shared memory that unrelated processes share
@@ -524,7 +589,9 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * keys changed under the check 128 times in a row, or a clock error.  On a
  * Redis store also -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
  * timed out, cannot be reached, or broke the connection), -EACCES (AUTH
- * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply).
+ * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply),
+ * -EAGAIN (a Redis Cluster reconfiguring: redirected or told to retry
+ * more than 5 times).
  *
  * Concurrency: safe from any thread; lock-free (one CAS on the key's state
  * in the common case; on Redis, one round trip on the thread's own

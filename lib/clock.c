@@ -2,7 +2,9 @@
  * clock.c - injected time.
  *
  * The system clock is the only place the library reads time
- * (CLOCK_REALTIME, so that reset_at is a wall-clock instant).  A manual
+ * (CLOCK_REALTIME, so that reset_at is a wall-clock instant); the coarse
+ * clock reads CLOCK_REALTIME_COARSE, the kernel's last tick, for callers
+ * who trade resolution for the cost of a read.  A manual
  * clock is one atomic word that tests move; a custom clock calls back.
  * Readings must stay below 2^63 ns (year 2262) so that differences of two
  * times always fit in an int64_t.
@@ -16,7 +18,12 @@
 
 #define TK__NOW_MAX (UINT64_C(1) << 63)
 
-enum clock_kind { CLOCK_KIND_SYSTEM, CLOCK_KIND_MANUAL, CLOCK_KIND_CUSTOM };
+enum clock_kind {
+	CLOCK_KIND_SYSTEM,
+	CLOCK_KIND_COARSE,
+	CLOCK_KIND_MANUAL,
+	CLOCK_KIND_CUSTOM
+};
 
 struct tk_clock {
 	enum clock_kind kind;
@@ -26,10 +33,26 @@ struct tk_clock {
 };
 
 static struct tk_clock system_clock = { .kind = CLOCK_KIND_SYSTEM };
+static struct tk_clock coarse_clock = { .kind = CLOCK_KIND_COARSE };
 
 TK_API struct tk_clock *tk_clock_system(void)
 {
 	return &system_clock;
+}
+
+TK_API struct tk_clock *tk_clock_coarse(void)
+{
+	return &coarse_clock;
+}
+
+static int read_clock(clockid_t id, uint64_t *ns)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0)
+		return -EIO;
+	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return 0;
 }
 
 TK_API int tk_clock_manual_new(struct tk_clock **out, uint64_t start_ns)
@@ -93,14 +116,16 @@ TK_API int tk_clock_advance(struct tk_clock *c, uint64_t delta_ns)
 
 int tk__clock_read(struct tk_clock *c, uint64_t *ns)
 {
-	struct timespec ts;
 	int rc;
 
 	switch (c->kind) {
 	case CLOCK_KIND_SYSTEM:
-		if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0)
+		if (read_clock(CLOCK_REALTIME, ns) != 0)
 			return -EIO;
-		*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		break;
+	case CLOCK_KIND_COARSE:
+		if (read_clock(CLOCK_REALTIME_COARSE, ns) != 0)
+			return -EIO;
 		break;
 	case CLOCK_KIND_MANUAL:
 		*ns = tk_atomic_load_u64(&c->manual_ns, TK_MO_RELAXED);
@@ -123,6 +148,6 @@ TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out)
 
 TK_API void tk_clock_free(struct tk_clock *c)
 {
-	if (c && c != &system_clock)
+	if (c && c != &system_clock && c != &coarse_clock)
 		free(c);
 }

@@ -251,6 +251,18 @@ struct tk__multi {
 	uint64_t *now;
 };
 
+/*
+ * One request of a batch: @t on @key (@len bytes) as apply() runs it, or
+ * @m as apply_multi() does; @rc receives what that call would return.
+ */
+struct tk__batch_item {
+	const unsigned char *key;
+	size_t len;
+	const struct tk__transform *t; /* or, with key NULL: */
+	const struct tk__multi *m;
+	int rc;
+};
+
 struct tk__store_ops {
 	const char *name;
 	/* Run @t atomically on @key's state at @now.  Returns fn's final
@@ -260,6 +272,11 @@ struct tk__store_ops {
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
+	/* Optional: the @n items in order, each exactly as apply() or
+	 * apply_multi() at @now would run it, with fewer round trips to a
+	 * server (Redis: one pipeline per node). */
+	void (*apply_batch)(struct tk_store *s, uint64_t now,
+			    struct tk__batch_item *items, size_t n);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
 	/* Optional: 0, or -ENOTSUP if this store cannot run @p yet (Redis). */
@@ -267,6 +284,9 @@ struct tk__store_ops {
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
+	/* Optional: fill the server's fields of @out (Redis); a store
+	 * without it has no server (tk_store_ping()). */
+	int (*ping)(struct tk_store *s, struct tk_store_ping *out);
 	void (*close)(struct tk_store *s);
 };
 
@@ -287,9 +307,13 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o);
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 
-/* store-redis.c: a redis:// or redis+unix:// spec. */
+/*
+ * store-redis.c: a redis://, redis+unix://, redis+cluster:// or rediss://
+ * spec; on -EINVAL or -ENOTSUP a sentence in @why (@why_len bytes, may be
+ * 0), never quoting a password.
+ */
 int tk__redis_open(struct tk_store **out, const char *spec,
-		   const struct tk_options *o);
+		   const struct tk_options *o, char *why, size_t why_len);
 
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;

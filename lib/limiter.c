@@ -216,13 +216,12 @@ static int composite_fn(void *ctx, const uint64_t *const *old,
 	return TK__PERSIST;
 }
 
-/* A simple policy: one key, one state, one apply. */
-static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
-		      struct step *s)
+/* A simple policy's transform: one key, one state. */
+static void single_transform(struct step *s, struct tk__transform *t)
 {
-	unsigned char buf[TK__STORE_KEY_MAX];
 	const struct tk__policy *p = &s->policy->dim[0];
-	struct tk__transform t = {
+
+	*t = (struct tk__transform){
 		.fn = step_fn,
 		.ctx = s,
 		.words = p->state_words,
@@ -233,12 +232,57 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.cost = s->cost,
 		.now = &s->now,
 	};
+}
+
+/* A simple policy: one key, one state, one apply. */
+static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
+		      struct step *s)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	struct tk__transform t;
 	size_t len;
 	int rc;
 
+	single_transform(s, &t);
 	rc = compose_key(l, SINGLE, key, key_len, buf, &len);
 	if (rc == 0)
 		rc = l->store->ops->apply(l->store, buf, len, s->now, &t);
+	return rc;
+}
+
+/*
+ * A composite's step: one key per dimension (@keys, or @key for all),
+ * composed one after another in @buf, which holds policy->n times
+ * TK__STORE_KEY_MAX bytes or (for valid keys) what they need.
+ */
+static int composite_multi(struct tk_limiter *l, const char *key,
+			   size_t key_len, const struct tk_key *keys,
+			   struct step *s, unsigned char *buf,
+			   struct tk__multi *m)
+{
+	const struct tk_policy *pol = s->policy;
+	size_t i;
+	int rc = 0;
+
+	*m = (struct tk__multi){ .n = pol->n,
+				 .fn = composite_fn,
+				 .ctx = s,
+				 .flags = s->op == OP_CHECK ? TK__T_CHECK : 0,
+				 .cost = s->cost,
+				 .kind = pol->kind,
+				 .now = &s->now };
+	s->n = pol->n;
+	s->kind = pol->kind;
+	for (i = 0; i < pol->n && rc == 0; i++) {
+		rc = compose_key(l, (int)i, keys ? keys[i].key : key,
+				 keys ? keys[i].key_len : key_len, buf,
+				 &m->len[i]);
+		m->key[i] = buf;
+		buf += m->len[i];
+		m->words[i] = pol->dim[i].state_words;
+		m->alg[i] = pol->dim[i].alg->id;
+		m->policy[i] = &pol->dim[i];
+	}
 	return rc;
 }
 
@@ -246,29 +290,10 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
 static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
 			 const struct tk_key *keys, struct step *s)
 {
-	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
-	const struct tk_policy *pol = s->policy;
-	struct tk__multi m = { .n = pol->n,
-			       .fn = composite_fn,
-			       .ctx = s,
-			       .flags = s->op == OP_CHECK ? TK__T_CHECK : 0,
-			       .cost = s->cost,
-			       .kind = pol->kind,
-			       .now = &s->now };
-	size_t i;
-	int rc = 0;
+	unsigned char buf[TK__MULTI_MAX * TK__STORE_KEY_MAX];
+	struct tk__multi m;
+	int rc = composite_multi(l, key, key_len, keys, s, buf, &m);
 
-	s->n = pol->n;
-	s->kind = pol->kind;
-	for (i = 0; i < pol->n && rc == 0; i++) {
-		rc = compose_key(l, (int)i, keys ? keys[i].key : key,
-				 keys ? keys[i].key_len : key_len, buf[i],
-				 &m.len[i]);
-		m.key[i] = buf[i];
-		m.words[i] = pol->dim[i].state_words;
-		m.alg[i] = pol->dim[i].alg->id;
-		m.policy[i] = &pol->dim[i];
-	}
 	if (rc == 0)
 		rc = l->store->ops->apply_multi(l->store, s->now, &m);
 	return rc;
@@ -427,13 +452,89 @@ TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 		    : -EINVAL;
 }
 
+/* Requests per apply_batch() call: bounds what a batch allocates. */
+#define BATCH_MAX 1024
+
+/* One request of a batch: its step and what the store runs. */
+struct batch_req {
+	size_t req; /* its index in the batch */
+	struct step s;
+	union {
+		struct tk__transform t;
+		struct tk__multi m;
+	} u;
+};
+
+/*
+ * Requests @reqs[0, n) by the store's apply_batch(), at @now: rc[i] as
+ * run() would answer for each (decisions in @out).
+ */
+static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
+		      size_t n, uint64_t now, struct tk_decision *out, int *rc)
+{
+	const size_t dims = l->policy->n;
+	struct tk__batch_item *items;
+	struct batch_req *br;
+	unsigned char *keys;
+	size_t i, m = 0, at = 0, total = 0;
+
+	for (i = 0; i < n; i++) {
+		rc[i] = reqs[i].cost ? key_error(reqs[i].key, reqs[i].key_len)
+				     : -EINVAL;
+		if (rc[i] == 0)
+			total += dims * (3 + l->prefix_len + reqs[i].key_len);
+	}
+	br = malloc(n * sizeof(*br));
+	items = malloc(n * sizeof(*items));
+	keys = malloc(total ? total : 1);
+	for (i = 0; i < n && !(br && items && keys); i++)
+		rc[i] = rc[i] ?: -ENOMEM;
+	for (i = 0; i < n && br && items && keys; i++) {
+		if (rc[i])
+			continue;
+		br[m].req = i;
+		br[m].s = (struct step){ .policy = l->policy,
+					 .op = OP_CHECK,
+					 .now = now,
+					 .cost = reqs[i].cost };
+		items[m] = (struct tk__batch_item){ .rc = 0 };
+		if (l->policy->kind == TK__SINGLE) {
+			single_transform(&br[m].s, &br[m].u.t);
+			compose_key(l, SINGLE, reqs[i].key, reqs[i].key_len,
+				    keys + at, &items[m].len);
+			items[m].key = keys + at;
+			items[m].t = &br[m].u.t;
+			at += items[m].len;
+		} else {
+			composite_multi(l, reqs[i].key, reqs[i].key_len, NULL,
+					&br[m].s, keys + at, &br[m].u.m);
+			items[m].m = &br[m].u.m;
+			at += dims * (3 + l->prefix_len + reqs[i].key_len);
+		}
+		m++;
+	}
+	if (m)
+		l->store->ops->apply_batch(l->store, now, items, m);
+	for (i = 0; i < m; i++) {
+		if (br[i].s.corrupt)
+			tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
+		rc[br[i].req] = items[i].rc < 0 ? items[i].rc : 0;
+		if (items[i].rc >= 0)
+			out[br[i].req] = br[i].s.d;
+	}
+	free(keys);
+	free(items);
+	free(br);
+}
+
 TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 const struct tk_request *reqs, size_t n,
 				 struct tk_decision *out, int *rcs)
 {
+	int batch_rc[BATCH_MAX];
 	uint64_t now = 0;
 	int rc, clock_rc, first = 0;
-	size_t i;
+	size_t i, at = 0, chunk = 0;
 
 	if (!l || (n && (!reqs || !out)))
 		return -EINVAL;
@@ -443,11 +544,24 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	if (clock_rc && l->fail == TK_FAIL_ERROR)
 		return tk__rc(clock_rc);
 	for (i = 0; i < n; i++) {
-		rc = reqs[i].cost == 0 ? -EINVAL
-		     : clock_rc	       ? key_error(reqs[i].key, reqs[i].key_len)
-						 ?: clock_rc
-				: run(l, reqs[i].key, reqs[i].key_len, NULL,
-				      OP_CHECK, now, reqs[i].cost, &out[i]);
+		if (clock_rc == 0 && l->store->ops->apply_batch) {
+			/* A store that batches: its chunk's results. */
+			if (i == at + chunk) {
+				at = i;
+				chunk = n - i < BATCH_MAX ? n - i : BATCH_MAX;
+				run_batch(l, reqs + at, chunk, now, out + at,
+					  batch_rc);
+			}
+			rc = batch_rc[i - at];
+		} else {
+			rc = reqs[i].cost == 0 ? -EINVAL
+			     : clock_rc
+				     ? key_error(reqs[i].key, reqs[i].key_len)
+					       ?: clock_rc
+				     : run(l, reqs[i].key, reqs[i].key_len,
+					   NULL, OP_CHECK, now, reqs[i].cost,
+					   &out[i]);
+		}
 		rc = fail_policy(l->fail, l->policy, now, rc, &out[i]);
 		if (rcs)
 			rcs[i] = rc;

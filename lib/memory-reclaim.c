@@ -176,11 +176,21 @@ static int sweep_slot(struct mem_store *s, uint64_t slot, uint64_t now,
  * Process the ticks that are over, at most @budget entries.  The caller
  * holds the sweeper flag and an RCU read-side critical section.
  */
+/*
+ * More killed entries than this waiting in the wheel: drain it now.  Also
+ * how many retired entries an applier gathers before it waits for a grace
+ * period to free them: one wait per quarter of max_keys keeps a flood's
+ * cost per check low and its memory bounded.
+ */
+static uint64_t drain_limit(const struct mem_store *s)
+{
+	return s->ring_cap / 4 > 4096 ? s->ring_cap / 4 : 4096;
+}
+
 static void sweep_locked(struct mem_store *s, uint64_t now, uint64_t budget)
 {
 	uint64_t cur = tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED);
 	uint64_t end = tick_of(now), t, d, i;
-	uint64_t drain_limit = s->ring_cap > 4096 ? s->ring_cap : 4096;
 
 	/* A jump past a whole rotation: one pass over every slot is enough. */
 	if (end > cur && end - cur > WHEEL_SLOTS)
@@ -191,9 +201,9 @@ static void sweep_locked(struct mem_store *s, uint64_t now, uint64_t budget)
 	if (t > cur)
 		tk_atomic_store_u64(&s->cursor, t, TK_MO_RELAXED);
 	/* Too many killed entries waiting in the future: drain the wheel. */
-	for (i = 0;
-	     i < WHEEL_SLOTS && budget > 0 &&
-	     tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) > drain_limit;
+	for (i = 0; i < WHEEL_SLOTS && budget > 0 &&
+		    tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) >
+			    drain_limit(s);
 	     i++) {
 		d = tk_atomic_add_u64(&s->drain_cursor, 1, TK_MO_RELAXED);
 		sweep_slot(s, d % WHEEL_SLOTS, now, &budget);
@@ -223,7 +233,7 @@ void tk__mem_sweep(struct mem_store *s, uint64_t now, uint64_t budget)
 	grow_if_needed(s);
 	sweeper_release(s);
 	if (tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED) >=
-	    (budget == UINT64_MAX ? 1 : RETIRE_BATCH))
+	    (budget == UINT64_MAX ? 1 : drain_limit(s)))
 		tk__mem_free_retired(s);
 }
 
@@ -288,10 +298,23 @@ void tk__mem_after_apply(struct mem_store *s, uint64_t now)
 		grow_if_needed(s);
 		sweeper_release(s);
 	}
-	if (s->use_thread)
+	/*
+	 * A flood of new keys evicts one key per check, faster than sweeps
+	 * once per interval free them: memory would follow the flood's
+	 * rate, not max_keys.  So the applier that finds too many waiting
+	 * sweeps the whole store now, thread or not (a bounded sweep would
+	 * keep taking and putting back the same long wheel slot).  It
+	 * visits O(max_keys) entries once per max_keys / 4 evictions:
+	 * amortised O(1) per check.
+	 */
+	if (tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) >
+	    drain_limit(s))
+		tk__mem_sweep(s, now, UINT64_MAX);
+	else if (s->use_thread)
 		return;
-	if (tick_of(now) > tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED) ||
-	    tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED) >= RETIRE_BATCH)
+	else if (tick_of(now) > tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED) ||
+		 tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED) >=
+			 drain_limit(s))
 		tk__mem_sweep(s, now, SWEEP_BUDGET);
 }
 

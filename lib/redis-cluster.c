@@ -93,7 +93,7 @@ static int node_index(struct tk__redis_cluster *cl, const char *host,
 				mine->spec.host[hlen] = '\0';
 				mine->spec.port = port;
 				if (tk__redis_pool_init(&mine->pool,
-							&mine->spec)) {
+							&mine->spec, NULL, 0)) {
 					free(mine);
 					return -ENOMEM;
 				}
@@ -246,8 +246,7 @@ static int conn_of(struct tk__redis_cluster *cl, uint32_t i,
 	return tk__redis_conn_get(&n->pool, out);
 }
 
-int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
-			   struct tk__redis_conn **out)
+int tk__redis_cluster_node(struct tk__redis_cluster *cl, unsigned int slot)
 {
 	/* acquire: the node of the entry is there (slot_range()). */
 	uint32_t i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_ACQUIRE);
@@ -261,12 +260,26 @@ int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 		if (i == 0)
 			return -EAGAIN; /* no master serves the slot */
 	}
-	return conn_of(cl, i - 1, out);
+	return (int)i - 1;
 }
 
-int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
-			     struct tk__redis_conn *c, int moved,
-			     struct tk__redis_conn **out)
+int tk__redis_cluster_node_conn(struct tk__redis_cluster *cl, int node,
+				struct tk__redis_conn **out)
+{
+	return conn_of(cl, (uint32_t)node, out);
+}
+
+int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
+			   struct tk__redis_conn **out)
+{
+	int i = tk__redis_cluster_node(cl, slot);
+
+	return i < 0 ? i : conn_of(cl, (uint32_t)i, out);
+}
+
+/* The node a redirection on @c names, the map corrected if @moved. */
+static int redirect_index(struct tk__redis_cluster *cl, unsigned int slot,
+			  struct tk__redis_conn *c, int moved)
 {
 	const char *to = tk__redis_conn_redirect(c), *colon = strrchr(to, ':');
 	char *end;
@@ -279,10 +292,25 @@ int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 	if (*end || end == colon + 1)
 		return -EPROTO;
 	i = node_index(cl, to, (size_t)(colon - to), (int)port);
-	if (i < 0)
-		return i;
-	if (moved) /* release: as in slot_range() */
+	if (i >= 0 && moved) /* release: as in slot_range() */
 		tk_atomic_store_u32(&cl->slot[slot], (uint32_t)i + 1,
 				    TK_MO_RELEASE);
-	return conn_of(cl, (uint32_t)i, out);
+	return i;
+}
+
+int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
+			     struct tk__redis_conn *c, int moved,
+			     struct tk__redis_conn **out)
+{
+	int i = redirect_index(cl, slot, c, moved);
+
+	return i < 0 ? i : conn_of(cl, (uint32_t)i, out);
+}
+
+int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
+			    struct tk__redis_conn *c)
+{
+	int i = redirect_index(cl, slot, c, 1);
+
+	return i < 0 ? i : 0;
 }

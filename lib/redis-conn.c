@@ -12,6 +12,11 @@
  * another process is dropped (closed here only, nothing sent) and the
  * child connects anew.
  *
+ * TLS (rediss://, builds with hiredis_ssl): the pool holds one
+ * hiredis_ssl context, made at open from the spec's tls_ files, and
+ * every connection does its handshake on it right after the connect,
+ * before AUTH.
+ *
  * Failure: a command that times out or meets a reset leaves the context
  * dead (hiredis 0.14 cannot resume it), so it is discarded.  The next
  * connect waits out a backoff that doubles from 10 ms to 1 s while
@@ -28,6 +33,9 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
+#ifdef TK_HAVE_HIREDIS_SSL
+#include <hiredis/hiredis_ssl.h>
+#endif
 
 #define BACKOFF_MIN (UINT64_C(10) * 1000000)   /* ns */
 #define BACKOFF_MAX (UINT64_C(1000) * 1000000) /* ns */
@@ -36,6 +44,7 @@ struct tk__redis_conn {
 	struct tk__redis_conn *next; /* the pool's list; set before push */
 	tk_atomic_u32 in_use;	     /* claimed by a thread */
 	const struct tk__redis_spec *spec;
+	void *tls;	   /* the pool's hiredis_ssl context, or NULL */
 	redisContext *ctx; /* NULL: not connected */
 	pid_t pid;	   /* the process that made ctx */
 	uint64_t retry_at; /* monotonic ns: no connect before */
@@ -241,6 +250,14 @@ static int connect_now(struct tk__redis_conn *c)
 		drop(c);
 		return failed(c, -ECONNRESET);
 	}
+#ifdef TK_HAVE_HIREDIS_SSL
+	/* A handshake that fails (a certificate not trusted, a server
+	 * without TLS) is a reply the library cannot use. */
+	if (c->tls && redisInitiateSSLWithContext(c->ctx, c->tls) != REDIS_OK) {
+		drop(c);
+		return failed(c, -EPROTO);
+	}
+#endif
 	rc = hello(c);
 	if (rc) {
 		if (c->ctx)
@@ -260,12 +277,60 @@ static void give_back(void *arg)
 	tk_atomic_store_u32(&c->in_use, 0, TK_MO_RELEASE);
 }
 
+#ifdef TK_HAVE_HIREDIS_SSL
+static void init_openssl(void)
+{
+	redisInitOpenSSL();
+}
+
+static int tls_context(struct tk__redis_pool *pool, char *why, size_t why_len)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const struct tk__redis_spec *sp = pool->spec;
+	redisSSLContextError err = REDIS_SSL_CTX_NONE;
+	/* SNI for a host name; an address has none. */
+	int named = strspn(sp->host, "0123456789.:") != strlen(sp->host);
+
+	pthread_once(&once, init_openssl);
+	pool->tls =
+		redisCreateSSLContext(sp->tls_ca[0] ? sp->tls_ca : NULL, NULL,
+				      sp->tls_cert[0] ? sp->tls_cert : NULL,
+				      sp->tls_key[0] ? sp->tls_key : NULL,
+				      named ? sp->host : NULL, &err);
+	if (pool->tls)
+		return 0;
+	if (why_len)
+		snprintf(why, why_len, "TLS: %s", redisSSLContextGetError(err));
+	return err == REDIS_SSL_CTX_CREATE_FAILED ? -ENOMEM : -EINVAL;
+}
+#endif
+
 int tk__redis_pool_init(struct tk__redis_pool *pool,
-			const struct tk__redis_spec *spec)
+			const struct tk__redis_spec *spec, char *why,
+			size_t why_len)
 {
 	pool->spec = spec;
+	pool->tls = NULL;
 	tk_atomic_store_ptr(&pool->all, NULL, TK_MO_RELAXED);
-	return pthread_key_create(&pool->key, give_back) ? -ENOMEM : 0;
+#ifdef TK_HAVE_HIREDIS_SSL
+	if (spec->tls) {
+		int rc = tls_context(pool, why, why_len);
+
+		if (rc)
+			return rc;
+	}
+#else
+	(void)why;
+	(void)why_len;
+#endif
+	if (pthread_key_create(&pool->key, give_back)) {
+#ifdef TK_HAVE_HIREDIS_SSL
+		if (pool->tls)
+			redisFreeSSLContext(pool->tls);
+#endif
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void tk__redis_pool_destroy(struct tk__redis_pool *pool)
@@ -279,6 +344,10 @@ void tk__redis_pool_destroy(struct tk__redis_pool *pool)
 			redisFree(c->ctx);
 		free(c);
 	}
+#ifdef TK_HAVE_HIREDIS_SSL
+	if (pool->tls)
+		redisFreeSSLContext(pool->tls);
+#endif
 }
 
 static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
@@ -299,6 +368,7 @@ static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
 	if (!c)
 		return NULL;
 	c->spec = pool->spec;
+	c->tls = pool->tls;
 	tk_atomic_store_u32(&c->in_use, 1, TK_MO_RELAXED);
 	head = tk_atomic_load_ptr(&pool->all, TK_MO_RELAXED);
 	do
@@ -341,6 +411,78 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 	return rc;
 }
 
+/*
+ * Pipelining (redis-pipeline.c): commands are queued by append, sent
+ * together by flush, and their replies read in order by next_reply.  A
+ * failure drops the connection as a command's does; every reply still
+ * expected then answers the same error.
+ */
+static int pipe_failed(struct tk__redis_conn *c)
+{
+	int rc = io_error(c->ctx, errno, 0);
+
+	drop(c);
+	return failed(c, rc);
+}
+
+int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
+		     const size_t *lens)
+{
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	errno = 0;
+	if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
+		return pipe_failed(c);
+	return 0;
+}
+
+int tk__redis_flush(struct tk__redis_conn *c)
+{
+	int done = 0;
+
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	do {
+		errno = 0;
+		if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
+			return pipe_failed(c);
+	} while (!done);
+	return 0;
+}
+
+int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
+			 void **reply)
+{
+	uint64_t now, left = 0;
+	redisReply *r = NULL;
+	int rc;
+
+	if (!c->ctx)
+		return c->last_err ? c->last_err : -ECONNRESET;
+	if (deadline) {
+		now = monotonic_ns();
+		left = deadline > now ? deadline - now : 0;
+		if (left < UINT64_C(1000000))
+			left = UINT64_C(1000000); /* what has come is read */
+		if (left >= c->spec->timeout)
+			left = 0;
+		else
+			redisSetTimeout(c->ctx, timeval_of(left));
+	}
+	errno = 0;
+	if (redisGetReply(c->ctx, (void **)&r) != REDIS_OK || !r)
+		return pipe_failed(c);
+	if (left)
+		redisSetTimeout(c->ctx, timeval_of(c->spec->timeout));
+	if (r->type == REDIS_REPLY_ERROR) {
+		rc = reply_error(c, r);
+		freeReplyObject(r);
+		return rc;
+	}
+	*reply = r;
+	return 0;
+}
+
 void tk__redis_reply_free(void *reply)
 {
 	freeReplyObject(reply);
@@ -354,4 +496,9 @@ const char *tk__redis_conn_redirect(struct tk__redis_conn *c)
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c)
 {
 	return &c->engine;
+}
+
+const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c)
+{
+	return c->spec;
 }

@@ -4,10 +4,14 @@
  *   redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]
  *   redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]
  *   redis+cluster://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...][?OPTIONS]
+ *   rediss://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]   (TLS)
  *
  * OPTIONS are NAME=VALUE pairs joined by '&': timeout=, connect_timeout=
- * (durations of the policy grammar), server_time=0|1, key_prefix=.  USER,
- * PASSWORD, PATH and key_prefix may percent-encode any byte (%40 for '@').
+ * (durations of the policy grammar), server_time=0|1, key_prefix=, and
+ * for rediss:// only tls_ca=, tls_cert=, tls_key= (files).  USER,
+ * PASSWORD, PATH, key_prefix and the tls_ files may percent-encode any
+ * byte (%40 for '@').  rediss:// needs a build with hiredis_ssl
+ * (TK_HAVE_HIREDIS_SSL); without it the spec is -ENOTSUP, and says so.
  * Every error names the byte offset and what was expected there; none
  * quotes the spec, so a password never reaches a message.
  */
@@ -192,22 +196,37 @@ static int is(struct cursor *c, size_t from, size_t to, const char *name)
 	       memcmp(c->s + from, name, to - from) == 0;
 }
 
+/* A tls_ option's file: a path of at most 107 bytes, not empty. */
+static int file(struct cursor *c, size_t from, size_t to, char *out)
+{
+	if (from == to)
+		return fail(c, from, "a file's path");
+	return decode(c, from, to, out, TK__REDIS_PATH_MAX + 1, NULL,
+		      "a file's path of at most 107 bytes");
+}
+
 /* One NAME=VALUE of s[from, to). @seen: a bit per option already given. */
 static int option(struct cursor *c, size_t from, size_t to,
 		  struct tk__redis_spec *out, unsigned int *seen)
 {
-	static const char *const names[] = { "timeout", "connect_timeout",
-					     "server_time", "key_prefix" };
-	size_t eq = find(c->s, from, to, "="), i;
+	static const char *const names[] = { "timeout",	    "connect_timeout",
+					     "server_time", "key_prefix",
+					     "tls_ca",	    "tls_cert",
+					     "tls_key" };
+	size_t eq = find(c->s, from, to, "="), i, n = out->tls ? 7 : 4;
 	long flag;
 	int rc;
 
-	for (i = 0; i < 4 && !is(c, from, eq, names[i]); i++)
+	for (i = 0; i < n && !is(c, from, eq, names[i]); i++)
 		;
-	if (i == 4 || eq == to)
+	if (i == n || eq == to)
 		return fail(c, from,
-			    "an option timeout=, connect_timeout=, "
-			    "server_time= or key_prefix=");
+			    out->tls ? "an option timeout=, connect_timeout=, "
+				       "server_time=, key_prefix=, tls_ca=, "
+				       "tls_cert= or tls_key="
+				     : "an option timeout=, connect_timeout=, "
+				       "server_time= or key_prefix= (tls_ "
+				       "options with rediss:// only)");
 	if (*seen & (1u << i))
 		return fail(c, from, "each option at most once");
 	*seen |= 1u << i;
@@ -220,10 +239,15 @@ static int option(struct cursor *c, size_t from, size_t to,
 		rc = number(c, eq + 1, to, 0, 1, &flag, "server_time=0 or 1");
 		out->server_time = (int)flag;
 		return rc;
-	default:
+	case 3:
 		return decode(c, eq + 1, to, out->key_prefix,
 			      sizeof(out->key_prefix), &out->key_prefix_len,
 			      "a key_prefix of at most 255 bytes");
+	default:
+		return file(c, eq + 1, to,
+			    i == 4   ? out->tls_ca
+			    : i == 5 ? out->tls_cert
+				     : out->tls_key);
 	}
 }
 
@@ -289,10 +313,16 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 	if (why_len)
 		why[0] = '\0';
 	if (strncmp(spec, "rediss://", 9) == 0) {
+#ifndef TK_HAVE_HIREDIS_SSL
 		if (why_len)
 			snprintf(why, why_len,
-				 "TLS (rediss://) is not supported yet");
+				 "rediss:// (TLS) needs a library built with "
+				 "hiredis_ssl (hiredis 1.0 or later); this one "
+				 "was built without it");
 		return -ENOTSUP;
+#else
+		out->tls = 1;
+#endif
 	}
 	q = find(spec, 0, len, "?");
 	if (strncmp(spec, "redis+unix://", 13) == 0) {
@@ -307,9 +337,10 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			rc = decode(&c, auth_end, q, out->path,
 				    sizeof(out->path), NULL,
 				    "a socket path of at most 107 bytes");
-	} else if (strncmp(spec, "redis://", 8) == 0) {
-		auth_end = find(spec, 8, q, "/");
-		rc = userinfo(&c, 8, auth_end, out, &at);
+	} else if (out->tls || strncmp(spec, "redis://", 8) == 0) {
+		/* rediss:// is redis:// over TLS. */
+		auth_end = find(spec, 8 + (size_t)out->tls, q, "/");
+		rc = userinfo(&c, 8 + (size_t)out->tls, auth_end, out, &at);
 		if (rc == 0)
 			rc = host_port(&c, at, auth_end, out);
 		if (rc == 0 && auth_end + 1 < q) {

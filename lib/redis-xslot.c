@@ -67,7 +67,7 @@ struct part {
 
 /* The whole check, and what each key's script said. */
 struct xslot {
-	struct req *q;
+	struct tk__redis_req *q;
 	size_t parts;
 	struct part part[TK__MULTI_MAX];
 	uint64_t now; /* ns: when every part decides */
@@ -82,7 +82,7 @@ struct xslot {
 	uint64_t w[]; /* where they point */
 };
 
-static struct xslot *xslot_new(struct req *q)
+static struct xslot *xslot_new(struct tk__redis_req *q)
 {
 	size_t i, total = 0, at = 0;
 	struct xslot *x;
@@ -112,7 +112,7 @@ static const uint64_t *const none[TK__MULTI_MAX];
  * is decided here, by the algorithms themselves.
  */
 struct part_ctx {
-	const struct req *q; /* the part's */
+	const struct tk__redis_req *q; /* the part's */
 	const uint64_t *now;
 };
 
@@ -120,7 +120,7 @@ static int part_fn(void *ctx, const uint64_t *const *old, uint64_t *const *next,
 		   int *persist, uint64_t *expires_at)
 {
 	const struct part_ctx *c = ctx;
-	const struct req *q = c->q;
+	const struct tk__redis_req *q = c->q;
 	int rc[TK__MULTI_MAX], first = 0;
 	size_t i, yes = 0, failed = 0;
 	struct tk_decision d;
@@ -154,8 +154,8 @@ static int part_fn(void *ctx, const uint64_t *const *old, uint64_t *const *next,
 
 /* One part's request: its keys and policies, decided at x->now. */
 static void part_req(const struct xslot *x, const struct part *p,
-		     struct req *sub, struct tk__multi *m, struct part_ctx *c,
-		     uint64_t *at, redisReply **keep)
+		     struct tk__redis_req *sub, struct tk__multi *m,
+		     struct part_ctx *c, uint64_t *at)
 {
 	size_t i;
 
@@ -173,7 +173,6 @@ static void part_req(const struct xslot *x, const struct part *p,
 	*at = x->now;
 	sub->decide_at = at;
 	sub->m = m;
-	sub->keep = keep;
 	m->n = p->n;
 	m->fn = part_fn;
 	m->ctx = c;
@@ -218,26 +217,31 @@ struct consume_arg {
 	int admitted;
 };
 
-static int consume_on(struct redis_store *s, struct tk__redis_conn *c,
+static int consume_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 		      void *arg, int asking)
 {
 	struct consume_arg *a = arg;
 	struct xslot *x = a->x;
 	const struct part *p = a->p;
+	struct tk__redis_call call;
 	struct tk__multi m;
 	struct part_ctx ctx;
-	struct req sub;
+	struct tk__redis_req sub;
 	redisReply *r = NULL;
 	uint64_t at;
 	size_t i, k;
 	int rc;
 
-	part_req(x, p, &sub, &m, &ctx, &at, &r);
-	rc = tk__redis_check(s, c, &sub, asking);
+	part_req(x, p, &sub, &m, &ctx, &at);
+	rc = tk__redis_call_build(s, &sub, &call);
+	if (rc == 0)
+		rc = tk__redis_eval(s, c, &call, &r, asking);
+	if (rc == 0)
+		rc = tk__redis_call_verdict(&sub, r);
 	if (rc < 0)
-		return rc;
+		goto out;
 	a->admitted = rc == TK__PERSIST;
-	/* tk__redis_check() has checked the reply's shape. */
+	/* tk__redis_call_verdict() has checked the reply's shape. */
 	for (i = 0; rc >= 0 && i < p->n; i++) {
 		k = p->at[i];
 		rc = take_pre(x, k, r->element[1 + i]);
@@ -248,13 +252,15 @@ static int consume_on(struct redis_store *s, struct tk__redis_conn *c,
 			rc = tk__redis_decode(x->q->pol[k], x->post[k],
 					      x->post_len[k], x->made[k]);
 	}
-	tk__redis_reply_free(r);
+out:
+	if (r)
+		tk__redis_reply_free(r);
 	return rc < 0 ? rc : 0;
 }
 
 /* The states of a part not consumed: read, nothing written. */
-static int read_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
-		   int asking)
+static int read_on(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   void *arg, int asking)
 {
 	struct consume_arg *a = arg;
 	const char *argv[1 + TK__MULTI_MAX];
@@ -282,16 +288,19 @@ static int read_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	return rc;
 }
 
-#define REFUND_ARGS (5 + 6 * TK__MULTI_MAX)
+/* The refund's command: 5 words, then 6 per key. */
+_Static_assert(5 + 6 * TK__MULTI_MAX <= TK__REDIS_ARGS_MAX,
+	       "a refund's command fits a check's");
 
 /* The refund script over the keys of part @a->p that the consume wrote. */
-static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
-		     int asking)
+static int refund_on(struct tk__redis_store *s, struct tk__redis_conn *c,
+		     void *arg, int asking)
 {
 	struct consume_arg *a = arg;
 	struct xslot *x = a->x;
-	const char *argv[REFUND_ARGS];
-	size_t lens[REFUND_ARGS], i, k, n = 0, argc = 5;
+	struct tk__redis_call call;
+	const char **argv = call.argv;
+	size_t *lens = call.lens, i, k, n = 0, argc;
 	char nkeys[24], cost[24], now[24], args[TK__MULTI_MAX][7][24];
 	redisReply *r = NULL;
 	int rc;
@@ -336,7 +345,8 @@ static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 		argv[argc] = args[i][6];
 		lens[argc++] = strlen(args[i][6]);
 	}
-	rc = tk__redis_eval(s, c, argv, lens, (int)argc, &r, asking);
+	call.argc = (int)argc;
+	rc = tk__redis_eval(s, c, &call, &r, asking);
 	if (rc == 0) {
 		if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
 			rc = -EPROTO;
@@ -345,8 +355,8 @@ static int refund_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 	return rc;
 }
 
-static int now_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
-		  int asking)
+static int now_on(struct tk__redis_store *s, struct tk__redis_conn *c,
+		  void *arg, int asking)
 {
 	(void)s;
 	(void)asking;
@@ -362,7 +372,7 @@ static int by_slot(const void *a, const void *b)
 
 static void split(struct xslot *x)
 {
-	const struct req *q = x->q;
+	const struct tk__redis_req *q = x->q;
 	unsigned int slot;
 	size_t i, j;
 
@@ -387,7 +397,7 @@ static void split(struct xslot *x)
  */
 static int decide(struct xslot *x, int admitted)
 {
-	const struct req *q = x->q;
+	const struct tk__redis_req *q = x->q;
 	uint64_t *const *next = x->next, expires[TK__MULTI_MAX];
 	int persist[TK__MULTI_MAX], rc;
 	size_t i;
@@ -410,7 +420,7 @@ static int decide(struct xslot *x, int admitted)
 	return rc;
 }
 
-int tk__redis_xslot(struct redis_store *s, struct req *q)
+int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q)
 {
 	int persist[TK__MULTI_MAX], rc = 0, admitted;
 	struct consume_arg a[TK__MULTI_MAX];

@@ -4,7 +4,8 @@
  * redis-spec.c parses a spec, redis-conn.c keeps one hiredis connection
  * per thread and maps every failure to a typed errno, redis-scripts.c
  * holds the server-side transitions, store-redis.c binds them to the
- * store interface.  Only these files include hiredis.
+ * store interface, redis-pipeline.c sends a batch of checks as one
+ * pipeline per node.  Only these files include hiredis.
  */
 #ifndef TK_REDIS_H
 #define TK_REDIS_H
@@ -38,6 +39,12 @@ struct tk__redis_spec {
 	int server_time;		       /* server_time=1 */
 	char key_prefix[TK__REDIS_KEY_PREFIX_MAX + 1];
 	size_t key_prefix_len;
+	int tls; /* rediss:// (builds with hiredis_ssl only) */
+	/* rediss://: tls_ca=, tls_cert=, tls_key= ("": none; the system's
+	 * CAs verify the server without tls_ca). */
+	char tls_ca[TK__REDIS_PATH_MAX + 1];
+	char tls_cert[TK__REDIS_PATH_MAX + 1];
+	char tls_key[TK__REDIS_PATH_MAX + 1];
 	int cluster;  /* redis+cluster://: host and port are the first seed */
 	size_t seeds; /* redis+cluster://: seed nodes in seed[] */
 	struct {
@@ -47,10 +54,10 @@ struct tk__redis_spec {
 };
 
 /*
- * Parse @spec ("redis://...", "redis+unix://..." or
- * "redis+cluster://...").  Returns 0, -EINVAL with a message in @why
- * (never quoting the password), or -ENOTSUP for a form this build lacks
- * (rediss://).
+ * Parse @spec ("redis://...", "redis+unix://...", "redis+cluster://..."
+ * or "rediss://...").  Returns 0, -EINVAL with a message in @why (never
+ * quoting the password), or -ENOTSUP with one for a form this build
+ * lacks (rediss:// without hiredis_ssl).
  */
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			 char *why, size_t why_len);
@@ -60,12 +67,18 @@ struct tk__redis_conn;
 
 struct tk__redis_pool {
 	const struct tk__redis_spec *spec;
+	void *tls;	   /* rediss://: the hiredis_ssl context; else NULL */
 	tk_atomic_ptr all; /* every conn this pool made, a push-only list */
 	pthread_key_t key; /* this thread's conn */
 };
 
+/*
+ * 0, -ENOMEM, or for rediss:// -EINVAL with a message in @why (a CA,
+ * certificate or key hiredis_ssl cannot load); @why may be NULL.
+ */
 int tk__redis_pool_init(struct tk__redis_pool *pool,
-			const struct tk__redis_spec *spec);
+			const struct tk__redis_spec *spec, char *why,
+			size_t why_len);
 /* Frees every connection; no thread may use the pool any more. */
 void tk__redis_pool_destroy(struct tk__redis_pool *pool);
 
@@ -88,6 +101,19 @@ int tk__redis_conn_get(struct tk__redis_pool *pool,
  */
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
+
+/*
+ * Pipelining: queue a command (nothing is sent), send every queued one,
+ * read the next reply, as tk__redis_command() answers it.  @deadline
+ * (monotonic ns, 0: none) shortens the spec's timeout for this read.  A
+ * failure drops the connection; the replies still expected then answer
+ * its error.
+ */
+int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
+		     const size_t *lens);
+int tk__redis_flush(struct tk__redis_conn *c);
+int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
+			 void **reply);
 
 /*
  * Cluster redirections, as tk__redis_command() answers them: MOVED and
@@ -115,6 +141,11 @@ void tk__redis_cluster_destroy(struct tk__redis_cluster *cl);
  */
 int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 			   struct tk__redis_conn **out);
+/* The same in two steps: the index of @slot's master, then this
+ * thread's connection to it. */
+int tk__redis_cluster_node(struct tk__redis_cluster *cl, unsigned int slot);
+int tk__redis_cluster_node_conn(struct tk__redis_cluster *cl, int node,
+				struct tk__redis_conn **out);
 /*
  * After TK__REDIS_MOVED (@moved: the map is corrected) or TK__REDIS_ASK
  * on @c: this thread's connection to the node named.
@@ -122,6 +153,9 @@ int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
 int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 			     struct tk__redis_conn *c, int moved,
 			     struct tk__redis_conn **out);
+/* After TK__REDIS_MOVED on @c: the map corrected, nothing connected. */
+int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
+			    struct tk__redis_conn *c);
 void tk__redis_reply_free(void *reply);
 
 /* How a connection's server runs the check script; reset on reconnect. */
@@ -135,6 +169,8 @@ struct tk__redis_engine {
 #define TK__ENGINE_EVALSHA 2  /* older servers */
 
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
+/* The spec @c connects with: the store's, or a cluster node's. */
+const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c);
 
 /* redis-scripts.c: the check script and its arguments. */
 struct tk__policy;

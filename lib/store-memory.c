@@ -362,6 +362,8 @@ static void memory_stats(struct tk_store *base, struct tk_stats *out)
 	out->expirations = tk_atomic_load_u64(&s->expirations, TK_MO_RELAXED);
 	out->evictions = tk_atomic_load_u64(&s->evictions, TK_MO_RELAXED);
 	out->resets = tk_atomic_load_u64(&s->resets, TK_MO_RELAXED);
+	out->backlog = tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) +
+		       tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED);
 }
 
 /* Every entry still allocated is in exactly one wheel bucket. */

@@ -23,7 +23,6 @@
 #define WHEEL_SLOTS 512
 #define WHEEL_TICK_SHIFT 27 /* a tick is 2^27 ns, about 134 ms */
 #define SWEEP_BUDGET 64	    /* entries an applier sweeps per turn */
-#define RETIRE_BATCH 128    /* retired entries freed per grace period */
 #define DEFAULT_INTERVAL UINT64_C(1000000000)
 #define INITIAL_BUCKETS 1024
 #define DEFAULT_GRACE (UINT64_C(60) * 1000000000)

@@ -15,6 +15,11 @@
  * call fails with -EPROTO; so a Redis decision is the memory store's, bit
  * for bit, by construction.
  *
+ * A batch (tk_limiter_check_many()) sends the same scripts, one pipeline
+ * per node: redis-pipeline.c, through the steps redis-store.h declares.
+ * A check over keys of several slots of a cluster is one script per
+ * slot, with refunds: redis-xslot.c, through the same steps.
+ *
  * A peek or forecast is a plain GET (MGET).  A state is a string of
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
@@ -47,7 +52,7 @@
  * hash tag and a composite is one script on one node of a cluster.  An
  * index (0 to 7) is never '}', so no two keys meet.
  */
-static int redis_key(const struct redis_store *s, const unsigned char *key,
+static int redis_key(const struct tk__redis_store *s, const unsigned char *key,
 		     size_t len, char *buf, size_t *out)
 {
 	size_t n = s->spec.key_prefix_len, dim = len; /* len: no index */
@@ -76,7 +81,7 @@ static int redis_key(const struct redis_store *s, const unsigned char *key,
 
 /* The limiter's transition on @old (NULL: none); persist[i] set as it
  * writes key i. */
-static int run(const struct req *q, const uint64_t *const *old,
+static int run(const struct tk__redis_req *q, const uint64_t *const *old,
 	       uint64_t *const *next, int *persist)
 {
 	uint64_t expires[TK__MULTI_MAX];
@@ -122,7 +127,7 @@ static int load_script(struct tk__redis_conn *c)
  * FUNCTION LOAD of the script as the library of this version; a server
  * without Functions (before Redis 7) is left to EVALSHA.
  */
-static int load_function(struct redis_store *s, struct tk__redis_conn *c)
+static int load_function(struct tk__redis_store *s, struct tk__redis_conn *c)
 {
 	const char *argv[3] = { "FUNCTION", "LOAD", s->library };
 	size_t lens[3] = { 8, 4, strlen(s->library) };
@@ -153,44 +158,60 @@ int tk__redis_asking(struct tk__redis_conn *c)
 	return rc;
 }
 
+int tk__redis_call_target(struct tk__redis_store *s, struct tk__redis_conn *c,
+			  struct tk__redis_call *call)
+{
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	int rc = 0;
+
+	if (e->kind == TK__ENGINE_UNKNOWN)
+		rc = load_function(s, c);
+	else if (e->kind == TK__ENGINE_EVALSHA && !e->sha[0])
+		rc = load_script(c);
+	if (rc)
+		return rc;
+	if (e->kind == TK__ENGINE_FUNCTION) {
+		call->argv[0] = "FCALL";
+		call->argv[1] = s->function;
+	} else {
+		call->argv[0] = "EVALSHA";
+		call->argv[1] = e->sha;
+	}
+	call->lens[0] = strlen(call->argv[0]);
+	call->lens[1] = strlen(call->argv[1]);
+	return 0;
+}
+
+void tk__redis_script_lost(struct tk__redis_conn *c)
+{
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+
+	/* Load it again: a function by LOAD, a script too. */
+	if (e->kind == TK__ENGINE_FUNCTION)
+		e->kind = TK__ENGINE_UNKNOWN;
+	e->sha[0] = '\0';
+}
+
 /*
  * The check script, by FCALL where the server has Functions, else by
  * EVALSHA; a function or script the server lost (a restart, a failover,
- * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.  @argv[0] and [1] are
- * filled here.
+ * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.
  */
-int tk__redis_eval(struct redis_store *s, struct tk__redis_conn *c,
-		   const char **argv, size_t *lens, int argc, redisReply **r,
-		   int asking)
+int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   struct tk__redis_call *call, redisReply **r, int asking)
 {
-	struct tk__redis_engine *e = tk__redis_conn_engine(c);
-	int rc = 0, tries;
+	int rc, tries;
 
 	for (tries = 0; tries < 3; tries++) {
-		if (e->kind == TK__ENGINE_UNKNOWN)
-			rc = load_function(s, c);
-		else if (e->kind == TK__ENGINE_EVALSHA && !e->sha[0])
-			rc = load_script(c);
-		if (rc)
-			return rc;
-		if (e->kind == TK__ENGINE_FUNCTION) {
-			argv[0] = "FCALL";
-			argv[1] = s->function;
-		} else {
-			argv[0] = "EVALSHA";
-			argv[1] = e->sha;
-		}
-		lens[0] = strlen(argv[0]);
-		lens[1] = strlen(argv[1]);
-		rc = asking ? tk__redis_asking(c) : 0;
+		rc = tk__redis_call_target(s, c, call);
+		if (rc == 0 && asking)
+			rc = tk__redis_asking(c);
 		if (rc == 0)
-			rc = tk__redis_command(c, argc, argv, lens, (void **)r);
+			rc = tk__redis_command(c, call->argc, call->argv,
+					       call->lens, (void **)r);
 		if (rc != -ENOENT)
 			return rc;
-		/* Lost: load it again (a function by LOAD, a script too). */
-		if (e->kind == TK__ENGINE_FUNCTION)
-			e->kind = TK__ENGINE_UNKNOWN;
-		e->sha[0] = '\0';
+		tk__redis_script_lost(c);
 	}
 	return -EPROTO;
 }
@@ -207,7 +228,7 @@ struct bufs {
 	uint64_t local[3 * 8];
 };
 
-static int bufs_init(struct bufs *b, const struct req *q)
+static int bufs_init(struct bufs *b, const struct tk__redis_req *q)
 {
 	size_t i, total = 0, at = 0;
 	uint64_t *w = b->local;
@@ -233,7 +254,7 @@ static int bufs_init(struct bufs *b, const struct req *q)
 }
 
 /* A reply's state of key @i into @b: none, or the words it decodes to. */
-static int take_old(struct bufs *b, const struct req *q, size_t i,
+static int take_old(struct bufs *b, const struct tk__redis_req *q, size_t i,
 		    const redisReply *r)
 {
 	b->old[i] = NULL;
@@ -245,7 +266,8 @@ static int take_old(struct bufs *b, const struct req *q, size_t i,
 	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
 }
 
-static int forecast(struct tk__redis_conn *c, const struct req *q, int asking)
+static int forecast(struct tk__redis_conn *c, const struct tk__redis_req *q,
+		    int asking)
 {
 	const char *argv[1 + TK__MULTI_MAX];
 	size_t lens[1 + TK__MULTI_MAX], i;
@@ -279,7 +301,8 @@ static int forecast(struct tk__redis_conn *c, const struct req *q, int asking)
 }
 
 /* The script's verdict, checked against the algorithms' own. */
-static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
+static int verdict(const redisReply *r, const struct tk__redis_req *q,
+		   struct bufs *b)
 {
 	int persist[TK__MULTI_MAX], wrote[TK__MULTI_MAX], rc = 0, admitted;
 	const redisReply *e;
@@ -326,64 +349,83 @@ static int verdict(const redisReply *r, const struct req *q, struct bufs *b)
 	return rc;
 }
 
-#define ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
-
-int tk__redis_check(struct redis_store *s, struct tk__redis_conn *c,
-		    const struct req *q, int asking)
+int tk__redis_call_build(const struct tk__redis_store *s,
+			 const struct tk__redis_req *q,
+			 struct tk__redis_call *call)
 {
-	char now[24], n[4], alg[TK__MULTI_MAX][12], arg[TK__MULTI_MAX][7][24];
-	const char *argv[ARGS_MAX];
-	size_t lens[ARGS_MAX], i, j, argc = 0;
+	const char **argv = call->argv;
+	size_t i, j, argc = 0;
 	int persist[TK__MULTI_MAX], rc;
 	struct bufs b;
-	redisReply *r;
 
 	rc = bufs_init(&b, q);
 	if (rc)
 		return rc;
 	/* What no state could change (-ERANGE) costs no round trip. */
 	rc = run(q, b.old, b.next, persist);
+	free(b.heap);
 	if (rc < 0)
-		goto out;
+		return rc;
 	if (q->on_server)
-		snprintf(now, sizeof(now), "TIME");
+		snprintf(call->now, sizeof(call->now), "TIME");
 	else
-		snprintf(now, sizeof(now), "%llu", (unsigned long long)q->now);
-	snprintf(n, sizeof(n), "%zu", q->n);
-	argv[argc++] = NULL; /* FCALL or EVALSHA, tk__redis_eval() */
+		snprintf(call->now, sizeof(call->now), "%llu",
+			 (unsigned long long)q->now);
+	snprintf(call->n, sizeof(call->n), "%zu", q->n);
+	argv[argc++] = NULL; /* FCALL or EVALSHA, tk__redis_call_target() */
 	argv[argc++] = NULL; /* the function or the script's SHA-1 */
-	argv[argc++] = n;
+	argv[argc++] = call->n;
 	for (i = 0; i < q->n; i++)
 		argv[argc++] = q->key[i];
 	argv[argc++] = q->kind == TK__ANY ? "any" : "all";
-	argv[argc++] = now;
+	argv[argc++] = call->now;
 	argv[argc++] = s->grace;
-	argv[argc++] = n;
-	for (i = 0; i < q->n && rc >= 0; i++) {
-		snprintf(alg[i], sizeof(alg[i]), "%u", q->pol[i]->alg->id);
-		argv[argc++] = alg[i];
+	argv[argc++] = call->n;
+	for (i = 0, rc = 0; i < q->n && rc >= 0; i++) {
+		snprintf(call->alg[i], sizeof(call->alg[i]), "%u",
+			 q->pol[i]->alg->id);
+		argv[argc++] = call->alg[i];
 		argv[argc++] = tk__redis_usable(q->pol[i], q->now, q->cost)
 				       ? "1"
 				       : "0";
-		rc = tk__redis_check_args(q->pol[i], q->now, q->cost, arg[i]);
+		rc = tk__redis_check_args(q->pol[i], q->now, q->cost,
+					  call->arg[i]);
 		for (j = 0; j < 7; j++)
-			argv[argc++] = arg[i][j];
+			argv[argc++] = call->arg[i][j];
 	}
 	if (rc < 0)
-		goto out;
+		return rc;
 	for (i = 2; i < argc; i++)
-		lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
-						 : strlen(argv[i]);
-	rc = tk__redis_eval(s, c, argv, lens, (int)argc, &r, asking);
-	if (rc == 0) {
+		call->lens[i] = i >= 3 && i < 3 + q->n ? q->klen[i - 3]
+						       : strlen(argv[i]);
+	call->argc = (int)argc;
+	return 0;
+}
+
+int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
+{
+	struct bufs b;
+	int rc = bufs_init(&b, q);
+
+	if (rc == 0)
 		rc = verdict(r, q, &b);
-		if (q->keep && rc >= 0)
-			*q->keep = r;
-		else
-			tk__redis_reply_free(r);
-	}
-out:
 	free(b.heap);
+	return rc;
+}
+
+static int check(struct tk__redis_store *s, struct tk__redis_conn *c,
+		 const struct tk__redis_req *q, int asking)
+{
+	struct tk__redis_call call;
+	redisReply *r;
+	int rc = tk__redis_call_build(s, q, &call);
+
+	if (rc == 0)
+		rc = tk__redis_eval(s, c, &call, &r, asking);
+	if (rc == 0) {
+		rc = tk__redis_call_verdict(q, r);
+		tk__redis_reply_free(r);
+	}
 	return rc;
 }
 
@@ -420,7 +462,8 @@ int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now)
  * script (one round trip); a window or a tick needs the time first, and
  * so does a peek (two).
  */
-static int server_clock(struct tk__redis_conn *c, struct req *q, uint32_t flags)
+static int server_clock(struct tk__redis_conn *c, struct tk__redis_req *q,
+			uint32_t flags)
 {
 	size_t i;
 	int rc, needs = !(flags & TK__T_CHECK);
@@ -452,7 +495,7 @@ static void pause_ms(long ms)
  * wait 1 ms; each at most REDIRECTS_MAX times, then -EAGAIN.  A script
  * redirected was not run, so following never counts a check twice.
  */
-int tk__redis_route(struct redis_store *s, unsigned int slot,
+int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
 		    tk__redis_on_node_fn *fn, void *arg)
 {
 	struct tk__redis_conn *c;
@@ -481,79 +524,113 @@ int tk__redis_route(struct redis_store *s, unsigned int slot,
 }
 
 struct step_arg {
-	struct req *q;
+	struct tk__redis_req *q;
 	uint32_t flags;
 };
 
-static int step_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
-		   int asking)
+static int step_on(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   void *arg, int asking)
 {
 	struct step_arg *a = arg;
 	int rc = s->spec.server_time ? server_clock(c, a->q, a->flags) : 0;
 
 	if (rc)
 		return rc;
-	return a->flags & TK__T_CHECK ? tk__redis_check(s, c, a->q, asking)
+	return a->flags & TK__T_CHECK ? check(s, c, a->q, asking)
 				      : forecast(c, a->q, asking);
 }
 
-static int step(struct redis_store *s, struct req *q, uint32_t flags)
+int tk__redis_req_slot(const struct tk__redis_store *s,
+		       const struct tk__redis_req *q, unsigned int *slot)
 {
-	struct step_arg a = { q, flags };
-	unsigned int slot = 0;
 	size_t i;
 
+	*slot = 0;
 	for (i = 0; i < q->n; i++)
 		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
 			return -ENOTSUP;
 	/* One script runs on one node: a check over keys of several slots
-	 * (a group of several keys) is one script per slot (redis-xslot.c);
-	 * a peek reads only one key's dimensions, which share a slot. */
+	 * (a group of several keys) is one script per slot (redis-xslot.c). */
 	for (i = 0; s->cluster && i < q->n; i++)
 		if (i == 0)
-			slot = tk__redis_slot(q->key[0], q->klen[0]);
-		else if (tk__redis_slot(q->key[i], q->klen[i]) != slot)
-			return flags & TK__T_CHECK ? tk__redis_xslot(s, q)
-						   : -ENOTSUP;
-	return tk__redis_route(s, slot, step_on, &a);
+			*slot = tk__redis_slot(q->key[0], q->klen[0]);
+		else if (tk__redis_slot(q->key[i], q->klen[i]) != *slot)
+			return TK__REDIS_XSLOT;
+	return 0;
 }
 
-static int redis_apply(struct tk_store *base, const unsigned char *key,
-		       size_t len, uint64_t now, const struct tk__transform *t)
+int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
+		   uint32_t flags)
 {
-	struct redis_store *s = (struct redis_store *)base;
-	struct req q = { .n = 1,
-			 .pol = { t->policy },
-			 .kind = TK__ALL,
-			 .now = now,
-			 .decide_at = t->now,
-			 .cost = t->cost,
-			 .t = t };
-	int rc = redis_key(s, key, len, q.key[0], &q.klen[0]);
+	struct step_arg a = { q, flags };
+	unsigned int slot;
+	int rc = tk__redis_req_slot(s, q, &slot);
 
-	return rc ? rc : step(s, &q, t->flags);
+	/* A peek reads only one key's dimensions, which share a slot. */
+	if (rc == TK__REDIS_XSLOT)
+		return flags & TK__T_CHECK ? tk__redis_xslot(s, q) : -ENOTSUP;
+	return rc ? rc : tk__redis_route(s, slot, step_on, &a);
 }
 
-static int redis_apply_multi(struct tk_store *base, uint64_t now,
-			     const struct tk__multi *m)
+/* The fields of @q but its keys, which are filled next. */
+static void req_init(struct tk__redis_req *q, size_t n, enum tk__composite kind,
+		     uint64_t now, uint64_t *decide_at, uint64_t cost)
 {
-	struct redis_store *s = (struct redis_store *)base;
-	struct req q = { .n = m->n,
-			 .kind = m->kind,
-			 .now = now,
-			 .decide_at = m->now,
-			 .cost = m->cost,
-			 .m = m };
+	q->n = n;
+	q->kind = kind;
+	q->now = now;
+	q->decide_at = decide_at;
+	q->cost = cost;
+	q->on_server = 0;
+	q->t = NULL;
+	q->m = NULL;
+}
+
+int tk__redis_req_single(const struct tk__redis_store *s,
+			 const unsigned char *key, size_t len, uint64_t now,
+			 const struct tk__transform *t, struct tk__redis_req *q)
+{
+	req_init(q, 1, TK__ALL, now, t->now, t->cost);
+	q->pol[0] = t->policy;
+	q->t = t;
+	return redis_key(s, key, len, q->key[0], &q->klen[0]);
+}
+
+int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
+			const struct tk__multi *m, struct tk__redis_req *q)
+{
 	size_t i;
 	int rc = 0;
 
 	if (m->n > TK__MULTI_MAX)
 		return -EINVAL;
+	req_init(q, m->n, m->kind, now, m->now, m->cost);
+	q->m = m;
 	for (i = 0; i < m->n && rc == 0; i++) {
-		q.pol[i] = m->policy[i];
-		rc = redis_key(s, m->key[i], m->len[i], q.key[i], &q.klen[i]);
+		q->pol[i] = m->policy[i];
+		rc = redis_key(s, m->key[i], m->len[i], q->key[i], &q->klen[i]);
 	}
-	return rc ? rc : step(s, &q, m->flags);
+	return rc;
+}
+
+static int redis_apply(struct tk_store *base, const unsigned char *key,
+		       size_t len, uint64_t now, const struct tk__transform *t)
+{
+	struct tk__redis_store *s = (struct tk__redis_store *)base;
+	struct tk__redis_req q;
+	int rc = tk__redis_req_single(s, key, len, now, t, &q);
+
+	return rc ? rc : tk__redis_step(s, &q, t->flags);
+}
+
+static int redis_apply_multi(struct tk_store *base, uint64_t now,
+			     const struct tk__multi *m)
+{
+	struct tk__redis_store *s = (struct tk__redis_store *)base;
+	struct tk__redis_req q;
+	int rc = tk__redis_req_multi(s, now, m, &q);
+
+	return rc ? rc : tk__redis_step(s, &q, m->flags);
 }
 
 struct del_arg {
@@ -561,8 +638,8 @@ struct del_arg {
 	size_t len;
 };
 
-static int del_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
-		  int asking)
+static int del_on(struct tk__redis_store *s, struct tk__redis_conn *c,
+		  void *arg, int asking)
 {
 	struct del_arg *a = arg;
 	const char *argv[2] = { "DEL", a->key };
@@ -581,7 +658,7 @@ static int del_on(struct redis_store *s, struct tk__redis_conn *c, void *arg,
 static int redis_reset(struct tk_store *base, const unsigned char *key,
 		       size_t len)
 {
-	struct redis_store *s = (struct redis_store *)base;
+	struct tk__redis_store *s = (struct tk__redis_store *)base;
 	struct del_arg a;
 	int rc = redis_key(s, key, len, a.key, &a.len);
 
@@ -610,9 +687,96 @@ static int redis_supports(struct tk_store *base, const struct tk_policy *p)
 	return 0;
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* "redis_version:X.Y.Z\r\n" of an INFO reply (after "# Server") into
+ * @out. */
+static int info_version(const redisReply *r, char *out, size_t len)
+{
+	static const char field[] = "\nredis_version:";
+	const char *at, *end;
+	size_t n;
+
+	if (r->type != REDIS_REPLY_STRING)
+		return -EPROTO;
+	at = memmem(r->str, r->len, field, sizeof(field) - 1);
+	if (!at)
+		return -EPROTO;
+	at += sizeof(field) - 1;
+	end = at;
+	while (end < r->str + r->len && *end != '\r' && *end != '\n')
+		end++;
+	n = (size_t)(end - at);
+	if (n == 0 || n >= len)
+		return -EPROTO;
+	memcpy(out, at, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/*
+ * The engine (loading the check script as a first check would), one
+ * PING timed, then INFO server for the version.
+ */
+static int ping_on(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   void *arg, int asking)
+{
+	const char *ping[1] = { "PING" }, *info[2] = { "INFO", "server" };
+	size_t ping_len[1] = { 4 }, info_len[2] = { 4, 6 };
+	const struct tk__redis_spec *sp = tk__redis_conn_spec(c);
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	struct tk_store_ping *out = arg;
+	uint64_t t0;
+	redisReply *r;
+	int rc = 0;
+
+	(void)asking;
+	if (e->kind == TK__ENGINE_UNKNOWN)
+		rc = load_function(s, c);
+	if (rc)
+		return rc;
+	t0 = monotonic_ns();
+	rc = tk__redis_command(c, 1, ping, ping_len, (void **)&r);
+	if (rc)
+		return rc;
+	out->rtt = monotonic_ns() - t0;
+	rc = r->type == REDIS_REPLY_STATUS && r->len == 4 &&
+			     memcmp(r->str, "PONG", 4) == 0
+		     ? 0
+		     : -EPROTO;
+	tk__redis_reply_free(r);
+	if (rc == 0)
+		rc = tk__redis_command(c, 2, info, info_len, (void **)&r);
+	if (rc)
+		return rc;
+	rc = info_version(r, out->version, sizeof(out->version));
+	tk__redis_reply_free(r);
+	if (sp->unix_socket)
+		snprintf(out->server, sizeof(out->server), "%s", sp->path);
+	else
+		snprintf(out->server, sizeof(out->server),
+			 strchr(sp->host, ':') ? "[%s]:%d" : "%s:%d", sp->host,
+			 sp->port);
+	snprintf(out->engine, sizeof(out->engine), "%s",
+		 e->kind == TK__ENGINE_FUNCTION ? "functions" : "evalsha");
+	return rc;
+}
+
+/* A cluster answers for the master of slot 0. */
+static int redis_ping(struct tk_store *base, struct tk_store_ping *out)
+{
+	return tk__redis_route((struct tk__redis_store *)base, 0, ping_on, out);
+}
+
 static void redis_close(struct tk_store *base)
 {
-	struct redis_store *s = (struct redis_store *)base;
+	struct tk__redis_store *s = (struct tk__redis_store *)base;
 
 	if (s->cluster)
 		tk__redis_cluster_destroy(s->cluster);
@@ -628,13 +792,15 @@ static const struct tk__store_ops redis_ops = {
 	.name = "redis",
 	.apply = redis_apply,
 	.apply_multi = redis_apply_multi,
+	.apply_batch = tk__redis_apply_batch,
 	.reset = redis_reset,
 	.stats = redis_stats,
 	.supports = redis_supports,
+	.ping = redis_ping,
 	.close = redis_close,
 };
 
-static int make_library(struct redis_store *s)
+static int make_library(struct tk__redis_store *s)
 {
 	static const uint64_t key[2] = { 0x7468726f74746c65, 0x6b6974 };
 	static const char head[] = "#!lua name=throttlekit_%016llx\n"
@@ -657,22 +823,23 @@ static int make_library(struct redis_store *s)
 }
 
 int tk__redis_open(struct tk_store **out, const char *spec,
-		   const struct tk_options *o)
+		   const struct tk_options *o, char *why, size_t why_len)
 {
-	struct redis_store *s;
-	char why[128];
+	struct tk__redis_store *s;
 	int rc;
 
+	if (why_len)
+		why[0] = '\0';
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	rc = tk__redis_spec_parse(spec, &s->spec, why, sizeof(why));
+	rc = tk__redis_spec_parse(spec, &s->spec, why, why_len);
 	if (rc == 0)
 		rc = make_library(s);
 	if (rc == 0 && s->spec.cluster)
 		rc = tk__redis_cluster_init(&s->cluster, &s->spec);
 	else if (rc == 0)
-		rc = tk__redis_pool_init(&s->pool, &s->spec);
+		rc = tk__redis_pool_init(&s->pool, &s->spec, why, why_len);
 	if (rc) {
 		free(s->library);
 		memset(&s->spec, 0, sizeof(s->spec));

@@ -8,10 +8,21 @@
  * in the algorithms.
  */
 #include "internal.h"
+#include "../shm/zone.h"
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+
+static int is_redis(const char *spec)
+{
+	return strncmp(spec, "redis", 5) == 0 &&
+	       (strncmp(spec + 5, "://", 3) == 0 ||
+		strncmp(spec + 5, "+unix://", 8) == 0 ||
+		strncmp(spec + 5, "+cluster://", 11) == 0 ||
+		strncmp(spec + 5, "s://", 4) == 0);
+}
 
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts)
@@ -30,13 +41,40 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 		return tk__rc(tk__memory_open(out, &o));
 	if (strncmp(spec, "shm:", 4) == 0)
 		return tk__rc(tk__shm_open(out, spec + 4, &o));
-	if (strncmp(spec, "redis", 5) == 0 &&
-	    (strncmp(spec + 5, "://", 3) == 0 ||
-	     strncmp(spec + 5, "+unix://", 8) == 0 ||
-	     strncmp(spec + 5, "+cluster://", 11) == 0 ||
-	     strncmp(spec + 5, "s://", 4) == 0))
-		return tk__rc(tk__redis_open(out, spec, &o));
+	if (is_redis(spec))
+		return tk__rc(tk__redis_open(out, spec, &o, NULL, 0));
 	return -EINVAL;
+}
+
+TK_API int tk_store_validate(const char *spec, char *why, size_t len)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_store *s;
+	int rc = 0;
+
+	if (!spec || (!why && len))
+		return -EINVAL;
+	if (len)
+		why[0] = '\0';
+	if (strncmp(spec, "shm:", 4) == 0) {
+		if (!tk__zone_name_valid(spec + 4)) {
+			rc = -EINVAL;
+			snprintf(why, len,
+				 "a zone's name is 1 to 200 letters, digits, "
+				 "'.', '_' and '-', not beginning with '.'");
+		}
+	} else if (is_redis(spec)) {
+		/* Opening connects nothing: it parses, and loads TLS files. */
+		rc = tk__redis_open(&s, spec, &o, why, len);
+		if (rc == 0)
+			tk_store_close(s);
+	} else if (strcmp(spec, "memory") != 0) {
+		rc = -EINVAL;
+		snprintf(why, len,
+			 "expected memory, shm:NAME, redis://, redis+unix://, "
+			 "redis+cluster:// or rediss://");
+	}
+	return tk__rc(rc);
 }
 
 TK_API int tk_store_stats(struct tk_store *s, struct tk_stats *out, size_t size)
@@ -59,4 +97,30 @@ TK_API void tk_store_close(struct tk_store *s)
 {
 	if (s)
 		s->ops->close(s);
+}
+
+TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
+			 size_t size)
+{
+	struct tk_store_ping p;
+	int rc = 0;
+
+	if (!s || !out)
+		return -EINVAL;
+	memset(&p, 0, sizeof(p));
+	snprintf(p.store, sizeof(p.store), "%s", s->ops->name);
+	if (s->ops->ping) {
+		rc = s->ops->ping(s, &p);
+	} else {
+		/* In this host: the library is the server. */
+		snprintf(p.version, sizeof(p.version), "%s", tk_version());
+		snprintf(p.engine, sizeof(p.engine), "%s",
+			 strcmp(s->ops->name, "shm") == 0 ? "zone" : "memory");
+	}
+	if (rc == 0 && s->ops->failed)
+		rc = s->ops->failed(s);
+	if (rc)
+		return tk__rc(rc);
+	memcpy(out, &p, size < sizeof(p) ? size : sizeof(p));
+	return 0;
 }

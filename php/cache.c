@@ -150,10 +150,14 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 " (throttlekit.zone_owner names the user whose zones "
 			 "to trust, and gives a zone root creates to that "
 			 "user)");
+	} else if ((rc == -ENOTSUP || rc == -EINVAL) &&
+		   strncmp(spec, "redis", 5) == 0 &&
+		   tk_store_validate(spec, why, len) == rc) {
+		/* A Redis spec: the library's reason, the byte and what was
+		 * expected there, or what this build lacks. */
 	} else if (rc == -ENOTSUP) {
 		snprintf(why, len,
-			 "rediss:// is not supported yet, and redis:// needs a "
-			 "libthrottlekit built with hiredis");
+			 "this libthrottlekit lacks the store's backend");
 	} else if (rc == -EINVAL) {
 		snprintf(why, len,
 			 "expected \"memory\", \"shm:NAME\" (NAME: 1 to 200 "

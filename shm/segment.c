@@ -551,6 +551,11 @@ int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg)
 	return unlink(path) == 0 ? 0 : errno_rc();
 }
 
+int tk__zone_name_valid(const char *name)
+{
+	return valid_name(name);
+}
+
 int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 		    char *why, size_t len)
 {

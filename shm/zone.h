@@ -55,6 +55,8 @@ void tk__zone_detach(struct tk__zone *z);
  */
 int tk__zone_current(const struct tk__zone *z,
 		     const struct tk__zone_config *cfg);
+/* Is @name a zone's name (1 to 200 of [A-Za-z0-9._-], no leading '.')? */
+int tk__zone_name_valid(const char *name);
 /* Remove zone @name if the trust rules accept its file (as attach). */
 int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg);
 /*

@@ -77,7 +77,7 @@ static int is_redis(const char *spec)
 static int open_store(const char *policy, const char *store,
 		      struct tk_options *o, struct tk_limiter **l)
 {
-	char shown[512];
+	char shown[512], why[256];
 	int rc;
 
 	ctl_redact(store, shown, sizeof(shown));
@@ -91,20 +91,21 @@ static int open_store(const char *policy, const char *store,
 	}
 	rc = tk_store_open(&o->store, store, o);
 	/* The policy was valid, so -EINVAL is the spec's (a bad zone name, a
-	 * file that is not a zone, a bad URL): usage.  A zone that cannot be
-	 * used (corrupt, another user's, ...) is an error. */
+	 * file that is not a zone, a bad URL): usage, with the library's
+	 * reason.  A zone that cannot be used (corrupt, another user's, ...)
+	 * is an error. */
 	if (rc == -EINVAL) {
-		fprintf(stderr, "throttlectl: store '%s': %s\n", shown,
-			strncmp(store, "shm:", 4) == 0
-				? "an invalid zone name, or a file that is "
-				  "not a zone"
-			: is_redis(store)
-				? "expected redis://[USER[:PASSWORD]@]HOST"
-				  "[:PORT][/DB][?OPTIONS] or redis+unix://"
-				  "[USER[:PASSWORD]@]/PATH[?OPTIONS], OPTIONS "
-				  "timeout=, connect_timeout=, server_time=, "
-				  "key_prefix= joined by &"
-				: "expected memory, shm:NAME or redis://...");
+		if (tk_store_validate(store, why, sizeof(why)) != rc)
+			snprintf(why, sizeof(why), "%s",
+				 "an invalid zone name, or a file that is "
+				 "not a zone");
+		fprintf(stderr, "throttlectl: store '%s': %s\n", shown, why);
+		return CTL_USAGE;
+	}
+	if (rc == -ENOTSUP &&
+	    tk_store_validate(store, why, sizeof(why)) == rc) {
+		fprintf(stderr, "throttlectl: store '%s': %s (%s): %s\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc), why);
 		return CTL_USAGE;
 	}
 	if (rc) {

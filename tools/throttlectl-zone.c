@@ -54,10 +54,10 @@ static int is_spec(const char *name)
 static int fail_zone(int rc, const struct zone_args *a)
 {
 	struct tk_options o = trust_of(a);
-	char why[256], shown[512];
+	char why[256];
 
 	if (is_spec(a->name))
-		return fail(rc, ctl_redact(a->name, shown, sizeof(shown)));
+		return ctl_store_error(a->name, rc);
 	if (rc != -EACCES ||
 	    tk_zone_access(a->name, &o, why, sizeof(why)) != -EACCES)
 		return fail(rc, a->name);

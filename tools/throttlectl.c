@@ -32,6 +32,7 @@ static const struct {
 	{ "verify", ctl_verify, "verify NAME" },
 	{ "sweep", ctl_sweep, "sweep NAME" },
 	{ "destroy", ctl_destroy, "destroy NAME" },
+	{ "ping", ctl_ping, "ping STORE" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -98,6 +99,21 @@ const char *ctl_redact(const char *spec, char *buf, size_t len)
 		snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - spec), spec,
 			 at);
 	return buf;
+}
+
+int ctl_store_error(const char *spec, int rc)
+{
+	char shown[512], why[256];
+
+	ctl_redact(spec, shown, sizeof(shown));
+	if ((rc == -EINVAL || rc == -ENOTSUP) &&
+	    tk_store_validate(spec, why, sizeof(why)) == rc)
+		fprintf(stderr, "throttlectl: %s: %s (%s): %s\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc), why);
+	else
+		fprintf(stderr, "throttlectl: %s: %s (%s)\n", shown,
+			tk_strerror(rc), tk_strerrorname(rc));
+	return CTL_ERROR;
 }
 
 static int digit(char c)

@@ -24,6 +24,7 @@ int ctl_stats(int argc, char **argv);
 int ctl_verify(int argc, char **argv);
 int ctl_sweep(int argc, char **argv);
 int ctl_destroy(int argc, char **argv);
+int ctl_ping(int argc, char **argv);
 
 /*
  * {"allowed":...} as one line, the replay output format; @delay appends
@@ -42,6 +43,14 @@ int ctl_has_shaper(const char *policy);
  * PASSWORD@...) becomes "***".  Returns @buf.
  */
 const char *ctl_redact(const char *spec, char *buf, size_t len);
+
+/*
+ * A store spec that failed with @rc, on standard error: the spec as
+ * ctl_redact() shows it, the error, and for a spec refused (-EINVAL,
+ * -ENOTSUP) the library's reason (tk_store_validate()).  Returns
+ * CTL_ERROR.
+ */
+int ctl_store_error(const char *spec, int rc);
 
 /*
  * The one reader of numbers on the command line: digits of @base (2 to

@@ -21,8 +21,9 @@ t(fn() => new Limiter("nope:1/s"));
 t(fn() => new Limiter(""));
 t(fn() => new Limiter("gcra:10/s", "postgres://x"));
 t(fn() => new Limiter("gcra:10/s", "shm:bad/name"));
-t(fn() => new Limiter("gcra:10/s", "rediss://127.0.0.1:7000"));
-t(fn() => new Limiter("gcra:10/s", "rediss://127.0.0.1:7000", ["fail" => "open"]));
+// A CA file that is not there: refused with or without hiredis_ssl.
+t(fn() => new Limiter("gcra:10/s", "rediss://127.0.0.1:7000?tls_ca=/nonexistent.pem"));
+t(fn() => new Limiter("gcra:10/s", "rediss://127.0.0.1:7000?tls_ca=/nonexistent.pem", ["fail" => "open"]));
 t(fn() => new Limiter("gcra:10/s", "shm:cap", ["capacity" => 1000]));
 t(fn() => new Limiter("gcra:10/s", "memory", ["colour" => "red"]));
 t(fn() => new Limiter("gcra:10/s", "memory", ["red"]));
@@ -67,8 +68,8 @@ ThrottleKit\Exception (22): invalid policy "nope:1/s": Invalid argument (EINVAL)
 ThrottleKit\Exception (22): invalid policy "": Invalid argument (EINVAL): expected %s at position 0
 ThrottleKit\Exception (22): store "postgres://x": Invalid argument (EINVAL): expected "memory", "shm:NAME" %s, "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]" or "redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]" %s
 ThrottleKit\Exception (22): store "shm:bad/name": Invalid argument (EINVAL): expected "memory", "shm:NAME" (NAME: 1 to 200 of [A-Za-z0-9._-]; %s
-ThrottleKit\Exception (95): store "rediss://127.0.0.1:7000": %s (ENOTSUP): rediss:// is not supported yet%s
-ThrottleKit\Exception (95): store "rediss://127.0.0.1:7000": %s (ENOTSUP): rediss:// is not supported yet%s
+ThrottleKit\Exception (%d): store "rediss://127.0.0.1:7000?tls_ca=/nonexistent.pem": %s
+ThrottleKit\Exception (%d): store "rediss://127.0.0.1:7000?tls_ca=/nonexistent.pem": %s
 ThrottleKit\Exception (22): store "shm:cap": Invalid argument (EINVAL): %sa zone capacity that is a power of two%s
 ThrottleKit\Exception (22): unknown option "colour" (expected prefix, fail, timeout or capacity)
 ThrottleKit\Exception (22): options: expected names (prefix, fail, timeout, capacity), not a list

@@ -68,9 +68,13 @@ fi
 
 expect_error "bad policy" 'ThrottleRule bad "gcra:10/1x"' 'bad policy "gcra:10/1x": expected a unit'
 expect_error "unknown algorithm" 'ThrottleRule bad "nosuch:1/s"' 'bad policy'
-expect_error "TLS Redis store" 'ThrottleStore r rediss://:sekret@127.0.0.1' 'rediss://:***@127.0.0.1: Not supported'
+# A CA file that is not there: refused at configtest whether or not the
+# library has TLS (hiredis_ssl), and saying which.
+expect_error "TLS Redis store" 'ThrottleStore r rediss://:sekret@127.0.0.1?tls_ca=/nonexistent.pem' \
+	'rediss://:***@127.0.0.1?tls_ca=/nonexistent.pem: '
 if [ $redis = yes ]; then
-	expect_error "bad Redis spec" 'ThrottleStore r redis://u:sekret@127.0.0.1:99999' 'Invalid argument (expected redis://'
+	expect_error "bad Redis spec" 'ThrottleStore r redis://u:sekret@127.0.0.1:99999' \
+		'Invalid argument (byte 27: expected a port from 1 to 65535)'
 	expect_error "bad Redis option" 'ThrottleStore r redis://127.0.0.1?timeout=0' 'Invalid argument'
 	expect_error "capacity on Redis" 'ThrottleStore r redis://u:sekret@127.0.0.1 capacity=1024' \
 		'capacity=1024 is for a zone (shm:NAME), not a Redis store'

@@ -167,6 +167,15 @@ long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 	return rc;
 }
 
+unsigned long long redis_kit_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 +
+	       (unsigned long long)ts.tv_nsec / 1000000;
+}
+
 static void pause_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

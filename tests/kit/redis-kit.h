@@ -39,6 +39,9 @@ void redis_kit_destroy(struct redis_kit *k);
 long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 			const char *fmt, ...);
 
+/* The monotonic clock, in ms: for bounds on how long a call waits. */
+unsigned long long redis_kit_mono_ms(void);
+
 /*
  * A 3-master Redis Cluster (no replicas): nodes on ports below 55535
  * whose bus ports (+10000) are free too, joined by redis-cli --cluster

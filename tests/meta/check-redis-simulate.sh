@@ -161,4 +161,36 @@ if grep -q s3cret "$tmp/err" || ! grep -q 'redis://u:\*\*\*@h:99999' "$tmp/err";
 	fails=$((fails + 1))
 fi
 echo "get, check, reset on Redis: checked"
+
+# ping: the server's version as redis-cli reads it, the engine the checks
+# use (Redis 7: functions, which FCALL then shows), and with a password
+# set, the password in no output.
+cli=$(command -v redis-cli) || cli=
+expect_rc 0 "$ctl" ping "$store"
+if [ -n "$cli" ]; then
+	v=$("$cli" -s "$tmp/sock" INFO server | tr -d '\r' |
+		sed -n 's/^redis_version://p')
+	printf 'store=redis\nserver=%s\nversion=%s\nengine=functions\n' \
+		"$tmp/sock" "$v" >"$tmp/want"
+	head -n 4 "$tmp/out" | cmp -s "$tmp/want" - ||
+		{ echo "FAIL: ping: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+	grep -Eqx 'rtt_ns=[1-9][0-9]*' "$tmp/out" ||
+		{ echo "FAIL: ping rtt: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+	"$cli" -s "$tmp/sock" CONFIG SET requirepass s3cret >/dev/null
+	expect_rc 0 "$ctl" ping "redis+unix://:s3cret@$tmp/sock"
+	if grep -q s3cret "$tmp/out" "$tmp/err" ||
+		! grep -qx engine=functions "$tmp/out"; then
+		echo "FAIL: ping with a password: $(cat "$tmp/out" "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+	expect_rc 3 "$ctl" ping "redis+unix://:wrong-s3cret@$tmp/sock"
+	if grep -q s3cret "$tmp/out" "$tmp/err" || [ -s "$tmp/out" ] ||
+		! grep -q EACCES "$tmp/err"; then
+		echo "FAIL: ping, wrong password: $(cat "$tmp/out" "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+	"$cli" -s "$tmp/sock" -a s3cret --no-auth-warning \
+		CONFIG SET requirepass '' >/dev/null
+	echo "ping on Redis: checked"
+fi
 [ "$fails" -eq 0 ]

@@ -43,8 +43,10 @@ usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N
 usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--owner U] [--group G] [--grace SECONDS] [--refuse-full]'
 usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME|redis://...] < replay.jsonl'
 not_zone='an invalid zone name, or a file that is not a zone'
+bad_name="a zone's name is 1 to 200 letters, digits, '.', '_' and '-', not beginning with '.'"
 
 expect 0 "" "$ctl" --version
+cp "$tmp/out" "$tmp/version"
 grep -q "^throttlectl .* (libthrottlekit .*)$" "$tmp/out" ||
 	failed "--version text"
 expect 2 "usage: throttlectl COMMAND [ARGS]
@@ -66,18 +68,31 @@ expect 2 "throttlectl: policy 'gcrx:1/s': expected a known algorithm at position
 	"$ctl" simulate --policy gcrx:1/s
 expect 2 "throttlectl: policy 'all(gcra:1/s,gcrx:1/s)': expected a known algorithm at position 13" \
 	"$ctl" simulate --policy 'all(gcra:1/s,gcrx:1/s)'
-expect 2 "throttlectl: store 'bogus': expected memory, shm:NAME or redis://..." \
+expect 2 "throttlectl: store 'bogus': expected memory, shm:NAME, redis://, redis+unix://, redis+cluster:// or rediss://" \
 	"$ctl" simulate --policy gcra:1/s --store bogus
-# TLS to Redis is not supported yet, with or without hiredis.
-expect 2 "throttlectl: store 'rediss://127.0.0.1:1': Not supported by this build (ENOTSUP)" \
-	"$ctl" simulate --policy gcra:1/s --store rediss://127.0.0.1:1
+# TLS to Redis (rediss://) needs hiredis_ssl: a build without it refuses
+# the spec and says why (configure's answer is in config.h).
+if ! grep -q '^#define TK_HAVE_REDIS 1' "$top_builddir/config.h"; then
+	no_tls="a Redis store needs a library built with hiredis (libhiredis-dev); this one was built without it"
+elif ! grep -q '^#define TK_HAVE_HIREDIS_SSL 1' "$top_builddir/config.h"; then
+	no_tls="rediss:// (TLS) needs a library built with hiredis_ssl (hiredis 1.0 or later); this one was built without it"
+else
+	no_tls=
+fi
+if [ -n "$no_tls" ]; then
+	expect 2 "throttlectl: store 'rediss://127.0.0.1:1': Not supported by this build (ENOTSUP): $no_tls" \
+		"$ctl" simulate --policy gcra:1/s --store rediss://127.0.0.1:1
+	expect 3 "throttlectl: rediss://u:***@127.0.0.1:1: Not supported by this build (ENOTSUP): $no_tls" \
+		"$ctl" ping rediss://u:s3cret@127.0.0.1:1
+fi
 expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate needs the replay's clock, not server_time=1" \
 	"$ctl" simulate --policy gcra:1/s \
 	--store 'redis://u:s3cret@127.0.0.1:1?server_time=1'
 # A password never reaches a message, whatever is wrong with the spec.
 for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
 	'redis://:s3cret@127.0.0.1:1/x' 'redis+unix://u:s3cret@/tmp/x?a=b' \
-	'rediss://u:s3cret@127.0.0.1:1' 'redis://u:s3cret@[::1'; do
+	'rediss://u:s3cret@127.0.0.1:1?tls_ca=/nonexistent/ca.pem' \
+	'redis://u:s3cret@[::1'; do
 	"$ctl" simulate --policy gcra:1/s --store "$spec" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	got=$?
@@ -257,9 +272,9 @@ done
 
 # simulate: a store spec that is invalid is bad usage, whether the name
 # (shm:, shm:a/b) or the file (not a zone) is wrong.
-expect 2 "throttlectl: store 'shm:': $not_zone" \
+expect 2 "throttlectl: store 'shm:': $bad_name" \
 	"$ctl" simulate --policy gcra:1/s --store shm:
-expect 2 "throttlectl: store 'shm:a/b': $not_zone" \
+expect 2 "throttlectl: store 'shm:a/b': $bad_name" \
 	"$ctl" simulate --policy gcra:1/s --store shm:a/b
 head -c 65536 /dev/zero | tr '\0' X >"$TK_SHM_DIR/throttlekit.text"
 expect 2 "throttlectl: store 'shm:text': $not_zone" \
@@ -449,4 +464,30 @@ printf 'XXXXXXXX' | dd of="$TK_SHM_DIR/throttlekit.bad" bs=1 seek=0 \
 	conv=notrunc 2>/dev/null
 expect 3 "throttlectl: bad: Invalid argument (EINVAL)" "$ctl" verify bad
 expect 3 "throttlectl: bad: Invalid argument (EINVAL)" "$ctl" info bad
+
+# ping: a store in this host answers itself; one that is not there is a
+# typed error (status 3), its password hidden, and creates nothing.
+expect 0 "" "$ctl" ping memory
+printf 'store=memory\nserver=\nversion=%s\nengine=memory\nrtt_ns=0\n' \
+	"$(sed -n 's/^throttlectl .* (libthrottlekit \(.*\))$/\1/p' \
+		"$tmp/version")" >"$tmp/want"
+cmp -s "$tmp/want" "$tmp/out" || { failed "ping memory:"; cat "$tmp/out"; }
+expect 0 "" "$ctl" create pz --capacity 64
+expect 0 "" "$ctl" ping shm:pz
+grep -qx 'engine=zone' "$tmp/out" || { failed "ping shm:pz:"; cat "$tmp/out"; }
+expect 3 "throttlectl: shm:nosuch: No such zone (ENOENT)" "$ctl" ping shm:nosuch
+[ ! -e "$TK_SHM_DIR/throttlekit.nosuch" ] || failed "ping created a zone"
+expect 2 "usage: throttlectl ping STORE" "$ctl" ping
+expect 2 "usage: throttlectl ping STORE" "$ctl" ping memory extra
+expect 2 "usage: throttlectl ping STORE" "$ctl" ping --json
+expect 3 "throttlectl: bogus: Invalid argument (EINVAL): expected memory, shm:NAME, redis://, redis+unix://, redis+cluster:// or rediss://" \
+	"$ctl" ping bogus
+if "$ctl" ping redis://127.0.0.1:1 2>&1 |
+	grep -q ENOTSUP; then
+	echo "ok: no Redis store in this build"
+else
+	expect 3 "throttlectl: redis://u:***@127.0.0.1:1?connect_timeout=200ms: Store server refused the connection (ECONNREFUSED)" \
+		"$ctl" ping 'redis://u:s3cret@127.0.0.1:1?connect_timeout=200ms'
+	! grep -q s3cret "$tmp/out" "$tmp/err" || failed "ping showed a password"
+fi
 [ "$fails" -eq 0 ]

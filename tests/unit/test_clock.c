@@ -52,6 +52,50 @@ static void test_system_clock_is_realtime(void **state)
 	assert_int_equal(tk_clock_now(tk_clock_system(), &now), 0);
 }
 
+static uint64_t read_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME_COARSE: between the kernel's coarse readings around it,
+ * and as coarse (repeated values), unlike CLOCK_REALTIME. */
+static void test_coarse_clock(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	uint64_t before, now, after, prev = 0;
+	int i, repeats = 0;
+
+	(void)state;
+	assert_non_null(tk_clock_coarse());
+	assert_true(tk_clock_coarse() != tk_clock_system());
+	for (i = 0; i < 1000; i++) {
+		before = read_ns(CLOCK_REALTIME_COARSE);
+		assert_int_equal(tk_clock_now(tk_clock_coarse(), &now), 0);
+		after = read_ns(CLOCK_REALTIME_COARSE);
+		assert_true(before <= now && now <= after);
+		if (now == prev)
+			repeats++;
+		prev = now;
+	}
+	/* 1000 readings within a few ticks: most repeat. */
+	assert_true(repeats > 500);
+	assert_int_equal(tk_clock_set(tk_clock_coarse(), 5), -EINVAL);
+	tk_clock_free(tk_clock_coarse()); /* ignored */
+
+	o.clock = tk_clock_coarse();
+	assert_int_equal(tk_limiter_open(&l, "gcra:2/1h", "memory", &o), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), 0);
+		assert_int_equal(d.allowed, i < 2);
+	}
+	tk_limiter_close(l);
+}
+
 static int failing(void *ctx, uint64_t *ns)
 {
 	(void)ns;
@@ -107,6 +151,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_manual_set_and_advance),
 		cmocka_unit_test(test_system_clock_is_realtime),
+		cmocka_unit_test(test_coarse_clock),
 		cmocka_unit_test(test_custom_clock),
 		cmocka_unit_test(test_bad_arguments),
 	};

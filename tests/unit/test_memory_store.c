@@ -119,8 +119,8 @@ static unsigned int hammer(struct tk_limiter *lim, const char *key,
 
 	for (i = 0; i < threads; i++) {
 		h[i] = (struct hammer){ lim, key, per_thread, 0, 0 };
-		assert_int_equal(pthread_create(&th[i], NULL, hammer_main,
-						&h[i]), 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, hammer_main, &h[i]), 0);
 	}
 	for (i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
@@ -211,6 +211,52 @@ static void test_flood_stays_bounded(void **state)
 	close_fixture(&f);
 }
 
+/*
+ * The memory a flood holds follows max_keys, not the flood's rate: the
+ * keys it evicts are freed long before the next periodic sweep (an hour
+ * away here), with the reclaimer thread and without it.
+ */
+static void test_flood_backlog_bounded(void **state)
+{
+	/* max_keys 1000: appliers sweep past 4096 waiting (max_keys / 4,
+	 * at least 4096), with or without the thread. */
+	static const struct {
+		unsigned int flags;
+		uint64_t bound;
+	} mode[] = { { TK_OPT_NO_RECLAIMER, 4096 + 64 }, { 0, 4096 + 64 } };
+	struct fixture f;
+	struct tk_stats st;
+	uint64_t peak;
+	char key[32];
+	unsigned int m, i, hot_allowed;
+
+	(void)state;
+	for (m = 0; m < 2; m++) {
+		open_fixture(&f, "gcra:100/1h", 1000, mode[m].flags,
+			     3600 * SEC);
+		peak = 0;
+		hot_allowed = 0;
+		for (i = 0; i < 60000; i++) {
+			snprintf(key, sizeof(key), "flood-%u", i);
+			assert_true(check(&f, key, 1));
+			if (i % 16 == 0 && check(&f, "hot", 1))
+				hot_allowed++;
+			st = stats_of(&f);
+			if (st.backlog > peak)
+				peak = st.backlog;
+		}
+		print_message("# flood of 60000 keys, max_keys 1000, %s: "
+			      "backlog peaked at %llu\n",
+			      m == 0 ? "no thread" : "thread",
+			      (unsigned long long)peak);
+		assert_true(peak <= mode[m].bound);
+		assert_true(st.evictions >= 60000 - 1000);
+		assert_true(st.keys <= 1000);
+		assert_int_equal(hot_allowed, 100);
+		close_fixture(&f);
+	}
+}
+
 static void test_incremental_expiry(void **state)
 {
 	struct fixture f;
@@ -247,8 +293,8 @@ static void test_incremental_expiry(void **state)
 
 		o.store = f.store;
 		o.clock = f.clock;
-		assert_int_equal(tk_limiter_open(&f.lim, "gcra:10/1s", NULL,
-						 &o), 0);
+		assert_int_equal(
+			tk_limiter_open(&f.lim, "gcra:10/1s", NULL, &o), 0);
 	}
 	for (i = 0; i < 200; i++) {
 		snprintf(key, sizeof(key), "short-%u", i);
@@ -261,7 +307,8 @@ static void test_incremental_expiry(void **state)
 	st = stats_of(&f);
 	assert_int_equal(st.expirations, 200);
 	assert_int_equal(st.keys, 5001);
-	/* Far fewer visits than keys: the long-lived ones were not looked at. */
+	/* Far fewer visits than keys: the long-lived ones were not looked at.
+	 */
 	assert_true(tk__memory_visited(f.store) - before < 1000);
 	close_fixture(&f);
 }
@@ -341,8 +388,8 @@ static void test_churn_with_eviction(void **state)
 	open_fixture(&f, "gcra:5/1s", 100, 0, 1000000);
 	for (i = 0; i < 4; i++) {
 		c[i] = (struct churn){ &f, i };
-		assert_int_equal(pthread_create(&th[i], NULL, churn_main, &c[i]),
-				 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
 	}
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
@@ -396,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_threads_system_clock),
 		cmocka_unit_test(test_multiword_states_under_threads),
 		cmocka_unit_test(test_flood_stays_bounded),
+		cmocka_unit_test(test_flood_backlog_bounded),
 		cmocka_unit_test(test_incremental_expiry),
 		cmocka_unit_test(test_reclaimer_thread),
 		cmocka_unit_test(test_reset_counts),

@@ -18,7 +18,7 @@
  * sliding log and anchored quotas are compared field by field with
  * reference models in 128-bit arithmetic, written from
  * shared/design/semantics.md; the sliding window and calendar quotas, whose
- * models live in test_algorithms.c, must keep the invariants above.
+ * models live in tests/kit/window-model.c, must keep the invariants above.
  *
  * It also pins "what no longer counts at the latest time the key has seen
  * is gone for good" for the window algorithms, and the fixed-window

@@ -1,0 +1,10 @@
+#!/bin/sh
+# bench/clock.sh BUILDDIR - what a read of the system and of the coarse
+# clock costs (what `make bench-clock` runs): see clock.c.
+set -eu
+
+bench=$(cd "$(dirname "$0")" && pwd)
+. "$bench/common.sh"
+bench_setup "$@"
+bench_results
+bench_tool clock

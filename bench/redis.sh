@@ -1,0 +1,57 @@
+#!/bin/sh
+# The Redis store over loopback, and the two scripts users write by hand,
+# in one run (part of make bench; also on its own):
+#   sh bench/redis.sh BUILDDIR [ROUNDS [ROUND_MS]]
+# Builds bench/redis-bench.c against BUILDDIR's library and hiredis,
+# starts a redis-server on a free port of 127.0.0.1 (no persistence, in
+# a temporary directory), runs, and stops it by its pid.  Exits 77 (and
+# says why) without redis-server, hiredis or a library with the Redis
+# store.
+set -eu
+bench=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 BUILDDIR [ROUNDS [ROUND_MS]]" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+src=$(dirname "$bench")
+libdir=$build/lib/.libs
+[ -f "$libdir/libthrottlekit.so" ] ||
+	{ echo "bench: $libdir/libthrottlekit.so is missing; run make first" >&2; exit 1; }
+skip() {
+	echo "bench: redis: $*; skipped" >&2
+	exit 77
+}
+command -v redis-server >/dev/null || skip "no redis-server"
+grep -q '^#am__append_[0-9]* = lib/store-redis-none.c' "$build/Makefile" ||
+	skip "the library in $build has no Redis store"
+hiredis=$(pkg-config --cflags --libs hiredis 2>/dev/null) || skip "no hiredis"
+san=$(sed -n 's/^SAN_CFLAGS = //p' "$build/Makefile")
+[ -z "$(echo "$san" | tr -d ' ')" ] ||
+	{ echo "bench: $build is a sanitizer build; use a plain one" >&2; exit 1; }
+mkdir -p "$build/bench"
+rb=$build/bench/redis-bench
+# shellcheck disable=SC2086 # $hiredis is a list of options
+${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -I"$src/include" -o "$rb" "$bench/redis-bench.c" \
+	-L"$libdir" -lthrottlekit -Wl,-rpath,"$libdir" $hiredis -lpthread ||
+	{ echo "bench: cannot build redis-bench" >&2; exit 1; }
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/tk-redis-bench.XXXXXX")
+pid=
+trap '[ -z "$pid" ] || { kill "$pid"; wait "$pid"; } 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
+for try in 1 2 3 4 5; do
+	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000))
+	redis-server --port "$port" --bind 127.0.0.1 --save '' \
+		--appendonly no --dir "$dir" >"$dir/redis.log" 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
+		redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -0 "$pid" 2>/dev/null && break
+	wait "$pid" 2>/dev/null || true
+	pid=
+done
+[ -n "$pid" ] || { echo "bench: redis-server did not start" >&2; exit 1; }
+"$rb" 127.0.0.1 "$port" "${2:-5}" "${3:-300}"

@@ -1,0 +1,35 @@
+/*
+ * throttlectl ping STORE: what serves a store, and how fast.  Prints
+ * store=, server=, version=, engine= and rtt_ns= lines; a store spec's
+ * password appears in no output and no message.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "throttlectl.h"
+
+int ctl_ping(int argc, char **argv)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_store_ping p;
+	struct tk_store *s;
+	int rc;
+
+	if (argc != 2 || argv[1][0] == '-' || argv[1][0] == '\0') {
+		fprintf(stderr, "usage: throttlectl ping STORE\n");
+		return CTL_USAGE;
+	}
+	/* A ping never creates a zone. */
+	o.flags = TK_OPT_ZONE_NO_CREATE;
+	rc = tk_store_open(&s, argv[1], &o);
+	if (rc == 0) {
+		rc = tk_store_ping(s, &p, sizeof(p));
+		tk_store_close(s);
+	}
+	if (rc)
+		return ctl_store_error(argv[1], rc);
+	printf("store=%s\nserver=%s\nversion=%s\nengine=%s\nrtt_ns=%" PRIu64
+	       "\n",
+	       p.store, p.server, p.version, p.engine, p.rtt);
+	return CTL_OK;
+}
