@@ -28,7 +28,10 @@
  *
  * Time: the replies of all nodes are read before one deadline, the
  * spec's timeout after the commands were sent, so that a batch spread
- * over nodes that all stall waits one timeout, not one per node.
+ * over nodes that all stall waits one timeout, not one per node; and the
+ * whole batch, connects, reloads and requests sent alone included, ends
+ * by the call's deadline (the spec's timeout plus connect_timeout after
+ * it began), its requests not answered by then -ETIMEDOUT.
  */
 #include "internal.h"
 #include "redis.h"
@@ -328,6 +331,7 @@ void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 			   struct tk__batch_item *items, size_t n)
 {
 	struct batch *b = malloc(sizeof(*b));
+	uint64_t was;
 	size_t i;
 
 	if (b)
@@ -342,7 +346,9 @@ void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 	b->items = items;
 	b->n = n;
 	b->now = now;
+	was = tk__redis_deadline_begin(&b->s->spec);
 	run_batch(b);
+	tk__redis_deadline_end(was);
 	free(b->p);
 	free(b);
 }

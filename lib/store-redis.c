@@ -493,11 +493,14 @@ static void pause_ms(long ms)
  * @fn on the server, or on the master of @slot: MOVED corrects the map
  * and follows, ASK follows with ASKING, TRYAGAIN and CLUSTERDOWN (-EAGAIN)
  * wait 1 ms; each at most REDIRECTS_MAX times, then -EAGAIN.  A script
- * redirected was not run, so following never counts a check twice.
+ * redirected was not run, so following never counts a check twice.  All
+ * of it within one deadline (the caller's, or one begun here): a
+ * connect or command it leaves no time for answers -ETIMEDOUT.
  */
 int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
 		    tk__redis_on_node_fn *fn, void *arg)
 {
+	uint64_t was = tk__redis_deadline_begin(&s->spec);
 	struct tk__redis_conn *c;
 	int rc, tries, asking = 0;
 
@@ -520,6 +523,7 @@ int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
 		rc = tk__redis_cluster_follow(s->cluster, slot, c,
 					      rc == TK__REDIS_MOVED, &c);
 	}
+	tk__redis_deadline_end(was);
 	return rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK ? -EAGAIN : rc;
 }
 
@@ -564,12 +568,20 @@ int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 {
 	struct step_arg a = { q, flags };
 	unsigned int slot;
+	uint64_t was;
 	int rc = tk__redis_req_slot(s, q, &slot);
 
+	if (rc < 0)
+		return rc;
+	/* One deadline for the check, over all the slots it runs in. */
+	was = tk__redis_deadline_begin(&s->spec);
 	/* A peek reads only one key's dimensions, which share a slot. */
 	if (rc == TK__REDIS_XSLOT)
-		return flags & TK__T_CHECK ? tk__redis_xslot(s, q) : -ENOTSUP;
-	return rc ? rc : tk__redis_route(s, slot, step_on, &a);
+		rc = flags & TK__T_CHECK ? tk__redis_xslot(s, q) : -ENOTSUP;
+	else
+		rc = tk__redis_route(s, slot, step_on, &a);
+	tk__redis_deadline_end(was);
+	return rc;
 }
 
 /* The fields of @q but its keys, which are filled next. */
