@@ -4,7 +4,9 @@
  * The rules are split into groups: the rules of one store that are all
  * enforced, or all dry-run.  Each group is one atomic decision
  * (tk_limiter_check_group(): every rule admits, and then every one
- * consumes, or nothing changes).  Groups are decided in the order their
+ * consumes, or nothing changes; on a Redis Cluster whose slots the keys
+ * span, one script per slot with refunds, never admitting more than a
+ * rule's limit: lib/redis-xslot.c).  Groups are decided in the order their
  * first rule appears in Throttle; the first group that denies ends the
  * request, and later groups are not asked, so they consume nothing, while
  * the groups before it have consumed (stores are independent: no

@@ -54,6 +54,25 @@
 -- in its slot).  A state of another S or w is another policy's.  It
 -- expires at (its highest tick + 1 + S) * w.
 --
+-- Refund (redis-xslot.c: an all() over keys of several cluster slots
+-- that one slot refused gives back what the others consumed):
+-- ARGV "refund" N, then for each of the N KEYS: PRE (the state the
+-- consume read, "" for none), POST (the state it wrote), COST, NOW (the
+-- time it decided at) and SLOT (a sliding window's bucket, as its check
+-- argument; 0 otherwise).  A key whose state is still POST gets PRE back
+-- (compare-and-restore: exactly as if the consume had not been).  A key
+-- written since keeps those writes, and loses only what this consume
+-- added, where that is exact because counts commute and admission only
+-- grows as they shrink: a window (ALG 3, 6) still in POST's window gets
+-- COST back from its count, never below 0; a sliding log (ALG 5) of
+-- POST's limit loses COST of its stamps equal to NOW (the ones the
+-- consume added, or others' of the same time: the same log), if still
+-- there; a sliding window (ALG 4) of POST's buckets whose bucket SLOT
+-- still holds POST's tick with COST or more gets COST back from it.  A
+-- state left counting nothing is deleted (no state: the same decisions).
+-- Any other state is left as it is (the consume stays: fewer admitted,
+-- never more).  Returns, per key, 1 restored, 2 given back, 0 left.
+--
 -- Lua 5.1 numbers are doubles, exact only below 2^53, and these values
 -- reach 2^64.  So every number is a pair {hi, lo} = hi * 10^9 + lo with
 -- 0 <= lo < 10^9: parsed by splitting off the last nine digits, and only
@@ -346,6 +365,131 @@ end
 
 local function proto(why)
 	return redis.error_reply('TKPROTO ' .. why)
+end
+
+-- @cur less @cost stamps of @at, if it is a log of @post's limit.
+local function unlog(cur, post, cost, at)
+	local ca, cl, rest = string.match(cur, '^(%d+):(%d+)(.*)$')
+	local pa, pl = string.match(post, '^(%d+):(%d+)')
+	if ca ~= '5' or pa ~= '5' or cl ~= pl or not at then
+		return nil
+	end
+	local out, left, stamp = {}, cost[2], str(at)
+	for t in string.gmatch(rest, ':(%d+)') do
+		if left > 0 and t == stamp then
+			left = left - 1
+		else
+			out[#out + 1] = t
+		end
+	end
+	if left == cost[2] or cost[1] ~= 0 then
+		return nil
+	end
+	if #out == 0 then
+		return ''
+	end
+	return ca .. ':' .. cl .. ':' .. table.concat(out, ':')
+end
+
+-- @cur less @cost units in bucket @slot (0-based), if it is a sliding
+-- window of @post's buckets and that bucket still holds @post's tick.
+local function unslide(cur, post, cost, slot)
+	local pat = '^(%d+):(%d+):(%d+)(.*)$'
+	local ca, cs, cw, crest = string.match(cur, pat)
+	local pa, ps, pw, prest = string.match(post, pat)
+	if ca ~= '4' or pa ~= '4' or cs ~= ps or cw ~= pw or not slot then
+		return nil
+	end
+	local ct, cc, pt = {}, {}, {}
+	for t, k in string.gmatch(crest, ':(%d+):(%d+)') do
+		ct[#ct + 1], cc[#cc + 1] = t, num(k)
+	end
+	for t in string.gmatch(prest, ':(%d+):%d+') do
+		pt[#pt + 1] = t
+	end
+	local i = slot[2] + 1
+	if #ct ~= #pt or slot[1] ~= 0 or i > #ct or ct[i] ~= pt[i] or
+		not cc[i] or cmp(cc[i], cost) < 0 then
+		return nil
+	end
+	cc[i] = sub(cc[i], cost)
+	if cmp(cc[i], { 0, 0 }) == 0 then
+		ct[i] = '0'
+	end
+	local out, any = {}, false
+	for j = 1, #ct do
+		out[j] = ct[j] .. ':' .. str(cc[j])
+		any = any or cmp(cc[j], { 0, 0 }) ~= 0
+	end
+	if not any then
+		return ''
+	end
+	return ca .. ':' .. cs .. ':' .. cw .. ':' .. table.concat(out, ':')
+end
+
+-- @cur less @cost units, if @cur is a window state of @post's window
+-- (or a log, or a sliding window, above).  '': nothing left.
+local function undo(cur, post, cost, at, slot)
+	if string.sub(cur, 1, 2) == '5:' then
+		return unlog(cur, post, cost, at)
+	end
+	if string.sub(cur, 1, 2) == '4:' then
+		return unslide(cur, post, cost, slot)
+	end
+	local pat = '^(%d+):(%d+):(%d+):(%d+):(%d+)$'
+	local ca, cp, cs, ce, cc = string.match(cur, pat)
+	local pa, pp, ps = string.match(post, pat)
+	if not (ca and pa) or (ca ~= '3' and ca ~= '6') or ca ~= pa or
+		cp ~= pp or cs ~= ps or not num(cc) then
+		return nil
+	end
+	local count = num(cc)
+	if cmp(count, cost) <= 0 then
+		return ''
+	end
+	count = sub(count, cost)
+	return ca .. ':' .. cp .. ':' .. cs .. ':' .. ce .. ':' .. str(count)
+end
+
+-- Write @value keeping the key's TTL (no KEEPTTL before Redis 6).
+local function put(key, value)
+	local ttl = redis.call('PTTL', key)
+	if ttl > 0 then
+		redis.call('SET', key, value, 'PX', ttl)
+	else
+		redis.call('SET', key, value)
+	end
+end
+
+if ARGV[1] == 'refund' then
+	local rn = tonumber(ARGV[2])
+	if not rn or rn ~= #KEYS or #ARGV ~= 2 + 5 * rn then
+		return proto('bad arguments')
+	end
+	local done = {}
+	for i = 1, rn do
+		local k = 5 * i - 2
+		local pre, post = ARGV[k], ARGV[k + 1]
+		local cost, at = num(ARGV[k + 2]), num(ARGV[k + 3])
+		local cur = redis.call('GET', KEYS[i])
+		local back = cur and cost and cur ~= post and
+			undo(cur, post, cost, at, num(ARGV[k + 4]))
+		done[i] = 0
+		if cur == post and pre == '' then
+			redis.call('DEL', KEYS[i])
+			done[i] = 1
+		elseif cur == post then
+			put(KEYS[i], pre)
+			done[i] = 1
+		elseif back == '' then
+			redis.call('DEL', KEYS[i])
+			done[i] = 2
+		elseif back then
+			put(KEYS[i], back)
+			done[i] = 2
+		end
+	end
+	return done
 end
 
 local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),

@@ -17,6 +17,14 @@
  * every connection does its handshake on it right after the connect,
  * before AUTH.
  *
+ * Time: a call of the store (a check, a cross-slot check, a batch) has
+ * one deadline, its start plus the spec's timeout and connect_timeout
+ * (tk__redis_deadline_begin()), kept per thread as the connections are:
+ * every connect and command of the call, whichever node it is for, waits
+ * at most what is left of it, so redirections, a reload of the script or
+ * a connect mid-call cannot add up past it; when nothing is left a
+ * command is not sent and answers -ETIMEDOUT.
+ *
  * Failure: a command that times out or meets a reset leaves the context
  * dead (hiredis 0.14 cannot resume it), so it is discarded.  The next
  * connect waits out a backoff that doubles from 10 ms to 1 s while
@@ -69,6 +77,70 @@ static struct timeval timeval_of(uint64_t ns)
 			      .tv_usec = (suseconds_t)(us % 1000000) };
 
 	return tv;
+}
+
+/* The deadline of this thread's call (monotonic ns), 0: none. */
+static __thread uint64_t call_deadline;
+
+uint64_t tk__redis_deadline_begin(const struct tk__redis_spec *spec)
+{
+	uint64_t was = call_deadline;
+
+	if (!was)
+		call_deadline =
+			monotonic_ns() + spec->timeout + spec->connect_timeout;
+	return was;
+}
+
+void tk__redis_deadline_end(uint64_t was)
+{
+	call_deadline = was;
+}
+
+/*
+ * The time the next wait of the call may take, at most @cap ns: what is
+ * left before the call's deadline or @deadline (0: none), whichever comes
+ * first, and at least @floor.  0: nothing is left.
+ */
+static uint64_t time_left(uint64_t cap, uint64_t deadline, uint64_t floor)
+{
+	uint64_t now, left, end = deadline;
+
+	if (call_deadline && (!end || call_deadline < end))
+		end = call_deadline;
+	if (!end)
+		return cap;
+	now = monotonic_ns();
+	left = end > now ? end - now : 0;
+	if (left < floor)
+		left = floor;
+	return left < cap ? left : cap;
+}
+
+/*
+ * Before a read on @c: its socket's timeout cut to time_left() when that
+ * is less than the spec's (then *@cut is set, for uncut()).  -ETIMEDOUT:
+ * nothing is left, nothing is to be sent.
+ */
+static int cut_timeout(struct tk__redis_conn *c, uint64_t deadline,
+		       uint64_t floor, int *cut)
+{
+	uint64_t left = time_left(c->spec->timeout, deadline, floor);
+
+	*cut = 0;
+	if (left == 0)
+		return -ETIMEDOUT;
+	if (left < c->spec->timeout) {
+		redisSetTimeout(c->ctx, timeval_of(left));
+		*cut = 1;
+	}
+	return 0;
+}
+
+static void uncut(struct tk__redis_conn *c, int cut)
+{
+	if (cut && c->ctx)
+		redisSetTimeout(c->ctx, timeval_of(c->spec->timeout));
 }
 
 /* The errno of a failed context; @err_no is errno right after the call. */
@@ -172,10 +244,13 @@ static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
 		       const size_t *lens, redisReply **out)
 {
 	redisReply *r;
-	int rc;
+	int cut, rc = cut_timeout(c, 0, 0, &cut);
 
+	if (rc)
+		return rc;
 	errno = 0;
 	r = redisCommandArgv(c->ctx, argc, argv, lens);
+	uncut(c, cut);
 	if (!r) {
 		rc = io_error(c->ctx, errno, 0);
 		drop(c);
@@ -230,11 +305,14 @@ static int hello(struct tk__redis_conn *c)
 static int connect_now(struct tk__redis_conn *c)
 {
 	const struct tk__redis_spec *sp = c->spec;
-	struct timeval tv = timeval_of(sp->connect_timeout);
+	uint64_t left = time_left(sp->connect_timeout, 0, 0);
+	struct timeval tv = timeval_of(left);
 	int rc;
 
 	if (c->retry_at && monotonic_ns() < c->retry_at)
 		return c->last_err;
+	if (left == 0)
+		return -ETIMEDOUT; /* the call's time is spent */
 	errno = 0;
 	c->ctx = sp->unix_socket
 			 ? redisConnectUnixWithTimeout(sp->path, tv)
@@ -253,9 +331,18 @@ static int connect_now(struct tk__redis_conn *c)
 #ifdef TK_HAVE_HIREDIS_SSL
 	/* A handshake that fails (a certificate not trusted, a server
 	 * without TLS) is a reply the library cannot use. */
-	if (c->tls && redisInitiateSSLWithContext(c->ctx, c->tls) != REDIS_OK) {
-		drop(c);
-		return failed(c, -EPROTO);
+	if (c->tls) {
+		int cut;
+
+		rc = cut_timeout(c, 0, 0, &cut);
+		if (rc == 0 &&
+		    redisInitiateSSLWithContext(c->ctx, c->tls) != REDIS_OK)
+			rc = -EPROTO;
+		uncut(c, cut);
+		if (rc) {
+			drop(c);
+			return failed(c, rc);
+		}
 	}
 #endif
 	rc = hello(c);
@@ -453,27 +540,17 @@ int tk__redis_flush(struct tk__redis_conn *c)
 int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
 			 void **reply)
 {
-	uint64_t now, left = 0;
 	redisReply *r = NULL;
-	int rc;
+	int rc, cut;
 
 	if (!c->ctx)
 		return c->last_err ? c->last_err : -ECONNRESET;
-	if (deadline) {
-		now = monotonic_ns();
-		left = deadline > now ? deadline - now : 0;
-		if (left < UINT64_C(1000000))
-			left = UINT64_C(1000000); /* what has come is read */
-		if (left >= c->spec->timeout)
-			left = 0;
-		else
-			redisSetTimeout(c->ctx, timeval_of(left));
-	}
+	/* At least 1 ms: what has come is read. */
+	cut_timeout(c, deadline, UINT64_C(1000000), &cut);
 	errno = 0;
 	if (redisGetReply(c->ctx, (void **)&r) != REDIS_OK || !r)
 		return pipe_failed(c);
-	if (left)
-		redisSetTimeout(c->ctx, timeval_of(c->spec->timeout));
+	uncut(c, cut);
 	if (r->type == REDIS_REPLY_ERROR) {
 		rc = reply_error(c, r);
 		freeReplyObject(r);

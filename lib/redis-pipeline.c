@@ -20,13 +20,18 @@
  * - MOVED corrects the slot map; MOVED, ASK, TRYAGAIN and CLUSTERDOWN
  *   send that request again alone, after the pipelines, by the single
  *   check's path (which follows redirects);
+ * - a check over keys of several slots of a cluster is made alone too,
+ *   after the pipelines (redis-xslot.c: one script per slot, in order);
  * - a connection that fails mid-pipeline (reset, timeout) answers every
  *   request not yet answered with its error (-ECONNRESET, -ETIMEDOUT),
  *   which the limiter's fail policy then handles request by request.
  *
  * Time: the replies of all nodes are read before one deadline, the
  * spec's timeout after the commands were sent, so that a batch spread
- * over nodes that all stall waits one timeout, not one per node.
+ * over nodes that all stall waits one timeout, not one per node; and the
+ * whole batch, connects, reloads and requests sent alone included, ends
+ * by the call's deadline (the spec's timeout plus connect_timeout after
+ * it began), its requests not answered by then -ETIMEDOUT.
  */
 #include "internal.h"
 #include "redis.h"
@@ -287,8 +292,10 @@ static void run_batch(struct batch *b)
 			b->p[i].state = REDIRECT; /* not a check: alone */
 		else if ((b->items[i].rc = load_req(b, i)) != 0 ||
 			 (b->items[i].rc = tk__redis_req_slot(
-				  b->s, &b->q, &b->p[i].slot)) != 0)
+				  b->s, &b->q, &b->p[i].slot)) < 0)
 			b->p[i].state = DONE;
+		else if (b->items[i].rc == TK__REDIS_XSLOT)
+			b->p[i].state = REDIRECT; /* several slots: alone */
 	}
 	for (round = 0; round < ROUNDS; round++) {
 		assign_nodes(b);
@@ -324,6 +331,7 @@ void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 			   struct tk__batch_item *items, size_t n)
 {
 	struct batch *b = malloc(sizeof(*b));
+	uint64_t was;
 	size_t i;
 
 	if (b)
@@ -338,7 +346,9 @@ void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 	b->items = items;
 	b->n = n;
 	b->now = now;
+	was = tk__redis_deadline_begin(&b->s->spec);
 	run_batch(b);
+	tk__redis_deadline_end(was);
 	free(b->p);
 	free(b);
 }

@@ -29,6 +29,15 @@ const char tk__redis_check_lua[] =
 #include "redis-check-lua.inc"
 	;
 
+/*
+ * Sent by FUNCTION LOAD (with a short header) or SCRIPT LOAD, possibly
+ * before AUTH: Redis 7.0.15 and later refuse a bulk string over 16 KB from
+ * a client not yet authenticated, with a protocol error where the caller
+ * must see -EACCES (NOAUTH).  The build drops the script's comment lines.
+ */
+_Static_assert(sizeof(tk__redis_check_lua) < 16384 - 256,
+	       "the check script must stay below 16 KB");
+
 #define SPAN_MAX (UINT64_C(1) << 62)  /* as leaky.c */
 #define COUNT_MAX (UINT64_C(1) << 62) /* as fixed-window.c */
 #define PACKED_COUNT_MAX ((UINT64_C(1) << 24) - 1)

@@ -1,14 +1,17 @@
 /*
- * redis-store.h - what store-redis.c shares with redis-pipeline.c: the
- * store, one check as the script and the client both see it, and the
- * steps of a check that a pipeline runs apart (build the command, name
- * the script, judge the reply).
+ * redis-store.h - what store-redis.c shares with redis-pipeline.c and
+ * redis-xslot.c: the store, one check as the script and the client both
+ * see it, the steps of a check that a pipeline or a cross-slot check
+ * runs apart (build the command, name the script, judge the reply), and
+ * the routing of a call to a cluster's nodes.
  */
 #ifndef TK_REDIS_STORE_H
 #define TK_REDIS_STORE_H
 
 #include "internal.h"
 #include "redis.h"
+
+#include <hiredis/hiredis.h>
 
 /* A Redis key: the spec's key_prefix, "{", the store key, "}", a byte. */
 #define TK__REDIS_KEY_MAX                                                      \
@@ -50,13 +53,18 @@ int tk__redis_req_single(const struct tk__redis_store *s,
 			 struct tk__redis_req *q);
 int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
 			const struct tk__multi *m, struct tk__redis_req *q);
+/* tk__redis_req_slot(): keys of several slots, one script per slot. */
+#define TK__REDIS_XSLOT 1
+
 /*
- * The hash slot @q runs in (0 off a cluster): 0, or -ENOTSUP for a
- * policy the script lacks or keys of several slots.
+ * The hash slot @q runs in (0 off a cluster): 0, TK__REDIS_XSLOT for
+ * keys of several slots of a cluster (a check of them is
+ * tk__redis_xslot()'s), or -ENOTSUP for a policy the script lacks.
  */
 int tk__redis_req_slot(const struct tk__redis_store *s,
 		       const struct tk__redis_req *q, unsigned int *slot);
-/* @q alone, as apply() runs it: routed, redirects followed. */
+/* @q alone, as apply() runs it: routed, redirects followed; keys of
+ * several slots by tk__redis_xslot() (a peek of them: -ENOTSUP). */
 int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 		   uint32_t flags);
 
@@ -87,6 +95,16 @@ int tk__redis_call_build(const struct tk__redis_store *s,
 int tk__redis_call_target(struct tk__redis_store *s, struct tk__redis_conn *c,
 			  struct tk__redis_call *call);
 /*
+ * @call on @c, its script named by tk__redis_call_target(), NOSCRIPT met
+ * by loading it again (three tries, then -EPROTO); after ASKING if
+ * @asking.  0 and the reply in *@r (the caller frees it), or an errno,
+ * TK__REDIS_MOVED, TK__REDIS_ASK.
+ */
+int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   struct tk__redis_call *call, redisReply **r, int asking);
+/* ASKING on @c. */
+int tk__redis_asking(struct tk__redis_conn *c);
+/*
  * After NOSCRIPT (-ENOENT) on @c: the script is loaded again by the next
  * tk__redis_call_target().
  */
@@ -95,6 +113,24 @@ void tk__redis_script_lost(struct tk__redis_conn *c);
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
 /* The server's clock (TIME), in ns. */
 int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now);
+
+/* What one node does for a call; @asking: after ASK. */
+typedef int tk__redis_on_node_fn(struct tk__redis_store *s,
+				 struct tk__redis_conn *c, void *arg,
+				 int asking);
+
+/*
+ * @fn on the server, or on the master of @slot, following MOVED and ASK.
+ * Returns what @fn returns, or -EAGAIN.
+ */
+int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
+		    tk__redis_on_node_fn *fn, void *arg);
+
+/*
+ * redis-xslot.c: a check over keys of several slots of a cluster, one
+ * script per slot (see there).  As apply_multi().
+ */
+int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q);
 
 /* redis-pipeline.c: the store's apply_batch(). */
 void tk__redis_apply_batch(struct tk_store *base, uint64_t now,

@@ -103,9 +103,20 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
 
 /*
+ * One deadline for a call of the store on this thread: the spec's
+ * timeout plus its connect_timeout from now, which every connect and
+ * command until tk__redis_deadline_end() waits at most what is left of
+ * (then -ETIMEDOUT).  A call within a call keeps the outer deadline.
+ * Returns what tk__redis_deadline_end() takes back.
+ */
+uint64_t tk__redis_deadline_begin(const struct tk__redis_spec *spec);
+void tk__redis_deadline_end(uint64_t was);
+
+/*
  * Pipelining: queue a command (nothing is sent), send every queued one,
  * read the next reply, as tk__redis_command() answers it.  @deadline
- * (monotonic ns, 0: none) shortens the spec's timeout for this read.  A
+ * (monotonic ns, 0: none) shortens the spec's timeout for this read, as
+ * the call's deadline does (at least 1 ms is left to read what came).  A
  * failure drops the connection; the replies still expected then answer
  * its error.
  */

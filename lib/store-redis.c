@@ -17,6 +17,8 @@
  *
  * A batch (tk_limiter_check_many()) sends the same scripts, one pipeline
  * per node: redis-pipeline.c, through the steps redis-store.h declares.
+ * A check over keys of several slots of a cluster is one script per
+ * slot, with refunds: redis-xslot.c, through the same steps.
  *
  * A peek or forecast is a plain GET (MGET).  A state is a string of
  * decimal fields, the algorithm's id first (redis-scripts.c): one of
@@ -144,7 +146,7 @@ static int load_function(struct tk__redis_store *s, struct tk__redis_conn *c)
 }
 
 /* ASK: the next command is for a slot this node is importing. */
-static int asking_now(struct tk__redis_conn *c)
+int tk__redis_asking(struct tk__redis_conn *c)
 {
 	const char *argv[1] = { "ASKING" };
 	size_t lens[1] = { 6 };
@@ -195,15 +197,15 @@ void tk__redis_script_lost(struct tk__redis_conn *c)
  * EVALSHA; a function or script the server lost (a restart, a failover,
  * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.
  */
-static int eval_check(struct tk__redis_store *s, struct tk__redis_conn *c,
-		      struct tk__redis_call *call, redisReply **r, int asking)
+int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   struct tk__redis_call *call, redisReply **r, int asking)
 {
 	int rc, tries;
 
 	for (tries = 0; tries < 3; tries++) {
 		rc = tk__redis_call_target(s, c, call);
 		if (rc == 0 && asking)
-			rc = asking_now(c);
+			rc = tk__redis_asking(c);
 		if (rc == 0)
 			rc = tk__redis_command(c, call->argc, call->argv,
 					       call->lens, (void **)r);
@@ -282,7 +284,7 @@ static int forecast(struct tk__redis_conn *c, const struct tk__redis_req *q,
 	rc = bufs_init(&b, q);
 	if (rc)
 		return rc;
-	rc = asking ? asking_now(c) : 0;
+	rc = asking ? tk__redis_asking(c) : 0;
 	if (rc == 0)
 		rc = tk__redis_command(c, (int)(1 + q->n), argv, lens,
 				       (void **)&r);
@@ -419,7 +421,7 @@ static int check(struct tk__redis_store *s, struct tk__redis_conn *c,
 	int rc = tk__redis_call_build(s, q, &call);
 
 	if (rc == 0)
-		rc = eval_check(s, c, &call, &r, asking);
+		rc = tk__redis_eval(s, c, &call, &r, asking);
 	if (rc == 0) {
 		rc = tk__redis_call_verdict(q, r);
 		tk__redis_reply_free(r);
@@ -478,10 +480,6 @@ static int server_clock(struct tk__redis_conn *c, struct tk__redis_req *q,
 	return rc;
 }
 
-/* What one node does for a call; @asking: after ASK. */
-typedef int on_node_fn(struct tk__redis_store *s, struct tk__redis_conn *c,
-		       void *arg, int asking);
-
 #define REDIRECTS_MAX 5
 
 static void pause_ms(long ms)
@@ -495,11 +493,14 @@ static void pause_ms(long ms)
  * @fn on the server, or on the master of @slot: MOVED corrects the map
  * and follows, ASK follows with ASKING, TRYAGAIN and CLUSTERDOWN (-EAGAIN)
  * wait 1 ms; each at most REDIRECTS_MAX times, then -EAGAIN.  A script
- * redirected was not run, so following never counts a check twice.
+ * redirected was not run, so following never counts a check twice.  All
+ * of it within one deadline (the caller's, or one begun here): a
+ * connect or command it leaves no time for answers -ETIMEDOUT.
  */
-static int route(struct tk__redis_store *s, unsigned int slot, on_node_fn *fn,
-		 void *arg)
+int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
+		    tk__redis_on_node_fn *fn, void *arg)
 {
+	uint64_t was = tk__redis_deadline_begin(&s->spec);
 	struct tk__redis_conn *c;
 	int rc, tries, asking = 0;
 
@@ -522,6 +523,7 @@ static int route(struct tk__redis_store *s, unsigned int slot, on_node_fn *fn,
 		rc = tk__redis_cluster_follow(s->cluster, slot, c,
 					      rc == TK__REDIS_MOVED, &c);
 	}
+	tk__redis_deadline_end(was);
 	return rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK ? -EAGAIN : rc;
 }
 
@@ -551,13 +553,13 @@ int tk__redis_req_slot(const struct tk__redis_store *s,
 	for (i = 0; i < q->n; i++)
 		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
 			return -ENOTSUP;
-	/* One script runs on one node: keys of several slots (a group of
-	 * several keys) cannot be one atomic check there. */
+	/* One script runs on one node: a check over keys of several slots
+	 * (a group of several keys) is one script per slot (redis-xslot.c). */
 	for (i = 0; s->cluster && i < q->n; i++)
 		if (i == 0)
 			*slot = tk__redis_slot(q->key[0], q->klen[0]);
 		else if (tk__redis_slot(q->key[i], q->klen[i]) != *slot)
-			return -ENOTSUP;
+			return TK__REDIS_XSLOT;
 	return 0;
 }
 
@@ -566,9 +568,20 @@ int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 {
 	struct step_arg a = { q, flags };
 	unsigned int slot;
+	uint64_t was;
 	int rc = tk__redis_req_slot(s, q, &slot);
 
-	return rc ? rc : route(s, slot, step_on, &a);
+	if (rc < 0)
+		return rc;
+	/* One deadline for the check, over all the slots it runs in. */
+	was = tk__redis_deadline_begin(&s->spec);
+	/* A peek reads only one key's dimensions, which share a slot. */
+	if (rc == TK__REDIS_XSLOT)
+		rc = flags & TK__T_CHECK ? tk__redis_xslot(s, q) : -ENOTSUP;
+	else
+		rc = tk__redis_route(s, slot, step_on, &a);
+	tk__redis_deadline_end(was);
+	return rc;
 }
 
 /* The fields of @q but its keys, which are filled next. */
@@ -644,7 +657,7 @@ static int del_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 	const char *argv[2] = { "DEL", a->key };
 	size_t lens[2] = { 3, a->len };
 	redisReply *r;
-	int rc = asking ? asking_now(c) : 0;
+	int rc = asking ? tk__redis_asking(c) : 0;
 
 	(void)s;
 	if (rc == 0)
@@ -661,7 +674,9 @@ static int redis_reset(struct tk_store *base, const unsigned char *key,
 	struct del_arg a;
 	int rc = redis_key(s, key, len, a.key, &a.len);
 
-	return rc ? rc : route(s, tk__redis_slot(a.key, a.len), del_on, &a);
+	return rc ? rc
+		  : tk__redis_route(s, tk__redis_slot(a.key, a.len), del_on,
+				    &a);
 }
 
 /* The server keeps the keys; this process counts nothing of them yet. */
@@ -768,7 +783,7 @@ static int ping_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 /* A cluster answers for the master of slot 0. */
 static int redis_ping(struct tk_store *base, struct tk_store_ping *out)
 {
-	return route((struct tk__redis_store *)base, 0, ping_on, out);
+	return tk__redis_route((struct tk__redis_store *)base, 0, ping_on, out);
 }
 
 static void redis_close(struct tk_store *base)

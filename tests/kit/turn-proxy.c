@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAIRS_MAX 32
@@ -32,11 +33,12 @@ struct pair {
 
 struct turn_proxy {
 	pthread_t thread;
-	pthread_mutex_t lock; /* turns, accepted, cut */
+	pthread_mutex_t lock; /* turns, accepted, cut, delay_ms */
 	int listener, stop[2];
 	int port, to_port;
 	unsigned long turns, accepted;
 	int cut;
+	unsigned int delay_ms; /* each server burst held this long */
 	struct pair pair[PAIRS_MAX];
 	char *buf;
 };
@@ -146,6 +148,7 @@ static int write_all(int fd, const char *buf, size_t len)
 static void relay(struct turn_proxy *p, struct pair *q, int from_client)
 {
 	size_t len = burst(p, from_client ? q->client : q->server);
+	unsigned int delay_ms = 0;
 	int cut = 0;
 
 	if (len == 0) {
@@ -159,7 +162,16 @@ static void relay(struct turn_proxy *p, struct pair *q, int from_client)
 		cut = 1;
 		p->cut = 0;
 	}
+	if (!from_client)
+		delay_ms = p->delay_ms;
 	pthread_mutex_unlock(&p->lock);
+	if (delay_ms) {
+		struct timespec ts = { delay_ms / 1000,
+				       (long)(delay_ms % 1000) * 1000000 };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	q->last = from_client ? FROM_CLIENT : FROM_SERVER;
 	if (cut) {
 		write_all(q->client, p->buf, len / 2);
@@ -269,6 +281,13 @@ void turn_proxy_cut_next_reply(struct turn_proxy *p)
 {
 	pthread_mutex_lock(&p->lock);
 	p->cut = 1;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void turn_proxy_delay_replies(struct turn_proxy *p, unsigned int ms)
+{
+	pthread_mutex_lock(&p->lock);
+	p->delay_ms = ms;
 	pthread_mutex_unlock(&p->lock);
 }
 

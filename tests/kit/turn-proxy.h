@@ -8,7 +8,8 @@
  * per command; one that sends a pipeline makes one turn for all of it.
  * Bytes that arrive within 2 ms of each other are one burst, so a
  * pipeline that the kernel happens to split still counts once.  The
- * relay can also cut a connection in the middle of a reply.
+ * relay can also cut a connection in the middle of a reply, or hold each
+ * reply for a while (a slow server, or a slow network).
  *
  * It runs as a thread of the test; the test's main thread drives it.
  */
@@ -32,6 +33,12 @@ unsigned long turn_proxy_accepted(struct turn_proxy *p);
  * both ends of that connection are closed.
  */
 void turn_proxy_cut_next_reply(struct turn_proxy *p);
+/*
+ * Every server burst from now on is held @ms before it is passed on (0:
+ * none).  The relay's one thread sleeps meanwhile: bytes of its other
+ * connections wait too.
+ */
+void turn_proxy_delay_replies(struct turn_proxy *p, unsigned int ms);
 /* Close every connection and the listener; join the thread. */
 void turn_proxy_stop(struct turn_proxy *p);
 
