@@ -10,11 +10,11 @@
 
 . "${srcdir:-.}/tests/apache/lib.sh"
 
-command -v redis-server >/dev/null 2>&1 || skip "no redis-server"
-command -v redis-cli >/dev/null 2>&1 || skip "no redis-cli"
+command -v redis-server >/dev/null 2>&1 || skip TK_REQUIRE_REDIS "no redis-server"
+command -v redis-cli >/dev/null 2>&1 || skip TK_REQUIRE_REDIS "no redis-cli"
 write_conf prefork 1 "ThrottleStore red redis://127.0.0.1"
 case $(httpd -t -f "$CONF" 2>&1) in
-*"Not supported by this build"*) skip "libthrottlekit was built without hiredis" ;;
+*"Not supported by this build"*) skip TK_REQUIRE_REDIS "libthrottlekit was built without hiredis" ;;
 esac
 
 PASS=sekret-4711
