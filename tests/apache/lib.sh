@@ -198,12 +198,15 @@ start_server()
 		port_free "$PORT" || continue
 		write_conf "$1" "$PORT" "$(printf '%s\n' "$2" | sed "s/@PORT@/$PORT/g")"
 		rm -f "$PIDFILE"
-		if ! httpd -f "$CONF" -k start; then
-			grep -q "Address already in use" "$ROOT/logs/error.log" \
-				2>/dev/null && continue
-			cat "$ROOT/logs/error.log" 2>/dev/null
+		# A port taken since port_free (another test's server or
+		# client): httpd says so on stderr, before its log is open.
+		if ! httpd -f "$CONF" -k start 2>"$ROOT/start.err"; then
+			grep -q "Address already in use" "$ROOT/start.err" \
+				"$ROOT/logs/error.log" 2>/dev/null && continue
+			cat "$ROOT/start.err" "$ROOT/logs/error.log" 2>/dev/null
 			return 1
 		fi
+		cat "$ROOT/start.err" >&2
 		wait_started && return 0
 		cat "$ROOT/logs/error.log"
 		return 1
