@@ -5,7 +5,11 @@
 # of mode 0755 (the children, which run as www-data when the test runs as
 # root, must read it), with its zones in a directory of its own
 # (TK_SHM_DIR).  It stops the server by the pid it started, and nothing
-# else.  Results are plain: exit 0 pass, 1 fail, 77 skip.
+# else.  Results are plain: exit 0 pass, 1 fail, 77 skip.  With
+# TK_REQUIRE_APACHE=1 (as tools/run-tests.sh sets) a missing httpd, module
+# or tool fails instead of skipping; with TK_REQUIRE_REDIS=1 so does a
+# missing redis-server.  Only a ThreadSanitizer build skips regardless:
+# httpd forks its children, which TSan cannot follow (skip_by_design).
 
 
 me=${0##*/}
@@ -17,10 +21,21 @@ fail()
 	printf '%s: FAIL: %s\n' "$me" "$*"
 	failures=$((failures + 1))
 }
-skip()
+skip_by_design()
 {
 	printf '%s: SKIP: %s\n' "$me" "$*"
 	exit 77
+}
+# skip [VAR] WHY: skip, or fail if $VAR (default TK_REQUIRE_APACHE) is 1.
+skip()
+{
+	req=TK_REQUIRE_APACHE
+	case $1 in TK_REQUIRE_*) req=$1; shift ;; esac
+	if [ "$(eval echo "\${$req:-}")" = 1 ]; then
+		printf '%s: FAIL: %s (%s=1)\n' "$me" "$*" "$req"
+		exit 1
+	fi
+	skip_by_design "$@"
 }
 # check WHAT EXPECTED ACTUAL
 check()
@@ -49,7 +64,7 @@ command -v curl >/dev/null 2>&1 || skip "curl is needed"
 # into httpd (only).  ThreadSanitizer cannot run under a forking httpd.
 HTTPD_PRELOAD=
 case ${SAN_CFLAGS:-} in
-*thread*) skip "a ThreadSanitizer build: httpd cannot run the module" ;;
+*thread*) skip_by_design "a ThreadSanitizer build: httpd cannot run the module" ;;
 esac
 for rt in address:libasan.so undefined:libubsan.so; do
 	case ${SAN_CFLAGS:-} in

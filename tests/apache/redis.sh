@@ -10,11 +10,15 @@
 
 . "${srcdir:-.}/tests/apache/lib.sh"
 
-command -v redis-server >/dev/null 2>&1 || skip "no redis-server"
-command -v redis-cli >/dev/null 2>&1 || skip "no redis-cli"
+# The programs: $REDIS_SERVER and $REDIS_CLI (make check passes
+# configure's), else those on the PATH.
+REDIS_SERVER=${REDIS_SERVER:-$(command -v redis-server)}
+REDIS_CLI=${REDIS_CLI:-$(command -v redis-cli)}
+[ -x "$REDIS_SERVER" ] || skip TK_REQUIRE_REDIS "no redis-server ($REDIS_SERVER)"
+[ -x "$REDIS_CLI" ] || skip TK_REQUIRE_REDIS "no redis-cli ($REDIS_CLI)"
 write_conf prefork 1 "ThrottleStore red redis://127.0.0.1"
 case $(httpd -t -f "$CONF" 2>&1) in
-*"Not supported by this build"*) skip "libthrottlekit was built without hiredis" ;;
+*"Not supported by this build"*) skip TK_REQUIRE_REDIS "libthrottlekit was built without hiredis" ;;
 esac
 
 PASS=sekret-4711
@@ -32,7 +36,7 @@ stop_redis()
 }
 trap 'stop_redis; cleanup' EXIT
 
-rcli() { redis-cli -p "$RPORT" --no-auth-warning -a "$PASS" "$@"; }
+rcli() { "$REDIS_CLI" -p "$RPORT" --no-auth-warning -a "$PASS" "$@"; }
 
 # start_redis: a redis-server with a password on a free loopback port.
 start_redis()
@@ -42,7 +46,7 @@ start_redis()
 		tries=$((tries + 1))
 		RPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
 		port_free "$RPORT" || continue
-		redis-server --port "$RPORT" --bind 127.0.0.1 --save '' \
+		"$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --save '' \
 			--appendonly no --dir "$ROOT/redis" --daemonize no \
 			--requirepass "$PASS" >"$ROOT/redis/log" 2>&1 &
 		RPID=$!

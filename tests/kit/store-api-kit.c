@@ -1,0 +1,389 @@
+/*
+ * store-api-kit.c - the store conformance kit through the public API (see
+ * store-api-kit.h).
+ *
+ * Every test opens a fresh store on a manual clock at T0, the start of
+ * an hour, so that a fixed window of an hour spans the whole test.
+ * Counts are exact: fixed-window:L/1h admits exactly L units in it, so a
+ * lost or doubled update under concurrency shows as a wrong count.
+ */
+#include "store-api-kit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "asserts.h"
+#include "workers.h"
+
+const struct store_api_kit_target *store_api_kit_target;
+
+/* 2023-11-14 23:00:00 UTC: a whole hour. */
+#define T0 (UINT64_C(1700002800) * SEC)
+#define GRACE (300 * MS)
+
+struct fixture {
+	struct tk_clock *clock;
+	struct tk_store *store;
+};
+
+static struct fixture fx;
+
+static void open_fixture(void)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	assert_rc(tk_clock_manual_new(&fx.clock, T0), 0);
+	o.clock = fx.clock;
+	o.reclaim_grace = GRACE;
+	o.reclaim_interval = 10 * MS;
+	assert_rc(store_api_kit_target->open(&fx.store, &o), 0);
+	assert_non_null(fx.store);
+}
+
+static void close_fixture(void)
+{
+	tk_store_close(fx.store);
+	tk_clock_free(fx.clock);
+	memset(&fx, 0, sizeof(fx));
+}
+
+static struct tk_limiter *lim(const char *policy, const char *prefix)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+
+	o.clock = fx.clock;
+	o.store = fx.store;
+	o.prefix = prefix;
+	assert_rc(tk_limiter_open(&l, policy, NULL, &o), 0);
+	return l;
+}
+
+/* @n units of @key (@len bytes), one check each: the last remaining. */
+static uint64_t take(struct tk_limiter *l, const char *key, size_t len,
+		     unsigned int n)
+{
+	struct tk_decision d = { 0 };
+
+	while (n--) {
+		assert_rc(tk_limiter_check(l, key, len, 1, &d), 0);
+		assert_true(d.allowed);
+	}
+	return d.remaining;
+}
+
+static uint64_t left(struct tk_limiter *l, const char *key, size_t len)
+{
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_peek(l, key, len, &d), 0);
+	return d.remaining;
+}
+
+static uint64_t keys(void)
+{
+	return store_api_kit_target->keys(fx.store);
+}
+
+#define S(str) (str), strlen(str)
+
+void store_api_kit_persists(void **state)
+{
+	struct tk_limiter *l;
+
+	(void)state;
+	open_fixture();
+	l = lim("fixed-window:5/1h", "p");
+	assert_int_equal(left(l, S("k")), 5);
+	assert_int_equal(take(l, S("k"), 3), 2);
+	tk_limiter_close(l);
+	/* The state lives in the store, not in the limiter. */
+	l = lim("fixed-window:5/1h", "p");
+	assert_int_equal(left(l, S("k")), 2);
+	assert_rc(tk_clock_advance(fx.clock, SEC), 0);
+	assert_int_equal(left(l, S("k")), 2);
+	assert_int_equal(take(l, S("k"), 1), 1);
+	assert_int_equal(keys(), 1);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+void store_api_kit_isolates_keys(void **state)
+{
+	struct tk_limiter *l, *q;
+
+	(void)state;
+	open_fixture();
+	l = lim("fixed-window:5/1h", "p");
+	take(l, S("a"), 2);
+	take(l, S("b"), 1);
+	take(l, "a\0b", 3, 3);
+	assert_int_equal(left(l, S("a")), 3);
+	assert_int_equal(left(l, S("b")), 4);
+	/* Keys are bytes: a prefix of a key, or one with a NUL, is another
+	 * key. */
+	assert_int_equal(left(l, S("ab")), 5);
+	assert_int_equal(left(l, "a\0b", 3), 2);
+	assert_int_equal(left(l, "a\0", 2), 5);
+	/* So is the same key under another prefix. */
+	q = lim("fixed-window:5/1h", "q");
+	assert_int_equal(left(q, S("a")), 5);
+	assert_int_equal(keys(), 3);
+	tk_limiter_close(q);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+void store_api_kit_reset_clears(void **state)
+{
+	struct tk_limiter *l;
+
+	(void)state;
+	open_fixture();
+	l = lim("fixed-window:5/1h", "p");
+	take(l, S("k"), 2);
+	take(l, S("other"), 1);
+	assert_int_equal(keys(), 2);
+	assert_rc(tk_limiter_reset(l, S("k")), 0);
+	assert_int_equal(keys(), 1);
+	assert_int_equal(left(l, S("k")), 5);
+	assert_int_equal(left(l, S("other")), 4);
+	/* Resetting an absent key is not an error. */
+	assert_rc(tk_limiter_reset(l, S("zz")), 0);
+	assert_int_equal(take(l, S("k"), 1), 4);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Settle at @now until no key is left: 0, or -1 after 5 s. */
+static int wait_gone(uint64_t now)
+{
+	unsigned long long t0 = (unsigned long long)time(NULL);
+
+	while (keys() > 0) {
+		if ((unsigned long long)time(NULL) > t0 + 5)
+			return -1;
+		if (store_api_kit_target->settle)
+			store_api_kit_target->settle(fx.store, now);
+		pause_ms(20);
+	}
+	return 0;
+}
+
+/*
+ * gcra:10/s: one unit leaves a state that expires 100 ms later; the
+ * store keeps it for the grace (300 ms) more, then lets it go, within
+ * LATE: the memory store reclaims on ticks of its timer wheel (2^27 ns).
+ */
+#define LATE (UINT64_C(1) << 27)
+
+void store_api_kit_expires_after_ttl(void **state)
+{
+	const uint64_t gone = T0 + 100 * MS + GRACE + LATE;
+	struct tk_limiter *l;
+
+	(void)state;
+	open_fixture();
+	l = lim("gcra:10/s", "p");
+	assert_int_equal(take(l, S("k"), 1), 9);
+	assert_int_equal(keys(), 1);
+	if (!store_api_kit_target->real_ttl) {
+		/* Kept through the grace: a clock stepped back stays exact. */
+		assert_rc(tk_clock_set(fx.clock, gone - LATE - 1), 0);
+		if (store_api_kit_target->settle)
+			store_api_kit_target->settle(fx.store, gone - LATE - 1);
+		pause_ms(50); /* a reclaimer's sweep */
+		assert_int_equal(keys(), 1);
+	}
+	assert_rc(tk_clock_set(fx.clock, gone), 0);
+	if (wait_gone(gone) != 0)
+		fail_msg("%s: the state outlived its expiry and grace",
+			 store_api_kit_target->name);
+	assert_int_equal(take(l, S("k"), 1), 9);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+void store_api_kit_keep_writes_nothing(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_decision d, before, after;
+
+	(void)state;
+	open_fixture();
+	l = lim("gcra:2/1h", "p");
+	/* Peeks and forecasts of an absent key create nothing. */
+	assert_int_equal(left(l, S("absent")), 2);
+	assert_rc(tk_limiter_forecast(l, S("absent"), 2, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(keys(), 0);
+	/* Denials change nothing. */
+	assert_int_equal(take(l, S("k"), 2), 0);
+	assert_rc(tk_limiter_peek(l, S("k"), &before), 0);
+	assert_rc(tk_clock_advance(fx.clock, SEC), 0);
+	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
+	assert_false(d.allowed);
+	assert_rc(tk_limiter_check(l, S("k"), 2, &d), 0);
+	assert_false(d.allowed);
+	assert_rc(tk_clock_set(fx.clock, T0), 0);
+	assert_rc(tk_limiter_peek(l, S("k"), &after), 0);
+	assert_same_decision(after, before);
+	assert_int_equal(keys(), 1);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+void store_api_kit_errors_pass_through(void **state)
+{
+	struct tk_limiter *l, *other;
+	struct tk_decision d;
+
+	(void)state;
+	open_fixture();
+	l = lim("fixed-window:5/1h", "p");
+	take(l, S("k"), 1);
+	/* More than the limit: -ERANGE, and no state changes. */
+	assert_rc(tk_limiter_check(l, S("k"), 6, &d), -ERANGE);
+	assert_rc(tk_limiter_check(l, S("new"), 6, &d), -ERANGE);
+	assert_int_equal(left(l, S("k")), 4);
+	assert_int_equal(left(l, S("new")), 5);
+	assert_int_equal(keys(), 1);
+	/* A state of another algorithm: -EPROTO, and it stays. */
+	other = lim("gcra:1/s", "p");
+	assert_rc(tk_limiter_check(other, S("k"), 1, &d), -EPROTO);
+	assert_rc(tk_limiter_peek(other, S("k"), &d), -EPROTO);
+	assert_int_equal(left(l, S("k")), 4);
+	tk_limiter_close(other);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+struct worker {
+	struct tk_limiter *l;
+	unsigned int n;
+	unsigned int allowed, errors;
+	int error; /* the first */
+};
+
+static void *check_many(void *arg)
+{
+	struct worker *w = arg;
+	struct tk_decision d;
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < w->n; i++) {
+		rc = tk_limiter_check(w->l, S("hot"), 1, &d);
+		if (rc != 0 && !w->errors++)
+			w->error = rc;
+		else if (rc == 0)
+			w->allowed += d.allowed;
+	}
+	return NULL;
+}
+
+/* nt threads x m checks of "hot" under fixed-window:@limit/1h: admitted. */
+static unsigned int run_threads(unsigned int limit, const char *prefix)
+{
+	unsigned int nt = store_api_kit_target->threads, i, allowed = 0;
+	pthread_t th[64];
+	struct worker w[64];
+	char policy[64];
+
+	assert_true(nt >= 2 && nt <= 64);
+	snprintf(policy, sizeof(policy), "fixed-window:%u/1h", limit);
+	for (i = 0; i < nt; i++) {
+		w[i] = (struct worker){ lim(policy, prefix),
+					store_api_kit_target->per_thread, 0, 0,
+					0 };
+		assert_int_equal(
+			pthread_create(&th[i], NULL, check_many, &w[i]), 0);
+	}
+	for (i = 0; i < nt; i++) {
+		pthread_join(th[i], NULL);
+		if (w[i].errors)
+			fail_msg("%u errors, the first %s", w[i].errors,
+				 tk_strerrorname(w[i].error));
+		allowed += w[i].allowed;
+	}
+	assert_int_equal(left(w[0].l, S("hot")), limit - allowed);
+	for (i = 0; i < nt; i++)
+		tk_limiter_close(w[i].l);
+	return allowed;
+}
+
+void store_api_kit_concurrent_checks_land(void **state)
+{
+	unsigned int total = store_api_kit_target->threads *
+			     store_api_kit_target->per_thread;
+
+	(void)state;
+	open_fixture();
+	/* Room for all: every check lands. */
+	assert_int_equal(run_threads(2 * total, "all"), total);
+	/* Room for half: exactly half are admitted. */
+	assert_int_equal(run_threads(total / 2, "half"), total / 2);
+	close_fixture();
+}
+
+static struct tk_limiter *shared_limiter;
+
+static void process_checks(int i)
+{
+	struct kit_shared *sh = kit_shared();
+	struct tk_decision d;
+	unsigned int j;
+
+	(void)i;
+	for (j = 0; j < store_api_kit_target->per_process; j++) {
+		if (tk_limiter_check(shared_limiter, S("hot"), 1, &d) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+		else if (d.allowed)
+			atomic_fetch_add(&sh->allowed, 1);
+	}
+}
+
+/* Forked processes on the limiter opened before the fork. */
+static unsigned int run_processes(unsigned int limit, const char *prefix)
+{
+	struct kit_shared *sh = kit_shared();
+	char policy[64];
+
+	assert_non_null(sh);
+	kit_shared_reset(T0);
+	snprintf(policy, sizeof(policy), "fixed-window:%u/1h", limit);
+	shared_limiter = lim(policy, prefix);
+	/* A first check in the parent: its connection is not the children's. */
+	assert_int_equal(left(shared_limiter, S("hot")), limit);
+	kit_run_workers((int)store_api_kit_target->processes, process_checks);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(left(shared_limiter, S("hot")),
+			 limit - atomic_load(&sh->allowed));
+	tk_limiter_close(shared_limiter);
+	return (unsigned int)atomic_load(&sh->allowed);
+}
+
+void store_api_kit_concurrent_processes_land(void **state)
+{
+	unsigned int total = store_api_kit_target->processes *
+			     store_api_kit_target->per_process;
+
+	(void)state;
+	if (!store_api_kit_target->shared)
+		skip(); /* each process has its own memory store */
+	open_fixture();
+	assert_int_equal(run_processes(2 * total, "all"), total);
+	assert_int_equal(run_processes(total / 2, "half"), total / 2);
+	close_fixture();
+}
