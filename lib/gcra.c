@@ -168,7 +168,7 @@ static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
 static uint64_t gcra_expires(const struct tk__policy *p, const uint64_t *state)
 {
 	(void)p;
-	return state[0];
+	return tk__gcra_expires(state);
 }
 
 static int gcra_valid(const struct tk__policy *p, uint32_t words,

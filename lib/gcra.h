@@ -64,6 +64,12 @@ static inline int tk__gcra_check(const struct tk__policy *p,
 	return TK__KEEP;
 }
 
+/* expires(): from the TAT on, the key is as good as never seen. */
+static inline uint64_t tk__gcra_expires(const uint64_t *state)
+{
+	return state[0];
+}
+
 /* valid(): every TAT a check writes is below 2^63 + tau: now < 2^63, and
  * a new TAT is admitted only within tau of now. */
 static inline int tk__gcra_valid(const struct tk__policy *p, uint32_t words,
