@@ -25,11 +25,12 @@
  * References: ITU-T I.371 (the virtual scheduling algorithm).
  */
 #include "internal.h"
+#include "gcra.h"
 #include "parse.h"
 
 #include <errno.h>
 
-#define TAU_MAX (UINT64_C(1) << 62)
+#define TAU_MAX TK__GCRA_TAU_MAX
 
 int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 		  uint64_t burst)
@@ -138,45 +139,11 @@ static void bucket_format(const struct tk__policy *p, struct tk__fmt *f)
 	tk__fmt_duration(f, p->u.gcra.period);
 }
 
-/* Whole units left when the TAT is @tat at @now (tat >= now). */
-static uint64_t units_left(const struct tk__policy *p, uint64_t tat,
-			   uint64_t now)
-{
-	uint64_t ahead = tat - now;
-
-	return ahead < p->u.gcra.tau ? (p->u.gcra.tau - ahead) / p->u.gcra.t
-				     : 0;
-}
-
-static uint64_t current_tat(const uint64_t *state, uint64_t now)
-{
-	return state[0] > now ? state[0] : now;
-}
-
 static int gcra_check(const struct tk__policy *p, const uint64_t *state,
 		      uint64_t now, uint64_t cost, uint64_t *next,
 		      struct tk_decision *d)
 {
-	uint64_t tat, tat_new;
-
-	if (cost > p->limit)
-		return -ERANGE;
-	tat = current_tat(state, now);
-	tat_new = tat + p->u.gcra.t * cost;
-	d->limit = p->limit;
-	if (now + p->u.gcra.tau >= tat_new) {
-		d->allowed = true;
-		d->remaining = units_left(p, tat_new, now);
-		d->reset_at = tat_new;
-		d->retry_after = 0;
-		next[0] = tat_new;
-		return TK__PERSIST;
-	}
-	d->allowed = false;
-	d->remaining = units_left(p, tat, now);
-	d->reset_at = tat;
-	d->retry_after = tat_new - p->u.gcra.tau - now;
-	return TK__KEEP;
+	return tk__gcra_check(p, state, now, cost, next, d);
 }
 
 static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
@@ -186,11 +153,11 @@ static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
 
 	if (cost > p->limit)
 		return -ERANGE;
-	tat = current_tat(state, now);
+	tat = tk__gcra_current_tat(state, now);
 	allow_at = tat + p->u.gcra.t * (cost ? cost : 1);
 	allow_at = allow_at > p->u.gcra.tau ? allow_at - p->u.gcra.tau : 0;
 	d->limit = p->limit;
-	d->remaining = units_left(p, tat, now);
+	d->remaining = tk__gcra_units_left(p, tat, now);
 	d->reset_at = tat;
 	d->retry_after = allow_at > now ? allow_at - now : 0;
 	d->allowed = d->retry_after == 0;
@@ -201,18 +168,13 @@ static int gcra_forecast(const struct tk__policy *p, const uint64_t *state,
 static uint64_t gcra_expires(const struct tk__policy *p, const uint64_t *state)
 {
 	(void)p;
-	return state[0];
+	return tk__gcra_expires(state);
 }
 
-/* Every TAT a check writes is below 2^63 + tau: now < 2^63, and a new TAT
- * is admitted only within tau of now. */
 static int gcra_valid(const struct tk__policy *p, uint32_t words,
 		      const uint64_t *state)
 {
-	uint64_t tau = p ? p->u.gcra.tau : TAU_MAX;
-
-	return words == 1 &&
-	       (state[0] < TK__NOW_LIMIT || state[0] - TK__NOW_LIMIT < tau);
+	return tk__gcra_valid(p, words, state);
 }
 
 const struct tk__algorithm tk__gcra = {

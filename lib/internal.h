@@ -220,6 +220,9 @@ struct tk__transform {
 	/* The time fn() decides at (ns): the limiter's clock reading, which
 	 * a store deciding on its server's clock replaces before fn(). */
 	uint64_t *now;
+	/* For check_gcra(): where a decision made in place goes, the one
+	 * fn() would leave in its context (NULL elsewhere). */
+	struct tk_decision *decision;
 };
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
@@ -269,6 +272,17 @@ struct tk__store_ops {
 	 * result (TK__KEEP or TK__PERSIST) or a negative errno. */
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
+	/*
+	 * Optional: apply() of a check by GCRA or the token bucket (a state
+	 * of one word, its own expiry: t->policy, t->cost).  The store may
+	 * decide it in place with the algorithm's own steps (gcra.h),
+	 * leaving the decision in *t->decision and fn() uncalled; it falls
+	 * back to apply() whenever that is not the plain case.  The same
+	 * results, decisions and stored states as apply() in every case.
+	 */
+	int (*check_gcra)(struct tk_store *s, const unsigned char *key,
+			  size_t len, uint64_t now,
+			  const struct tk__transform *t);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
@@ -297,6 +311,10 @@ struct tk_store {
 	/* States found invalid by this process's checks (tk_stats.corrupt). */
 	_Atomic uint64_t corrupt;
 };
+
+/* limiter.c: checks of @l by the store's apply() alone, never its
+ * check_gcra() (tests compare the two). */
+void tk__limiter_generic(struct tk_limiter *l);
 
 /* store-memory.c */
 int tk__memory_open(struct tk_store **out, const struct tk_options *o);

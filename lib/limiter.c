@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include "atomic.h"
+#include "gcra.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@ struct tk_limiter {
 	char prefix[TK_PREFIX_MAX];
 	/*
 	 * A single policy's checks, bound at open (check_single()): its
-	 * dimension and algorithm, the store's apply, and the store key's
+	 * dimension and algorithm, the store's apply (its check_gcra for
+	 * GCRA and the token bucket, if it has one), and the store key's
 	 * head [prefix length: 2 bytes][prefix].  NULL for a composite.
 	 */
 	const struct tk__policy *single;
@@ -370,6 +372,7 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.policy = p,
 		.cost = cost,
 		.now = &f.now,
+		.decision = &f.d,
 	};
 	int rc = key_error(key, key_len);
 
@@ -478,6 +481,8 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	if (l->policy->kind == TK__SINGLE) {
 		l->single = &l->policy->dim[0];
 		l->apply = l->store->ops->apply;
+		if (tk__gcra_family(l->single) && l->store->ops->check_gcra)
+			l->apply = l->store->ops->check_gcra;
 		l->flags =
 			TK__T_CHECK |
 			(l->single->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0);
@@ -488,6 +493,12 @@ fail:
 	tk_policy_free(l->policy);
 	free(l);
 	return tk__rc(rc);
+}
+
+void tk__limiter_generic(struct tk_limiter *l)
+{
+	if (l->single)
+		l->apply = l->store->ops->apply;
 }
 
 /* How long a fail-closed denial asks the client to wait. */

@@ -21,6 +21,7 @@
  * atomic steps over several keys (composite policies) in memory-mcas.c.
  */
 #include "store-memory.h"
+#include "gcra.h"
 #include "rcu.h"
 
 #include <errno.h>
@@ -231,8 +232,43 @@ int tk__mem_word_for(uint32_t words, const uint64_t *next,
 	return 0;
 }
 
-static int memory_apply(struct tk_store *base, const unsigned char *key,
-			size_t len, uint64_t now, const struct tk__transform *t)
+/*
+ * A GCRA check decided on cell @cell of its entry with the algorithm's
+ * own step (gcra.h) instead of t->fn, the decision in *t->decision: the
+ * same CAS, or untorn read, as the generic loop below.  Returns
+ * TK__PERSIST, TK__KEEP, -ERANGE, or DIRECT_NO (nothing written) where
+ * the generic loop must decide: a state that does not validate, a cell
+ * that changed.
+ */
+#define DIRECT_NO 2
+
+static inline __attribute__((always_inline)) int
+direct(struct mem_entry *e, uint64_t *cell, uint64_t now,
+       const struct tk__transform *t)
+{
+	const struct tk__policy *p = t->policy;
+	/* An expired state is no state. */
+	uint64_t state = cell[1] > now ? cell[0] : 0, set[2], snap[2];
+	int rc;
+
+	if (!tk__gcra_valid(p, 1, &state))
+		return DIRECT_NO;
+	memset(t->decision, 0, sizeof(*t->decision));
+	rc = tk__gcra_check(p, &state, now, t->cost, &set[0], t->decision);
+	if (rc == TK__PERSIST) {
+		set[1] = tk__mem_expiry(tk__gcra_expires(set));
+		return tk_cell_cas(&e->cell, cell, set) ? rc : DIRECT_NO;
+	}
+	if (rc < 0)
+		return rc;
+	tk_cell_load(&e->cell, snap);
+	return snap[0] == cell[0] && snap[1] == cell[1] ? rc : DIRECT_NO;
+}
+
+/* apply(), by the direct path first if @in_place (a GCRA check). */
+static inline __attribute__((always_inline)) int
+run_apply(struct tk_store *base, const unsigned char *key, size_t len,
+	  uint64_t now, const struct tk__transform *t, int in_place)
 {
 	struct mem_store *s = (struct mem_store *)base;
 	uint64_t next[TK__STATE_WORDS_MAX];
@@ -278,6 +314,13 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 		if (!tk_atomic_load_u32(&e->referenced, TK_MO_RELAXED))
 			tk_atomic_store_u32(&e->referenced, 1, TK_MO_RELAXED);
 		tk_cell_read(&e->cell, cell);
+		if (in_place && cell[1] != DEAD && cell[1] != MARK) {
+			in_place = 0; /* once: then as any apply */
+			rc = direct(e, cell, now, t);
+			if (rc != DIRECT_NO)
+				goto out;
+			tk_cell_read(&e->cell, cell);
+		}
 		for (;;) {
 			if (cell[1] == DEAD)
 				break;
@@ -324,6 +367,19 @@ out:
 	free(fresh); /* never published */
 	tk__mem_after_apply(s, now);
 	return rc;
+}
+
+static int memory_apply(struct tk_store *base, const unsigned char *key,
+			size_t len, uint64_t now, const struct tk__transform *t)
+{
+	return run_apply(base, key, len, now, t, 0);
+}
+
+static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
+			     size_t len, uint64_t now,
+			     const struct tk__transform *t)
+{
+	return run_apply(base, key, len, now, t, 1);
 }
 
 static int memory_reset(struct tk_store *base, const unsigned char *key,
@@ -407,6 +463,7 @@ uint64_t tk__memory_visited(struct tk_store *base)
 static const struct tk__store_ops memory_ops = {
 	.name = "memory",
 	.apply = memory_apply,
+	.check_gcra = memory_check_gcra,
 	.apply_multi = tk__mem_apply_multi,
 	.reset = memory_reset,
 	.stats = memory_stats,

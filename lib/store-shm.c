@@ -21,9 +21,10 @@
  */
 #include "internal.h"
 #include "atomic.h"
+#include "gcra.h"
 #include "reclaimer.h"
 #include "tally.h"
-#include "../shm/zone.h"
+#include "../shm/word.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -131,8 +132,48 @@ static int apply(void *ctx)
 	return rc;
 }
 
-static int shm_apply(struct tk_store *base, const unsigned char *key,
-		     size_t len, uint64_t now, const struct tk__transform *t)
+/*
+ * A check of GCRA or the token bucket in one call chain: the key's slot
+ * found (shm/word.h), the algorithm's own step on its word (gcra.h), the
+ * slot updated by the CAS update_word() would make, the check counted.
+ * Anything but the plain case (no slot yet, an insert of the key under
+ * way, a sweep due, a state of another shape or that does not validate,
+ * the slot changed twice under us) returns DIRECT_NO before anything is
+ * written, and apply() decides as it always does.
+ */
+#define DIRECT_NO 2
+#define DIRECT_ROUNDS 2
+
+static int direct(void *ctx)
+{
+	struct apply_call *c = ctx;
+	const struct tk__policy *p = c->t->policy;
+	struct tk_decision *d = c->t->decision;
+	struct tk__zone_word w;
+	uint64_t next;
+	int round, rc;
+
+	for (round = 0; round < DIRECT_ROUNDS; round++) {
+		if (!tk__zone_word_find(c->s->zone, c->k, c->now, &w) ||
+		    !tk__gcra_valid(p, 1, &w.w1))
+			return DIRECT_NO;
+		memset(d, 0, sizeof(*d));
+		rc = tk__gcra_check(p, &w.w1, c->now, c->t->cost, &next, d);
+		if (rc < 0)
+			return rc;
+		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, next)
+				      : !tk__zone_word_keep(&w))
+			continue;
+		tally(c->s, rc == TK__KEEP);
+		return rc;
+	}
+	return DIRECT_NO;
+}
+
+/* apply(), by the direct path first if @in_place (a GCRA check). */
+static inline __attribute__((always_inline)) int
+run_apply(struct tk_store *base, const unsigned char *key, size_t len,
+	  uint64_t now, const struct tk__transform *t, int in_place)
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
@@ -141,11 +182,27 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
-	key_of(s, key, len, block_state(t), t->alg, &k);
-	rc = tk__zone_run(s->zone, apply, &c);
+	/* A GCRA state is a word key. */
+	key_of(s, key, len, in_place ? 0 : block_state(t), t->alg, &k);
+	rc = in_place ? tk__zone_run(s->zone, direct, &c) : DIRECT_NO;
+	if (rc == DIRECT_NO)
+		rc = tk__zone_run(s->zone, apply, &c);
 	if (rc < 0)
 		return rc;
 	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
+}
+
+static int shm_apply(struct tk_store *base, const unsigned char *key,
+		     size_t len, uint64_t now, const struct tk__transform *t)
+{
+	return run_apply(base, key, len, now, t, 0);
+}
+
+static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
+			  size_t len, uint64_t now,
+			  const struct tk__transform *t)
+{
+	return run_apply(base, key, len, now, t, 1);
 }
 
 struct multi_step {
@@ -300,6 +357,7 @@ static void shm_close(struct tk_store *base)
 static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = shm_apply,
+	.check_gcra = shm_check_gcra,
 	.apply_multi = shm_apply_multi,
 	.reset = shm_reset,
 	.stats = shm_stats,

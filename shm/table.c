@@ -11,12 +11,12 @@
  * A key whose state is larger than one word keeps it in a block of the
  * arena (blocks.c) and its slot references the block.
  */
-#include "slot.h"
+#include "word.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#define CANDIDATES (2 * TKZ_WINDOW)
+#define CANDIDATES TKZ_CANDIDATES
 #define ROUNDS_MAX 128
 #define SWEEP_CHUNK 64
 #define MS UINT64_C(1000000)
@@ -29,44 +29,13 @@ struct view {
 	int empty; /* first EMPTY, or -1 */
 };
 
-static uint64_t shard_of(struct tk__zone *z, const struct tk__zone_key *k)
-{
-	return k->pos & (tk__zone_geo(z)->shards - 1);
-}
-
-/* The two windows of @k: candidate i is at(c, i), window A then B. */
-struct cand {
-	uint64_t a, b; /* first slot of each window */
-};
-
-static inline uint64_t at(const struct cand *c, int i)
-{
-	return (i < TKZ_WINDOW ? c->a : c->b) +
-	       (uint64_t)(i & (TKZ_WINDOW - 1));
-}
-
-static void candidates(struct tk__zone *z, const struct tk__zone_key *k,
-		       struct cand *c)
-{
-	uint64_t per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
-	/* Powers of two all: masks, not divisions, on the hot path. */
-	uint64_t mask = per / TKZ_WINDOW - 1;
-	uint64_t base = shard_of(z, k) * per;
-	uint64_t a = (k->pos >> 8) & mask, b = (k->pos >> 36) & mask;
-
-	if (b == a)
-		b = (a + 1) & mask;
-	c->a = base + a * TKZ_WINDOW;
-	c->b = base + b * TKZ_WINDOW;
-}
-
 /*
  * Read the candidates.  With @to_mem, stop at the first MEM(fp): a key is
  * MEM in at most one slot, and an update needs nothing else (tentative
  * inserts of the same key are resolved by their inserters, who will see
  * this MEM).  Without it, see everything (settle() needs every INS).
  */
-static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
+static void scan(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 		 int to_mem, struct view *v)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
@@ -77,11 +46,11 @@ static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
 	v->n_ins = 0;
 	for (i = 0; i < CANDIDATES; i++) {
 		/* w0 first: most slots belong to other keys. */
-		v->w0[i] = ck_pr_load_64(&slots[at(c, i)].w[0]);
+		v->w0[i] = ck_pr_load_64(&slots[tkz_at(c, i)].w[0]);
 		st = tkz_state(v->w0[i]);
 		if (st != TKZ_EMPTY && !tkz_same_key(v->w0[i], fp))
 			continue;
-		v->w1[i] = ck_pr_load_64(&slots[at(c, i)].w[1]);
+		v->w1[i] = ck_pr_load_64(&slots[tkz_at(c, i)].w[1]);
 		if (st == TKZ_EMPTY) {
 			if (v->empty < 0 && v->w0[i] == 0 && v->w1[i] == 0)
 				v->empty = i;
@@ -94,8 +63,8 @@ static void scan(struct tk__zone *z, const struct cand *c, uint64_t fp,
 			v->ins[v->n_ins++] = i;
 		} else if (st == TKZ_COL) {
 			/* Garbage of a lost insert: anyone frees it. */
-			tkz_cas_slot(&slots[at(c, i)], v->w0[i], v->w1[i], 0,
-				     0);
+			tkz_cas_slot(&slots[tkz_at(c, i)], v->w0[i], v->w1[i],
+				     0, 0);
 		}
 	}
 }
@@ -136,7 +105,7 @@ static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
  * Otherwise the caller scans again.  Spin found the duplicate a looser
  * rule allows (tests/model/slots.pml, -DAS_DOCUMENTED).
  */
-static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
+static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 		   const struct view *prev, int own, uint64_t own_ticket)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
@@ -146,7 +115,7 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 	scan(z, c, fp, 0, &v);
 	if (v.mem >= 0) {
 		for (i = 0; i < v.n_ins; i++)
-			collide(&slots[at(c, v.ins[i])], v.w0[v.ins[i]],
+			collide(&slots[tkz_at(c, v.ins[i])], v.w0[v.ins[i]],
 				v.w1[v.ins[i]]);
 		return;
 	}
@@ -161,34 +130,19 @@ static void settle(struct tk__zone *z, const struct cand *c, uint64_t fp,
 	for (i = 1; i < v.n_ins; i++) {
 		/* A later one changed: it may have been committed; look
 		 * again. */
-		if (!collide(&slots[at(c, v.ins[i])], v.w0[v.ins[i]],
+		if (!collide(&slots[tkz_at(c, v.ins[i])], v.w0[v.ins[i]],
 			     v.w1[v.ins[i]]))
 			return;
 	}
 	/* Committed "no state yet" and not referenced: a key earns its
-	 * second chance by a second use (see referenced()).  A block key's
+	 * second chance by a second use (see tkz_referenced()).  A block key's
 	 * "no state" keeps the unique ticket (claims of blocks are bound to
 	 * w1 values that never repeat).  The insert keeps its own shape:
 	 * the helper may be reading the key under another one. */
 	fp = tkz_fp(v.w0[e]);
-	tkz_cas_slot(&slots[at(c, e)], v.w0[e], v.w1[e], tkz_w0(TKZ_MEM, 0, fp),
+	tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
+		     tkz_w0(TKZ_MEM, 0, fp),
 		     fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0);
-}
-
-/* Does MEM {@w0, @w1} hold a state (as opposed to "no state yet")? */
-static int has_state(uint64_t w0, uint64_t w1)
-{
-	return w0 & TKZ_FP_BLOCK ? tkz_is_ref(w1) : w1 != 0;
-}
-
-/*
- * w0 after a write over {@w0, @w1}: the ref bit (second chance) is set by
- * every use but a key's first, so that a flood of keys used once is
- * evicted before the keys in use (scan resistance, as in 2Q or LRU-2).
- */
-static uint64_t referenced(uint64_t w0, uint64_t w1)
-{
-	return has_state(w0, w1) ? w0 | TKZ_REF : w0;
 }
 
 /*
@@ -243,7 +197,7 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 		return tkz_cas_slot(s, w0, w1, 0, 0);
 	if (st == TKZ_MEM && tkz_slot_desc(w0, w1))
 		return drop(z, s, w0, w1, TKZ_RECLAIMS); /* helps it */
-	if (st == TKZ_MEM && has_state(w0, w1)) {
+	if (st == TKZ_MEM && tkz_has_state(w0, w1)) {
 		exp = expiry(z, s, w0, w1);
 		if (exp > UINT64_MAX - tk__zone_geo(z)->grace ||
 		    exp + tk__zone_geo(z)->grace > now)
@@ -266,17 +220,17 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
  * Both windows are full: reclaim what has expired, else (unless the zone
  * refuses) evict by second chance.  Returns 0 if a slot was freed.
  */
-static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
+static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t now)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	int i, pass, freed = 0;
 	uint64_t w0, w1;
 
 	for (i = 0; i < CANDIDATES; i++) {
-		tkz_read_slot(&slots[at(c, i)], &w0, &w1);
+		tkz_read_slot(&slots[tkz_at(c, i)], &w0, &w1);
 		if (tkz_state(w0) == TKZ_COL ||
-		    (tkz_state(w0) == TKZ_MEM && has_state(w0, w1)))
-			freed |= reclaim(z, &slots[at(c, i)], now);
+		    (tkz_state(w0) == TKZ_MEM && tkz_has_state(w0, w1)))
+			freed |= reclaim(z, &slots[tkz_at(c, i)], now);
 	}
 	if (freed)
 		return 0;
@@ -286,40 +240,26 @@ static int make_room(struct tk__zone *z, const struct cand *c, uint64_t now)
 	 * only if all were, spare none (clear every ref bit) and evict. */
 	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < CANDIDATES; i++) {
-			tkz_read_slot(&slots[at(c, i)], &w0, &w1);
+			tkz_read_slot(&slots[tkz_at(c, i)], &w0, &w1);
 			if (tkz_state(w0) != TKZ_MEM)
 				continue;
 			if (tkz_slot_desc(w0, w1)) {
 				/* Complete it first; judge it next time. */
-				drop(z, &slots[at(c, i)], w0, w1,
+				drop(z, &slots[tkz_at(c, i)], w0, w1,
 				     TKZ_EVICTIONS);
 				continue;
 			}
 			if (w0 & TKZ_REF) {
 				if (pass == 1)
-					tkz_cas_slot(&slots[at(c, i)], w0, w1,
-						     w0 & ~TKZ_REF, w1);
-			} else if (pass != 1 && drop(z, &slots[at(c, i)], w0,
-						     w1, TKZ_EVICTIONS)) {
+					tkz_cas_slot(&slots[tkz_at(c, i)], w0,
+						     w1, w0 & ~TKZ_REF, w1);
+			} else if (pass != 1 && drop(z, &slots[tkz_at(c, i)],
+						     w0, w1, TKZ_EVICTIONS)) {
 				return 0;
 			}
 		}
 	}
 	return -ENOSPC;
-}
-
-/* A read-only outcome @rc stands only if read from an untorn slot. */
-static int confirm(struct tkz_slot *s, uint64_t w0, uint64_t w1, int rc)
-{
-	uint64_t snap[2];
-
-	tkz_load2(s->w, snap);
-	if (snap[0] != w0 || snap[1] != w1)
-		return -EAGAIN;
-	/* Once per second chance, not once per denial. */
-	if (!(snap[0] & TKZ_REF))
-		tkz_cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF, snap[1]);
-	return rc;
 }
 
 /* Update the word key in slot @s seen as {@w0, @w1}: the hot path, with
@@ -331,10 +271,10 @@ static int update_word(struct tkz_slot *s, uint64_t w0, uint64_t w1,
 	int rc = fn(ctx, w1 ? &old : NULL, next, &exp);
 
 	if (rc == TK__ZONE_PERSIST)
-		return tkz_cas_slot(s, w0, w1, referenced(w0, w1), next[0])
+		return tkz_cas_slot(s, w0, w1, tkz_referenced(w0, w1), next[0])
 			       ? rc
 			       : -EAGAIN;
-	return rc < 0 ? rc : confirm(s, w0, w1, rc);
+	return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
 }
 
 /*
@@ -367,7 +307,7 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	}
 	rc = fn(ctx, have, next, &exp);
 	if (rc != TK__ZONE_PERSIST)
-		return rc < 0 ? rc : confirm(s, w0, w1, rc);
+		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
 	if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
 		*holding = 0;
 	if (!*holding) {
@@ -382,7 +322,7 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		return -EAGAIN;
 	}
 	tkz_before_publish();
-	if (!tkz_cas_slot(s, w0, w1, referenced(w0, w1), tk__blk_ref(held)))
+	if (!tkz_cas_slot(s, w0, w1, tkz_referenced(w0, w1), tk__blk_ref(held)))
 		return -EAGAIN;
 	*holding = 0;
 	tk__blk_release_ref(z, w1);
@@ -401,7 +341,7 @@ static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
  * No slot holds @k: get it one (@v is the scan that found none).  Returns
  * -EAGAIN to look again, or -ENOSPC.
  */
-static int insert(struct tk__zone *z, const struct cand *c,
+static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,
 		  const struct view *v)
 {
@@ -418,10 +358,10 @@ static int insert(struct tk__zone *z, const struct cand *c,
 		return rc ? rc : -EAGAIN;
 	}
 	/* A unique ticket per tentative insert: no ABA on INS. */
-	ticket = ck_pr_faa_64(&h->shard[shard_of(z, k)].tickets, 1) + 1;
+	ticket = ck_pr_faa_64(&h->shard[tkz_shard_of(z, k)].tickets, 1) + 1;
 	/* Claimed with ref set, like a commit: a sweep clears it and only
 	 * a second sweep may take an abandoned claim. */
-	if (!tkz_cas_slot(&tk__zone_slots(z)[at(c, v->empty)], 0, 0,
+	if (!tkz_cas_slot(&tk__zone_slots(z)[tkz_at(c, v->empty)], 0, 0,
 			  tkz_w0(TKZ_INS, 1, k->fp), ticket))
 		return -EAGAIN;
 	tkz_count(z, TKZ_INSERTS);
@@ -434,22 +374,22 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 {
 	uint64_t next[1], exp;
 	struct tk__blk held;
-	struct cand c;
+	struct tkz_cand c;
 	struct view v;
 	int round, rc = -EIO, holding = 0, block = !!(k->fp & TKZ_FP_BLOCK);
 
 	if (block ? tk__blk_class(words) < 0 : words != 1)
 		return -E2BIG;
-	candidates(z, k, &c);
+	tkz_candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
 			rc = -EPROTO;
 		} else if (v.mem >= 0 && !block) {
-			rc = update_word(&tk__zone_slots(z)[at(&c, v.mem)],
+			rc = update_word(&tk__zone_slots(z)[tkz_at(&c, v.mem)],
 					 v.w0[v.mem], v.w1[v.mem], fn, ctx);
 		} else if (v.mem >= 0) {
-			rc = update_block(z, at(&c, v.mem), v.w0[v.mem],
+			rc = update_block(z, tkz_at(&c, v.mem), v.w0[v.mem],
 					  v.w1[v.mem], now, words, fn, ctx,
 					  &held, &holding);
 		} else {
@@ -475,17 +415,17 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 		    uint64_t now, int create, uint64_t *idx, uint64_t *w0,
 		    uint64_t *w1)
 {
-	struct cand c;
+	struct tkz_cand c;
 	struct view v;
 	int round, rc;
 
-	candidates(z, k, &c);
+	tkz_candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0 && other_shape(v.w0[v.mem], k))
 			return -EPROTO;
 		if (v.mem >= 0) {
-			*idx = at(&c, v.mem);
+			*idx = tkz_at(&c, v.mem);
 			*w0 = v.w0[v.mem];
 			*w1 = v.w1[v.mem];
 			return 0;
@@ -503,16 +443,16 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
-	struct cand c;
+	struct tkz_cand c;
 	struct view v;
 	int round;
 
-	candidates(z, k, &c);
+	tkz_candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem < 0)
 			return 0;
-		if (drop(z, &slots[at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem],
+		if (drop(z, &slots[tkz_at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem],
 			 TKZ_RESETS))
 			return 0;
 		tk__zone_backoff(round);
@@ -534,7 +474,7 @@ void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 			  uint64_t now)
 {
 	struct tkz_header *h = tk__zone_header(z);
-	uint64_t shard = shard_of(z, k),
+	uint64_t shard = tkz_shard_of(z, k),
 		 per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
 	struct tkz_shard *sh = &h->shard[shard];
 	uint64_t due = ck_pr_load_64(&sh->next_sweep), interval, cursor;

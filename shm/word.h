@@ -1,0 +1,139 @@
+/*
+ * word.h - a key's candidate slots, and the update of a word key in
+ * place: the slot protocol's hot path (docs/shm-protocol.md, transition
+ * 1), inline for table.c and for a caller that decides a check itself
+ * (lib/store-shm.c's direct path), which then needs no transition
+ * callback.  It handles only the plain case, a MEM slot of the key's own
+ * shape; whatever else it meets (no slot, INS or COL of the key, a sweep
+ * due) it leaves to tk__zone_apply(), which it never contradicts: it
+ * performs the very CAS update_word() performs.
+ */
+#ifndef TK_SHM_WORD_H
+#define TK_SHM_WORD_H
+
+#include "slot.h"
+
+#define TKZ_CANDIDATES (2 * TKZ_WINDOW)
+
+static inline uint64_t tkz_shard_of(struct tk__zone *z,
+				    const struct tk__zone_key *k)
+{
+	return k->pos & (tk__zone_geo(z)->shards - 1);
+}
+
+/* The two windows of @k: candidate i is tkz_at(c, i), window A then B. */
+struct tkz_cand {
+	uint64_t a, b; /* first slot of each window */
+};
+
+static inline uint64_t tkz_at(const struct tkz_cand *c, int i)
+{
+	return (i < TKZ_WINDOW ? c->a : c->b) +
+	       (uint64_t)(i & (TKZ_WINDOW - 1));
+}
+
+static inline void tkz_candidates(struct tk__zone *z,
+				  const struct tk__zone_key *k,
+				  struct tkz_cand *c)
+{
+	uint64_t per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
+	/* Powers of two all: masks, not divisions, on the hot path. */
+	uint64_t mask = per / TKZ_WINDOW - 1;
+	uint64_t base = tkz_shard_of(z, k) * per;
+	uint64_t a = (k->pos >> 8) & mask, b = (k->pos >> 36) & mask;
+
+	if (b == a)
+		b = (a + 1) & mask;
+	c->a = base + a * TKZ_WINDOW;
+	c->b = base + b * TKZ_WINDOW;
+}
+
+/* Does MEM {@w0, @w1} hold a state (as opposed to "no state yet")? */
+static inline int tkz_has_state(uint64_t w0, uint64_t w1)
+{
+	return w0 & TKZ_FP_BLOCK ? tkz_is_ref(w1) : w1 != 0;
+}
+
+/*
+ * w0 after a write over {@w0, @w1}: the ref bit (second chance) is set by
+ * every use but a key's first, so that a flood of keys used once is
+ * evicted before the keys in use (scan resistance, as in 2Q or LRU-2).
+ */
+static inline uint64_t tkz_referenced(uint64_t w0, uint64_t w1)
+{
+	return tkz_has_state(w0, w1) ? w0 | TKZ_REF : w0;
+}
+
+/* A read-only outcome @rc stands only if read from an untorn slot. */
+static inline int tkz_confirm(struct tkz_slot *s, uint64_t w0, uint64_t w1,
+			      int rc)
+{
+	uint64_t snap[2];
+
+	tkz_load2(s->w, snap);
+	if (snap[0] != w0 || snap[1] != w1)
+		return -EAGAIN;
+	/* Once per second chance, not once per denial. */
+	if (!(snap[0] & TKZ_REF))
+		tkz_cas_slot(s, snap[0], snap[1], snap[0] | TKZ_REF, snap[1]);
+	return rc;
+}
+
+/* A word key's MEM slot as found, for tk__zone_word_put() or _keep(). */
+struct tk__zone_word {
+	struct tkz_slot *slot;
+	uint64_t w0, w1; /* w1: the state word, 0 for "no state yet" */
+};
+
+/*
+ * Find word key @k's MEM slot, in the plain case only: no sweep of its
+ * shard due at @now, and the first slot of its key among the candidates
+ * a MEM of @k's own shape.  Returns 1 with @w filled; 0 if
+ * tk__zone_apply() must decide instead (then nothing was written).
+ */
+static inline int tk__zone_word_find(struct tk__zone *z,
+				     const struct tk__zone_key *k, uint64_t now,
+				     struct tk__zone_word *w)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	struct tkz_cand c;
+	uint64_t w0;
+	int i;
+
+	/* tk__zone_maybe_sweep() would sweep after the update: its turn. */
+	if (now >=
+	    ck_pr_load_64(
+		    &tk__zone_header(z)->shard[tkz_shard_of(z, k)].next_sweep))
+		return 0;
+	tkz_candidates(z, k, &c);
+	for (i = 0; i < TKZ_CANDIDATES; i++) {
+		w0 = ck_pr_load_64(&slots[tkz_at(&c, i)].w[0]);
+		if (!tkz_same_key(w0, k->fp))
+			continue; /* EMPTY, or another key's */
+		if (tkz_state(w0) != TKZ_MEM || ((w0 ^ k->fp) & TKZ_FP_SHAPE))
+			return 0;
+		w->slot = &slots[tkz_at(&c, i)];
+		w->w0 = w0;
+		w->w1 = ck_pr_load_64(&w->slot->w[1]);
+		return 1;
+	}
+	return 0;
+}
+
+/* Update (MEM -> MEM) the slot found as @w to state @next: 1, or 0 if the
+ * slot changed since (look again). */
+static inline int tk__zone_word_put(const struct tk__zone_word *w,
+				    uint64_t next)
+{
+	return tkz_cas_slot(w->slot, w->w0, w->w1, tkz_referenced(w->w0, w->w1),
+			    next);
+}
+
+/* A denial decided on the slot found as @w stands: 1, or 0 if the slot
+ * changed since (look again). */
+static inline int tk__zone_word_keep(const struct tk__zone_word *w)
+{
+	return tkz_confirm(w->slot, w->w0, w->w1, 1) == 1;
+}
+
+#endif /* TK_SHM_WORD_H */

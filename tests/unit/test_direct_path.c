@@ -1,0 +1,473 @@
+/*
+ * test_direct_path.c - a zone's direct path for GCRA and the token bucket
+ * (lib/store-shm.c's check_gcra, shm/word.h) decides exactly as the
+ * generic apply() with its transition callback.
+ *
+ * Two zones start as byte-identical copies of one file (one secret, so
+ * one slot per key in each).  The same generated timeline runs through
+ * limiters on each: direct-path limiters on one zone, limiters forced to
+ * the generic path (tk__limiter_generic()) on the other.  The timeline
+ * moves the clock both ways, lets sweeps fall due, floods a small zone
+ * with keys so that they are evicted, resets keys, and writes slots by
+ * hand as a corrupt or crashed zone would leave them: a TAT no check
+ * writes, an insert (INS) or collided insert (COL) of the key, another
+ * algorithm's shape, "no state yet".  After every step the two zones'
+ * slot tables are byte-identical and every check answered the same code
+ * and decision; at the end the whole files (counters, sweep cursors,
+ * tickets) and the corrupt counts are equal too.
+ *
+ * White-box: linked statically for tk__limiter_generic().
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#include "asserts.h"
+#include "rnd.h"
+#include "workers.h"
+
+#define T0 UINT64_C(1700000000000000000)
+#define NOW_END ((UINT64_C(1) << 63) - 1) /* the latest clock reading */
+#define CAP 64 /* slots: a pool of flood keys must evict */
+#define STEPS 6000
+#define HOT_KEYS 6
+#define FLOOD_KEYS 200
+#define NPOL 4
+
+static char dir[] = "/tmp/tk-direct-XXXXXX";
+
+/* GCRA with and without a burst, the token bucket under a longer
+ * prefix, and GCRA with another tolerance on the first one's keys: near
+ * 2^63 ns one writes TATs the other does not validate. */
+static const char *const policies[NPOL] = {
+	"gcra:10/1s",
+	"gcra:5/1h,burst=3",
+	"token-bucket:capacity=4,refill=2/1s",
+	"gcra:100/1m,burst=7",
+};
+static const char *const prefixes[NPOL] = { NULL, "p1", "prefix-2", NULL };
+
+struct side {
+	const char *name;
+	struct tk_store *s;
+	struct tk_limiter *l[NPOL];
+	int fd;
+};
+
+static void copy_file(const char *from, const char *to)
+{
+	char a[512], b[512], buf[65536];
+	ssize_t n;
+	int in, out;
+
+	kit_zone_path(a, sizeof(a), from);
+	kit_zone_path(b, sizeof(b), to);
+	in = open(a, O_RDONLY);
+	out = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	assert_int_equal(n, 0);
+	close(in);
+	close(out);
+}
+
+static void open_side(struct side *sd, const char *name, struct tk_clock *c,
+		      int generic)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char spec[64], path[512];
+	int i;
+
+	sd->name = name;
+	o.clock = c;
+	o.flags = TK_OPT_NO_RECLAIMER | TK_OPT_ZONE_NO_CREATE;
+	o.max_keys = CAP; /* the memory store evicts too */
+	o.reclaim_grace = 2 * SEC;
+	snprintf(spec, sizeof(spec), name ? "shm:%s" : "memory", name);
+	assert_rc(tk_store_open(&sd->s, spec, &o), 0);
+	for (i = 0; i < NPOL; i++) {
+		struct tk_options lo = TK_OPTIONS_INIT;
+
+		lo.clock = c;
+		lo.store = sd->s;
+		lo.prefix = prefixes[i];
+		assert_rc(tk_limiter_open(&sd->l[i], policies[i], NULL, &lo),
+			  0);
+		if (generic)
+			tk__limiter_generic(sd->l[i]);
+	}
+	sd->fd = -1;
+	if (!name)
+		return;
+	kit_zone_path(path, sizeof(path), name);
+	sd->fd = open(path, O_RDWR);
+	assert_true(sd->fd >= 0);
+}
+
+static void close_side(struct side *sd, uint64_t *corrupt)
+{
+	struct tk_stats st;
+	int i;
+
+	assert_rc(tk_store_stats(sd->s, &st, sizeof(st)), 0);
+	*corrupt = st.corrupt;
+	for (i = 0; i < NPOL; i++)
+		tk_limiter_close(sd->l[i]);
+	tk_store_close(sd->s);
+	if (sd->fd >= 0)
+		close(sd->fd);
+}
+
+static void read_slots(const struct side *sd, uint64_t w[CAP][2])
+{
+	assert_int_equal(pread(sd->fd, w, CAP * 16, 4096), CAP * 16);
+}
+
+static void write_word(const struct side *sd, int slot, int word, uint64_t v)
+{
+	assert_int_equal(pwrite(sd->fd, &v, 8, 4096 + slot * 16 + word * 8), 8);
+}
+
+/* The same damage to the same MEM slot of both zones. */
+static void inject(const struct side *a, const struct side *b, uint64_t *rs,
+		   uint64_t now)
+{
+	uint64_t w[CAP][2], v;
+	int mem[CAP], n = 0, i, slot, word = 1;
+
+	read_slots(a, w);
+	for (i = 0; i < CAP; i++)
+		if (w[i][0] >> 62 == 2)
+			mem[n++] = i;
+	if (n == 0)
+		return;
+	slot = mem[rnd_range(rs, 0, (uint64_t)n - 1)];
+	switch (rnd_range(rs, 0, 5)) {
+	case 0: /* a TAT beyond 2^63 + tau: no check writes it */
+		v = (UINT64_C(1) << 63) | (UINT64_C(1) << 62);
+		break;
+	case 1: /* an insert of the key under way (or left by the dead) */
+		word = 0;
+		v = (w[slot][0] & ~(UINT64_C(3) << 62)) | (UINT64_C(1) << 62);
+		break;
+	case 2: /* a collided insert: garbage */
+		word = 0;
+		v = w[slot][0] | (UINT64_C(3) << 62);
+		break;
+	case 3: /* another algorithm's state (fixed window, id 3) */
+		word = 0;
+		v = (w[slot][0] & ~(UINT64_C(7) << 57)) | (UINT64_C(3) << 57);
+		break;
+	case 4: /* a valid TAT ahead of now */
+		v = now + rnd_range(rs, 0, 10 * SEC);
+		break;
+	default: /* "no state yet" */
+		v = 0;
+		break;
+	}
+	write_word(a, slot, word, v);
+	write_word(b, slot, word, v);
+}
+
+static void same_slots(const struct side *a, const struct side *b, int step)
+{
+	uint64_t wa[CAP][2], wb[CAP][2];
+	int i;
+
+	read_slots(a, wa);
+	read_slots(b, wb);
+	for (i = 0; i < CAP; i++)
+		if (wa[i][0] != wb[i][0] || wa[i][1] != wb[i][1])
+			fail_msg("step %d: slot %d is {%#llx, %#llx} direct, "
+				 "{%#llx, %#llx} generic",
+				 step, i, (unsigned long long)wa[i][0],
+				 (unsigned long long)wa[i][1],
+				 (unsigned long long)wb[i][0],
+				 (unsigned long long)wb[i][1]);
+}
+
+static void same_files(const char *x, const char *y)
+{
+	char a[512], b[512], ba[4096], bb[4096];
+	ssize_t n, m;
+	int fa, fb;
+
+	kit_zone_path(a, sizeof(a), x);
+	kit_zone_path(b, sizeof(b), y);
+	fa = open(a, O_RDONLY);
+	fb = open(b, O_RDONLY);
+	assert_true(fa >= 0 && fb >= 0);
+	do {
+		n = read(fa, ba, sizeof(ba));
+		m = read(fb, bb, sizeof(bb));
+		assert_int_equal(n, m);
+		assert_true(n >= 0);
+		assert_memory_equal(ba, bb, (size_t)n);
+	} while (n > 0);
+	close(fa);
+	close(fb);
+}
+
+struct tally {
+	unsigned long checks, allowed, denied, errors[3]; /* ERANGE, EPROTO,
+							     other */
+};
+
+/* One check of @key through policy @i on both sides, compared. */
+static void check_both(const struct side *a, const struct side *b, int i,
+		       const char *key, uint64_t cost, int step,
+		       struct tally *t)
+{
+	struct tk_decision da, db;
+	int ra, rb;
+
+	memset(&da, 0xa5, sizeof(da));
+	memset(&db, 0xa5, sizeof(db));
+	ra = tk_limiter_check(a->l[i], key, strlen(key), cost, &da);
+	rb = tk_limiter_check(b->l[i], key, strlen(key), cost, &db);
+	if (ra != rb)
+		fail_msg("step %d: %s on %s: %d direct, %d generic", step,
+			 policies[i], key, ra, rb);
+	t->checks++;
+	if (ra == -ERANGE)
+		t->errors[0]++;
+	else if (ra == -EPROTO)
+		t->errors[1]++;
+	else if (ra)
+		t->errors[2]++;
+	if (ra)
+		return;
+	if (da.allowed != db.allowed || da.limit != db.limit ||
+	    da.remaining != db.remaining || da.reset_at != db.reset_at ||
+	    da.retry_after != db.retry_after || da.delay != db.delay ||
+	    da.degraded != db.degraded)
+		fail_msg("step %d: %s on %s: direct {%d %llu %llu %llu %llu}, "
+			 "generic {%d %llu %llu %llu %llu}",
+			 step, policies[i], key, da.allowed,
+			 (unsigned long long)da.limit,
+			 (unsigned long long)da.remaining,
+			 (unsigned long long)da.reset_at,
+			 (unsigned long long)da.retry_after, db.allowed,
+			 (unsigned long long)db.limit,
+			 (unsigned long long)db.remaining,
+			 (unsigned long long)db.reset_at,
+			 (unsigned long long)db.retry_after);
+	if (da.allowed)
+		t->allowed++;
+	else
+		t->denied++;
+}
+
+/* @zone: on two zones (else on two memory stores, without the steps
+ * that write zone files). */
+static void timeline(uint64_t seed, int zone)
+{
+	static const uint64_t limits[NPOL] = { 10, 3, 4, 7 };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct side a, b;
+	struct tally t = { 0, 0, 0, { 0, 0, 0 } };
+	struct tk_clock *c;
+	uint64_t rs = seed, now = T0, r, ca, cb;
+	char key[32];
+	int step, i;
+
+	o.zone_capacity = CAP;
+	o.reclaim_grace = 2 * SEC;
+	tk_zone_destroy("direct");
+	tk_zone_destroy("generic");
+	if (zone) {
+		assert_rc(tk_zone_create("direct", &o), 0);
+		copy_file("direct", "generic");
+	}
+	assert_rc(tk_clock_manual_new(&c, now), 0);
+	open_side(&a, zone ? "direct" : NULL, c, 0);
+	open_side(&b, zone ? "generic" : NULL, c, 1);
+	for (step = 0; step < STEPS; step++) {
+		/* The last fifth of the timeline runs at the clock's end. */
+		if (step == STEPS / 5 * 4)
+			now = NOW_END - 10 * SEC;
+		if (now > NOW_END)
+			now = NOW_END;
+		r = rnd_range(&rs, 0, 99);
+		if (r < 8) {
+			static const uint64_t jumps[] = { 0, 1000, SEC / 10,
+							  SEC + SEC / 2,
+							  5 * SEC };
+
+			now += rnd_range(&rs, 0, jumps[rnd_range(&rs, 0, 4)]);
+		} else if (r < 10) {
+			now -= rnd_range(&rs, 0, 2 * SEC); /* a step back */
+		} else if (r < 12) {
+			if (zone)
+				inject(&a, &b, &rs, now);
+		} else if (r < 13) {
+			if (!zone)
+				continue;
+			assert_rc(tk_zone_sweep("direct", now), 0);
+			assert_rc(tk_zone_sweep("generic", now), 0);
+		} else if (r < 14) {
+			i = (int)rnd_range(&rs, 0, NPOL - 1);
+			snprintf(key, sizeof(key), "hot-%d",
+				 (int)rnd_range(&rs, 0, HOT_KEYS - 1));
+			assert_rc(tk_limiter_reset(a.l[i], key, strlen(key)),
+				  0);
+			assert_rc(tk_limiter_reset(b.l[i], key, strlen(key)),
+				  0);
+		} else {
+			i = (int)rnd_range(&rs, 0, NPOL - 1);
+			if (rnd_range(&rs, 0, 4))
+				snprintf(key, sizeof(key), "hot-%d",
+					 (int)rnd_range(&rs, 0, HOT_KEYS - 1));
+			else
+				snprintf(
+					key, sizeof(key), "flood-%d",
+					(int)rnd_range(&rs, 0, FLOOD_KEYS - 1));
+			check_both(&a, &b, i, key,
+				   rnd_range(&rs, 0, 5)
+					   ? 1
+					   : rnd_range(&rs, 1, limits[i] + 1),
+				   step, &t);
+		}
+		if (now > NOW_END)
+			now = NOW_END;
+		assert_rc(tk_clock_set(c, now), 0);
+		if (zone)
+			same_slots(&a, &b, step);
+	}
+	close_side(&a, &ca);
+	close_side(&b, &cb);
+	assert_int_equal(ca, cb);
+	/* The timeline reached every outcome. */
+	assert_true(t.allowed > 500 && t.denied > 500);
+	assert_true(t.errors[0] > 0 && ca > 0);
+	assert_int_equal(t.errors[2], 0);
+	tk_clock_free(c);
+	if (!zone)
+		return;
+	same_files("direct", "generic");
+	assert_true(t.errors[1] > 0);
+	assert_rc(tk_zone_destroy("direct"), 0);
+	assert_rc(tk_zone_destroy("generic"), 0);
+}
+
+static void test_same_as_generic(void **state)
+{
+	static const uint64_t seeds[] = { 1, 2, 0x5eed, 20261125 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		timeline(seeds[i], 1);
+}
+
+/* The memory store's direct path (lib/store-memory.c) likewise, on
+ * decisions: eviction, expiry and clock steps, single-threaded. */
+static void test_memory_same_as_generic(void **state)
+{
+	static const uint64_t seeds[] = { 3, 0xfeed, 777 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		timeline(seeds[i], 0);
+}
+
+/*
+ * Contended: two threads check one hot key through the direct path while
+ * a third forces the generic path on the same store (a zone, memory); every
+ * admission is counted once (exactness), whichever path made it.
+ */
+struct race {
+	struct tk_limiter *l;
+	int admitted;
+};
+
+static void *race_worker(void *arg)
+{
+	struct race *r = arg;
+	struct tk_decision d;
+	int i;
+
+	for (i = 0; i < 3000; i++)
+		if (tk_limiter_check(r->l, "hot", 3, 1, &d) == 0 && d.allowed)
+			r->admitted++;
+	return NULL;
+}
+
+static void contended(const char *spec)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct race r[3];
+	pthread_t th[3];
+	struct tk_clock *c;
+	struct tk_store *s;
+	int i, total = 0;
+
+	tk_zone_destroy("race");
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	o.zone_capacity = CAP;
+	assert_rc(tk_store_open(&s, spec, &o), 0);
+	for (i = 0; i < 3; i++) {
+		struct tk_options lo = TK_OPTIONS_INIT;
+
+		lo.clock = c;
+		lo.store = s;
+		assert_rc(tk_limiter_open(&r[i].l, "gcra:1000/1h", NULL, &lo),
+			  0);
+		if (i == 2)
+			tk__limiter_generic(r[i].l);
+		r[i].admitted = 0;
+	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(
+			pthread_create(&th[i], NULL, race_worker, &r[i]), 0);
+	for (i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		total += r[i].admitted;
+	}
+	assert_int_equal(total, 1000);
+	for (i = 0; i < 3; i++)
+		tk_limiter_close(r[i].l);
+	tk_store_close(s);
+	tk_clock_free(c);
+	tk_zone_destroy("race");
+}
+
+static void test_contended_exact(void **state)
+{
+	(void)state;
+	contended("shm:race");
+	contended("memory");
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return kit_zone_dir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_same_as_generic),
+		cmocka_unit_test(test_memory_same_as_generic),
+		cmocka_unit_test(test_contended_exact),
+	};
+
+	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
+}
