@@ -342,6 +342,9 @@ int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
 void tk__zone_close_shared(struct tk__zone *z);
 /* Wheel entries examined so far: lets tests prove expiry is O(expired). */
 uint64_t tk__memory_visited(struct tk_store *s);
+/* Give every key of an empty memory store one hash: one chain of entries
+ * that only the key compare tells apart (tests). */
+void tk__memory_collide(struct tk_store *s);
 
 /* options.c */
 int tk__options_read(struct tk_options *dst, const struct tk_options *src);

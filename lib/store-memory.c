@@ -29,6 +29,15 @@
 #include <string.h>
 #include <time.h>
 
+_Static_assert(offsetof(struct mem_entry, wheel_next) == 64,
+	       "a lookup reads an entry's first 64 bytes");
+_Static_assert(2 + TK_PREFIX_MAX + TK_KEY_MAX <= UINT16_MAX,
+	       "key_len holds every store key's length");
+
+/*
+ * cds_lfht calls this only for a node whose reverse hash (all 64 bits of
+ * the key's hash) equals the key's: a mismatch here is rare.
+ */
 static int match_key(struct cds_lfht_node *node, const void *arg)
 {
 	struct mem_entry *e = caa_container_of(node, struct mem_entry, node);
@@ -38,8 +47,23 @@ static int match_key(struct cds_lfht_node *node, const void *arg)
 	/* A DEAD entry never comes back, so skipping it is stable. */
 	if (tk_atomic_load_u64(&e->cell.w[1], TK_MO_ACQUIRE) == DEAD)
 		return 0;
-	return e->key_len == k->key_len &&
-	       memcmp(e->key, k->key, k->key_len) == 0;
+	if (e->key_len != k->key_len || e->head[0] != k->head[0] ||
+	    e->head[1] != k->head[1])
+		return 0;
+	return k->key_len <= KEY_HEAD ||
+	       memcmp(e->key, k->key, k->key_len - KEY_HEAD) == 0;
+}
+
+/* A key as an entry holds it: head (zero-padded) and tail. */
+static void set_key(struct mem_entry *e, const unsigned char *key, size_t len)
+{
+	size_t n = len < KEY_HEAD ? len : KEY_HEAD;
+
+	e->key_len = (uint16_t)len;
+	e->head[0] = e->head[1] = 0;
+	memcpy(e->head, key, n);
+	if (len > KEY_HEAD)
+		memcpy(e->key, key + KEY_HEAD, len - KEY_HEAD);
 }
 
 static void unlink_step(struct mem_store *s, struct mem_entry *e)
@@ -112,7 +136,8 @@ static struct mem_entry *new_entry(const unsigned char *key, size_t len,
 				   uint64_t expires, int in_ring)
 {
 	struct mem_entry *e;
-	size_t size = sizeof(*e) + len;
+	size_t size = offsetof(struct mem_entry, key) +
+		      (len > KEY_HEAD ? len - KEY_HEAD : 0);
 
 	e = aligned_alloc(_Alignof(struct mem_entry),
 			  (size + _Alignof(struct mem_entry) - 1) &
@@ -126,8 +151,7 @@ static struct mem_entry *new_entry(const unsigned char *key, size_t len,
 	atomic_init(&e->referenced, 0);
 	e->words = (uint16_t)words;
 	e->alg = (uint16_t)alg;
-	e->key_len = len;
-	memcpy(e->key, key, len);
+	set_key(e, key, len);
 	return e;
 }
 
@@ -189,11 +213,10 @@ int tk__mem_insert(struct mem_store *s, uint64_t hash, const unsigned char *key,
 int tk__mem_probe(struct mem_store *s, union probe *p, const unsigned char *key,
 		  size_t len, uint64_t *hash)
 {
-	if (len > sizeof(p->bytes) - sizeof(struct mem_entry))
+	if (len > sizeof(p->bytes) - offsetof(struct mem_entry, key))
 		return -ENAMETOOLONG;
-	p->e.key_len = len;
-	memcpy(p->e.key, key, len);
-	*hash = tk__siphash13(s->seed, key, len);
+	set_key(&p->e, key, len);
+	*hash = tk__siphash13(s->seed, key, len) | s->hash_or;
 	return 0;
 }
 
@@ -458,6 +481,11 @@ uint64_t tk__memory_visited(struct tk_store *base)
 	struct mem_store *s = (struct mem_store *)base;
 
 	return tk_atomic_load_u64(&s->visited, TK_MO_RELAXED);
+}
+
+void tk__memory_collide(struct tk_store *base)
+{
+	((struct mem_store *)base)->hash_or = UINT64_MAX;
 }
 
 static const struct tk__store_ops memory_ops = {
