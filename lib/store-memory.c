@@ -54,16 +54,26 @@ static int match_key(struct cds_lfht_node *node, const void *arg)
 	       memcmp(e->key, k->key, k->key_len - KEY_HEAD) == 0;
 }
 
-/* A key as an entry holds it: head (zero-padded) and tail. */
+/* A key as an entry holds it: head (zero after the key) and tail. */
 static void set_key(struct mem_entry *e, const unsigned char *key, size_t len)
 {
-	size_t n = len < KEY_HEAD ? len : KEY_HEAD;
-
 	e->key_len = (uint16_t)len;
-	e->head[0] = e->head[1] = 0;
-	memcpy(e->head, key, n);
-	if (len > KEY_HEAD)
+	if (len >= KEY_HEAD) {
+		memcpy(e->head, key, KEY_HEAD);
 		memcpy(e->key, key + KEY_HEAD, len - KEY_HEAD);
+		return;
+	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (len > 8) {
+		/* The last 8 bytes, shifted down past the ones in head[0]. */
+		memcpy(&e->head[0], key, 8);
+		memcpy(&e->head[1], key + len - 8, 8);
+		e->head[1] >>= 8 * (KEY_HEAD - len);
+		return;
+	}
+#endif
+	e->head[0] = e->head[1] = 0;
+	memcpy(e->head, key, len);
 }
 
 static void unlink_step(struct mem_store *s, struct mem_entry *e)
