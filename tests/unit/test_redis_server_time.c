@@ -323,6 +323,61 @@ static void test_wrong_estimate(void **state)
 	}
 }
 
+/*
+ * A sliding window decides at the server's TIME to the nanosecond also
+ * when the estimate lies elsewhere in the same tick: the script takes
+ * the offset in the tick from TIME, not from the arguments.  The state
+ * holds 2 units in the bucket of tick c - 2 (w = 1 h, L = 2), which
+ * counts for (w - e) / w of them: one more unit passes iff e >= w / 2.
+ * The estimate is put on the other side of w / 2 than TIME.
+ */
+static void test_sliding_offset(void **state)
+{
+	const uint64_t w = HOUR, t0 = UINT64_C(1000000000) * SEC;
+	struct tk_decision d;
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	uint64_t now, e, tick, there;
+	char value[160];
+	int k, i;
+
+	(void)state;
+	need_server();
+	for (;;) {
+		now = realtime_ns();
+		e = now % w;
+		/* 5 s from an edge of the tick or its middle, at least. */
+		if (e > 5 * SEC && e < w - 5 * SEC &&
+		    (e > w / 2 + 5 * SEC || e < w / 2 - 5 * SEC))
+			break;
+		sleep(6);
+	}
+	tick = now / w;
+	there = e >= w / 2 ? w / 4 : 3 * w / 4;
+	l = open_limiter("sliding-window:2/2h,buckets=2", "o:", &c, t0);
+	/* The store learns the server's clock against t0. */
+	assert_rc(tk_limiter_check(l, "warm", 4, 1, &d), 0);
+	for (i = 0, value[0] = '\0'; i < 3; i++) {
+		k = (int)((tick - 2) % 3) == i;
+		snprintf(value + strlen(value), sizeof(value) - strlen(value),
+			 ":%llu:%d", k ? (unsigned long long)(tick - 2) : 0ULL,
+			 k ? 2 : 0);
+	}
+	/* The key: the prefix, then "{", the limiter's key (its prefix's
+	 * length in two bytes, no prefix, "k"), "}". */
+	assert_true(redis_kit_cmd(&kit, NULL, 0, "SET %b 4:2:%llu%s",
+				  "o:{\0\0k}", (size_t)7, (unsigned long long)w,
+				  value) >= 0);
+	/* The estimate: in TIME's tick, on the other side of its middle. */
+	assert_rc(tk_clock_set(c, t0 + (realtime_ns() - now) + there - e), 0);
+	turn_proxy_reset(proxy);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_int_equal(turn_proxy_turns(proxy), 1);
+	assert_int_equal(d.allowed, e >= w / 2);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_window_edges),
 		cmocka_unit_test(test_sliding_ticks),
 		cmocka_unit_test(test_wrong_estimate),
+		cmocka_unit_test(test_sliding_offset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
