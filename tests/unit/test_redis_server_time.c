@@ -378,6 +378,49 @@ static void test_sliding_offset(void **state)
 	tk_clock_free(c);
 }
 
+/*
+ * (d) A batch (tk_limiter_check_many()) of keys that differ: one round
+ * trip once the estimate is known; after the limiter's clock jumped, the
+ * requests go again at the server's TIME in a second pipeline (two), and
+ * count in the server's window.
+ */
+static void test_batch(void **state)
+{
+	static const char *const keys[6] = { "a", "b", "c", "d", "e", "f" };
+	const uint64_t t0 = UINT64_C(1000000000) * SEC;
+	struct tk_request r[6];
+	struct tk_decision d[6];
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	int rcs[6], i, round;
+	uint64_t end;
+
+	(void)state;
+	need_server();
+	for (i = 0; i < 6; i++)
+		r[i] = (struct tk_request){ keys[i], 1, 1 };
+	l = open_limiter("fixed-window:2/1h", "m:", &c, t0);
+	away_from_hour_edges();
+	assert_rc(tk_limiter_check(l, "warm", 4, 1, d), 0);
+	for (round = 0; round < 3; round++) {
+		if (round == 2)
+			assert_rc(tk_clock_set(c, t0 + 86400 * SEC), 0);
+		turn_proxy_reset(proxy);
+		assert_rc(tk_limiter_check_many(l, r, 6, d, rcs), 0);
+		if (turn_proxy_turns(proxy) != (round == 2 ? 2u : 1u))
+			fail_msg("batch %d: %lu round trips", round,
+				 turn_proxy_turns(proxy));
+		end = (realtime_ns() / HOUR + 1) * HOUR;
+		for (i = 0; i < 6; i++) {
+			assert_rc(rcs[i], 0);
+			assert_int_equal(d[i].allowed, round < 2);
+			assert_true(d[i].reset_at == end);
+		}
+	}
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_sliding_ticks),
 		cmocka_unit_test(test_wrong_estimate),
 		cmocka_unit_test(test_sliding_offset),
+		cmocka_unit_test(test_batch),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
