@@ -41,6 +41,9 @@
 
 static struct redis_kit kit;
 static struct turn_proxy *proxy;
+static struct redis_kit nodes[3];
+static char cluster_spec[256];
+static int cluster_up;
 
 static int group_setup(void **state)
 {
@@ -50,6 +53,9 @@ static int group_setup(void **state)
 	if (redis_kit_start(&kit, NULL) != 0 ||
 	    turn_proxy_start(&proxy, kit.port) != 0)
 		return -1;
+	if (redis_cluster_available() &&
+	    redis_cluster_start(nodes, cluster_spec, sizeof(cluster_spec)) == 0)
+		cluster_up = 1;
 	return 0;
 }
 
@@ -59,6 +65,8 @@ static int group_teardown(void **state)
 	if (proxy)
 		turn_proxy_stop(proxy);
 	redis_kit_destroy(&kit);
+	for (int i = 0; cluster_up && i < 3; i++)
+		redis_kit_destroy(&nodes[i]);
 	return 0;
 }
 
@@ -421,6 +429,52 @@ static void test_batch(void **state)
 	tk_clock_free(c);
 }
 
+/*
+ * (d) A group over keys of two slots of a cluster (one script per slot):
+ * the first slot's script decides at its TIME from arguments computed at
+ * the estimate, the second at the time the first decided at; after the
+ * limiter's clock jumped, still in the server's window.
+ */
+static void test_cluster_group(void **state)
+{
+	const uint64_t t0 = UINT64_C(1000000000) * SEC;
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l[2];
+	struct tk_store *st;
+	struct tk_clock *c;
+	struct tk_decision d;
+	struct tk_key keys[2] = { { "a", 1 }, { "b", 1 } };
+	char spec[320];
+	int i, k;
+
+	(void)state;
+	if (!cluster_up)
+		skip();
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=g%ld:&server_time=1&timeout=5s", cluster_spec,
+		 (long)getpid());
+	assert_rc(tk_clock_manual_new(&c, t0), 0);
+	o.clock = c;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_rc(tk_store_open(&st, spec, &o), 0);
+	o.store = st;
+	assert_rc(tk_limiter_open(&l[0], "fixed-window:9/1h", NULL, &o), 0);
+	assert_rc(tk_limiter_open(&l[1], "quota:3/day", NULL, &o), 0);
+	away_from_hour_edges();
+	for (k = 0; k < 5; k++) {
+		/* Checks 2 and 4 at a clock a day off the estimate. */
+		if (k == 2 || k == 4)
+			assert_rc(tk_clock_advance(c, 86400 * SEC), 0);
+		assert_rc(tk_limiter_check_group(l, keys, 2, 1, &d, NULL, 0),
+			  0);
+		assert_int_equal(d.allowed, k < 3);
+	}
+	for (i = 0; i < 2; i++)
+		tk_limiter_close(l[i]);
+	tk_store_close(st);
+	tk_clock_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -430,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_estimate),
 		cmocka_unit_test(test_sliding_offset),
 		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_cluster_group),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
