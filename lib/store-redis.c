@@ -26,7 +26,8 @@
  *
  * Every algorithm runs, alone, in composites and in groups.  With
  * server_time=1 the decision's time is the server's TIME, read by the
- * script, or first when the script's arguments need it (server_clock()).
+ * script, which arguments computed at an estimate of it must fit
+ * (server_clock()).
  */
 #include "internal.h"
 #include "redis.h"
