@@ -6,7 +6,10 @@
 -- bit.
 --
 -- KEYS     the states, one per dimension.
--- ARGV     KIND NOW GRACE N (NOW "TIME": the server's clock), then for each of the N dimensions ALG USABLE
+-- ARGV     KIND NOW GRACE N (NOW "TIME": the server's clock; "TIME:LO:HI":
+--          the server's clock if it lies in [LO, HI), the span in which
+--          the arguments, computed at an estimate of it, hold), then for
+--          each of the N dimensions ALG USABLE
 --          and seven arguments of its algorithm (unused ones 0); all numbers are decimal
 --          integers (ns, units).  KIND "all": admitted iff every dimension
 --          admits, and then every state is written; "any": admitted iff
@@ -14,7 +17,9 @@
 --          USABLE 0: the dimension can never admit this cost (-ERANGE),
 --          so it counts as not admitting.
 -- Returns  {admitted 0 or 1, the N old values (nil: none), the N new
---          values (nil: not written), NOW}; an error reply "TKPROTO ..." for a
+--          values (nil: not written), NOW}; {2, NOW} when NOW "TIME:LO:HI"
+--          lies outside [LO, HI) (nothing read or written: the client
+--          sends the check again at that NOW); an error reply "TKPROTO ..." for a
 --          state of another algorithm or policy, or a value the library
 --          did not write.
 --
@@ -494,16 +499,24 @@ end
 
 local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
 	tonumber(ARGV[4])
-if ARGV[2] == 'TIME' then
+local lo, hi = string.match(ARGV[2], '^TIME:(%d+):(%d+)$')
+local span = lo ~= nil
+if ARGV[2] == 'TIME' or span then
 	-- Before Redis 5, a script writes after TIME only so replicated.
 	if redis.replicate_commands then
 		redis.replicate_commands()
 	end
 	local t = redis.call('TIME')
 	now = num(t[1] .. string.format('%09d', tonumber(t[2]) * 1000))
+	lo, hi = num(lo), num(hi)
 end
-if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n then
+if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n or
+	(span and not (lo and hi)) then
 	return proto('bad arguments')
+end
+-- The arguments hold from LO to HI: decide at TIME only within.
+if span and (cmp(now, lo) < 0 or cmp(now, hi) >= 0) then
+	return { 2, str(now) }
 end
 local old, admits, new, expiry = {}, {}, {}, {}
 local yes, no = 0, 0
@@ -524,6 +537,11 @@ for i = 1, n do
 	elseif alg == '5' then
 		ok, why, expiry[i] = log(alg, old[i], now, arg)
 	elseif alg == '4' then
+		if span then
+			-- NOW's offset in tick c: NOW - c * w, exactly.
+			arg[4] = sub(now, num(bigstr(bigmul(big(str(arg[3])),
+				big(str(arg[1]))))))
+		end
 		ok, why, expiry[i] = sliding(alg, old[i], now, arg)
 	else
 		ok, why, expiry[i] = one_word(alg, old[i], now, arg)

@@ -155,16 +155,71 @@ static void assign_nodes(struct batch *b)
 	}
 }
 
+static int needs_now(const struct tk__redis_req *q)
+{
+	size_t d;
+	int needs = 0;
+
+	for (d = 0; d < q->n; d++)
+		needs |= tk__redis_needs_now(q->pol[d]);
+	return needs;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return (*x > *y) - (*x < *y);
+}
+
+/*
+ * May node @k's requests whose arguments need the time be sent at the
+ * estimate?  Only if none of their keys is another's (by a hash: a
+ * collision only costs the estimate).  A request the script sends back
+ * (its TIME out of the arguments' span) goes again in the next round,
+ * after the requests behind it: which is the caller's order only where
+ * no later request touches its keys.
+ */
+static int keys_apart(struct batch *b, int k)
+{
+	static const uint64_t key[2] = { 0x6b657973, 0x6170617274 };
+	uint64_t *h;
+	size_t i, d, n = 0, cap = 0;
+	int apart = 1;
+
+	for (i = 0; i < b->n; i++)
+		if (b->p[i].state == TODO && b->p[i].node == k &&
+		    !b->p[i].timed)
+			cap += TK__MULTI_MAX;
+	h = malloc((cap ? cap : 1) * sizeof(*h));
+	if (!h)
+		return 0;
+	for (i = 0; i < b->n; i++) {
+		if (b->p[i].state != TODO || b->p[i].node != k ||
+		    b->p[i].timed || load_req(b, i) || !needs_now(&b->q))
+			continue;
+		for (d = 0; d < b->q.n; d++)
+			h[n++] = tk__siphash(key, b->q.key[d], b->q.klen[d]);
+	}
+	qsort(h, n, sizeof(*h), by_value);
+	for (i = 1; i < n && apart; i++)
+		apart = h[i] != h[i - 1];
+	free(h);
+	return apart;
+}
+
 /*
  * server_time=1, as a single check does it: a request whose arguments
- * need the time gets the server's (one TIME per node for all of them),
- * the others let the script read it.
+ * need the time is computed at the server's time as estimated (the
+ * script checks that its TIME lies where they hold), or, without an
+ * estimate or where requests share keys, at the server's TIME read once
+ * per node for all of them; the others let the script read it.
  */
 static void server_times(struct batch *b, int k)
 {
 	uint64_t t = 0;
-	size_t i, d;
-	int needs, asked = 0, rc = 0;
+	size_t i;
+	int needs, asked = 0, rc = 0, guess = keys_apart(b, k);
 
 	for (i = 0; i < b->n; i++) {
 		if (b->p[i].state != TODO || b->p[i].node != k || b->p[i].timed)
@@ -174,10 +229,17 @@ static void server_times(struct batch *b, int k)
 			done(b, i, rc);
 			continue;
 		}
-		for (needs = 0, d = 0; d < b->q.n; d++)
-			needs |= tk__redis_needs_now(b->q.pol[d]);
+		needs = needs_now(&b->q);
+		if (needs && guess && tk__redis_estimate(b->s, &b->q) == 0) {
+			b->p[i].timed = 1;
+			b->p[i].on_server = 1;
+			b->p[i].now = b->q.now;
+			continue;
+		}
 		if (needs && !asked) {
 			rc = tk__redis_server_now(b->conn[k], &t);
+			if (rc == 0)
+				tk__redis_learn(b->s, t, b->now);
 			asked = 1;
 		}
 		if (needs && rc) {
@@ -253,6 +315,14 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 		rc = tk__redis_next_reply(c, deadline, &r);
 		if (rc == 0) {
 			rc = load_req(b, i);
+			if (rc == 0 && tk__redis_call_retry(b->s, &b->q, r)) {
+				/* Again at the server's TIME, next round. */
+				b->p[i].now = b->q.now;
+				b->p[i].on_server = 0;
+				b->p[i].state = TODO;
+				tk__redis_reply_free(r);
+				continue;
+			}
 			if (rc == 0)
 				rc = tk__redis_call_verdict(&b->q, r);
 			tk__redis_reply_free(r);

@@ -101,6 +101,23 @@ static int window_now(const struct tk__policy *p, uint64_t now, uint64_t *start,
 	return 0;
 }
 
+void tk__redis_span(const struct tk__policy *p, uint64_t now, uint64_t *lo,
+		    uint64_t *hi)
+{
+	uint64_t w;
+
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (p->alg == &tk__sliding_window) {
+		w = p->u.sliding.width;
+		*lo = now - now % w;
+		*hi = *lo + w;
+	} else if (is_window(p) && window_now(p, now, lo, hi)) {
+		/* No window here: no time is taken on trust. */
+		*lo = *hi = now;
+	}
+}
+
 static void put(char *arg, uint64_t v)
 {
 	snprintf(arg, 24, "%llu", (unsigned long long)v);

@@ -27,6 +27,13 @@ struct tk__redis_store {
 	 * that versions that differ never replace each other's. */
 	char function[32];
 	char *library;
+	/*
+	 * server_time=1: the server's clock less the limiter's, as last
+	 * seen (TIME, or the time a script decided at), with its lowest bit
+	 * set; 0 while none was seen.  Relaxed: a stale estimate costs a
+	 * second round trip, never a decision (see store-redis.c).
+	 */
+	tk_atomic_u64 skew;
 };
 
 /* One apply or apply_multi, as the script and the client both see it. */
@@ -37,8 +44,11 @@ struct tk__redis_req {
 	size_t klen[TK__MULTI_MAX];
 	enum tk__composite kind;
 	uint64_t now, cost;  /* ns; units */
+	uint64_t local;	     /* the limiter's time, ns */
 	uint64_t *decide_at; /* the limiter's time, which fn() reads */
-	int on_server;	     /* the script reads the server's TIME */
+	/* The script reads the server's TIME, and decides at it if that
+	 * lies where the arguments, computed at now, hold. */
+	int on_server;
 	const struct tk__transform *t; /* a single key, or */
 	const struct tk__multi *m;     /* several */
 };
@@ -75,7 +85,7 @@ struct tk__redis_call {
 	const char *argv[TK__REDIS_ARGS_MAX];
 	size_t lens[TK__REDIS_ARGS_MAX];
 	int argc;
-	char now[24], n[4], alg[TK__MULTI_MAX][12];
+	char now[48], n[4], alg[TK__MULTI_MAX][12];
 	char arg[TK__MULTI_MAX][7][24];
 };
 
@@ -111,6 +121,22 @@ int tk__redis_asking(struct tk__redis_conn *c);
 void tk__redis_script_lost(struct tk__redis_conn *c);
 /* The script's reply @r to @q, judged as apply() does: its result. */
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
+/*
+ * Is @r the script's answer that the server's TIME lay outside the span
+ * of @q's arguments?  Then 1, and @q is now the check at that time (the
+ * arguments computed from it, sent again); else 0.  Every reply of an
+ * on_server request teaches the store the server's clock.
+ */
+int tk__redis_call_retry(struct tk__redis_store *s, struct tk__redis_req *q,
+			 const void *r);
+/*
+ * server_time=1: @q's time, where its arguments need one: the server's
+ * clock as estimated (0), or -ENOENT while there is no estimate.
+ */
+int tk__redis_estimate(struct tk__redis_store *s, struct tk__redis_req *q);
+/* The server said @server when the limiter's clock read @local. */
+void tk__redis_learn(struct tk__redis_store *s, uint64_t server,
+		     uint64_t local);
 /* The server's clock (TIME), in ns. */
 int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now);
 

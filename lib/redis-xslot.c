@@ -48,8 +48,11 @@
  * whatever the others do, so each part is checked on its own and the
  * check is admitted if one part admits.
  *
- * With server_time=1 the server's TIME is read once, from the first
- * part's master, and every part decides at that time.
+ * With server_time=1 the first part decides at its master's TIME: its
+ * script's arguments are computed at the server's time as estimated
+ * (sent again at that TIME if it lay outside their span, as a single
+ * check's), or, without an estimate yet, at TIME read first; every other
+ * part decides at the time the first decided at.
  */
 #include "redis-store.h"
 
@@ -71,6 +74,7 @@ struct xslot {
 	size_t parts;
 	struct part part[TK__MULTI_MAX];
 	uint64_t now; /* ns: when every part decides */
+	int guess;    /* now is an estimate, the first part's TIME decides */
 	/* Per key: PRE and POST as the server spelled them (NULL: none). */
 	char *pre[TK__MULTI_MAX], *post[TK__MULTI_MAX];
 	size_t pre_len[TK__MULTI_MAX], post_len[TK__MULTI_MAX];
@@ -169,6 +173,8 @@ static void part_req(const struct xslot *x, const struct part *p,
 	}
 	sub->kind = x->q->kind;
 	sub->now = x->now;
+	sub->local = x->q->local;
+	sub->on_server = x->guess;
 	sub->cost = x->q->cost;
 	*at = x->now;
 	sub->decide_at = at;
@@ -233,13 +239,26 @@ static int consume_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 	int rc;
 
 	part_req(x, p, &sub, &m, &ctx, &at);
-	rc = tk__redis_call_build(s, &sub, &call);
-	if (rc == 0)
-		rc = tk__redis_eval(s, c, &call, &r, asking);
+	for (i = 0; i < 2; i++) {
+		rc = tk__redis_call_build(s, &sub, &call);
+		if (rc == 0)
+			rc = tk__redis_eval(s, c, &call, &r, asking);
+		if (rc || !tk__redis_call_retry(s, &sub, r))
+			break;
+		/* TIME out of the arguments' span: again at it. */
+		tk__redis_reply_free(r);
+		r = NULL;
+	}
 	if (rc == 0)
 		rc = tk__redis_call_verdict(&sub, r);
 	if (rc < 0)
 		goto out;
+	if (x->guess) {
+		/* The other parts decide when the first did. */
+		x->guess = 0;
+		x->now = at;
+		*x->q->decide_at = at;
+	}
 	a->admitted = rc == TK__PERSIST;
 	/* tk__redis_call_verdict() has checked the reply's shape. */
 	for (i = 0; rc >= 0 && i < p->n; i++) {
@@ -440,8 +459,14 @@ int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q)
 	rc = 0;
 	split(x);
 	denied = x->parts;
-	if (s->spec.server_time)
+	if (s->spec.server_time && tk__redis_estimate(s, q) == 0) {
+		x->now = q->now;
+		x->guess = 1;
+	} else if (s->spec.server_time) {
 		rc = tk__redis_route(s, x->part[0].slot, now_on, &x->now);
+		if (rc == 0)
+			tk__redis_learn(s, x->now, q->local);
+	}
 	if (rc == 0 && x->now >= TK__NOW_LIMIT)
 		rc = -EPROTO;
 	if (rc == 0)

@@ -192,6 +192,13 @@ int tk__redis_supported(const struct tk__policy *p);
 int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word);
 /* Do @p's script arguments depend on the time (a window, a tick)? */
 int tk__redis_needs_now(const struct tk__policy *p);
+/*
+ * The times [*lo, *hi) at which @p's script arguments are those at @now
+ * (now's window, or its sliding window's tick; all of them for a policy
+ * whose arguments need no time).
+ */
+void tk__redis_span(const struct tk__policy *p, uint64_t now, uint64_t *lo,
+		    uint64_t *hi);
 /* Can @p ever admit @cost (is it not -ERANGE)?  The script's USABLE. */
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
 /*

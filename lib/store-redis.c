@@ -26,7 +26,8 @@
  *
  * Every algorithm runs, alone, in composites and in groups.  With
  * server_time=1 the decision's time is the server's TIME, read by the
- * script, or first when the script's arguments need it (server_clock()).
+ * script, which arguments computed at an estimate of it must fit
+ * (server_clock()).
  */
 #include "internal.h"
 #include "redis.h"
@@ -266,14 +267,39 @@ static int take_old(struct bufs *b, const struct tk__redis_req *q, size_t i,
 	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
 }
 
-static int forecast(struct tk__redis_conn *c, const struct tk__redis_req *q,
-		    int asking)
+/* TIME's reply, seconds and microseconds, in ns. */
+static int time_of(const redisReply *r, uint64_t *now)
 {
-	const char *argv[1 + TK__MULTI_MAX];
-	size_t lens[1 + TK__MULTI_MAX], i;
-	int persist[TK__MULTI_MAX], rc;
+	uint64_t sec, usec;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    tk__redis_parse_u64(r->element[0]->str, r->element[0]->len, &sec) ||
+	    tk__redis_parse_u64(r->element[1]->str, r->element[1]->len,
+				&usec) ||
+	    usec >= 1000000 || sec >= TK__NOW_LIMIT / 1000000000 - 1)
+		return -EPROTO;
+	*now = sec * 1000000000 + usec * 1000;
+	return 0;
+}
+
+/*
+ * A peek: MGET of the keys, the algorithms run on what it read.  With
+ * server_time=1, TIME goes in the same pipeline (one round trip), and
+ * the peek is at it.
+ */
+static int forecast(struct tk__redis_store *s, struct tk__redis_conn *c,
+		    struct tk__redis_req *q, int asking)
+{
+	const char *argv[1 + TK__MULTI_MAX], *time[1] = { "TIME" };
+	const char *ask[1] = { "ASKING" };
+	size_t lens[1 + TK__MULTI_MAX], tlen[1] = { 4 }, alen[1] = { 6 }, i;
+	int persist[TK__MULTI_MAX], rc = 0, k, got, sent;
+	int timed = s->spec.server_time;
 	struct bufs b;
-	redisReply *r = NULL;
+	void *rep[3] = { NULL, NULL, NULL };
+	redisReply *r;
 
 	argv[0] = "MGET";
 	lens[0] = 4;
@@ -284,16 +310,35 @@ static int forecast(struct tk__redis_conn *c, const struct tk__redis_req *q,
 	rc = bufs_init(&b, q);
 	if (rc)
 		return rc;
-	rc = asking ? tk__redis_asking(c) : 0;
+	/* ASKING holds for the next command only: the MGET. */
+	if (timed)
+		rc = tk__redis_append(c, 1, time, tlen);
+	if (rc == 0 && asking)
+		rc = tk__redis_append(c, 1, ask, alen);
 	if (rc == 0)
-		rc = tk__redis_command(c, (int)(1 + q->n), argv, lens,
-				       (void **)&r);
+		rc = tk__redis_append(c, (int)(1 + q->n), argv, lens);
+	if (rc == 0)
+		rc = tk__redis_flush(c);
+	/* Every reply is read, so that the connection stays in step. */
+	for (k = 0, sent = rc == 0; sent && k < timed + asking + 1; k++) {
+		got = tk__redis_next_reply(c, 0, &rep[k]);
+		rc = rc ? rc : got;
+	}
+	r = rep[timed + asking];
+	if (rc == 0 && timed) {
+		rc = time_of(rep[0], &q->now);
+		if (rc == 0) {
+			tk__redis_learn(s, q->now, q->local);
+			*q->decide_at = q->now;
+		}
+	}
 	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != q->n))
 		rc = -EPROTO;
 	for (i = 0; rc == 0 && i < q->n; i++)
 		rc = take_old(&b, q, i, r->element[i]);
-	if (r)
-		tk__redis_reply_free(r);
+	for (k = 0; k < 3; k++)
+		if (rep[k])
+			tk__redis_reply_free(rep[k]);
 	if (rc == 0)
 		rc = run(q, b.old, b.next, persist);
 	free(b.heap);
@@ -349,6 +394,28 @@ static int verdict(const redisReply *r, const struct tk__redis_req *q,
 	return rc;
 }
 
+/*
+ * "TIME", or "TIME:LO:HI" where the arguments, computed at now (the
+ * server's time as estimated), hold only from LO to HI: the intersection
+ * of the dimensions' spans.
+ */
+static void time_arg(const struct tk__redis_req *q, char *buf, size_t len)
+{
+	uint64_t lo = 0, hi = UINT64_MAX, a, b;
+	size_t i;
+
+	for (i = 0; i < q->n; i++) {
+		tk__redis_span(q->pol[i], q->now, &a, &b);
+		lo = a > lo ? a : lo;
+		hi = b < hi ? b : hi;
+	}
+	if (lo == 0 && hi == UINT64_MAX)
+		snprintf(buf, len, "TIME");
+	else
+		snprintf(buf, len, "TIME:%llu:%llu", (unsigned long long)lo,
+			 (unsigned long long)hi);
+}
+
 int tk__redis_call_build(const struct tk__redis_store *s,
 			 const struct tk__redis_req *q,
 			 struct tk__redis_call *call)
@@ -367,7 +434,7 @@ int tk__redis_call_build(const struct tk__redis_store *s,
 	if (rc < 0)
 		return rc;
 	if (q->on_server)
-		snprintf(call->now, sizeof(call->now), "TIME");
+		time_arg(q, call->now, sizeof(call->now));
 	else
 		snprintf(call->now, sizeof(call->now), "%llu",
 			 (unsigned long long)q->now);
@@ -413,19 +480,70 @@ int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 	return rc;
 }
 
+void tk__redis_learn(struct tk__redis_store *s, uint64_t server, uint64_t local)
+{
+	tk_atomic_store_u64(&s->skew, (server - local) | 1, TK_MO_RELAXED);
+}
+
+int tk__redis_estimate(struct tk__redis_store *s, struct tk__redis_req *q)
+{
+	uint64_t skew = tk_atomic_load_u64(&s->skew, TK_MO_RELAXED);
+	uint64_t at = q->local + skew;
+
+	if (!skew || at >= TK__NOW_LIMIT)
+		return -ENOENT;
+	q->now = at;
+	*q->decide_at = at;
+	q->on_server = 1;
+	return 0;
+}
+
+int tk__redis_call_retry(struct tk__redis_store *s, struct tk__redis_req *q,
+			 const void *reply)
+{
+	const redisReply *r = reply, *e;
+	uint64_t at;
+
+	if (!q->on_server || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+		return 0;
+	e = r->element[r->elements - 1];
+	if (e->type != REDIS_REPLY_STRING ||
+	    tk__redis_parse_u64(e->str, e->len, &at) || at >= TK__NOW_LIMIT)
+		return 0;
+	tk__redis_learn(s, at, q->local);
+	if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[0]->integer != 2)
+		return 0;
+	/* TIME left the span the arguments hold in: at TIME, as sent. */
+	q->now = at;
+	*q->decide_at = at;
+	q->on_server = 0;
+	return 1;
+}
+
+/*
+ * The script, and once more at the server's time if that lay outside
+ * the span of the arguments (a window's edge, a stale estimate).
+ */
 static int check(struct tk__redis_store *s, struct tk__redis_conn *c,
-		 const struct tk__redis_req *q, int asking)
+		 struct tk__redis_req *q, int asking)
 {
 	struct tk__redis_call call;
 	redisReply *r;
-	int rc = tk__redis_call_build(s, q, &call);
+	int rc, tries;
 
-	if (rc == 0)
-		rc = tk__redis_eval(s, c, &call, &r, asking);
-	if (rc == 0) {
-		rc = tk__redis_call_verdict(q, r);
+	for (tries = 0; tries < 2; tries++) {
+		rc = tk__redis_call_build(s, q, &call);
+		if (rc == 0)
+			rc = tk__redis_eval(s, c, &call, &r, asking);
+		if (rc)
+			return rc;
+		if (!tk__redis_call_retry(s, q, r))
+			break;
 		tk__redis_reply_free(r);
 	}
+	rc = tk__redis_call_verdict(q, r);
+	tk__redis_reply_free(r);
 	return rc;
 }
 
@@ -434,39 +552,32 @@ int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now)
 {
 	const char *argv[1] = { "TIME" };
 	size_t lens[1] = { 4 };
-	uint64_t sec, usec;
 	redisReply *r;
 	int rc;
 
 	rc = tk__redis_command(c, 1, argv, lens, (void **)&r);
 	if (rc)
 		return rc;
-	rc = -EPROTO;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[0]->type == REDIS_REPLY_STRING &&
-	    r->element[1]->type == REDIS_REPLY_STRING &&
-	    tk__redis_parse_u64(r->element[0]->str, r->element[0]->len, &sec) ==
-		    0 &&
-	    tk__redis_parse_u64(r->element[1]->str, r->element[1]->len,
-				&usec) == 0 &&
-	    usec < 1000000 && sec < TK__NOW_LIMIT / 1000000000 - 1) {
-		*now = sec * 1000000000 + usec * 1000;
-		rc = 0;
-	}
+	rc = time_of(r, now);
 	tk__redis_reply_free(r);
 	return rc;
 }
 
 /*
  * server_time=1: a check whose arguments need no time reads TIME in the
- * script (one round trip); a window or a tick needs the time first, and
- * so does a peek (two).
+ * script (one round trip).  A window or a tick needs the time: the
+ * arguments are computed at the server's time as estimated, and the
+ * script decides at its TIME if that lies in their span, else answers
+ * TIME and the check is sent again at it (check()): one round trip, two
+ * at a window's edge or after a clock moved.  Without an estimate yet
+ * (the first check of the store), TIME is read first.  A peek
+ * (forecast()) sends TIME in one pipeline with its read.
  */
-static int server_clock(struct tk__redis_conn *c, struct tk__redis_req *q,
-			uint32_t flags)
+static int server_clock(struct tk__redis_store *s, struct tk__redis_conn *c,
+			struct tk__redis_req *q)
 {
 	size_t i;
-	int rc, needs = !(flags & TK__T_CHECK);
+	int rc, needs = 0;
 
 	for (i = 0; i < q->n; i++)
 		needs |= tk__redis_needs_now(q->pol[i]);
@@ -474,9 +585,13 @@ static int server_clock(struct tk__redis_conn *c, struct tk__redis_req *q,
 		q->on_server = 1;
 		return 0;
 	}
+	if (tk__redis_estimate(s, q) == 0)
+		return 0;
 	rc = tk__redis_server_now(c, &q->now);
-	if (rc == 0)
+	if (rc == 0) {
+		tk__redis_learn(s, q->now, q->local);
 		*q->decide_at = q->now;
+	}
 	return rc;
 }
 
@@ -536,12 +651,13 @@ static int step_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 		   void *arg, int asking)
 {
 	struct step_arg *a = arg;
-	int rc = s->spec.server_time ? server_clock(c, a->q, a->flags) : 0;
+	int rc = 0;
 
-	if (rc)
-		return rc;
-	return a->flags & TK__T_CHECK ? check(s, c, a->q, asking)
-				      : forecast(c, a->q, asking);
+	if (!(a->flags & TK__T_CHECK))
+		return forecast(s, c, a->q, asking);
+	if (s->spec.server_time)
+		rc = server_clock(s, c, a->q);
+	return rc ? rc : check(s, c, a->q, asking);
 }
 
 int tk__redis_req_slot(const struct tk__redis_store *s,
@@ -591,6 +707,7 @@ static void req_init(struct tk__redis_req *q, size_t n, enum tk__composite kind,
 	q->n = n;
 	q->kind = kind;
 	q->now = now;
+	q->local = now;
 	q->decide_at = decide_at;
 	q->cost = cost;
 	q->on_server = 0;

@@ -814,8 +814,8 @@ static int near(uint64_t a, uint64_t b)
 
 /*
  * server_time=1: decisions at the server's clock (here the host's), not
- * the limiter's, whether the script reads TIME (GCRA) or the library
- * reads it first (windows, peeks).
+ * the limiter's, for GCRA, windows (arguments at the estimated server
+ * time, or TIME first) and peeks.
  */
 static void test_server_time(void **state)
 {
