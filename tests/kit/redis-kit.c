@@ -19,6 +19,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include <setjmp.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 #ifndef REDIS_SERVER
 #define REDIS_SERVER "redis-server"
 #endif
@@ -399,4 +403,15 @@ fail:
 	for (i = 0; i < 3; i++)
 		redis_kit_destroy(&nodes[i]);
 	return -1;
+}
+
+void redis_cluster_need(struct redis_kit nodes[3], char *spec, size_t len,
+			int *up)
+{
+	if (*up)
+		return;
+	if (!redis_cluster_available())
+		skip();
+	assert_int_equal(redis_cluster_start(nodes, spec, len), 0);
+	*up = 1;
 }

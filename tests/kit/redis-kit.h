@@ -51,5 +51,12 @@ unsigned long long redis_kit_mono_ms(void);
  */
 int redis_cluster_available(void);
 int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len);
+/*
+ * For a cmocka test: the cluster, started by the first caller of a test
+ * program (*@up set; later calls return at once).  Skips the test without
+ * redis-server or redis-cli, fails it if the cluster does not come up.
+ */
+void redis_cluster_need(struct redis_kit nodes[3], char *spec, size_t len,
+			int *up);
 
 #endif

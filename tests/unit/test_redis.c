@@ -1286,14 +1286,8 @@ static void test_cluster_spec(void **state)
 /* The cluster, started once; skipped only without the programs. */
 static void need_cluster(void)
 {
-	if (!cluster_up) {
-		if (!redis_cluster_available())
-			skip();
-		assert_int_equal(redis_cluster_start(nodes, cluster_spec,
-						     sizeof(cluster_spec)),
-				 0);
-		cluster_up = 1;
-	}
+	redis_cluster_need(nodes, cluster_spec, sizeof(cluster_spec),
+			   &cluster_up);
 }
 
 static unsigned int slot_of(const char *key)

@@ -104,14 +104,8 @@ static int open_cluster(struct tk_store **out, const struct tk_options *o)
 {
 	char spec[256];
 
-	if (!cluster_up) {
-		if (!redis_cluster_available())
-			skip();
-		assert_int_equal(redis_cluster_start(nodes, cluster_spec,
-						     sizeof(cluster_spec)),
-				 0);
-		cluster_up = 1;
-	}
+	redis_cluster_need(nodes, cluster_spec, sizeof(cluster_spec),
+			   &cluster_up);
 	flush(nodes, 3);
 	snprintf(spec, sizeof(spec), "%s" SLOW, cluster_spec);
 	return tk_store_open(out, spec, o);

@@ -60,6 +60,7 @@ static const struct {
 
 static struct redis_kit kit, nodes[3];
 static char cluster_spec[160];
+static int cluster_up;
 
 static int teardown(void **state)
 {
@@ -177,11 +178,8 @@ static void test_cluster(void **state)
 	char spec[256];
 
 	(void)state;
-	if (!redis_cluster_available())
-		skip();
-	assert_int_equal(
-		redis_cluster_start(nodes, cluster_spec, sizeof(cluster_spec)),
-		0);
+	redis_cluster_need(nodes, cluster_spec, sizeof(cluster_spec),
+			   &cluster_up);
 	snprintf(spec, sizeof(spec), "%s" SLOW, cluster_spec);
 	run_cases(spec, nodes, 3);
 }

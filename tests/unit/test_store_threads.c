@@ -30,6 +30,7 @@
 
 static struct redis_kit kit, nodes[3];
 static char cluster_spec[128];
+static int cluster_up;
 static char zone_dir[] = "/tmp/tk-threads-XXXXXX";
 
 /* The threads of this process. */
@@ -107,11 +108,8 @@ static void test_redis(void **state)
 static void test_cluster(void **state)
 {
 	(void)state;
-	if (!redis_cluster_available())
-		skip();
-	assert_int_equal(
-		redis_cluster_start(nodes, cluster_spec, sizeof(cluster_spec)),
-		0);
+	redis_cluster_need(nodes, cluster_spec, sizeof(cluster_spec),
+			   &cluster_up);
 	tk_store_close(open_and_check(cluster_spec, 0, 1));
 	assert_threads(1);
 }
