@@ -220,10 +220,10 @@ struct tk__transform {
 	/* The time fn() decides at (ns): the limiter's clock reading, which
 	 * a store deciding on its server's clock replaces before fn(). */
 	uint64_t *now;
-	/* For check_gcra(): where a decision made in place goes, the one
-	 * fn() would leave in its context (NULL elsewhere). */
-	struct tk_decision *decision;
 };
+
+/* check_gcra(): not decided in place; run apply(). */
+#define TK__DIRECT_NO 2
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
 #define TK__T_WORD_IS_EXPIRY 0x2 /* one word, its own expiry time */
@@ -273,16 +273,17 @@ struct tk__store_ops {
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
 	/*
-	 * Optional: apply() of a check by GCRA or the token bucket (a state
-	 * of one word, its own expiry: t->policy, t->cost).  The store may
-	 * decide it in place with the algorithm's own steps (gcra.h),
-	 * leaving the decision in *t->decision and fn() uncalled; it falls
-	 * back to apply() whenever that is not the plain case.  The same
+	 * Optional: a check by GCRA or the token bucket (a state of one
+	 * word, its own expiry: policy @p, @cost units) decided in place
+	 * with the algorithm's own steps (gcra.h), without a transition.
+	 * Returns 0 with the decision in *@d; TK__DIRECT_NO where this is
+	 * not the plain case (nothing written to the store or to @d: the
+	 * caller runs apply() instead); or a negative errno.  The same
 	 * results, decisions and stored states as apply() in every case.
 	 */
 	int (*check_gcra)(struct tk_store *s, const unsigned char *key,
-			  size_t len, uint64_t now,
-			  const struct tk__transform *t);
+			  size_t len, uint64_t now, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
