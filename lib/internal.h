@@ -13,7 +13,9 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <throttlekit.h>
 
@@ -352,6 +354,21 @@ int tk__options_read(struct tk_options *dst, const struct tk_options *src);
 
 /* clock.c */
 int tk__clock_read(struct tk_clock *c, uint64_t *ns);
+/* The clock_gettime(2) clock that @c reads (the system and the coarse
+ * clock), or -1 for a manual or custom clock. */
+int tk__clock_id(const struct tk_clock *c);
+
+/* A reading of clock_gettime(2) clock @id as tk__clock_read() gives it:
+ * inline, so that a check on the system clock makes one call for it. */
+static inline int tk__clock_gettime(clockid_t id, uint64_t *ns)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0)
+		return -EIO;
+	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return *ns < TK__NOW_LIMIT ? 0 : -EOVERFLOW;
+}
 
 /* error.c: let only documented codes leave the library. */
 int tk__rc(int rc);

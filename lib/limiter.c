@@ -21,6 +21,7 @@ struct tk_limiter {
 	struct tk_policy *policy;
 	struct tk_store *store;
 	struct tk_clock *clock;
+	int clock_id; /* tk__clock_id(clock) */
 	int owns_store;
 	unsigned int fail; /* TK_FAIL_* */
 	size_t prefix_len;
@@ -461,6 +462,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	if (rc)
 		goto fail;
 	l->clock = o.clock ? o.clock : tk_clock_system();
+	l->clock_id = tk__clock_id(l->clock);
 	l->fail = o.fail;
 	if (o.prefix) {
 		l->prefix_len = strlen(o.prefix);
@@ -560,7 +562,8 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 
 	if (!l || !out)
 		return -EINVAL;
-	rc = tk__clock_read(l->clock, &now);
+	rc = l->clock_id >= 0 ? tk__clock_gettime(l->clock_id, &now)
+			      : tk__clock_read(l->clock, &now);
 	if (rc == 0) {
 		rc = l->single && op == OP_CHECK
 			     ? check_single(l, key, key_len, now, cost, out)
