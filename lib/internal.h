@@ -19,6 +19,8 @@
 
 #include <throttlekit.h>
 
+#include "udiv.h"
+
 /* What a transition asks of the store. */
 #define TK__KEEP 0    /* leave the state as it was */
 #define TK__PERSIST 1 /* write the new state */
@@ -109,7 +111,8 @@ struct tk__policy {
 			uint64_t period; /* P as written, ns */
 			uint64_t t;	 /* ns per unit: floor(P / L) */
 			uint64_t tau;	 /* ns of burst tolerance: t * burst */
-		} gcra;			 /* gcra and token-bucket */
+			struct tk__udiv per_t; /* division by t */
+		} gcra;			       /* gcra and token-bucket */
 		struct {
 			uint64_t window; /* ns */
 		} window;		 /* fixed-window and sliding-log */
