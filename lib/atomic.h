@@ -19,6 +19,8 @@
 
 #include <ck_pr.h>
 
+#include "../shm/load16.h"
+
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "need lock-free 64-bit atomics");
 _Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "need lock-free pointers");
 #ifndef CK_F_PR_CAS_64_2
@@ -159,18 +161,12 @@ static inline bool tk_cell_cas(struct tk_cell *c, uint64_t expect[2],
 }
 
 /*
- * An untorn snapshot.  It is a cmpxchg16b, i.e. a write that takes the
- * cache line exclusively, so use it only to confirm a read-only decision.
+ * An untorn snapshot (shm/load16.h): one movdqa where the CPU guarantees
+ * its atomicity, else a cmpxchg16b that takes the line exclusively.
  */
 static inline void tk_cell_load(struct tk_cell *c, uint64_t out[2])
 {
-#ifdef CK_F_PR_LOAD_64_2
-	ck_pr_load_64_2((const uint64_t *)(const void *)c->w, out);
-#else
-	uint64_t zero[2] = { 0, 0 };
-
-	ck_pr_cas_64_2_value((uint64_t *)(void *)c->w, zero, zero, out);
-#endif
+	tk__load16((const uint64_t *)(const void *)c->w, out);
 }
 
 /* Possibly torn read; pairs with the release of tk_cell_cas(). */

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define TK__NOW_MAX (UINT64_C(1) << 63)
-
 enum clock_kind {
 	CLOCK_KIND_SYSTEM,
 	CLOCK_KIND_COARSE,
@@ -45,21 +43,11 @@ TK_API struct tk_clock *tk_clock_coarse(void)
 	return &coarse_clock;
 }
 
-static int read_clock(clockid_t id, uint64_t *ns)
-{
-	struct timespec ts;
-
-	if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0)
-		return -EIO;
-	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	return 0;
-}
-
 TK_API int tk_clock_manual_new(struct tk_clock **out, uint64_t start_ns)
 {
 	struct tk_clock *c;
 
-	if (!out || start_ns >= TK__NOW_MAX)
+	if (!out || start_ns >= TK__NOW_LIMIT)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -92,7 +80,7 @@ TK_API int tk_clock_set(struct tk_clock *c, uint64_t ns)
 {
 	if (!c || c->kind != CLOCK_KIND_MANUAL)
 		return -EINVAL;
-	if (ns >= TK__NOW_MAX)
+	if (ns >= TK__NOW_LIMIT)
 		return -ERANGE;
 	/* Relaxed: the clock orders nothing; readers only need the value. */
 	tk_atomic_store_u64(&c->manual_ns, ns, TK_MO_RELAXED);
@@ -107,36 +95,31 @@ TK_API int tk_clock_advance(struct tk_clock *c, uint64_t delta_ns)
 		return -EINVAL;
 	cur = tk_atomic_load_u64(&c->manual_ns, TK_MO_RELAXED);
 	do {
-		if (delta_ns >= TK__NOW_MAX - cur)
+		if (delta_ns >= TK__NOW_LIMIT - cur)
 			return -ERANGE;
 	} while (!tk_atomic_cas_u64(&c->manual_ns, &cur, cur + delta_ns,
 				    TK_MO_RELAXED));
 	return 0;
 }
 
+int tk__clock_id(const struct tk_clock *c)
+{
+	return c->kind == CLOCK_KIND_SYSTEM   ? CLOCK_REALTIME
+	       : c->kind == CLOCK_KIND_COARSE ? CLOCK_REALTIME_COARSE
+					      : -1;
+}
+
 int tk__clock_read(struct tk_clock *c, uint64_t *ns)
 {
-	int rc;
+	int id = tk__clock_id(c);
 
-	switch (c->kind) {
-	case CLOCK_KIND_SYSTEM:
-		if (read_clock(CLOCK_REALTIME, ns) != 0)
-			return -EIO;
-		break;
-	case CLOCK_KIND_COARSE:
-		if (read_clock(CLOCK_REALTIME_COARSE, ns) != 0)
-			return -EIO;
-		break;
-	case CLOCK_KIND_MANUAL:
+	if (id >= 0)
+		return tk__clock_gettime(id, ns);
+	if (c->kind == CLOCK_KIND_MANUAL)
 		*ns = tk_atomic_load_u64(&c->manual_ns, TK_MO_RELAXED);
-		break;
-	default:
-		rc = c->now_fn(c->ctx, ns);
-		if (rc)
-			return -EIO;
-		break;
-	}
-	return *ns < TK__NOW_MAX ? 0 : -EOVERFLOW;
+	else if (c->now_fn(c->ctx, ns))
+		return -EIO;
+	return *ns < TK__NOW_LIMIT ? 0 : -EOVERFLOW;
 }
 
 TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out)

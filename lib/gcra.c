@@ -49,6 +49,7 @@ int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
 	p->u.gcra.period = period;
 	p->u.gcra.t = t;
 	p->u.gcra.tau = t * burst;
+	tk__udiv_init(&p->u.gcra.per_t, t);
 	return 0;
 }
 

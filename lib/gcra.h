@@ -26,8 +26,9 @@ static inline uint64_t tk__gcra_units_left(const struct tk__policy *p,
 {
 	uint64_t ahead = tat - now;
 
-	return ahead < p->u.gcra.tau ? (p->u.gcra.tau - ahead) / p->u.gcra.t
-				     : 0;
+	return ahead < p->u.gcra.tau
+		       ? tk__udiv(&p->u.gcra.per_t, p->u.gcra.tau - ahead)
+		       : 0;
 }
 
 static inline uint64_t tk__gcra_current_tat(const uint64_t *state, uint64_t now)

@@ -13,9 +13,13 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <throttlekit.h>
+
+#include "udiv.h"
 
 /* What a transition asks of the store. */
 #define TK__KEEP 0    /* leave the state as it was */
@@ -107,7 +111,8 @@ struct tk__policy {
 			uint64_t period; /* P as written, ns */
 			uint64_t t;	 /* ns per unit: floor(P / L) */
 			uint64_t tau;	 /* ns of burst tolerance: t * burst */
-		} gcra;			 /* gcra and token-bucket */
+			struct tk__udiv per_t; /* division by t */
+		} gcra;			       /* gcra and token-bucket */
 		struct {
 			uint64_t window; /* ns */
 		} window;		 /* fixed-window and sliding-log */
@@ -220,10 +225,10 @@ struct tk__transform {
 	/* The time fn() decides at (ns): the limiter's clock reading, which
 	 * a store deciding on its server's clock replaces before fn(). */
 	uint64_t *now;
-	/* For check_gcra(): where a decision made in place goes, the one
-	 * fn() would leave in its context (NULL elsewhere). */
-	struct tk_decision *decision;
 };
+
+/* check_gcra(): not decided in place; run apply(). */
+#define TK__DIRECT_NO 2
 
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
 #define TK__T_WORD_IS_EXPIRY 0x2 /* one word, its own expiry time */
@@ -273,16 +278,17 @@ struct tk__store_ops {
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
 	/*
-	 * Optional: apply() of a check by GCRA or the token bucket (a state
-	 * of one word, its own expiry: t->policy, t->cost).  The store may
-	 * decide it in place with the algorithm's own steps (gcra.h),
-	 * leaving the decision in *t->decision and fn() uncalled; it falls
-	 * back to apply() whenever that is not the plain case.  The same
+	 * Optional: a check by GCRA or the token bucket (a state of one
+	 * word, its own expiry: policy @p, @cost units) decided in place
+	 * with the algorithm's own steps (gcra.h), without a transition.
+	 * Returns 0 with the decision in *@d; TK__DIRECT_NO where this is
+	 * not the plain case (nothing written to the store or to @d: the
+	 * caller runs apply() instead); or a negative errno.  The same
 	 * results, decisions and stored states as apply() in every case.
 	 */
 	int (*check_gcra)(struct tk_store *s, const unsigned char *key,
-			  size_t len, uint64_t now,
-			  const struct tk__transform *t);
+			  size_t len, uint64_t now, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
@@ -351,6 +357,21 @@ int tk__options_read(struct tk_options *dst, const struct tk_options *src);
 
 /* clock.c */
 int tk__clock_read(struct tk_clock *c, uint64_t *ns);
+/* The clock_gettime(2) clock that @c reads (the system and the coarse
+ * clock), or -1 for a manual or custom clock. */
+int tk__clock_id(const struct tk_clock *c);
+
+/* A reading of clock_gettime(2) clock @id as tk__clock_read() gives it:
+ * inline, so that a check on the system clock makes one call for it. */
+static inline int tk__clock_gettime(clockid_t id, uint64_t *ns)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0)
+		return -EIO;
+	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return *ns < TK__NOW_LIMIT ? 0 : -EOVERFLOW;
+}
 
 /* error.c: let only documented codes leave the library. */
 int tk__rc(int rc);

@@ -21,19 +21,21 @@ struct tk_limiter {
 	struct tk_policy *policy;
 	struct tk_store *store;
 	struct tk_clock *clock;
+	int clock_id; /* tk__clock_id(clock) */
 	int owns_store;
 	unsigned int fail; /* TK_FAIL_* */
 	size_t prefix_len;
 	char prefix[TK_PREFIX_MAX];
 	/*
 	 * A single policy's checks, bound at open (check_single()): its
-	 * dimension and algorithm, the store's apply (its check_gcra for
-	 * GCRA and the token bucket, if it has one), and the store key's
-	 * head [prefix length: 2 bytes][prefix].  NULL for a composite.
+	 * dimension and algorithm, the store's check_gcra for GCRA and the
+	 * token bucket if it has one (else NULL), and the store key's head
+	 * [prefix length: 2 bytes][prefix].  NULL for a composite.
 	 */
 	const struct tk__policy *single;
-	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
-		     uint64_t now, const struct tk__transform *t);
+	int (*direct)(struct tk_store *s, const unsigned char *key, size_t len,
+		      uint64_t now, const struct tk__policy *p, uint64_t cost,
+		      struct tk_decision *d);
 	uint32_t flags; /* TK__T_* of a check */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX];
@@ -363,7 +365,29 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 	unsigned char buf[TK__STORE_KEY_MAX];
 	const struct tk__policy *p = l->single;
 	struct fast f;
-	struct tk__transform t = {
+	struct tk__transform t;
+	int rc = key_error(key, key_len);
+
+	if (rc)
+		return rc;
+	if (l->head_len == 2) { /* no prefix */
+		buf[0] = l->head[0];
+		buf[1] = l->head[1];
+	} else {
+		memcpy(buf, l->head, l->head_len);
+	}
+	copy_key(buf + l->head_len, key, key_len);
+	if (l->direct) {
+		rc = l->direct(l->store, buf, l->head_len + key_len, now, p,
+			       cost, out);
+		if (rc != TK__DIRECT_NO)
+			return rc < 0 ? rc : 0;
+	}
+	f.p = p;
+	f.now = now;
+	f.cost = cost;
+	f.corrupt = 0;
+	t = (struct tk__transform){
 		.fn = fast_fn,
 		.ctx = &f,
 		.words = p->state_words,
@@ -372,24 +396,9 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.policy = p,
 		.cost = cost,
 		.now = &f.now,
-		.decision = &f.d,
 	};
-	int rc = key_error(key, key_len);
-
-	if (rc)
-		return rc;
-	f.p = p;
-	f.now = now;
-	f.cost = cost;
-	f.corrupt = 0;
-	if (l->head_len == 2) { /* no prefix */
-		buf[0] = l->head[0];
-		buf[1] = l->head[1];
-	} else {
-		memcpy(buf, l->head, l->head_len);
-	}
-	copy_key(buf + l->head_len, key, key_len);
-	rc = l->apply(l->store, buf, l->head_len + key_len, now, &t);
+	rc = l->store->ops->apply(l->store, buf, l->head_len + key_len, now,
+				  &t);
 	if (f.corrupt)
 		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
 	if (rc < 0)
@@ -453,6 +462,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	if (rc)
 		goto fail;
 	l->clock = o.clock ? o.clock : tk_clock_system();
+	l->clock_id = tk__clock_id(l->clock);
 	l->fail = o.fail;
 	if (o.prefix) {
 		l->prefix_len = strlen(o.prefix);
@@ -480,9 +490,8 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	}
 	if (l->policy->kind == TK__SINGLE) {
 		l->single = &l->policy->dim[0];
-		l->apply = l->store->ops->apply;
-		if (tk__gcra_family(l->single) && l->store->ops->check_gcra)
-			l->apply = l->store->ops->check_gcra;
+		if (tk__gcra_family(l->single))
+			l->direct = l->store->ops->check_gcra;
 		l->flags =
 			TK__T_CHECK |
 			(l->single->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0);
@@ -497,8 +506,7 @@ fail:
 
 void tk__limiter_generic(struct tk_limiter *l)
 {
-	if (l->single)
-		l->apply = l->store->ops->apply;
+	l->direct = NULL;
 }
 
 /* How long a fail-closed denial asks the client to wait. */
@@ -554,7 +562,8 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 
 	if (!l || !out)
 		return -EINVAL;
-	rc = tk__clock_read(l->clock, &now);
+	rc = l->clock_id >= 0 ? tk__clock_gettime(l->clock_id, &now)
+			      : tk__clock_read(l->clock, &now);
 	if (rc == 0) {
 		rc = l->single && op == OP_CHECK
 			     ? check_single(l, key, key_len, now, cost, out)

@@ -267,41 +267,41 @@ int tk__mem_word_for(uint32_t words, const uint64_t *next,
 
 /*
  * A GCRA check decided on cell @cell of its entry with the algorithm's
- * own step (gcra.h) instead of t->fn, the decision in *t->decision: the
- * same CAS, or untorn read, as the generic loop below.  Returns
- * TK__PERSIST, TK__KEEP, -ERANGE, or DIRECT_NO (nothing written) where
- * the generic loop must decide: a state that does not validate, a cell
- * that changed.
+ * own step (gcra.h) instead of a transition, the decision in *@d: the
+ * same CAS, or untorn read, as the generic loop of memory_apply().  Returns
+ * 0, -ERANGE, or TK__DIRECT_NO (nothing written) where the generic loop
+ * must decide: a state that does not validate, a cell that changed.
  */
-#define DIRECT_NO 2
-
 static inline __attribute__((always_inline)) int
 direct(struct mem_entry *e, uint64_t *cell, uint64_t now,
-       const struct tk__transform *t)
+       const struct tk__policy *p, uint64_t cost, struct tk_decision *d)
 {
-	const struct tk__policy *p = t->policy;
 	/* An expired state is no state. */
 	uint64_t state = cell[1] > now ? cell[0] : 0, set[2], snap[2];
+	struct tk_decision dd;
 	int rc;
 
 	if (!tk__gcra_valid(p, 1, &state))
-		return DIRECT_NO;
-	memset(t->decision, 0, sizeof(*t->decision));
-	rc = tk__gcra_check(p, &state, now, t->cost, &set[0], t->decision);
-	if (rc == TK__PERSIST) {
-		set[1] = tk__mem_expiry(tk__gcra_expires(set));
-		return tk_cell_cas(&e->cell, cell, set) ? rc : DIRECT_NO;
-	}
+		return TK__DIRECT_NO;
+	memset(&dd, 0, sizeof(dd));
+	rc = tk__gcra_check(p, &state, now, cost, &set[0], &dd);
 	if (rc < 0)
 		return rc;
-	tk_cell_load(&e->cell, snap);
-	return snap[0] == cell[0] && snap[1] == cell[1] ? rc : DIRECT_NO;
+	if (rc == TK__PERSIST) {
+		set[1] = tk__mem_expiry(tk__gcra_expires(set));
+		if (!tk_cell_cas(&e->cell, cell, set))
+			return TK__DIRECT_NO;
+	} else {
+		tk_cell_load(&e->cell, snap);
+		if (snap[0] != cell[0] || snap[1] != cell[1])
+			return TK__DIRECT_NO;
+	}
+	*d = dd;
+	return 0;
 }
 
-/* apply(), by the direct path first if @in_place (a GCRA check). */
-static inline __attribute__((always_inline)) int
-run_apply(struct tk_store *base, const unsigned char *key, size_t len,
-	  uint64_t now, const struct tk__transform *t, int in_place)
+static int memory_apply(struct tk_store *base, const unsigned char *key,
+			size_t len, uint64_t now, const struct tk__transform *t)
 {
 	struct mem_store *s = (struct mem_store *)base;
 	uint64_t next[TK__STATE_WORDS_MAX];
@@ -347,13 +347,6 @@ run_apply(struct tk_store *base, const unsigned char *key, size_t len,
 		if (!tk_atomic_load_u32(&e->referenced, TK_MO_RELAXED))
 			tk_atomic_store_u32(&e->referenced, 1, TK_MO_RELAXED);
 		tk_cell_read(&e->cell, cell);
-		if (in_place && cell[1] != DEAD && cell[1] != MARK) {
-			in_place = 0; /* once: then as any apply */
-			rc = direct(e, cell, now, t);
-			if (rc != DIRECT_NO)
-				goto out;
-			tk_cell_read(&e->cell, cell);
-		}
 		for (;;) {
 			if (cell[1] == DEAD)
 				break;
@@ -402,17 +395,40 @@ out:
 	return rc;
 }
 
-static int memory_apply(struct tk_store *base, const unsigned char *key,
-			size_t len, uint64_t now, const struct tk__transform *t)
-{
-	return run_apply(base, key, len, now, t, 0);
-}
+/* Rounds of the direct path before the generic loop decides. */
+#define DIRECT_ROUNDS 2
 
 static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
 			     size_t len, uint64_t now,
-			     const struct tk__transform *t)
+			     const struct tk__policy *p, uint64_t cost,
+			     struct tk_decision *d)
 {
-	return run_apply(base, key, len, now, t, 1);
+	struct mem_store *s = (struct mem_store *)base;
+	uint64_t hash, cell[2];
+	union probe probe;
+	struct mem_entry *e;
+	int round, rc = TK__DIRECT_NO;
+
+	if (tk__mem_probe(s, &probe, key, len, &hash))
+		return TK__DIRECT_NO; /* apply() answers it */
+	tk__mem_before_apply(s);
+	tk__rcu_read_lock();
+	e = tk__mem_lookup(s, hash, &probe.e);
+	if (e && e->words == 1 && e->alg == p->alg->id) {
+		if (!tk_atomic_load_u32(&e->referenced, TK_MO_RELAXED))
+			tk_atomic_store_u32(&e->referenced, 1, TK_MO_RELAXED);
+		for (round = 0; round < DIRECT_ROUNDS && rc == TK__DIRECT_NO;
+		     round++) {
+			tk_cell_read(&e->cell, cell);
+			if (cell[1] == DEAD || cell[1] == MARK)
+				break;
+			rc = direct(e, cell, now, p, cost, d);
+		}
+	}
+	tk__rcu_read_unlock();
+	if (rc != TK__DIRECT_NO)
+		tk__mem_after_apply(s, now);
+	return rc;
 }
 
 static int memory_reset(struct tk_store *base, const unsigned char *key,

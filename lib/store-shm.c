@@ -138,42 +138,49 @@ static int apply(void *ctx)
  * slot updated by the CAS update_word() would make, the check counted.
  * Anything but the plain case (no slot yet, an insert of the key under
  * way, a sweep due, a state of another shape or that does not validate,
- * the slot changed twice under us) returns DIRECT_NO before anything is
- * written, and apply() decides as it always does.
+ * the slot changed twice under us) returns TK__DIRECT_NO before anything
+ * is written, and the limiter runs apply(), which decides as it always
+ * does.
  */
-#define DIRECT_NO 2
 #define DIRECT_ROUNDS 2
 
-static int direct(void *ctx)
+struct direct_call {
+	struct shm_store *s;
+	const struct tk__zone_key *k;
+	uint64_t now;
+	const struct tk__policy *p;
+	uint64_t cost;
+	struct tk_decision *d;
+};
+
+static inline __attribute__((always_inline)) int direct(void *ctx)
 {
-	struct apply_call *c = ctx;
-	const struct tk__policy *p = c->t->policy;
-	struct tk_decision *d = c->t->decision;
+	struct direct_call *c = ctx;
 	struct tk__zone_word w;
+	struct tk_decision d;
 	uint64_t next;
 	int round, rc;
 
 	for (round = 0; round < DIRECT_ROUNDS; round++) {
 		if (!tk__zone_word_find(c->s->zone, c->k, c->now, &w) ||
-		    !tk__gcra_valid(p, 1, &w.w1))
-			return DIRECT_NO;
-		memset(d, 0, sizeof(*d));
-		rc = tk__gcra_check(p, &w.w1, c->now, c->t->cost, &next, d);
+		    !tk__gcra_valid(c->p, 1, &w.w1))
+			return TK__DIRECT_NO;
+		memset(&d, 0, sizeof(d));
+		rc = tk__gcra_check(c->p, &w.w1, c->now, c->cost, &next, &d);
 		if (rc < 0)
 			return rc;
 		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, next)
 				      : !tk__zone_word_keep(&w))
 			continue;
 		tally(c->s, rc == TK__KEEP);
-		return rc;
+		*c->d = d;
+		return 0;
 	}
-	return DIRECT_NO;
+	return TK__DIRECT_NO;
 }
 
-/* apply(), by the direct path first if @in_place (a GCRA check). */
-static inline __attribute__((always_inline)) int
-run_apply(struct tk_store *base, const unsigned char *key, size_t len,
-	  uint64_t now, const struct tk__transform *t, int in_place)
+static int shm_apply(struct tk_store *base, const unsigned char *key,
+		     size_t len, uint64_t now, const struct tk__transform *t)
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
@@ -182,27 +189,26 @@ run_apply(struct tk_store *base, const unsigned char *key, size_t len,
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
-	/* A GCRA state is a word key. */
-	key_of(s, key, len, in_place ? 0 : block_state(t), t->alg, &k);
-	rc = in_place ? tk__zone_run(s->zone, direct, &c) : DIRECT_NO;
-	if (rc == DIRECT_NO)
-		rc = tk__zone_run(s->zone, apply, &c);
+	key_of(s, key, len, block_state(t), t->alg, &k);
+	rc = tk__zone_run(s->zone, apply, &c);
 	if (rc < 0)
 		return rc;
 	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
 }
 
-static int shm_apply(struct tk_store *base, const unsigned char *key,
-		     size_t len, uint64_t now, const struct tk__transform *t)
-{
-	return run_apply(base, key, len, now, t, 0);
-}
-
 static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
-			  size_t len, uint64_t now,
-			  const struct tk__transform *t)
+			  size_t len, uint64_t now, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d)
 {
-	return run_apply(base, key, len, now, t, 1);
+	struct shm_store *s = (struct shm_store *)base;
+	struct tk__zone_key k;
+	struct direct_call c = { s, &k, now, p, cost, d };
+
+	if (s->want_thread)
+		tk__reclaimer_ensure(&s->reclaimer);
+	/* A GCRA state is a word key. */
+	key_of(s, key, len, 0, p->alg->id, &k);
+	return tk__zone_run(s->zone, direct, &c);
 }
 
 struct multi_step {

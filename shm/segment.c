@@ -407,7 +407,10 @@ static int read_header(void *ctx)
 	};
 	/* Validated, then copied: a check of a header another process is
 	 * rewriting could pass with values that differ from those copied. */
-	return tk__zone_check_geo(&z->geo, z->size);
+	rc = tk__zone_check_geo(&z->geo, z->size);
+	if (rc == 0)
+		z->geo.per_shard = z->geo.capacity / z->geo.shards;
+	return rc;
 }
 
 static int map_zone(struct tk__zone *z, int fd,

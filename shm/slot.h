@@ -8,6 +8,7 @@
 #ifndef TK_SHM_SLOT_H
 #define TK_SHM_SLOT_H
 
+#include "load16.h"
 #include "zone.h"
 
 #include <ck_pr.h>
@@ -19,20 +20,10 @@ static inline void tkz_read(uint64_t *w, uint64_t *w0, uint64_t *w1)
 	*w1 = ck_pr_load_64(&w[1]);
 }
 
-/*
- * An untorn read.  x86-64 has one (itself a cmpxchg16b); elsewhere a CAS
- * that writes back what it finds (or {0,0} over {0,0}) returns the pair.
- * Either takes the cache line exclusively: for confirmations only.
- */
+/* An untorn read (load16.h): a shared read where the CPU allows one. */
 static inline void tkz_load2(uint64_t *w, uint64_t out[2])
 {
-#ifdef CK_F_PR_LOAD_64_2
-	ck_pr_load_64_2(w, out);
-#else
-	uint64_t zero[2] = { 0, 0 };
-
-	ck_pr_cas_64_2_value(w, zero, zero, out);
-#endif
+	tk__load16(w, out);
 }
 
 /*

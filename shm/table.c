@@ -474,8 +474,7 @@ void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 			  uint64_t now)
 {
 	struct tkz_header *h = tk__zone_header(z);
-	uint64_t shard = tkz_shard_of(z, k),
-		 per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
+	uint64_t shard = tkz_shard_of(z, k), per = tk__zone_geo(z)->per_shard;
 	struct tkz_shard *sh = &h->shard[shard];
 	uint64_t due = ck_pr_load_64(&sh->next_sweep), interval, cursor;
 
@@ -548,8 +547,8 @@ void tk__zone_counters(struct tk__zone *z, uint64_t out[TKZ_COUNTERS])
 int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
-	uint64_t per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards, i,
-		 n = 0, w0, w1, st, mem = 0;
+	uint64_t per = tk__zone_geo(z)->per_shard, i, n = 0, w0, w1, st,
+		 mem = 0;
 	uint64_t(*keys)[2];
 
 	c->empty = c->ins = c->mem = c->col = c->violations = c->invalid = 0;

@@ -36,7 +36,7 @@ static inline void tkz_candidates(struct tk__zone *z,
 				  const struct tk__zone_key *k,
 				  struct tkz_cand *c)
 {
-	uint64_t per = tk__zone_geo(z)->capacity / tk__zone_geo(z)->shards;
+	uint64_t per = tk__zone_geo(z)->per_shard;
 	/* Powers of two all: masks, not divisions, on the hot path. */
 	uint64_t mask = per / TKZ_WINDOW - 1;
 	uint64_t base = tkz_shard_of(z, k) * per;

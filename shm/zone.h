@@ -74,6 +74,7 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
  */
 struct tkz_geo {
 	uint64_t capacity, shards, pages, grace, flags;
+	uint64_t per_shard; /* capacity / shards: no division per check */
 	uint64_t seed[2];
 	uint64_t segment_size, created;
 	uint32_t window;
