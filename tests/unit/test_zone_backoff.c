@@ -144,9 +144,10 @@ static void test_update_outlasts_a_storm(void **state)
 			 TK__ZONE_PERSIST);
 	assert_true(mono_ns() >= storm_end);
 	assert_int_equal(state_of_key(), T0 + 2 * HOUR);
-	/* It lost every round of the storm, and fewer than 128. */
+	/* It lost every round of the storm, and fewer than 128 (how many
+	 * depends on how long its yields took). */
 	assert_int_equal(rivals - before, (uint64_t)calls - 1);
-	assert_true(calls > 16 && calls < 128);
+	assert_true(calls < 128);
 }
 
 /* A storm without end: -EIO after 128 rounds, having slept what the
