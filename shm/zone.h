@@ -106,8 +106,6 @@ static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
 	return ((struct tk__zone_head *)(void *)z)->slots;
 }
 
-/* Has a fault shown the zone's file truncated?  Then the mapping holds
- * zeros, not the zone, for good. */
 /*
  * Between rounds of an update that lost a race (@lost: the rounds this
  * update has lost so far; a round that made a step of its own does not
@@ -137,6 +135,8 @@ static inline void tk__zone_backoff(int lost)
 		tk__zone_pause(lost);
 }
 
+/* Has a fault shown the zone's file truncated?  Then the mapping holds
+ * zeros, not the zone, for good. */
 static inline int tk__zone_broken(const struct tk__zone *z)
 {
 	return ck_pr_load_int(
