@@ -43,6 +43,8 @@
 /* Bytes of arena per slot by default: a two-word state per key at load
  * 0.5 (a 64-byte block). */
 #define DEFAULT_ARENA 32
+/* A transparent huge page of x86-64 and (4 KiB pages) arm64, bytes. */
+#define HUGE_PAGE (UINT64_C(2) << 20)
 
 struct tk__zone {
 	struct tkz_geo geo; /* first: see tk__zone_geo() */
@@ -245,6 +247,25 @@ static void remove_stale(const char *name)
 	closedir(dir);
 }
 
+/*
+ * Ask for transparent huge pages on the mapping of a zone of 2 MiB or
+ * more: its slots and blocks are touched at random, one TLB entry per
+ * 4 KiB page otherwise.  Only advice: the kernel heeds it on a tmpfs
+ * mounted huge=advise (huge=within_size and huge=always need none), not
+ * on one mounted huge=never (the default, /dev/shm's too), nor with
+ * shmem_enabled=deny; and it maps a huge page only where a whole aligned
+ * 2 MiB of the file lies in the mapping (mmap() aligns such a mapping
+ * then).  The whole mapping is advised, so it stays one area.  A kernel
+ * without THP refuses (EINVAL): nothing changes then.  create() writes
+ * the header through such a mapping too: a small page there would keep
+ * the file's first 2 MiB, all a zone of 2 to 4 MiB has, off huge pages.
+ */
+static void advise_huge(void *base, uint64_t size)
+{
+	if (size >= HUGE_PAGE)
+		(void)madvise(base, size, MADV_HUGEPAGE);
+}
+
 /* Make the zone under a temporary name, then publish it.  -EEXIST if
  * another creator published first. */
 static int create(const char *name, const struct tk__zone_config *c)
@@ -253,6 +274,7 @@ static int create(const char *name, const struct tk__zone_config *c)
 	uint64_t capacity = c && c->capacity ? c->capacity : DEFAULT_CAPACITY;
 	unsigned int mode = c && c->mode ? c->mode : 0600;
 	uint64_t pages = arena_pages(c, capacity);
+	uint64_t size = tkz_segment_size(capacity, pages), map;
 	struct tkz_header *h;
 	uint32_t nonce;
 	int fd, rc = 0, n, broken = 0;
@@ -279,19 +301,19 @@ static int create(const char *name, const struct tk__zone_config *c)
 		return errno_rc();
 	if ((c && (c->uid != (uid_t)-1 || c->gid != (gid_t)-1) &&
 	     fchown(fd, c->uid, c->gid) != 0) ||
-	    fchmod(fd, mode) != 0 ||
-	    ftruncate(fd, (off_t)tkz_segment_size(capacity, pages)) != 0) {
+	    fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)size) != 0) {
 		rc = errno_rc();
 		goto out;
 	}
-	h = mmap(NULL, TKZ_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 0);
+	map = size >= HUGE_PAGE ? size : TKZ_HEADER_SIZE;
+	h = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (h == MAP_FAILED) {
 		rc = errno_rc();
 		goto out;
 	}
+	advise_huge(h, map);
 	/* Our user may truncate even the temporary file: guarded too. */
-	rc = tk__guard_add(h, TKZ_HEADER_SIZE, &broken);
+	rc = tk__guard_add(h, map, &broken);
 	/* The slots are zero: a zero slot is EMPTY.  Only the header. */
 	if (rc == 0 &&
 	    getrandom(h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
@@ -299,7 +321,7 @@ static int create(const char *name, const struct tk__zone_config *c)
 	else if (rc == 0)
 		fill_header(h, c, capacity, pages);
 	tk__guard_remove(h);
-	munmap(h, TKZ_HEADER_SIZE);
+	munmap(h, map);
 	if (rc == 0 && ck_pr_load_int(&broken))
 		rc = -EIO;
 	if (rc)
@@ -450,6 +472,7 @@ static int map_zone(struct tk__zone *z, int fd,
 		z->base = NULL;
 		return rc;
 	}
+	advise_huge(z->base, z->size);
 	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
 	z->pagetable = (uint64_t *)(z->slots + z->geo.capacity);
 	z->cells = (struct tkz_cell *)((char *)z->pagetable +

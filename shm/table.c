@@ -14,10 +14,27 @@
 #include "word.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define CANDIDATES TKZ_CANDIDATES
 #define ROUNDS_MAX 128
+/*
+ * insert(): a step was made (a slot freed, an insert of the key committed
+ * or helped): look again at once.  Backing off here would hand the step
+ * to rivals: on a full zone churned by new keys, a slot freed, or a key
+ * committed with no state yet (the first one eviction takes), is gone
+ * once the process yields, and then every round does the same.
+ */
+#define STEPPED (-EINPROGRESS)
+/* The sleeps of tk__zone_backoff() (zone.h): 1 us doubling ten times to
+ * 512 us, then 1 ms for every round left. */
+_Static_assert(TK__ZONE_SLEEP_MAX_NS ==
+		       UINT64_C(1000) *
+			       (1023 +
+				1000 * (ROUNDS_MAX - TK__ZONE_SLEEP_FROM - 10)),
+	       "the documented bound of the backoff");
 #define SWEEP_CHUNK 64
 #define MS UINT64_C(1000000)
 
@@ -339,7 +356,9 @@ static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
 
 /*
  * No slot holds @k: get it one (@v is the scan that found none).  Returns
- * -EAGAIN to look again, or -ENOSPC.
+ * STEPPED to look again at once (it freed a slot, or committed or helped
+ * an insert of @k), -EAGAIN to look again after a backoff (a rival took
+ * the empty slot first), or -ENOSPC.
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,
@@ -351,11 +370,11 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 
 	if (v->n_ins > 0) {
 		settle(z, c, k->fp, v, -1, 0);
-		return -EAGAIN;
+		return STEPPED;
 	}
 	if (v->empty < 0) {
 		rc = make_room(z, c, now);
-		return rc ? rc : -EAGAIN;
+		return rc ? rc : STEPPED;
 	}
 	/* A unique ticket per tentative insert: no ABA on INS. */
 	ticket = ck_pr_faa_64(&h->shard[tkz_shard_of(z, k)].tickets, 1) + 1;
@@ -366,7 +385,7 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		return -EAGAIN;
 	tkz_count(z, TKZ_INSERTS);
 	settle(z, c, k->fp, NULL, v->empty, ticket);
-	return -EAGAIN;
+	return STEPPED;
 }
 
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
@@ -376,7 +395,8 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 	struct tk__blk held;
 	struct tkz_cand c;
 	struct view v;
-	int round, rc = -EIO, holding = 0, block = !!(k->fp & TKZ_FP_BLOCK);
+	int round, lost = 0, rc = -EIO, holding = 0;
+	int block = !!(k->fp & TKZ_FP_BLOCK);
 
 	if (block ? tk__blk_class(words) < 0 : words != 1)
 		return -E2BIG;
@@ -400,9 +420,11 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 			if (rc == TK__ZONE_PERSIST)
 				rc = insert(z, &c, k, now, &v);
 		}
+		if (rc == STEPPED)
+			continue;
 		if (rc != -EAGAIN)
 			break;
-		tk__zone_backoff(round);
+		tk__zone_backoff(lost++);
 	}
 	if (round == ROUNDS_MAX)
 		rc = -EIO;
@@ -417,7 +439,7 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 {
 	struct tkz_cand c;
 	struct view v;
-	int round, rc;
+	int round, lost = 0, rc;
 
 	tkz_candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
@@ -433,9 +455,11 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 		if (!create && v.n_ins == 0)
 			return -ENOENT;
 		rc = insert(z, &c, k, now, &v);
+		if (rc == STEPPED)
+			continue;
 		if (rc != -EAGAIN)
 			return rc;
-		tk__zone_backoff(round);
+		tk__zone_backoff(lost++);
 	}
 	return -EIO;
 }
@@ -458,6 +482,23 @@ int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 		tk__zone_backoff(round);
 	}
 	return -EIO;
+}
+
+void tk__zone_pause(int lost)
+{
+	struct timespec ts = { 0, TK__ZONE_SLEEP_MIN_NS };
+	int doublings = lost - TK__ZONE_SLEEP_FROM;
+
+	if (lost < TK__ZONE_SLEEP_FROM) {
+		sched_yield();
+		return;
+	}
+	while (doublings-- > 0 && ts.tv_nsec < TK__ZONE_SLEEP_CAP_NS)
+		ts.tv_nsec *= 2;
+	if (ts.tv_nsec > TK__ZONE_SLEEP_CAP_NS)
+		ts.tv_nsec = TK__ZONE_SLEEP_CAP_NS;
+	/* A signal may cut it short: the round comes sooner, no harm. */
+	nanosleep(&ts, NULL);
 }
 
 static void sweep_range(struct tk__zone *z, uint64_t from, uint64_t n,

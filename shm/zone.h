@@ -9,7 +9,6 @@
 #define TK_SHM_ZONE_H
 
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -108,23 +107,37 @@ static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
 	return ((struct tk__zone_head *)(void *)z)->slots;
 }
 
-/* Has a fault shown the zone's file truncated?  Then the mapping holds
- * zeros, not the zone, for good. */
 /*
- * Between rounds of an update that lost its CAS.  A lost round usually
- * means another process just committed, so the first rounds retry at
- * once; an update that keeps losing is slower than its rivals' whole
- * cycles (more processes than CPUs, a longer transition), and yielding
- * lets them finish, so that it does not run out of rounds (-EIO) under
- * mere contention.  Nothing waits for anyone: a rival that dies changes
- * nothing here.
+ * Between rounds of an update that lost a race (@lost: the rounds this
+ * update has lost so far; a round that made a step of its own does not
+ * count, see table.c).  A lost round usually means another process just
+ * committed, so the first 8 retry at once.  An update that keeps losing
+ * is slower than its rivals' whole cycles (more processes than CPUs, a
+ * longer transition): the next 8 yield the CPU, and from the 16th lost
+ * round on each sleeps, 1 us doubling up to 1 ms, so that the 128 rounds
+ * before -EIO span real time even where a yield returns at once.  Rounds
+ * 16 to 127 request 1 + 2 + ... + 512 us, then 102 x 1 ms: about 103 ms
+ * in all (TK__ZONE_SLEEP_MAX_NS), plus what the scheduler adds to each
+ * wake-up, is the longest one update waits before -EIO.  Nothing waits
+ * for anyone: a rival that dies changes nothing here.
  */
-static inline void tk__zone_backoff(int round)
+#define TK__ZONE_YIELD_FROM 8
+#define TK__ZONE_SLEEP_FROM 16
+#define TK__ZONE_SLEEP_MIN_NS 1000		  /* the first sleep */
+#define TK__ZONE_SLEEP_CAP_NS 1000000		  /* the longest one */
+#define TK__ZONE_SLEEP_MAX_NS UINT64_C(103023000) /* all of them */
+
+/* table.c: the slow part of tk__zone_backoff(). */
+void tk__zone_pause(int lost);
+
+static inline void tk__zone_backoff(int lost)
 {
-	if (round >= 8)
-		sched_yield();
+	if (lost >= TK__ZONE_YIELD_FROM)
+		tk__zone_pause(lost);
 }
 
+/* Has a fault shown the zone's file truncated?  Then the mapping holds
+ * zeros, not the zone, for good. */
 static inline int tk__zone_broken(const struct tk__zone *z)
 {
 	return ck_pr_load_int(
