@@ -176,17 +176,6 @@ static int sweep_slot(struct mem_store *s, uint64_t slot, uint64_t now,
  * Process the ticks that are over, at most @budget entries.  The caller
  * holds the sweeper flag and an RCU read-side critical section.
  */
-/*
- * More killed entries than this waiting in the wheel: drain it now.  Also
- * how many retired entries an applier gathers before it waits for a grace
- * period to free them: one wait per quarter of max_keys keeps a flood's
- * cost per check low and its memory bounded.
- */
-static uint64_t drain_limit(const struct mem_store *s)
-{
-	return s->ring_cap / 4 > 4096 ? s->ring_cap / 4 : 4096;
-}
-
 static void sweep_locked(struct mem_store *s, uint64_t now, uint64_t budget)
 {
 	uint64_t cur = tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED);
@@ -203,7 +192,7 @@ static void sweep_locked(struct mem_store *s, uint64_t now, uint64_t budget)
 	/* Too many killed entries waiting in the future: drain the wheel. */
 	for (i = 0; i < WHEEL_SLOTS && budget > 0 &&
 		    tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) >
-			    drain_limit(s);
+			    tk__mem_drain_limit(s);
 	     i++) {
 		d = tk_atomic_add_u64(&s->drain_cursor, 1, TK_MO_RELAXED);
 		sweep_slot(s, d % WHEEL_SLOTS, now, &budget);
@@ -233,7 +222,7 @@ void tk__mem_sweep(struct mem_store *s, uint64_t now, uint64_t budget)
 	grow_if_needed(s);
 	sweeper_release(s);
 	if (tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED) >=
-	    (budget == UINT64_MAX ? 1 : drain_limit(s)))
+	    (budget == UINT64_MAX ? 1 : tk__mem_drain_limit(s)))
 		tk__mem_free_retired(s);
 }
 
@@ -279,13 +268,7 @@ int tk__mem_ring_claim(struct mem_store *s, uint64_t now, uint32_t *slot)
 	return -ENOSPC;
 }
 
-void tk__mem_before_apply(struct mem_store *s)
-{
-	if (s->use_thread && tk__reclaimer_ensure(&s->reclaimer))
-		s->use_thread = 0; /* no thread: sweep on access instead */
-}
-
-void tk__mem_after_apply(struct mem_store *s, uint64_t now)
+void tk__mem_after_apply_work(struct mem_store *s, uint64_t now)
 {
 	/*
 	 * The apply that finds the table twice as full as it has buckets
@@ -308,13 +291,13 @@ void tk__mem_after_apply(struct mem_store *s, uint64_t now)
 	 * amortised O(1) per check.
 	 */
 	if (tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) >
-	    drain_limit(s))
+	    tk__mem_drain_limit(s))
 		tk__mem_sweep(s, now, UINT64_MAX);
 	else if (s->use_thread)
 		return;
 	else if (tick_of(now) > tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED) ||
 		 tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED) >=
-			 drain_limit(s))
+			 tk__mem_drain_limit(s))
 		tk__mem_sweep(s, now, SWEEP_BUDGET);
 }
 

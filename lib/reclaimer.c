@@ -45,7 +45,7 @@ void tk__reclaimer_init(struct tk__reclaimer *r,
 	pthread_cond_init(&r->cond, NULL);
 }
 
-int tk__reclaimer_ensure(struct tk__reclaimer *r)
+int tk__reclaimer_start(struct tk__reclaimer *r)
 {
 	uint64_t want = tk__fork_generation() + 1;
 	uint64_t cur = tk_atomic_load_u64(&r->gen, TK_MO_RELAXED);

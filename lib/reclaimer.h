@@ -29,9 +29,21 @@ struct tk__reclaimer {
 void tk__reclaimer_init(struct tk__reclaimer *r,
 			void (*sweep)(void *arg, uint64_t now), void *arg,
 			struct tk_clock *clock, uint64_t interval);
+/* The slow half of tk__reclaimer_ensure(): start the thread. */
+int tk__reclaimer_start(struct tk__reclaimer *r);
+
+extern tk_atomic_u64 tk__fork_gen; /* rcu.c */
+
 /* Start the thread in this process if it has none.  Returns 0, or -1 if
- * no thread could be started (the caller reclaims on access instead). */
-int tk__reclaimer_ensure(struct tk__reclaimer *r);
+ * no thread could be started (the caller reclaims on access instead).
+ * Inline: every apply of a store with a thread asks. */
+static inline int tk__reclaimer_ensure(struct tk__reclaimer *r)
+{
+	if (tk_atomic_load_u64(&r->gen, TK_MO_RELAXED) ==
+	    tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED) + 1)
+		return 0;
+	return tk__reclaimer_start(r);
+}
 /* Stop and join this process's thread, if any; free the resources. */
 void tk__reclaimer_destroy(struct tk__reclaimer *r);
 

@@ -205,10 +205,41 @@ void tk__mem_retire_block(struct mem_store *s, struct mem_block *b);
 void tk__mem_retire_mcas(struct mem_store *s, struct mcas *d);
 void tk__mem_free_retired(struct mem_store *s);
 void tk__mem_sweep(struct mem_store *s, uint64_t now, uint64_t budget);
-/* The reclaimer thread, started by the first apply of each process. */
-void tk__mem_before_apply(struct mem_store *s);
-/* Without a reclaimer thread, appliers sweep a bounded chunk. */
-void tk__mem_after_apply(struct mem_store *s, uint64_t now);
+/*
+ * More killed entries than this waiting in the wheel: drain it now.  Also
+ * how many retired entries an applier gathers before it waits for a grace
+ * period to free them: one wait per quarter of max_keys keeps a flood's
+ * cost per check low and its memory bounded.
+ */
+static inline uint64_t tk__mem_drain_limit(const struct mem_store *s)
+{
+	return s->ring_cap / 4 > 4096 ? s->ring_cap / 4 : 4096;
+}
+
+/* The reclaimer thread, started by the first apply of each process.
+ * Inline, as tk__mem_after_apply(): both run on every apply. */
+static inline void tk__mem_before_apply(struct mem_store *s)
+{
+	if (s->use_thread && tk__reclaimer_ensure(&s->reclaimer))
+		s->use_thread = 0; /* no thread: sweep on access instead */
+}
+
+void tk__mem_after_apply_work(struct mem_store *s, uint64_t now);
+
+/* Grow the table, drain a flood or, without a reclaimer thread, sweep a
+ * bounded chunk, when one is due (tk__mem_after_apply_work()). */
+static inline void tk__mem_after_apply(struct mem_store *s, uint64_t now)
+{
+	uint64_t limit = tk__mem_drain_limit(s);
+
+	if (tk_atomic_load_u64(&s->keys, TK_MO_RELAXED) >
+		    tk_atomic_load_u64(&s->grow_at, TK_MO_RELAXED) ||
+	    tk_atomic_load_u64(&s->dead_pending, TK_MO_RELAXED) > limit ||
+	    (!s->use_thread &&
+	     (tick_of(now) > tk_atomic_load_u64(&s->cursor, TK_MO_RELAXED) ||
+	      tk_atomic_load_u64(&s->n_retired, TK_MO_RELAXED) >= limit)))
+		tk__mem_after_apply_work(s, now);
+}
 int tk__mem_ring_claim(struct mem_store *s, uint64_t now, uint32_t *slot);
 
 #endif /* TK_STORE_MEMORY_H */
