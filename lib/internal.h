@@ -356,12 +356,48 @@ int tk__clock_read(struct tk_clock *c, uint64_t *ns);
 int tk__rc(int rc);
 
 /*
- * siphash.c: SipHash-2-4 and SipHash-1-3 (the stores' key hash; why 1-3
- * is enough there: siphash.c) with a 128-bit key.
+ * siphash.c: SipHash-2-4 (names that leave the process) and SipHash-1-3
+ * (tk__keyhash's long keys) with a 128-bit key.
  */
 uint64_t tk__siphash(const uint64_t key[2], const void *data, size_t len);
 uint64_t tk__siphash13(const uint64_t key[2], const void *data, size_t len);
 int tk__random_bytes(void *buf, size_t len);
+
+/*
+ * keyhash.c: the stores' keyed hash of a store key.  Keys of at most
+ * TK__KEYHASH_CMAC_MAX bytes: the first 8 bytes of AES-CMAC under the
+ * store's 128-bit secret, little-endian; longer keys: SipHash-1-3 under a
+ * key derived from the secret by AES.  The definition and why it resists
+ * HashDoS: keyhash.c.
+ */
+#define TK__KEYHASH_CMAC_MAX 32 /* bytes */
+
+/* A secret prepared once per store: never changed after setup. */
+struct tk__keyhash_key {
+	unsigned char rk[11][16] __attribute__((aligned(16))); /* AES-128 */
+	unsigned char k1[16] __attribute__((aligned(16))); /* CMAC subkeys */
+	unsigned char k2[16] __attribute__((aligned(16)));
+	uint64_t sip[2]; /* SipHash-1-3 key for longer keys */
+	int hw;		 /* 1: AES-NI; 0: software AES (tests clear it) */
+};
+
+/*
+ * tk__keyhash_setup() - prepare @k from the 16 bytes at @secret: round
+ * keys, CMAC subkeys, the SipHash key, and the choice of AES-NI when the
+ * CPU has it.  tk__keyhash() - the hash of @len bytes at @data under @k.
+ * Both are pure functions of their arguments (and the CPU, for speed
+ * only): safe from any thread; @k is read-only once set up.
+ */
+void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret);
+uint64_t tk__keyhash(const struct tk__keyhash_key *k, const void *data,
+		     size_t len);
+/* The primitives under tk__keyhash, for the FIPS-197 and RFC 4493
+ * vectors (tests): one AES-128 block, and the full 16-byte AES-CMAC of
+ * any length, each by @k's implementation. */
+void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],
+		unsigned char out[16]);
+void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
+		  unsigned char tag[16]);
 
 /* rcu.c: the liburcu flavour and fork handling, in one place. */
 void tk__rcu_setup(void);
