@@ -3,8 +3,9 @@
  * host in one lock-free table in shared memory (shm/).
  *
  * This file turns keys into what shm/ understands: a fingerprint and a
- * position hash, both SipHash-2-4 under the zone's own secret, and a
- * transition over a state.  A state of one word that is its own expiry
+ * position hash, both from one keyed hash under the zone's own secret
+ * (tk__keyhash(): AES-CMAC, lib/keyhash.c), and a transition over a
+ * state.  A state of one word that is its own expiry
  * time (GCRA, token bucket, leaky shaper) lives in the key's slot, because
  * the zone's reclaimers judge slots without knowing their policy; larger
  * states live in blocks that record their expiry.  The dimensions of a
@@ -37,7 +38,7 @@ _Static_assert(TK__WORD_SLACK == TKZ_WORD_SLACK, "one rule for words");
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;
-	uint64_t seed[2];		/* the zone's secret hash key */
+	struct tk__keyhash_key kh;	/* the zone's secret, prepared */
 	struct tk__zone_tally *tally;	/* the mapping's, shared */
 	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
 	struct tk__reclaimer reclaimer; /* when want_thread */
@@ -79,7 +80,7 @@ _Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
 static void key_of(const struct shm_store *s, const unsigned char *key,
 		   size_t len, int block, uint32_t alg, struct tk__zone_key *k)
 {
-	uint64_t h = tk__siphash13(s->seed, key, len), m = h;
+	uint64_t h = tk__keyhash(&s->kh, key, len), m = h;
 
 	k->fp = h & TKZ_FP_KEY;
 	if (k->fp == 0)
@@ -412,8 +413,7 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		free(s);
 		return rc;
 	}
-	s->seed[0] = tk__zone_geo(s->zone)->seed[0];
-	s->seed[1] = tk__zone_geo(s->zone)->seed[1];
+	tk__keyhash_setup(&s->kh, tk__zone_geo(s->zone)->seed);
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);
