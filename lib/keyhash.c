@@ -37,23 +37,31 @@
  *     with a key of his, an attacker who cannot see hashes (he sees at
  *     most their side effects: a shared limit, an eviction, a refusal, a
  *     time) must try about 2^57 keys, each tried key succeeding with
- *     probability 2^-57 independently of all others.  The birthday bound
- *     (about 2^28.5 keys for one collision) applies only among keys he
- *     inserts himself, and a collision between two of his own keys only
- *     merges two of his own limits: it buys nothing against anyone else.
+ *     probability 2^-57 independently of all others (and to share the
+ *     victim's slot the key must land in one of its two windows too).
+ *     The birthday bound (about 2^28.5 keys for one collision) applies
+ *     only among keys he inserts himself, and a collision between two of
+ *     his own keys only merges two of his own limits: it buys nothing
+ *     against anyone else.
  *   - Positions (a bijective mix of the whole 64-bit hash, store-shm.c)
  *     and the memory store's buckets are as uniform as the hash: aiming
  *     many keys at one window or chain means guessing outputs of a PRF.
  *   - The hash never leaves the process in a readable form: a zone's
  *     secret is readable exactly by those who can read its slots, and a
  *     memory store's secret never leaves its process.
- * Keys longer than 32 bytes go to SipHash-1-3 under K', which is a PRF
- * output of K on an input CMAC never encrypts under attacker control in
- * a way the attacker can observe, so K' is a fresh-looking secret key:
- * the two domains are separated by length and independent.  SipHash-1-3
- * has no published attack better than generic under a secret key (it is
- * the table hash of Rust, Python and Ruby); the argument above holds for
- * it with SipHash-1-3 as the assumed PRF.
+ * Keys longer than 32 bytes go to SipHash-1-3 under K' = AES_K(c) for
+ * the constant c above.  With AES_K replaced by a random permutation P
+ * (the PRP step), K' = P(c) is uniform and no output reveals it: the only
+ * AES input an attacker controls is the first block of a key of 17 to 32
+ * bytes, and if that block is c, K' becomes a chaining value that CMAC
+ * encrypts again, masked by the last block and a secret subkey; every
+ * other AES input is masked by a secret (a subkey or a chaining value).
+ * So up to terms of about (q m)^2 / 2^128, K' is a fresh secret key
+ * independent of every CMAC output, and the two domains, separated by
+ * length, are independent.  SipHash-1-3 has no published attack better
+ * than generic under a secret key (it is the table hash of Rust, Python
+ * and Ruby); for such keys the argument above holds with SipHash-1-3 as
+ * the assumed PRF.
  *
  * Timing: AES-NI runs in constant time.  The software AES reads its
  * S-box at data-dependent indexes, so on CPUs without AES-NI a cache-
