@@ -23,6 +23,7 @@
  */
 #include "store-memory.h"
 #include "gcra.h"
+#include "keyhash.h"
 #include "rcu.h"
 
 #include <errno.h>
@@ -227,7 +228,7 @@ int tk__mem_probe(struct mem_store *s, union probe *p, const unsigned char *key,
 	if (len > sizeof(p->bytes) - offsetof(struct mem_entry, key))
 		return -ENAMETOOLONG;
 	set_key(&p->e, key, len);
-	*hash = tk__keyhash(&s->kh, key, len) | s->hash_or;
+	*hash = tk__keyhash_fast(&s->kh, key, len) | s->hash_or;
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "internal.h"
 #include "atomic.h"
 #include "gcra.h"
+#include "keyhash.h"
 #include "reclaimer.h"
 #include "tally.h"
 #include "../shm/word.h"
@@ -77,10 +78,11 @@ _Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
  * in ~57 fingerprint bits, and positions stay as secret as the hash).
  * The mix is MurmurHash3's fmix64 finaliser.
  */
-static void key_of(const struct shm_store *s, const unsigned char *key,
-		   size_t len, int block, uint32_t alg, struct tk__zone_key *k)
+static inline __attribute__((always_inline)) void
+key_of(const struct shm_store *s, const unsigned char *key, size_t len,
+       int block, uint32_t alg, struct tk__zone_key *k)
 {
-	uint64_t h = tk__keyhash(&s->kh, key, len), m = h;
+	uint64_t h = tk__keyhash_fast(&s->kh, key, len), m = h;
 
 	k->fp = h & TKZ_FP_KEY;
 	if (k->fp == 0)

@@ -2,8 +2,9 @@
  * test_keyhash.c - the stores' key hash (lib/keyhash.c): AES-128 against
  * FIPS-197, AES-CMAC against RFC 4493 (subkeys and all four examples)
  * and against OpenSSL's CMAC for the short lengths a store key has, each
- * by both implementations (AES-NI and the software AES); the two
- * implementations against each other for every length 0..100 under
+ * by both implementations (AES-NI and the software AES) and by the
+ * stores' inlined AES-NI path (keyhash.h); all of them against each
+ * other for every length 0..100 under
  * random secrets, reading only the key's bytes; the length boundary
  * between CMAC and SipHash-1-3; and the secret's effect.
  */
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "keyhash.h"
 
 /* RFC 4493 section 4: the key and the 64-byte message of its examples. */
 static const unsigned char rfc_key[16] = {
@@ -196,6 +198,9 @@ static void test_openssl_cmac(void **state)
 			unhex(tag, ref[j].tag);
 			assert_int_equal(tk__keyhash(&k[i], msg, ref[j].len),
 					 le64(tag));
+			assert_int_equal(
+				tk__keyhash_fast(&k[i], msg, ref[j].len),
+				le64(tag));
 		}
 }
 
@@ -255,6 +260,10 @@ static void test_hw_equals_sw(void **state)
 			assert_int_equal(tk__keyhash(&k[1], hi, len),
 					 tk__keyhash(&k[0], msg, len));
 			assert_int_equal(tk__keyhash(&k[1], lo, len),
+					 tk__keyhash(&k[0], msg, len));
+			assert_int_equal(tk__keyhash_fast(&k[1], hi, len),
+					 tk__keyhash(&k[0], msg, len));
+			assert_int_equal(tk__keyhash_fast(&k[1], lo, len),
 					 tk__keyhash(&k[0], msg, len));
 			tk__aes_cmac(&k[0], msg, len, ta);
 			tk__aes_cmac(&k[1], hi, len, tb);
