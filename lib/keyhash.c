@@ -73,7 +73,7 @@
 #include <endian.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #define KEYHASH_X86 1
 #else

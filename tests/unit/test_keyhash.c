@@ -78,7 +78,7 @@ static int setup_both(struct tk__keyhash_key k[2], const void *secret)
 
 static int have_aesni(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 	return __builtin_cpu_supports("aes") &&
 	       __builtin_cpu_supports("sse4.1");
 #else
