@@ -140,38 +140,71 @@ static void expand_key(unsigned char rk[11][16], const unsigned char key[16])
 	}
 }
 
+static inline uint32_t load_le32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+static inline uint32_t rotr32(uint32_t x, int n)
+{
+	return x >> n | x << (32 - n);
+}
+
 /*
- * One AES-128 encryption, byte by byte (FIPS-197 section 5.1): the state
- * is column-major, byte r + 4c in row r and column c.
+ * SubBytes and ShiftRows for column @c of the state @s (a column a word,
+ * row r in bits 8r..8r+7): row r turns left by r, so it comes from
+ * column c + r.
+ */
+static inline uint32_t sub_shift(const uint32_t s[4], int c)
+{
+	return (uint32_t)sbox[s[c] & 0xff] |
+	       (uint32_t)sbox[s[(c + 1) & 3] >> 8 & 0xff] << 8 |
+	       (uint32_t)sbox[s[(c + 2) & 3] >> 16 & 0xff] << 16 |
+	       (uint32_t)sbox[s[(c + 3) & 3] >> 24] << 24;
+}
+
+/*
+ * MixColumns of one column: row r gets 2 a_r + 3 a_r+1 + a_r+2 + a_r+3,
+ * that is 2 (a_r + a_r+1) plus the other three rows, the doubling done
+ * on all four bytes at once (xtime: shift, and 0x1b where a bit fell
+ * out).
+ */
+static inline uint32_t mix_column(uint32_t a)
+{
+	uint32_t u = a ^ rotr32(a, 8);
+
+	u = (u & 0x7f7f7f7f) << 1 ^ ((u >> 7) & 0x01010101) * 0x1b;
+	return u ^ rotr32(a, 8) ^ rotr32(a, 16) ^ rotr32(a, 24);
+}
+
+/*
+ * One AES-128 encryption (FIPS-197 section 5.1) with the S-box as a
+ * table of bytes; the state is four little-endian column words.
  */
 static void aes_sw(const unsigned char rk[11][16], const unsigned char in[16],
 		   unsigned char out[16])
 {
-	unsigned char s[16], t[16], a0, a1, a2, a3, x;
-	int r, i, c;
+	uint32_t s[4], t[4], v;
+	int r, c;
 
-	for (i = 0; i < 16; i++)
-		s[i] = in[i] ^ rk[0][i];
-	for (r = 1; r <= 10; r++) {
-		/* SubBytes and ShiftRows: row i % 4 turns left by i % 4. */
-		for (i = 0; i < 16; i++)
-			t[i] = sbox[s[(i + 4 * (i % 4)) % 16]];
-		if (r == 10) {
-			for (i = 0; i < 16; i++)
-				out[i] = t[i] ^ rk[10][i];
-			return;
-		}
-		for (c = 0; c < 16; c += 4) {
-			a0 = t[c];
-			a1 = t[c + 1];
-			a2 = t[c + 2];
-			a3 = t[c + 3];
-			x = a0 ^ a1 ^ a2 ^ a3;
-			s[c] = a0 ^ x ^ xtime(a0 ^ a1) ^ rk[r][c];
-			s[c + 1] = a1 ^ x ^ xtime(a1 ^ a2) ^ rk[r][c + 1];
-			s[c + 2] = a2 ^ x ^ xtime(a2 ^ a3) ^ rk[r][c + 2];
-			s[c + 3] = a3 ^ x ^ xtime(a3 ^ a0) ^ rk[r][c + 3];
-		}
+#pragma GCC unroll 4
+	for (c = 0; c < 4; c++)
+		s[c] = load_le32(in + 4 * c) ^ load_le32(rk[0] + 4 * c);
+	for (r = 1; r < 10; r++) {
+#pragma GCC unroll 4
+		for (c = 0; c < 4; c++)
+			t[c] = sub_shift(s, c);
+#pragma GCC unroll 4
+		for (c = 0; c < 4; c++)
+			s[c] = mix_column(t[c]) ^ load_le32(rk[r] + 4 * c);
+	}
+#pragma GCC unroll 4
+	for (c = 0; c < 4; c++) {
+		v = htole32(sub_shift(s, c) ^ load_le32(rk[10] + 4 * c));
+		memcpy(out + 4 * c, &v, sizeof(v));
 	}
 }
 
