@@ -16,9 +16,10 @@
  * the user's key, typically 10 to 20 bytes: one or two AES encryptions.
  * With AES-NI (chosen once, when the key is prepared) a key of at most 16
  * bytes costs one block load, one XOR and the ten rounds from the round
- * keys in memory.  Without it, a byte-oriented AES-128 (FIPS-197) in this
- * file gives the same bits; tests/unit/test_keyhash.c checks both against
- * the FIPS-197 and RFC 4493 vectors and against each other.
+ * keys in memory.  Without it, a portable AES-128 (FIPS-197) in this
+ * file, with the S-box as a table of bytes, gives the same bits;
+ * tests/unit/test_keyhash.c checks both against the FIPS-197 and RFC 4493
+ * vectors and against each other.
  *
  * Why this is HashDoS-resistant.  The hash must keep an attacker who
  * picks keys (IP addresses, API tokens) from making two keys collide or
