@@ -373,11 +373,24 @@ static int have_aesni(void)
 }
 #endif
 
-void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret)
+int tk__keyhash_no_aesni;
+
+int tk__keyhash_aesni(void)
+{
+	return !tk__keyhash_no_aesni && have_aesni();
+}
+
+void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret, int kind)
 {
 	unsigned char l[16] = { 0 }, kp[16];
 
 	memset(k, 0, sizeof(*k));
+	if (kind == TK__KEYHASH_SIP13) {
+		k->kind = TK__KEYHASH_SIP13;
+		k->sip[0] = load_le64(secret);
+		k->sip[1] = load_le64((const unsigned char *)secret + 8);
+		return;
+	}
 	expand_key(k->rk, secret);
 	aes_sw(k->rk, l, l);
 	gf_double(k->k1, l);
@@ -385,7 +398,8 @@ void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret)
 	aes_sw(k->rk, sip_label, kp);
 	k->sip[0] = load_le64(kp);
 	k->sip[1] = load_le64(kp + 8);
-	k->hw = have_aesni();
+	k->kind = TK__KEYHASH_CMAC;
+	k->hw = tk__keyhash_aesni();
 	explicit_bzero(l, sizeof(l));
 	explicit_bzero(kp, sizeof(kp));
 }
@@ -397,9 +411,9 @@ uint64_t tk__keyhash(const struct tk__keyhash_key *k, const void *data,
 	if (k->hw)
 		return keyhash_hw(k, data, len);
 #endif
-	if (len <= TK__KEYHASH_CMAC_MAX)
-		return keyhash_sw(k, data, len);
-	return tk__siphash13(k->sip, data, len);
+	if (k->kind == TK__KEYHASH_SIP13 || len > TK__KEYHASH_CMAC_MAX)
+		return tk__siphash13(k->sip, data, len);
+	return keyhash_sw(k, data, len);
 }
 
 void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],

@@ -1,7 +1,9 @@
 /*
- * keyhash.h - tk__keyhash() with its commonest case inlined: a key of 8
- * to 16 bytes hashed with AES-NI.  The stores' hot paths call this; the
- * result is tk__keyhash()'s, bit for bit (tests/unit/test_keyhash.c).
+ * keyhash.h - tk__keyhash() with its commonest cases inlined: a key of 8
+ * to 16 bytes hashed with AES-NI, and a store that hashes with
+ * SipHash-1-3 (no AES-NI) calling it directly.  The stores' hot paths
+ * call this; the result is tk__keyhash()'s, bit for bit
+ * (tests/unit/test_keyhash.c).
  *
  * The caller is compiled for the baseline CPU, so the AES rounds are
  * written as assembly (the assembler knows AESENC whatever the compiler's
@@ -30,8 +32,11 @@ tk__keyhash_fast(const struct tk__keyhash_key *k, const void *data, size_t len)
 	uint64_t lo, hi;
 	__m128i x;
 
-	if (!k->hw || len < 8 || len > 16)
+	if (!k->hw || len < 8 || len > 16) {
+		if (k->kind == TK__KEYHASH_SIP13)
+			return tk__siphash13(k->sip, data, len);
 		return tk__keyhash(k, data, len);
+	}
 	/* CMAC's one block: 8 bytes, then the last len - 8 shifted down,
 	 * padded with 10* and masked with K2 when short, K1 when whole. */
 	memcpy(&lo, p, 8);
@@ -62,6 +67,8 @@ tk__keyhash_fast(const struct tk__keyhash_key *k, const void *data, size_t len)
 static inline uint64_t tk__keyhash_fast(const struct tk__keyhash_key *k,
 					const void *data, size_t len)
 {
+	if (k->kind == TK__KEYHASH_SIP13)
+		return tk__siphash13(k->sip, data, len);
 	return tk__keyhash(k, data, len);
 }
 #endif

@@ -2,8 +2,8 @@
  * store-memory.c - the in-process store: lock-free, multithreaded.
  *
  * Keys live in a liburcu lock-free hash table (cds_lfht), hashed with
- * tk__keyhash() (AES-CMAC; lib/keyhash.c) under a per-store random
- * secret.  A key's whole mutable
+ * tk__keyhash() (AES-CMAC with AES-NI, else SipHash-1-3; lib/keyhash.c)
+ * under a per-store random secret.  A key's whole mutable
  * state is one 16-byte cell {state word, expires_at} changed only by a
  * 16-byte CAS, so concurrent applies on one key serialise on that CAS and
  * no update is ever lost.  expires_at == 0 marks an entry DEAD: the
@@ -536,7 +536,11 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	rc = tk__random_bytes(secret, sizeof(secret));
 	if (rc)
 		goto fail;
-	tk__keyhash_setup(&s->kh, secret);
+	/* Private to this process: AES-CMAC only where AES-NI makes it
+	 * cheaper than SipHash-1-3 (lib/keyhash.c). */
+	tk__keyhash_setup(&s->kh, secret,
+			  tk__keyhash_aesni() ? TK__KEYHASH_CMAC
+					      : TK__KEYHASH_SIP13);
 	explicit_bzero(secret, sizeof(secret));
 	if (o->max_keys) {
 		s->ring_cap = o->max_keys;

@@ -4,8 +4,9 @@
  *
  * This file turns keys into what shm/ understands: a fingerprint and a
  * position hash, both from one keyed hash under the zone's own secret
- * (tk__keyhash(): AES-CMAC, lib/keyhash.c), and a transition over a
- * state.  A state of one word that is its own expiry
+ * (tk__keyhash(), lib/keyhash.c: AES-CMAC, or SipHash-1-3 in a zone whose
+ * creator had no AES-NI, as its header's TKZ_FLAG_SIPHASH records), and
+ * a transition over a state.  A state of one word that is its own expiry
  * time (GCRA, token bucket, leaky shaper) lives in the key's slot, because
  * the zone's reclaimers judge slots without knowing their policy; larger
  * states live in blocks that record their expiry.  The dimensions of a
@@ -388,6 +389,10 @@ int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c)
 	}
 	c->flags =
 		o->flags & TK_OPT_ZONE_REFUSE_FULL ? TKZ_FLAG_REFUSE_FULL : 0;
+	/* The key hash of a zone this creates: AES-CMAC where this CPU
+	 * has AES-NI, else SipHash-1-3 (lib/keyhash.c). */
+	if (!tk__keyhash_aesni())
+		c->flags |= TKZ_FLAG_SIPHASH;
 	c->grace = o->reclaim_grace;
 	c->arena = o->zone_arena;
 	/* The creation time is wall-clock metadata, whatever the clock. */
@@ -415,7 +420,11 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		free(s);
 		return rc;
 	}
-	tk__keyhash_setup(&s->kh, tk__zone_geo(s->zone)->seed);
+	/* The function the zone's creator chose, whatever this CPU has. */
+	tk__keyhash_setup(&s->kh, tk__zone_geo(s->zone)->seed,
+			  tk__zone_geo(s->zone)->flags & TKZ_FLAG_SIPHASH
+				  ? TK__KEYHASH_SIP13
+				  : TK__KEYHASH_CMAC);
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);

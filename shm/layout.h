@@ -20,7 +20,17 @@
 #define TKZ_CAPACITY_MIN 64 /* slots */
 #define TKZ_CAPACITY_MAX (UINT64_C(1) << 32)
 
+/*
+ * Header flags, set by the creator and never changed.  REFUSE_FULL: a
+ * full table answers -ENOSPC instead of evicting.  SIPHASH: keys hash
+ * with SipHash-1-3 under the seed, not AES-CMAC (the creator had no
+ * AES-NI; lib/keyhash.c); every attacher hashes as the flag says.  A
+ * header with any other bit is refused: it means what this build does not
+ * know.
+ */
 #define TKZ_FLAG_REFUSE_FULL UINT64_C(0x1)
+#define TKZ_FLAG_SIPHASH UINT64_C(0x2)
+#define TKZ_FLAGS_KNOWN (TKZ_FLAG_REFUSE_FULL | TKZ_FLAG_SIPHASH)
 
 /*
  * The arena of state blocks (states of more than one word): pages of

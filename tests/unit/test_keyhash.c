@@ -6,7 +6,8 @@
  * stores' inlined AES-NI path (keyhash.h); all of them against each
  * other for every length 0..100 under
  * random secrets, reading only the key's bytes; the length boundary
- * between CMAC and SipHash-1-3; and the secret's effect.
+ * between CMAC and SipHash-1-3; the secret's effect; and the other kind
+ * of key, SipHash-1-3 of every length (stores without AES-NI).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,9 +71,9 @@ static uint64_t le64(const unsigned char *p)
 /* Both implementations of one secret: [0] software, [1] AES-NI if any. */
 static int setup_both(struct tk__keyhash_key k[2], const void *secret)
 {
-	tk__keyhash_setup(&k[0], secret);
+	tk__keyhash_setup(&k[0], secret, TK__KEYHASH_CMAC);
 	k[0].hw = 0;
-	tk__keyhash_setup(&k[1], secret);
+	tk__keyhash_setup(&k[1], secret, TK__KEYHASH_CMAC);
 	return k[1].hw ? 2 : 1;
 }
 
@@ -92,7 +93,7 @@ static void test_choice(void **state)
 	struct tk__keyhash_key k;
 
 	(void)state;
-	tk__keyhash_setup(&k, rfc_key);
+	tk__keyhash_setup(&k, rfc_key, TK__KEYHASH_CMAC);
 	assert_int_equal(k.hw, have_aesni());
 	assert_int_equal((uintptr_t)k.rk % 16, 0);
 }
@@ -120,7 +121,7 @@ static void test_fips197(void **state)
 		assert_hex(out, "3925841d02dc09fbdc118597196a0b32");
 	}
 	/* The last round key of C.1, which the expansion must reach. */
-	tk__keyhash_setup(&k[0], key);
+	tk__keyhash_setup(&k[0], key, TK__KEYHASH_CMAC);
 	assert_hex(k[0].rk[10], "13111d7fe3944a17f307a78b4d2b30c5");
 }
 
@@ -334,6 +335,43 @@ static void test_secret_matters(void **state)
 	}
 }
 
+/*
+ * A SipHash-1-3 key (a store without AES-NI): every length, by the
+ * inlined path and the out-of-line one, is SipHash-1-3 under the secret
+ * read as two little-endian words, with no AES set up; and the hook that
+ * hides AES-NI makes a CMAC key use the software AES.
+ */
+static void test_sip13_kind(void **state)
+{
+	struct tk__keyhash_key k, c;
+	unsigned char secret[16], msg[100], zero[16] = { 0 };
+	uint64_t s = 1234, sip[2];
+	size_t len;
+
+	(void)state;
+	fill_random(&s, secret, sizeof(secret));
+	fill_random(&s, msg, sizeof(msg));
+	sip[0] = le64(secret);
+	sip[1] = le64(secret + 8);
+	tk__keyhash_setup(&k, secret, TK__KEYHASH_SIP13);
+	assert_int_equal(k.kind, TK__KEYHASH_SIP13);
+	assert_int_equal(k.hw, 0);
+	assert_memory_equal(k.rk[0], zero, 16);
+	for (len = 0; len <= sizeof(msg); len++) {
+		assert_int_equal(tk__keyhash(&k, msg, len),
+				 tk__siphash13(sip, msg, len));
+		assert_int_equal(tk__keyhash_fast(&k, msg, len),
+				 tk__siphash13(sip, msg, len));
+	}
+	tk__keyhash_no_aesni = 1;
+	assert_int_equal(tk__keyhash_aesni(), 0);
+	tk__keyhash_setup(&c, secret, TK__KEYHASH_CMAC);
+	tk__keyhash_no_aesni = 0;
+	assert_int_equal(c.kind, TK__KEYHASH_CMAC);
+	assert_int_equal(c.hw, 0);
+	assert_int_equal(tk__keyhash_aesni(), have_aesni());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_hw_equals_sw),
 		cmocka_unit_test(test_length_boundary),
 		cmocka_unit_test(test_secret_matters),
+		cmocka_unit_test(test_sip13_kind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
