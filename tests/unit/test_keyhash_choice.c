@@ -152,17 +152,24 @@ static void test_cmac_zone(void **state)
 	shared_zone("cmac", 1);
 }
 
-/* tk_zone_create() chooses as a store's creation does. */
+/* tk_zone_create() chooses as a store's creation does, and
+ * tk_zone_info() reports the choice. */
 static void test_admin_create(void **state)
 {
+	struct tk_zone_info info;
+
 	(void)state;
 	tk__keyhash_no_aesni = 1;
 	assert_rc(tk_zone_create("admin-sip", NULL), 0);
 	tk__keyhash_no_aesni = 0;
 	assert_true(zone_flags("admin-sip") & TKZ_FLAG_SIPHASH);
+	assert_rc(tk_zone_info("admin-sip", &info, sizeof(info)), 0);
+	assert_int_equal(info.siphash, 1);
 	assert_rc(tk_zone_create("admin-own", NULL), 0);
 	assert_int_equal(!(zone_flags("admin-own") & TKZ_FLAG_SIPHASH),
 			 cpu_aesni());
+	assert_rc(tk_zone_info("admin-own", &info, sizeof(info)), 0);
+	assert_int_equal(info.siphash, !cpu_aesni());
 	assert_rc(tk_zone_destroy("admin-sip"), 0);
 	assert_rc(tk_zone_destroy("admin-own"), 0);
 }
