@@ -1,13 +1,31 @@
 /*
  * keyhash.c - the stores' keyed hash of a store key (tk__keyhash).
  *
- * Definition.  Under a store's 128-bit secret K (16 bytes):
+ * Definition.  One of two functions under a store's 128-bit secret K
+ * (16 bytes), chosen once per store (struct tk__keyhash_key's kind):
  *
+ * TK__KEYHASH_CMAC:
  *   keys of 0..32 bytes:  the first 8 bytes of AES-CMAC_K(key), read as a
  *                         little-endian 64-bit integer;
  *   keys of 33 bytes or more: SipHash-1-3 under K' = the first 16 bytes
  *                         of AES_K("tk keyhash sip13") as two little-
  *                         endian words (lib/siphash.c).
+ * TK__KEYHASH_SIP13:
+ *   every key:            SipHash-1-3 under K as two little-endian words.
+ *
+ * The choice.  CMAC is the cheaper one only with AES-NI: a key of 8 to 16
+ * bytes costs 36 instructions inlined against SipHash-1-3's 119, but the
+ * software AES below costs about 1,400 a block, which made a hot zone
+ * check 3.6 times as long as with SipHash-1-3.  So a store chooses CMAC
+ * exactly when the CPU has AES-NI (tk__keyhash_aesni()), never anything
+ * slower than SipHash-1-3:
+ *   - a memory store is private to its process: its own CPU decides;
+ *   - a zone is shared by the processes of one host: its creator decides
+ *     and records the choice in the header (TKZ_FLAG_SIPHASH, shm/layout.h),
+ *     and every process that attaches prepares the recorded kind, whatever
+ *     its own CPU has, so that all of them agree on every fingerprint.  A
+ *     process without AES-NI on a CMAC zone (in practice never: one host,
+ *     one CPU model) hashes with the software AES: right, only slower.
  *
  * AES-CMAC is NIST SP 800-38B (also RFC 4493): subkeys K1, K2 derived
  * from L = AES_K(0^128); a message of n blocks is CBC-encrypted under K
@@ -63,6 +81,9 @@
  * than generic under a secret key (it is the table hash of Rust, Python
  * and Ruby); for such keys the argument above holds with SipHash-1-3 as
  * the assumed PRF.
+ *
+ * Under TK__KEYHASH_SIP13 the same holds with SipHash-1-3 under K as the
+ * assumed PRF for every key (no AES is computed).
  *
  * Timing: AES-NI runs in constant time.  The software AES reads its
  * S-box at data-dependent indexes, so on CPUs without AES-NI a cache-
