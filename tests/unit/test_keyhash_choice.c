@@ -7,9 +7,9 @@
  * (TKZ_FLAG_SIPHASH); every store that attaches hashes as the header
  * says, whatever its own CPU has: two stores on one zone, one created as
  * a CPU without AES-NI would and one attached as this CPU is (and the
- * reverse: a CMAC zone attached through the software AES), admit exactly
- * one limit between them, which they do only if their fingerprints
- * agree.  A header with a flag bit this build does not know is refused,
+ * reverse: a CMAC zone attached through the software AES), and two
+ * processes one after the other, admit exactly one limit between them,
+ * which they do only if their fingerprints agree.  A header with a flag bit this build does not know is refused,
  * and the flag is covered by the header's check word.
  *
  * tk__keyhash_no_aesni stands for a CPU without AES-NI.  White-box:
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -150,6 +151,48 @@ static void test_cmac_zone(void **state)
 	if (!cpu_aesni())
 		skip(); /* no CPU here creates a CMAC zone */
 	shared_zone("cmac", 1);
+}
+
+/* Admitted of @n checks of @key on zone @name, by the system clock. */
+static int admitted_of(const char *name, int aesni, const char *key, int n)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct tk_store *s;
+	int i, admitted = 0;
+
+	s = open_zone(name, aesni);
+	o.store = s;
+	assert_rc(tk_limiter_open(&l, "gcra:10/1h", NULL, &o), 0);
+	for (i = 0; i < n; i++) {
+		assert_rc(tk_limiter_check(l, key, strlen(key), 1, &d), 0);
+		admitted += d.allowed;
+	}
+	tk_limiter_close(l);
+	tk_store_close(s);
+	return admitted;
+}
+
+/*
+ * Two processes: a child without AES-NI creates the zone and spends part
+ * of a key's limit; this process, with its own CPU, attaches afterwards
+ * and gets exactly the rest.
+ */
+static void test_two_processes(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(admitted_of("procs", 0, "user:1234", 4) == 4 ? 0 : 1);
+	kit_wait_exit(pid, 0);
+	assert_true(zone_flags("procs") & TKZ_FLAG_SIPHASH);
+	assert_int_equal(admitted_of("procs", 1, "user:1234", 3 * LIMIT),
+			 LIMIT - 4);
+	assert_rc(tk_zone_destroy("procs"), 0);
 }
 
 /* tk_zone_create() chooses as a store's creation does, and
@@ -292,6 +335,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_siphash_zone),
 		cmocka_unit_test(test_cmac_zone),
+		cmocka_unit_test(test_two_processes),
 		cmocka_unit_test(test_admin_create),
 		cmocka_unit_test(test_header_flags),
 		cmocka_unit_test(test_memory_store),
