@@ -57,7 +57,8 @@ static int match_key(struct cds_lfht_node *node, const void *arg)
 }
 
 /* A key as an entry holds it: head (zero after the key) and tail. */
-static void set_key(struct mem_entry *e, const unsigned char *key, size_t len)
+static inline __attribute__((always_inline)) void
+set_key(struct mem_entry *e, const unsigned char *key, size_t len)
 {
 	e->key_len = (uint16_t)len;
 	if (len >= KEY_HEAD) {
