@@ -219,6 +219,9 @@ struct tk_zone_info {
 	uint64_t arena_used; /* bytes of those blocks */
 	/* States that no policy of their algorithm could have written. */
 	uint64_t corrupt;
+	/* The key hash its creator chose: 1 for SipHash-1-3 (a CPU without
+	 * AES-NI), 0 for AES-CMAC. */
+	uint64_t siphash;
 };
 
 /*

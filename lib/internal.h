@@ -377,12 +377,64 @@ static inline int tk__clock_gettime(clockid_t id, uint64_t *ns)
 int tk__rc(int rc);
 
 /*
- * siphash.c: SipHash-2-4 and SipHash-1-3 (the stores' key hash; why 1-3
- * is enough there: siphash.c) with a 128-bit key.
+ * siphash.c: SipHash-2-4 (names that leave the process) and SipHash-1-3
+ * (tk__keyhash's long keys) with a 128-bit key.
  */
 uint64_t tk__siphash(const uint64_t key[2], const void *data, size_t len);
 uint64_t tk__siphash13(const uint64_t key[2], const void *data, size_t len);
 int tk__random_bytes(void *buf, size_t len);
+
+/*
+ * keyhash.c: the stores' keyed hash of a store key, one of two functions
+ * chosen per store (never per key):
+ *   TK__KEYHASH_CMAC: keys of at most TK__KEYHASH_CMAC_MAX bytes: the
+ *     first 8 bytes of AES-CMAC under the store's 128-bit secret,
+ *     little-endian; longer keys: SipHash-1-3 under a key derived from
+ *     the secret by AES.  Chosen where the CPU has AES-NI.
+ *   TK__KEYHASH_SIP13: SipHash-1-3 of every key under the secret itself
+ *     (two little-endian words); no AES at all.  Chosen without AES-NI,
+ *     where the software AES would cost 3.6 times as much.
+ * The definition and why it resists HashDoS: keyhash.c.
+ */
+#define TK__KEYHASH_CMAC_MAX 32 /* bytes */
+#define TK__KEYHASH_CMAC 0
+#define TK__KEYHASH_SIP13 1
+
+/* A secret prepared once per store: never changed after setup. */
+struct tk__keyhash_key {
+	unsigned char rk[11][16] __attribute__((aligned(16))); /* AES-128 */
+	unsigned char k1[16] __attribute__((aligned(16))); /* CMAC subkeys */
+	unsigned char k2[16] __attribute__((aligned(16)));
+	uint64_t sip[2]; /* SipHash-1-3 key: long keys, or all (SIP13) */
+	int kind;	 /* TK__KEYHASH_* */
+	int hw;		 /* 1: CMAC by AES-NI; 0: software AES, or SIP13 */
+};
+
+/*
+ * tk__keyhash_aesni() - 1 if this CPU has AES-NI (and the test hook
+ * below does not hide it), else 0: which kind a new store chooses.
+ *
+ * tk__keyhash_setup() - prepare @k of @kind from the 16 bytes at
+ * @secret: for CMAC the round keys, CMAC subkeys, the SipHash key and
+ * AES-NI if tk__keyhash_aesni() (else the software AES, same bits); for
+ * SIP13 the SipHash key only.  tk__keyhash() - the hash of @len bytes at
+ * @data under @k.  Pure functions of their arguments (and the CPU, for
+ * speed only): safe from any thread; @k is read-only once set up.
+ */
+int tk__keyhash_aesni(void);
+void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret, int kind);
+uint64_t tk__keyhash(const struct tk__keyhash_key *k, const void *data,
+		     size_t len);
+/* Test hook: non-zero makes tk__keyhash_aesni() answer 0, as on a CPU
+ * without AES-NI.  Set before opening stores; never by the library. */
+extern int tk__keyhash_no_aesni;
+/* The primitives under a CMAC key, for the FIPS-197 and RFC 4493
+ * vectors (tests): one AES-128 block, and the full 16-byte AES-CMAC of
+ * any length, each by @k's implementation. */
+void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],
+		unsigned char out[16]);
+void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
+		  unsigned char tag[16]);
 
 /* rcu.c: the liburcu flavour and fork handling, in one place. */
 void tk__rcu_setup(void);

@@ -8,22 +8,11 @@
  * that paper are checked in tests/unit/test_siphash.c.
  *
  * Two round counts.  tk__siphash is SipHash-2-4, the paper's conservative
- * PRF, for names that leave the process (the Redis scripts).  The stores
- * hash every checked key with SipHash-1-3 (tk__siphash13), about half the
- * rounds, on the hot path of every check.  Why 1-3 is enough there: the
- * hash is never revealed (a zone's secret is readable only by whoever can
- * read the zone's slots anyway, and a memory store's never leaves the
- * process), so an attacker who picks keys learns about it only through
- * side effects (evictions, refusals, timing), one bit at a time at best.
- * What they would need is collisions under an unknown 128-bit key: a
- * zone fingerprint is 57 bits of the hash, and two keys with one
- * fingerprint in one window would share a state.  SipHash-1-3 has no
- * published attack better than generic (it is the hash of the hash tables
- * of Rust, Python and Ruby for that reason), so without the key a
- * collision takes about 2^28 keys for a chance birthday match in the same
- * window, not chosen collisions, and flooding one window takes guessing
- * positions that are as secret as the key.  2-4 buys margin against
- * cryptanalysis of the PRF where its output is seen; here it is not.
+ * PRF, for names that leave the process (the Redis scripts).
+ * tk__siphash13 is SipHash-1-3, about half the rounds, for the store keys
+ * of more than 32 bytes under a key tk__keyhash derives (shorter store
+ * keys are hashed with AES-CMAC); why 1-3 is enough where the hash is
+ * never revealed: lib/keyhash.c.
  */
 #include "internal.h"
 

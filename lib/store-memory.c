@@ -2,7 +2,8 @@
  * store-memory.c - the in-process store: lock-free, multithreaded.
  *
  * Keys live in a liburcu lock-free hash table (cds_lfht), hashed with
- * SipHash-2-4 under a per-store random secret.  A key's whole mutable
+ * tk__keyhash() (AES-CMAC with AES-NI, else SipHash-1-3; lib/keyhash.c)
+ * under a per-store random secret.  A key's whole mutable
  * state is one 16-byte cell {state word, expires_at} changed only by a
  * 16-byte CAS, so concurrent applies on one key serialise on that CAS and
  * no update is ever lost.  expires_at == 0 marks an entry DEAD: the
@@ -22,6 +23,7 @@
  */
 #include "store-memory.h"
 #include "gcra.h"
+#include "keyhash.h"
 #include "rcu.h"
 
 #include <errno.h>
@@ -55,7 +57,8 @@ static int match_key(struct cds_lfht_node *node, const void *arg)
 }
 
 /* A key as an entry holds it: head (zero after the key) and tail. */
-static void set_key(struct mem_entry *e, const unsigned char *key, size_t len)
+static inline __attribute__((always_inline)) void
+set_key(struct mem_entry *e, const unsigned char *key, size_t len)
 {
 	e->key_len = (uint16_t)len;
 	if (len >= KEY_HEAD) {
@@ -226,7 +229,7 @@ int tk__mem_probe(struct mem_store *s, union probe *p, const unsigned char *key,
 	if (len > sizeof(p->bytes) - offsetof(struct mem_entry, key))
 		return -ENAMETOOLONG;
 	set_key(&p->e, key, len);
-	*hash = tk__siphash13(s->seed, key, len) | s->hash_or;
+	*hash = tk__keyhash_fast(&s->kh, key, len) | s->hash_or;
 	return 0;
 }
 
@@ -533,6 +536,7 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 {
 	struct mem_store *s;
 	uint64_t now, buckets = INITIAL_BUCKETS;
+	unsigned char secret[16];
 	int rc;
 
 	if (o->max_keys > UINT32_MAX)
@@ -546,9 +550,15 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	rc = tk__clock_read(s->base.clock, &now);
 	if (rc)
 		goto fail;
-	rc = tk__random_bytes(s->seed, sizeof(s->seed));
+	rc = tk__random_bytes(secret, sizeof(secret));
 	if (rc)
 		goto fail;
+	/* Private to this process: AES-CMAC only where AES-NI makes it
+	 * cheaper than SipHash-1-3 (lib/keyhash.c). */
+	tk__keyhash_setup(&s->kh, secret,
+			  tk__keyhash_aesni() ? TK__KEYHASH_CMAC
+					      : TK__KEYHASH_SIP13);
+	explicit_bzero(secret, sizeof(secret));
 	if (o->max_keys) {
 		s->ring_cap = o->max_keys;
 		s->ring = calloc(s->ring_cap, sizeof(*s->ring));

@@ -78,7 +78,7 @@ struct mem_block {
 struct mem_store {
 	struct tk_store base;
 	struct cds_lfht *ht;
-	uint64_t seed[2];
+	struct tk__keyhash_key kh; /* the store's random secret, prepared */
 	uint64_t hash_or; /* ORed into every hash: 0, or all ones to test */
 	uint64_t buckets; /* current hash table size (sweeper's) */
 	tk_atomic_u64 grow_at; /* keys above which to grow: 2 x buckets */

@@ -3,8 +3,10 @@
  * host in one lock-free table in shared memory (shm/).
  *
  * This file turns keys into what shm/ understands: a fingerprint and a
- * position hash, both SipHash-2-4 under the zone's own secret, and a
- * transition over a state.  A state of one word that is its own expiry
+ * position hash, both from one keyed hash under the zone's own secret
+ * (tk__keyhash(), lib/keyhash.c: AES-CMAC, or SipHash-1-3 in a zone whose
+ * creator had no AES-NI, as its header's TKZ_FLAG_SIPHASH records), and
+ * a transition over a state.  A state of one word that is its own expiry
  * time (GCRA, token bucket, leaky shaper) lives in the key's slot, because
  * the zone's reclaimers judge slots without knowing their policy; larger
  * states live in blocks that record their expiry.  The dimensions of a
@@ -22,6 +24,7 @@
 #include "internal.h"
 #include "atomic.h"
 #include "gcra.h"
+#include "keyhash.h"
 #include "reclaimer.h"
 #include "tally.h"
 #include "../shm/word.h"
@@ -37,7 +40,7 @@ _Static_assert(TK__WORD_SLACK == TKZ_WORD_SLACK, "one rule for words");
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;
-	uint64_t seed[2];		/* the zone's secret hash key */
+	struct tk__keyhash_key kh;	/* the zone's secret, prepared */
 	struct tk__zone_tally *tally;	/* the mapping's, shared */
 	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
 	struct tk__reclaimer reclaimer; /* when want_thread */
@@ -76,10 +79,11 @@ _Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
  * in ~57 fingerprint bits, and positions stay as secret as the hash).
  * The mix is MurmurHash3's fmix64 finaliser.
  */
-static void key_of(const struct shm_store *s, const unsigned char *key,
-		   size_t len, int block, uint32_t alg, struct tk__zone_key *k)
+static inline __attribute__((always_inline)) void
+key_of(const struct shm_store *s, const unsigned char *key, size_t len,
+       int block, uint32_t alg, struct tk__zone_key *k)
 {
-	uint64_t h = tk__siphash13(s->seed, key, len), m = h;
+	uint64_t h = tk__keyhash_fast(&s->kh, key, len), m = h;
 
 	k->fp = h & TKZ_FP_KEY;
 	if (k->fp == 0)
@@ -391,6 +395,10 @@ int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c)
 	}
 	c->flags =
 		o->flags & TK_OPT_ZONE_REFUSE_FULL ? TKZ_FLAG_REFUSE_FULL : 0;
+	/* The key hash of a zone this creates: AES-CMAC where this CPU
+	 * has AES-NI, else SipHash-1-3 (lib/keyhash.c). */
+	if (!tk__keyhash_aesni())
+		c->flags |= TKZ_FLAG_SIPHASH;
 	c->grace = o->reclaim_grace;
 	c->arena = o->zone_arena;
 	/* The creation time is wall-clock metadata, whatever the clock. */
@@ -418,8 +426,11 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		free(s);
 		return rc;
 	}
-	s->seed[0] = tk__zone_geo(s->zone)->seed[0];
-	s->seed[1] = tk__zone_geo(s->zone)->seed[1];
+	/* The function the zone's creator chose, whatever this CPU has. */
+	tk__keyhash_setup(&s->kh, tk__zone_geo(s->zone)->seed,
+			  tk__zone_geo(s->zone)->flags & TKZ_FLAG_SIPHASH
+				  ? TK__KEYHASH_SIP13
+				  : TK__KEYHASH_CMAC);
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);

@@ -104,6 +104,7 @@ static int fill_info(void *ctx)
 	info->blocks = c.blocks;
 	info->arena_used = c.block_bytes;
 	info->corrupt = c.invalid;
+	info->siphash = !!(tk__zone_geo(z)->flags & TKZ_FLAG_SIPHASH);
 	return tk__zone_file_owner(z, &info->uid, &info->gid, &info->mode);
 }
 

@@ -13,14 +13,24 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 4
+#define TKZ_VERSION 5
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
 #define TKZ_CAPACITY_MIN 64 /* slots */
 #define TKZ_CAPACITY_MAX (UINT64_C(1) << 32)
 
+/*
+ * Header flags, set by the creator and never changed.  REFUSE_FULL: a
+ * full table answers -ENOSPC instead of evicting.  SIPHASH: keys hash
+ * with SipHash-1-3 under the seed, not AES-CMAC (the creator had no
+ * AES-NI; lib/keyhash.c); every attacher hashes as the flag says.  A
+ * header with any other bit is refused: it means what this build does not
+ * know.
+ */
 #define TKZ_FLAG_REFUSE_FULL UINT64_C(0x1)
+#define TKZ_FLAG_SIPHASH UINT64_C(0x2)
+#define TKZ_FLAGS_KNOWN (TKZ_FLAG_REFUSE_FULL | TKZ_FLAG_SIPHASH)
 
 /*
  * The arena of state blocks (states of more than one word): pages of

@@ -129,7 +129,7 @@ int tk__zone_check_geo(const struct tkz_geo *g, uint64_t size)
 	    g->shards > TKZ_SHARDS_MAX ||
 	    g->capacity / g->shards < 4 * TKZ_WINDOW || g->grace == 0 ||
 	    g->pages < TKZ_PAGES_MIN || g->pages > TKZ_PAGES_MAX ||
-	    g->window != TKZ_WINDOW)
+	    g->window != TKZ_WINDOW || (g->flags & ~TKZ_FLAGS_KNOWN))
 		return -EPROTO;
 	/* Truncated or resized since it was made. */
 	if (g->segment_size != tkz_segment_size(g->capacity, g->pages) ||
@@ -155,6 +155,7 @@ int tk__zone_validate(const struct tkz_header *h, uint64_t size)
 			      .shards = h->shards,
 			      .pages = h->pages,
 			      .grace = h->grace,
+			      .flags = h->flags,
 			      .segment_size = h->segment_size,
 			      .window = h->window };
 	return tk__zone_check_geo(&g, size);

@@ -327,26 +327,32 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 		i->resets,    i->arena_size, i->blocks,	     i->arena_used,
 		i->corrupt,
 	};
+	const char *hash = i->siphash ? "siphash-1-3" : "aes-cmac";
 	size_t k, n = sizeof(v) / sizeof(v[0]);
 
 	if (strcmp(format, "json") == 0) {
 		printf("{\"zone\":\"%s\"", name);
 		for (k = 0; k < n; k++)
 			printf(",\"%s\":%" PRIu64, names[k], v[k]);
-		printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"}\n", i->uid,
-		       i->gid, i->mode);
+		printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\","
+		       "\"key_hash\":\"%s\"}\n",
+		       i->uid, i->gid, i->mode, hash);
 		return;
 	}
 	if (strcmp(format, "prometheus") == 0) {
 		for (k = 0; k < n; k++)
 			printf("throttlekit_zone_%s{zone=\"%s\"} %" PRIu64 "\n",
 			       names[k], name, v[k]);
+		printf("throttlekit_zone_key_hash{zone=\"%s\",key_hash=\"%s\"} "
+		       "1\n",
+		       name, hash);
 		return;
 	}
 	printf("zone=%s\n", name);
 	for (k = 0; k < n; k++)
 		printf("%s=%" PRIu64 "\n", names[k], v[k]);
-	printf("uid=%u\ngid=%u\nmode=%04o\n", i->uid, i->gid, i->mode);
+	printf("uid=%u\ngid=%u\nmode=%04o\nkey_hash=%s\n", i->uid, i->gid,
+	       i->mode, hash);
 }
 
 /* info and stats: the same output under two names. */

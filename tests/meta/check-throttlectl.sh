@@ -305,11 +305,21 @@ expect 0 "" "$ctl" info z
 for kv in capacity=256 keys=1 checks=4 denies=2 mode=0640; do
 	grep -qx "$kv" "$tmp/out" || failed "info lacks $kv"
 done
+# The key hash the creator chose: AES-CMAC only with AES-NI (x86-64).
+hash=siphash-1-3
+if [ "$(uname -m)" = x86_64 ] && grep -qw aes /proc/cpuinfo &&
+	grep -qw sse4_1 /proc/cpuinfo; then
+	hash=aes-cmac
+fi
+tail -n 1 "$tmp/out" | grep -qx "key_hash=$hash" || failed "info key_hash"
 expect 0 "" "$ctl" stats z --json
 grep -q '^{"zone":"z","capacity":256,' "$tmp/out" || failed "stats --json"
+grep -q "\"key_hash\":\"$hash\"}\$" "$tmp/out" || failed "stats --json key_hash"
 expect 0 "" "$ctl" stats z --prometheus
 grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
 	failed "stats --prometheus"
+grep -qx "throttlekit_zone_key_hash{zone=\"z\",key_hash=\"$hash\"} 1" \
+	"$tmp/out" || failed "stats --prometheus key_hash"
 expect 2 "usage: throttlectl stats NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" stats
 expect 2 "usage: throttlectl info NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" info
 expect 0 "" "$ctl" verify z

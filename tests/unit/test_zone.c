@@ -609,7 +609,7 @@ static void header_rewritten_under_us(void)
 /* Corrupt, truncated, foreign and other-version segments are refused. */
 static void test_bad_segments(void **state)
 {
-	uint32_t version = 3; /* the previous layout */
+	uint32_t version = 4; /* the previous layout */
 	uint64_t junk = 0x1234;
 	uint8_t flip;
 	char path[256];
