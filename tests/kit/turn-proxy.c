@@ -8,6 +8,7 @@
  * turn.
  */
 #include "turn-proxy.h"
+#include "redis-kit.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -304,4 +305,12 @@ void turn_proxy_stop(struct turn_proxy *p)
 	free(p->buf);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+int turn_proxy_redis(struct redis_kit *kit, const char *password,
+		     struct turn_proxy **p)
+{
+	if (redis_kit_start(kit, password) != 0)
+		return -1;
+	return turn_proxy_start(p, kit->port);
 }

@@ -42,4 +42,10 @@ void turn_proxy_delay_replies(struct turn_proxy *p, unsigned int ms);
 /* Close every connection and the listener; join the thread. */
 void turn_proxy_stop(struct turn_proxy *p);
 
+struct redis_kit;
+/* A redis-server of the test's own (redis_kit_start(), @password or
+ * NULL) and a relay to it in *@p: 0, or -1. */
+int turn_proxy_redis(struct redis_kit *kit, const char *password,
+		     struct turn_proxy **p);
+
 #endif

@@ -91,8 +91,7 @@ static int group_setup(void **state)
 	(void)state;
 	if (!redis_kit_available())
 		return 0;
-	if (redis_kit_start(&kit, "s3cret") != 0 ||
-	    turn_proxy_start(&proxy, kit.port) != 0)
+	if (turn_proxy_redis(&kit, "s3cret", &proxy) != 0)
 		return -1;
 	if (!redis_cluster_available() ||
 	    redis_cluster_start(nodes, cluster_spec, sizeof(cluster_spec)))

@@ -48,8 +48,7 @@ static int group_setup(void **state)
 	(void)state;
 	if (!redis_kit_available())
 		return 0;
-	if (redis_kit_start(&kit, NULL) != 0 ||
-	    turn_proxy_start(&proxy, kit.port) != 0)
+	if (turn_proxy_redis(&kit, NULL, &proxy) != 0)
 		return -1;
 	return 0;
 }
