@@ -73,17 +73,16 @@ _Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
 	       "one meaning for a transition's result");
 
 /*
- * One keyed hash gives both: the fingerprint is its low 57 bits (and the
+ * One keyed hash gives both: the fingerprint is its low 56 bits (and the
  * shape of the state: its kind and algorithm @alg), the position a
  * bijective mix of all 64 (so two keys that share a window still differ
- * in ~57 fingerprint bits, and positions stay as secret as the hash).
- * The mix is MurmurHash3's fmix64 finaliser.
+ * in ~56 fingerprint bits, and positions stay as secret as the hash).
  */
 static inline __attribute__((always_inline)) void
 key_of(const struct shm_store *s, const unsigned char *key, size_t len,
        int block, uint32_t alg, struct tk__zone_key *k)
 {
-	uint64_t h = tk__keyhash_fast(&s->kh, key, len), m = h;
+	uint64_t h = tk__keyhash_fast(&s->kh, key, len);
 
 	k->fp = h & TKZ_FP_KEY;
 	if (k->fp == 0)
@@ -91,12 +90,7 @@ key_of(const struct shm_store *s, const unsigned char *key, size_t len,
 	k->fp |= (uint64_t)alg << TKZ_FP_ALG_SHIFT;
 	if (block)
 		k->fp |= TKZ_FP_BLOCK;
-	m ^= m >> 33;
-	m *= UINT64_C(0xff51afd7ed558ccd);
-	m ^= m >> 33;
-	m *= UINT64_C(0xc4ceb9fe1a85ec53);
-	m ^= m >> 33;
-	k->pos = m;
+	k->pos = tk__zone_mix(h);
 }
 
 /* Under a guard (tk__zone_run()), as everything below that touches the

@@ -213,7 +213,8 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 		return 0;
 	s = &tk__zone_slots(z)[slot];
 	tkz_read(s->w, &w0, &w1);
-	if (tkz_state(w0) != TKZ_MEM || w1 != tkz_ref(cell, gen_of(h0)))
+	if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0) ||
+	    w1 != tkz_ref(cell, gen_of(h0)))
 		return 0;
 	if (tk__blk_read(z, s, w0, w1, NULL, 0, &exp) < 0)
 		return 0;
@@ -467,6 +468,10 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 
 	if (k < 0)
 		return k;
+	/* A table that has grown takes no new state (its arena may be
+	 * full, and pressing would evict a key not moved yet). */
+	if (tk__zone_next(z))
+		return -EXDEV;
 	/* Again only if a page was taken from under us. */
 	for (round = 0; round < 4; round++) {
 		if (visit(z, k, mark, bind, now, 0, b) == 0)
@@ -479,6 +484,10 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		if (rc == -ENOSPC)
 			break;
 	}
+	/* A private table that may grow grows rather than evict. */
+	rc = tk__zone_when_full(z);
+	if (rc)
+		return rc;
 	for (pass = 1; pass <= 3; pass++)
 		if (visit(z, k, mark, bind, now, pass, b) == 0)
 			return 0;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 5
+#define TKZ_VERSION 6
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -115,7 +115,8 @@ _Static_assert(sizeof(struct tkz_header) == TKZ_HEADER_SIZE, "layout");
 
 /*
  * A slot: w0 = state (2 bits) | ref (1 bit) | fingerprint (61 bits: the
- * shape of the key's state, 4 bits, and 57 bits of hash naming the key),
+ * shape of the key's state, 4 bits, the frozen bit, and 56 bits of hash
+ * naming the key),
  * w1 = the state word or a block reference (MEM), or a ticket (INS, COL).
  * 16-byte aligned: the 16-byte CAS faults on anything less.
  */
@@ -143,7 +144,15 @@ _Static_assert(TKZ_HEADER_SIZE % 16 == 0, "slots are 16-byte aligned");
 #define TKZ_FP_ALG_SHIFT 57
 #define TKZ_FP_ALG_MASK (UINT64_C(7) << TKZ_FP_ALG_SHIFT)
 #define TKZ_FP_SHAPE (TKZ_FP_BLOCK | TKZ_FP_ALG_MASK)
-#define TKZ_FP_KEY ((UINT64_C(1) << TKZ_FP_ALG_SHIFT) - 1)
+/*
+ * Bit 56 is never part of a key: it marks a slot FROZEN, one whose value
+ * no one may change again.  Only a private table that grows (grow.c)
+ * freezes slots, as it moves their keys to its successor; a frozen slot
+ * matches no key (tkz_same_key() compares the bit too) and is not EMPTY.
+ * In a zone the bit is never set: a slot that has it is a violation.
+ */
+#define TKZ_FROZEN (UINT64_C(1) << 56)
+#define TKZ_FP_KEY (TKZ_FROZEN - 1)
 /* A state word w (TAT, departure, packed window) has expired by
  * w | TKZ_WORD_SLACK: reclaimers judge words by that. */
 #define TKZ_WORD_SLACK ((UINT64_C(1) << 24) - 1)
@@ -158,10 +167,16 @@ static inline uint64_t tkz_fp(uint64_t w0)
 	return w0 & TKZ_FP_MASK;
 }
 
-/* Do fingerprints @a and @b name one key (whatever its shape)? */
+/* Do fingerprints @a and @b name one key (whatever its shape), neither
+ * frozen? */
 static inline int tkz_same_key(uint64_t a, uint64_t b)
 {
-	return ((a ^ b) & TKZ_FP_KEY) == 0;
+	return ((a ^ b) & (TKZ_FP_KEY | TKZ_FROZEN)) == 0;
+}
+
+static inline int tkz_frozen(uint64_t w0)
+{
+	return (w0 & TKZ_FROZEN) != 0;
 }
 
 static inline uint64_t tkz_fp_alg(uint64_t fp)

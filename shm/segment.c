@@ -51,6 +51,11 @@ struct tk__zone {
 	int broken; /* 1 once a fault showed the file truncated (ck_pr) */
 	struct tkz_header *h;
 	struct tkz_slot *slots;
+	struct tk__zone *next, *old; /* see struct tk__zone_head */
+	int may_grow;
+	uint64_t move_cursor, move_done;
+	uint8_t *moved;
+	int retired;
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
@@ -68,7 +73,15 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, h) ==
 			       offsetof(struct tk__zone_head, h) &&
 		       offsetof(struct tk__zone, slots) ==
-			       offsetof(struct tk__zone_head, slots),
+			       offsetof(struct tk__zone_head, slots) &&
+		       offsetof(struct tk__zone, next) ==
+			       offsetof(struct tk__zone_head, next) &&
+		       offsetof(struct tk__zone, old) ==
+			       offsetof(struct tk__zone_head, old) &&
+		       offsetof(struct tk__zone, may_grow) ==
+			       offsetof(struct tk__zone_head, may_grow) &&
+		       offsetof(struct tk__zone, retired) ==
+			       offsetof(struct tk__zone_head, retired),
 	       "struct tk__zone_head");
 
 static const char *zone_dir(void)
@@ -436,6 +449,15 @@ static int read_header(void *ctx)
 	return rc;
 }
 
+/* Where the slots, page table and cells of mapped zone @z are. */
+static void lay_out(struct tk__zone *z)
+{
+	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
+	z->pagetable = (uint64_t *)(z->slots + z->geo.capacity);
+	z->cells = (struct tkz_cell *)((char *)z->pagetable +
+				       tkz_pagetable_size(z->geo.pages));
+}
+
 static int map_zone(struct tk__zone *z, int fd,
 		    const struct tk__zone_config *cfg)
 {
@@ -474,10 +496,7 @@ static int map_zone(struct tk__zone *z, int fd,
 		return rc;
 	}
 	advise_huge(z->base, z->size);
-	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
-	z->pagetable = (uint64_t *)(z->slots + z->geo.capacity);
-	z->cells = (struct tkz_cell *)((char *)z->pagetable +
-				       tkz_pagetable_size(z->geo.pages));
+	lay_out(z);
 	return 0;
 }
 
@@ -530,6 +549,48 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 		free(z);
 		return rc ? rc : -EIO;
 	}
+	*out = z;
+	return 0;
+}
+
+int tk__zone_private(struct tk__zone **out, const struct tk__zone_config *cfg,
+		     const uint64_t seed[2])
+{
+	uint64_t capacity = cfg->capacity ? cfg->capacity : DEFAULT_CAPACITY;
+	uint64_t pages = arena_pages(cfg, capacity);
+	struct tk__zone *z;
+	int rc;
+
+	if (!power_of_two(capacity) || capacity < TKZ_CAPACITY_MIN ||
+	    capacity > TKZ_CAPACITY_MAX || !pages)
+		return -EINVAL;
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	z->size = tkz_segment_size(capacity, pages);
+	/* Anonymous pages are zero, and a zero slot is EMPTY; untouched
+	 * ones cost nothing. */
+	z->base = mmap(NULL, z->size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (z->base == MAP_FAILED) {
+		free(z);
+		return -ENOMEM;
+	}
+	z->h = z->base;
+	z->h->seed[0] = seed[0];
+	z->h->seed[1] = seed[1];
+	fill_header(z->h, cfg, capacity, pages);
+	rc = read_header(z);
+	if (rc) {
+		munmap(z->base, z->size);
+		free(z);
+		return rc;
+	}
+	advise_huge(z->base, z->size);
+	lay_out(z);
+	z->uid = (uint32_t)getuid();
+	z->gid = (uint32_t)getgid();
+	z->mode = 0600;
 	*out = z;
 	return 0;
 }

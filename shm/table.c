@@ -151,6 +151,10 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 			     v.w1[v.ins[i]]))
 			return;
 	}
+	/* A growth started: keys are inserted in the successor only (a
+	 * commit here could land after the growth moved the key). */
+	if (tk__zone_next(z))
+		return;
 	/* Committed "no state yet" and not referenced: a key earns its
 	 * second chance by a second use (see tkz_referenced()).  A block key's
 	 * "no state" keeps the unique ticket (claims of blocks are bound to
@@ -210,6 +214,8 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 
 	tkz_read_slot(s, &w0, &w1);
 	st = tkz_state(w0);
+	if (tkz_frozen(w0))
+		return 0;
 	if (st == TKZ_COL)
 		return tkz_cas_slot(s, w0, w1, 0, 0);
 	if (st == TKZ_MEM && tkz_slot_desc(w0, w1))
@@ -240,7 +246,7 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t now)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
-	int i, pass, freed = 0;
+	int i, pass, freed = 0, rc;
 	uint64_t w0, w1;
 
 	for (i = 0; i < CANDIDATES; i++) {
@@ -251,6 +257,9 @@ static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t now)
 	}
 	if (freed)
 		return 0;
+	rc = tk__zone_when_full(z);
+	if (rc)
+		return rc;
 	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
 		return -ENOSPC;
 	/* Second chance: evict a key not used since it was last spared;
@@ -258,7 +267,7 @@ static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t now)
 	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < CANDIDATES; i++) {
 			tkz_read_slot(&slots[tkz_at(c, i)], &w0, &w1);
-			if (tkz_state(w0) != TKZ_MEM)
+			if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0))
 				continue;
 			if (tkz_slot_desc(w0, w1)) {
 				/* Complete it first; judge it next time. */
@@ -358,7 +367,9 @@ static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
  * No slot holds @k: get it one (@v is the scan that found none).  Returns
  * STEPPED to look again at once (it freed a slot, or committed or helped
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
- * the empty slot first), or -ENOSPC.
+ * the empty slot first), -ENOSPC, or for a private table that grows
+ * -EOVERFLOW (its windows are full: grow it) and -EXDEV (it has grown:
+ * insert in its successor).
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,
@@ -368,6 +379,8 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 	uint64_t ticket;
 	int rc;
 
+	if (tk__zone_next(z))
+		return -EXDEV;
 	if (v->n_ins > 0) {
 		settle(z, c, k->fp, v, -1, 0);
 		return STEPPED;
@@ -603,6 +616,12 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
 		tkz_read_slot(&slots[i], &w0, &w1);
 		st = tkz_state(w0);
+		if (tkz_frozen(w0)) {
+			/* Only a table that has grown freezes slots, and
+			 * nothing looks at it any more. */
+			c->violations++;
+			continue;
+		}
 		if (st == TKZ_EMPTY) {
 			c->empty++;
 			if (w0 || w1)
@@ -631,7 +650,7 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 	}
 	/* No key in two slots, whatever their shapes: a key's bits are MEM
 	 * at most once per shard (distinct keys share them with probability
-	 * about 2^-57). */
+	 * about 2^-56). */
 	qsort(keys, n, sizeof(*keys), by_key);
 	for (i = 1; i < n; i++)
 		if (keys[i][0] == keys[i - 1][0] &&
@@ -653,7 +672,7 @@ int tk__zone_walk(struct tk__zone *z,
 
 	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
 		tkz_read_slot(&slots[i], &w0, &w1);
-		if (tkz_state(w0) != TKZ_MEM)
+		if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0))
 			continue;
 		rc = fn(ctx, i, tkz_fp(w0), w1);
 		if (rc)

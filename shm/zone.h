@@ -47,6 +47,14 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags);
 void tk__zone_detach(struct tk__zone *z);
 /*
+ * A private table: a zone's layout in this process's anonymous memory,
+ * for its threads only, keys hashed under @seed.  No file, no name, no
+ * trust rules.  0, -EINVAL (capacity), -ENOMEM.  Freed by
+ * tk__zone_detach().
+ */
+int tk__zone_private(struct tk__zone **out, const struct tk__zone_config *cfg,
+		     const uint64_t seed[2]);
+/*
  * May an open with @cfg share @z: is its file still the one its name
  * leads to (not destroyed, replaced, nor TK_SHM_DIR changed), and do the
  * trust rules with @cfg accept it now?  1 or 0.  If not, @z's users keep
@@ -90,6 +98,18 @@ struct tk__zone_head {
 	 * a fault maps zero pages at the same addresses). */
 	struct tkz_header *h;
 	struct tkz_slot *slots;
+	/* A private table that grows (grow.c): its successor, set once
+	 * when a growth starts; its predecessor while that one's keys move
+	 * here; and whether full windows ask for a growth.  A zone has
+	 * none of them. */
+	struct tk__zone *next;
+	struct tk__zone *old;
+	int may_grow;
+	/* While old's keys move here: chunks of old claimed, and done;
+	 * which are done; and whether old has been retired. */
+	uint64_t move_cursor, move_done;
+	uint8_t *moved;
+	int retired;
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
@@ -134,6 +154,30 @@ static inline void tk__zone_backoff(int lost)
 {
 	if (lost >= TK__ZONE_YIELD_FROM)
 		tk__zone_pause(lost);
+}
+
+static inline struct tk__zone *tk__zone_next(struct tk__zone *z)
+{
+	return ck_pr_load_ptr(&((struct tk__zone_head *)(void *)z)->next);
+}
+
+static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
+{
+	return ck_pr_load_ptr(&((struct tk__zone_head *)(void *)z)->old);
+}
+
+/*
+ * What a full table does instead of evicting: 0 (evict), -EOVERFLOW
+ * (grow it: a private table below its largest size), or -EXDEV (it has
+ * grown: go to its successor).  A table that may grow never evicts, so
+ * no key is evicted while it moves; the flag is set at creation and never
+ * changes.
+ */
+static inline int tk__zone_when_full(struct tk__zone *z)
+{
+	if (!((struct tk__zone_head *)(void *)z)->may_grow)
+		return 0;
+	return tk__zone_next(z) ? -EXDEV : -EOVERFLOW;
 }
 
 /* Has a fault shown the zone's file truncated?  Then the mapping holds
@@ -305,5 +349,48 @@ int tk__desc_valid(struct tk__zone *z, uint64_t dref);
 /* May descriptor block @cell, read as {@h0, @h1}, be released? */
 int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
 		     uint64_t h1);
+
+/*
+ * grow.c: a private table that grows.  Its keys' positions derive from
+ * their fingerprints (tk__table_pos()), so that a key moves to a larger
+ * table without its hash; a key's fingerprint never has TKZ_FROZEN.  The
+ * operations below set k->pos themselves.
+ */
+struct tk__table;
+
+/* A bijective mix of 64 bits: MurmurHash3's fmix64 finaliser. */
+static inline uint64_t tk__zone_mix(uint64_t m)
+{
+	m ^= m >> 33;
+	m *= UINT64_C(0xff51afd7ed558ccd);
+	m ^= m >> 33;
+	m *= UINT64_C(0xc4ceb9fe1a85ec53);
+	m ^= m >> 33;
+	return m;
+}
+
+/* Position of a key of fingerprint @fp: a mix of its key bits. */
+static inline uint64_t tk__table_pos(uint64_t fp)
+{
+	return tk__zone_mix(fp & TKZ_FP_KEY);
+}
+
+/* A table of @cfg->capacity slots (and @cfg->arena bytes of blocks, in
+ * that proportion as it grows) that doubles up to @max_capacity slots,
+ * and evicts beyond.  0, -EINVAL, -ENOMEM. */
+int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
+		  uint64_t max_capacity, const uint64_t seed[2]);
+void tk__table_free(struct tk__table *t);
+/* The newest table: where keys are inserted (census, walk, sweeps). */
+struct tk__zone *tk__table_zone(struct tk__table *t);
+uint64_t tk__table_growths(struct tk__table *t);
+/* As tk__zone_apply(), _apply_multi() and _reset(), on the table. */
+int tk__table_apply(struct tk__table *t, const struct tk__zone_key *k,
+		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
+int tk__table_reset(struct tk__table *t, const struct tk__zone_key *k,
+		    uint64_t now);
+int tk__table_apply_multi(struct tk__table *t, size_t n,
+			  const struct tk__zone_key *k, const uint32_t *words,
+			  uint64_t now, tk__zone_multi_fn fn, void *ctx);
 
 #endif /* TK_SHM_ZONE_H */

@@ -1,0 +1,499 @@
+/*
+ * grow.c - a private table that grows (docs/shm-protocol.md, "Growing a
+ * private table"; tests/model/grow.pml).
+ *
+ * The zone's slot table in one process's anonymous memory, for its
+ * threads.  When a key's windows are full and nothing there has expired,
+ * the table doubles instead of evicting: a successor is published as the
+ * table's next, and from then on keys are inserted in the successor only
+ * (table.c refuses to insert or commit in a table that has a next).
+ * Every key moves on its first use in the successor ("pull"), and the
+ * threads that use the successor move the rest, a chunk each, until the
+ * old table is empty.  A slot moves by being frozen (TKZ_FROZEN: no one
+ * changes it again) and its state copied, so an update of the old slot
+ * either lands before the freeze, and moves with it, or fails and goes
+ * to the successor.  Nobody waits for anybody.
+ *
+ * Old tables stay mapped until the table is freed: a thread may still
+ * read one it loaded before the growth, and frozen slots send it on.
+ * Their sizes halve, so together they are smaller than the newest.
+ */
+#include "word.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MOVE_CHUNK 64 /* slots a user of the successor moves per call */
+#define TABLES_MAX 40 /* 64 doubling up to 2^32 slots, and some */
+#define ROUNDS_MAX 64
+
+struct tk__table {
+	struct tk__zone *cur; /* ck_pr: where to start; see newest() */
+	struct tk__zone_config cfg;
+	uint64_t seed[2];
+	uint64_t max_capacity;
+	uint64_t arena_per_slot; /* bytes, 0: the default */
+	struct tk__zone *retired[TABLES_MAX];
+	uint64_t n_retired; /* ck_pr */
+	uint64_t growths;   /* ck_pr */
+};
+
+static struct tk__zone_head *head(struct tk__zone *z)
+{
+	return (struct tk__zone_head *)(void *)z;
+}
+
+/* A table and what it holds. */
+static void drop(struct tk__zone *z)
+{
+	free(head(z)->moved);
+	tk__zone_detach(z);
+}
+
+static struct tk__zone *make(struct tk__table *t, uint64_t capacity,
+			     struct tk__zone *old)
+{
+	struct tk__zone_config cfg = t->cfg;
+	struct tk__zone *z;
+
+	cfg.capacity = capacity;
+	cfg.arena = t->arena_per_slot * capacity;
+	if (tk__zone_private(&z, &cfg, t->seed) != 0)
+		return NULL;
+	head(z)->may_grow = capacity < t->max_capacity;
+	head(z)->old = old;
+	if (old) {
+		head(z)->moved =
+			calloc(tk__zone_geo(old)->capacity / MOVE_CHUNK, 1);
+		if (!head(z)->moved) {
+			drop(z);
+			return NULL;
+		}
+	}
+	return z;
+}
+
+int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
+		  uint64_t max_capacity, const uint64_t seed[2])
+{
+	struct tk__table *t;
+	uint64_t capacity = cfg->capacity;
+
+	if (capacity < TKZ_CAPACITY_MIN || (capacity & (capacity - 1)) ||
+	    max_capacity < capacity || (max_capacity & (max_capacity - 1)) ||
+	    max_capacity > TKZ_CAPACITY_MAX)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->cfg = *cfg;
+	t->seed[0] = seed[0];
+	t->seed[1] = seed[1];
+	t->max_capacity = max_capacity;
+	t->arena_per_slot = cfg->arena / capacity;
+	t->cur = make(t, capacity, NULL);
+	if (!t->cur) {
+		free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+void tk__table_free(struct tk__table *t)
+{
+	struct tk__zone *z, *next;
+	uint64_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->n_retired; i++)
+		drop(t->retired[i]);
+	for (z = t->cur; z; z = next) {
+		next = tk__zone_next(z);
+		drop(z);
+	}
+	free(t);
+}
+
+/* Where keys are inserted: the end of the chain of successors. */
+static struct tk__zone *newest(struct tk__table *t)
+{
+	struct tk__zone *z = ck_pr_load_ptr(&t->cur), *n;
+
+	while ((n = tk__zone_next(z)) != NULL)
+		z = n;
+	return z;
+}
+
+struct tk__zone *tk__table_zone(struct tk__table *t)
+{
+	return newest(t);
+}
+
+uint64_t tk__table_growths(struct tk__table *t)
+{
+	return ck_pr_load_64(&t->growths);
+}
+
+/* Freeze slot @idx of @z; its frozen value in @out.  A multi-key update
+ * that holds the slot is completed first, so no frozen slot names one. */
+static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
+{
+	struct tkz_slot *s = &tk__zone_slots(z)[idx];
+	uint64_t w0, w1, n0, n1;
+
+	for (;;) {
+		/* w1 is read after w0: if w0 is frozen, so is w1. */
+		tkz_read_slot(s, &w0, &w1);
+		if (tkz_frozen(w0))
+			break;
+		if (tkz_state(w0) == TKZ_MEM && tkz_slot_desc(w0, w1) &&
+		    tk__desc_help(z, w1, idx) == 0)
+			continue;
+		/* An INS or COL carries no state: an unfinished insert is
+		 * dropped, and its inserter goes to the successor. */
+		n0 = tkz_state(w0) == TKZ_MEM ? w0 | TKZ_FROZEN : TKZ_FROZEN;
+		n1 = tkz_state(w0) == TKZ_MEM ? w1 : 0;
+		if (tkz_cas_slot(s, w0, w1, n0, n1)) {
+			w0 = n0;
+			w1 = n1;
+			break;
+		}
+	}
+	out[0] = w0;
+	out[1] = w1;
+}
+
+struct import {
+	const uint64_t *words;
+	uint32_t n;
+	uint64_t expires;
+	struct tkz_slot *from; /* the frozen slot, and its value */
+	uint64_t w0, w1;
+};
+
+/*
+ * A moved state is written where the successor has none, and never over
+ * one it has: that one is newer.  Nor once a reset has marked its frozen
+ * slot gone (see tk__table_reset()): this runs again before every CAS in
+ * the successor, after the read that CAS compares with, so a reset that
+ * dropped the key after marking is never undone.
+ */
+static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
+		     uint64_t *expires)
+{
+	const struct import *im = ctx;
+
+	if (old || ck_pr_load_64(&im->from->w[0]) != im->w0)
+		return TK__ZONE_KEEP;
+	memcpy(next, im->words, im->n * sizeof(uint64_t));
+	*expires = im->expires;
+	return TK__ZONE_PERSIST;
+}
+
+/* Copy the state of frozen slot @idx of @oz, {@w0, @w1}, to @nz. */
+static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
+		  uint64_t w0, uint64_t w1, uint64_t now)
+{
+	uint64_t words[TKZ_STATE_WORDS_MAX];
+	struct tk__zone_key k;
+	struct import im = { words, 1, 0, &tk__zone_slots(oz)[idx], w0, w1 };
+	int rc;
+
+	/* The key keeps the shape its state has, whatever the puller's. */
+	k.fp = tkz_fp(w0) & ~TKZ_FROZEN;
+	k.pos = tk__table_pos(k.fp);
+	if (w0 & TKZ_FP_BLOCK) {
+		rc = tk__blk_read(oz, &tk__zone_slots(oz)[idx], w0, w1, words,
+				  TKZ_STATE_WORDS_MAX, &im.expires);
+		if (rc <= 0)
+			return 0; /* a broken reference: nothing to move */
+		im.n = (uint32_t)rc;
+	} else {
+		words[0] = w1;
+	}
+	rc = tk__zone_apply(nz, &k, now, im.n, import_fn, &im);
+	/* No room even by eviction: the state is lost, as if evicted. */
+	return rc == -ENOSPC ? 0 : rc < 0 ? rc : 0;
+}
+
+/*
+ * Before anything touches @k in @nz while its predecessor's keys move:
+ * if @nz has no state of @k, freeze every candidate of @k in the
+ * predecessor (an insert of @k there that read no next before the growth
+ * may still be on its way to a commit: the freeze makes it fail), then
+ * copy the state found, if any.
+ */
+static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now)
+{
+	struct tk__zone *oz = tk__zone_old(nz);
+	uint64_t idx, w0, w1, v[2], at = 0, fw0 = 0, fw1 = 0;
+	struct tkz_cand c;
+	int i, rc;
+
+	if (!oz)
+		return 0;
+	rc = tk__zone_locate(nz, k, now, 0, &idx, &w0, &w1);
+	if ((rc == 0 && tkz_has_state(w0, w1)) || rc == -EPROTO)
+		return 0; /* here already (another shape: the caller says so) */
+	if (rc && rc != -ENOENT)
+		return rc;
+	tkz_candidates(oz, k, &c);
+	for (i = 0; i < TKZ_CANDIDATES; i++) {
+		freeze(oz, tkz_at(&c, i), v);
+		if (!fw0 && tkz_state(v[0]) == TKZ_MEM &&
+		    tkz_same_key(v[0] & ~TKZ_FROZEN, k->fp)) {
+			at = tkz_at(&c, i);
+			fw0 = v[0];
+			fw1 = v[1];
+		}
+	}
+	if (!fw0 || !tkz_has_state(fw0, fw1))
+		return 0;
+	return import(nz, oz, at, fw0, fw1, now);
+}
+
+/*
+ * The end of a growth, once every chunk is moved: the successor becomes
+ * where lookups start, the predecessor is retired, and only then does the
+ * successor lose its old (a growth of it may start then, and a reset
+ * looks for the predecessor among the retired).  Anyone may run it, as
+ * often as they like: the thread that moved the last chunk may stall
+ * before it.
+ */
+static void complete(struct tk__table *t, struct tk__zone *nz,
+		     struct tk__zone *oz)
+{
+	uint64_t chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK, i;
+
+	if (ck_pr_load_64(&head(nz)->move_done) != chunks)
+		return;
+	ck_pr_cas_ptr(&t->cur, oz, nz);
+	if (ck_pr_cas_int(&head(nz)->retired, 0, 1)) {
+		i = ck_pr_faa_64(&t->n_retired, 1);
+		ck_pr_store_ptr(&t->retired[i], oz);
+	}
+	ck_pr_fence_store();
+	ck_pr_store_ptr(&head(nz)->old, NULL);
+}
+
+/*
+ * Move chunk @chunk of @nz's predecessor @oz.  Moving is idempotent (a
+ * pulled key is not pulled again, a frozen slot stays as it is), so a
+ * chunk whose mover stalls is moved again by whoever needs it done.
+ */
+static void move_chunk(struct tk__table *t, struct tk__zone *nz,
+		       struct tk__zone *oz, uint64_t chunk, uint64_t now)
+{
+	uint64_t chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK;
+	uint64_t i, w0, w1, v[2];
+	struct tk__zone_key k;
+	int failed = 0;
+
+	for (i = chunk * MOVE_CHUNK; i < (chunk + 1) * MOVE_CHUNK; i++) {
+		tkz_read_slot(&tk__zone_slots(oz)[i], &w0, &w1);
+		if (tkz_state(w0) == TKZ_MEM) {
+			k.fp = tkz_fp(w0) & ~TKZ_FROZEN;
+			k.pos = tk__table_pos(k.fp);
+			/* A state that found no room stays frozen here, and
+			 * the chunk is moved again later. */
+			failed |= pull(nz, &k, now) != 0;
+		}
+		freeze(oz, i, v);
+	}
+	if (!failed && ck_pr_cas_8(&head(nz)->moved[chunk], 0, 1) &&
+	    ck_pr_faa_64(&head(nz)->move_done, 1) + 1 == chunks)
+		complete(t, nz, oz);
+}
+
+/*
+ * Move the next chunk of @nz's predecessor nobody has taken, or once all
+ * are taken, one not done yet (its mover may be stalled): every use of
+ * @nz moves a chunk, so a growth of C slots ends within about C / 32
+ * uses, and @nz, twice as large, never fills with new keys before.
+ */
+static void move_some(struct tk__table *t, struct tk__zone *nz, uint64_t now)
+{
+	struct tk__zone *oz = tk__zone_old(nz);
+	uint64_t chunk, chunks;
+
+	if (!oz)
+		return;
+	chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK;
+	chunk = ck_pr_faa_64(&head(nz)->move_cursor, 1);
+	if (chunk >= chunks)
+		for (chunk = chunk % chunks; chunk < chunks; chunk++)
+			if (!ck_pr_load_8(&head(nz)->moved[chunk]))
+				break;
+	if (chunk < chunks)
+		move_chunk(t, nz, oz, chunk, now);
+	else
+		complete(t, nz, oz);
+}
+
+/* @nz is full while its predecessor's keys move: move what is not done
+ * yet, whoever took it, so that @nz may grow. */
+static void move_all(struct tk__table *t, struct tk__zone *nz, uint64_t now)
+{
+	struct tk__zone *oz = tk__zone_old(nz);
+	uint64_t chunk, chunks;
+
+	if (!oz)
+		return;
+	chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK;
+	for (chunk = 0; chunk < chunks; chunk++)
+		if (!ck_pr_load_8(&head(nz)->moved[chunk]))
+			move_chunk(t, nz, oz, chunk, now);
+	complete(t, nz, oz);
+}
+
+/* @z is full: publish a successor of twice its size.  0, or -ENOMEM
+ * (the caller's apply fails: @z never evicts, see tk__zone_when_full()). */
+static int grow(struct tk__table *t, struct tk__zone *z)
+{
+	uint64_t capacity = tk__zone_geo(z)->capacity * 2;
+	struct tk__zone *nz = make(t, capacity, z);
+
+	if (!nz)
+		return -ENOMEM;
+	/* Published whole: its old before its discovery. */
+	ck_pr_fence_store();
+	if (ck_pr_cas_ptr(&head(z)->next, NULL, nz))
+		ck_pr_inc_64(&t->growths);
+	else
+		drop(nz);
+	return 0;
+}
+
+/*
+ * The table to run an operation of @k on: the newest, with @k moved to
+ * it if its predecessor's keys are moving, and a chunk of them moved.
+ */
+static struct tk__zone *ready(struct tk__table *t, const struct tk__zone_key *k,
+			      uint64_t now, int *rc)
+{
+	struct tk__zone *z = newest(t);
+
+	*rc = 0;
+	if (tk__zone_old(z)) {
+		move_some(t, z, now);
+		*rc = pull(z, k, now);
+	}
+	return z;
+}
+
+/* After an operation on @z at @now said *@rc: look again (1), or stop
+ * with *@rc (0). */
+static int again(struct tk__table *t, struct tk__zone *z, uint64_t now, int *rc)
+{
+	if (*rc != -EOVERFLOW)
+		return *rc == -EXDEV;
+	if (tk__zone_old(z)) {
+		move_all(t, z, now);
+		return 1;
+	}
+	*rc = grow(t, z);
+	return *rc == 0;
+}
+
+int tk__table_apply(struct tk__table *t, const struct tk__zone_key *key,
+		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
+{
+	struct tk__zone_key k = { key->fp, tk__table_pos(key->fp) };
+	struct tk__zone *z;
+	int round, rc = -EIO;
+
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		z = ready(t, &k, now, &rc);
+		if (rc == 0)
+			rc = tk__zone_apply(z, &k, now, words, fn, ctx);
+		if (!again(t, z, now, &rc))
+			return rc;
+	}
+	return -EIO;
+}
+
+int tk__table_apply_multi(struct tk__table *t, size_t n,
+			  const struct tk__zone_key *key, const uint32_t *words,
+			  uint64_t now, tk__zone_multi_fn fn, void *ctx)
+{
+	struct tk__zone_key k[TK__ZONE_MULTI_MAX];
+	struct tk__zone *z;
+	int round, rc = -EIO;
+	size_t i;
+
+	if (n > TK__ZONE_MULTI_MAX)
+		return -E2BIG;
+	for (i = 0; i < n; i++) {
+		k[i].fp = key[i].fp;
+		k[i].pos = tk__table_pos(key[i].fp);
+	}
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		z = ready(t, &k[0], now, &rc);
+		for (i = 1; i < n && rc == 0 && tk__zone_old(z); i++)
+			rc = pull(z, &k[i], now);
+		if (rc == 0)
+			rc = tk__zone_apply_multi(z, n, k, words, now, fn, ctx);
+		if (!again(t, z, now, &rc))
+			return rc;
+	}
+	return -EIO;
+}
+
+/*
+ * The one change of a frozen slot: a reset marks @k's frozen state in
+ * @oz gone ({FROZEN, 0}, as a frozen EMPTY), so that no move in flight
+ * brings it back after the reset (import_fn()).
+ */
+static void forget(struct tk__zone *oz, const struct tk__zone_key *k)
+{
+	struct tkz_slot *slots = tk__zone_slots(oz);
+	struct tkz_cand c;
+	uint64_t w0, w1;
+	int i;
+
+	tkz_candidates(oz, k, &c);
+	for (i = 0; i < TKZ_CANDIDATES; i++) {
+		tkz_read_slot(&slots[tkz_at(&c, i)], &w0, &w1);
+		if (tkz_frozen(w0) && tkz_state(w0) == TKZ_MEM &&
+		    tkz_same_key(w0 & ~TKZ_FROZEN, k->fp))
+			tkz_cas_slot(&slots[tkz_at(&c, i)], w0, w1, TKZ_FROZEN,
+				     0);
+	}
+}
+
+/* The table the newest's keys came from, if any: the one moving now, or
+ * else the last one moved (a pull of it may still be in flight). */
+static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
+{
+	struct tk__zone *oz = tk__zone_old(z);
+	uint64_t n = ck_pr_load_64(&t->n_retired);
+
+	if (oz || n == 0)
+		return oz;
+	oz = ck_pr_load_ptr(&t->retired[n - 1]);
+	return oz && tk__zone_next(oz) == z ? oz : NULL;
+}
+
+int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
+		    uint64_t now)
+{
+	struct tk__zone_key k = { key->fp, tk__table_pos(key->fp) };
+	struct tk__zone *z, *oz;
+	int round, rc = -EIO;
+
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		/* Pulled first, then its frozen state marked gone, then
+		 * dropped: no move brings the old state back after it. */
+		z = ready(t, &k, now, &rc);
+		oz = source(t, z);
+		if (rc == 0 && oz)
+			forget(oz, &k);
+		if (rc == 0)
+			rc = tk__zone_reset(z, &k);
+		if (!again(t, z, now, &rc))
+			return rc;
+	}
+	return -EIO;
+}
