@@ -119,7 +119,7 @@ void tk__table_free(struct tk__table *t)
 /* Where keys are inserted: the end of the chain of successors. */
 static struct tk__zone *newest(struct tk__table *t)
 {
-	struct tk__zone *z = ck_pr_load_ptr(&t->cur), *n;
+	struct tk__zone *z = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), *n;
 
 	while ((n = tk__zone_next(z)) != NULL)
 		z = n;
@@ -266,16 +266,17 @@ static void complete(struct tk__table *t, struct tk__zone *nz,
 		     struct tk__zone *oz)
 {
 	uint64_t chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK, i;
+	struct tk__zone *expect = oz;
 
 	if (ck_pr_load_64(&head(nz)->move_done) != chunks)
 		return;
-	ck_pr_cas_ptr(&t->cur, oz, nz);
+	__atomic_compare_exchange_n(&t->cur, &expect, nz, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
 	if (ck_pr_cas_int(&head(nz)->retired, 0, 1)) {
 		i = ck_pr_faa_64(&t->n_retired, 1);
-		ck_pr_store_ptr(&t->retired[i], oz);
+		__atomic_store_n(&t->retired[i], oz, __ATOMIC_RELEASE);
 	}
-	ck_pr_fence_store();
-	ck_pr_store_ptr(&head(nz)->old, NULL);
+	__atomic_store_n(&head(nz)->old, NULL, __ATOMIC_RELEASE);
 }
 
 /*
@@ -353,13 +354,13 @@ static void move_all(struct tk__table *t, struct tk__zone *nz, uint64_t now)
 static int grow(struct tk__table *t, struct tk__zone *z)
 {
 	uint64_t capacity = tk__zone_geo(z)->capacity * 2;
-	struct tk__zone *nz = make(t, capacity, z);
+	struct tk__zone *nz = make(t, capacity, z), *none = NULL;
 
 	if (!nz)
 		return -ENOMEM;
-	/* Published whole: its old before its discovery. */
-	ck_pr_fence_store();
-	if (ck_pr_cas_ptr(&head(z)->next, NULL, nz))
+	/* Published whole (release): its old before its discovery. */
+	if (__atomic_compare_exchange_n(&head(z)->next, &none, nz, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		ck_pr_inc_64(&t->growths);
 	else
 		drop(nz);
@@ -472,7 +473,7 @@ static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
 
 	if (oz || n == 0)
 		return oz;
-	oz = ck_pr_load_ptr(&t->retired[n - 1]);
+	oz = __atomic_load_n(&t->retired[n - 1], __ATOMIC_ACQUIRE);
 	return oz && tk__zone_next(oz) == z ? oz : NULL;
 }
 

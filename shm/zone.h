@@ -102,8 +102,8 @@ struct tk__zone_head {
 	 * when a growth starts; its predecessor while that one's keys move
 	 * here; and whether full windows ask for a growth.  A zone has
 	 * none of them. */
-	struct tk__zone *next;
-	struct tk__zone *old;
+	struct tk__zone *next; /* __atomic, acquire and release (not ck_pr: */
+	struct tk__zone *old;  /* ThreadSanitizer sees what they publish) */
 	int may_grow;
 	/* While old's keys move here: chunks of old claimed, and done;
 	 * which are done; and whether old has been retired. */
@@ -158,12 +158,14 @@ static inline void tk__zone_backoff(int lost)
 
 static inline struct tk__zone *tk__zone_next(struct tk__zone *z)
 {
-	return ck_pr_load_ptr(&((struct tk__zone_head *)(void *)z)->next);
+	return __atomic_load_n(&((struct tk__zone_head *)(void *)z)->next,
+			       __ATOMIC_ACQUIRE);
 }
 
 static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
 {
-	return ck_pr_load_ptr(&((struct tk__zone_head *)(void *)z)->old);
+	return __atomic_load_n(&((struct tk__zone_head *)(void *)z)->old,
+			       __ATOMIC_ACQUIRE);
 }
 
 /*
