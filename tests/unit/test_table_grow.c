@@ -284,6 +284,93 @@ static void threads_admit_exactly_block(void **state)
 }
 
 /*
+ * One atomic step over two block keys (a composite's dimensions, shm/
+ * mcas.c) while the table grows: both count up together or neither does,
+ * so each pair admits exactly LIMIT and its two states agree.
+ */
+static int pair_fn(void *ctx, const uint64_t *const *old, uint64_t *const *next,
+		   int *persist, uint64_t *expires)
+{
+	uint64_t *seen = ctx, n[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		n[i] = old[i] ? old[i][0] : 0;
+		if (old[i] && (old[i][1] != n[i] * 3 || old[i][2] != ~n[i]))
+			return -EBADMSG;
+	}
+	seen[0] = n[0];
+	seen[1] = n[1];
+	if (n[0] >= LIMIT || n[1] >= LIMIT)
+		return TK__ZONE_KEEP;
+	for (i = 0; i < 2; i++) {
+		next[i][0] = n[i] + 1;
+		next[i][1] = (n[i] + 1) * 3;
+		next[i][2] = ~(n[i] + 1);
+		persist[i] = 1;
+		expires[i] = T0 + HOUR;
+	}
+	return TK__ZONE_PERSIST;
+}
+
+#define PAIRS 1500
+
+static void *pair_racer(void *arg)
+{
+	static const uint32_t words[2] = { 3, 3 };
+	struct race *r = arg;
+	struct tk__zone_key k[2];
+	uint64_t i, j, round, seen[2];
+	int rc;
+
+	for (round = 0; round < ROUNDS; round++)
+		for (j = 0; j < PAIRS; j++) {
+			i = (j * (2 * (uint64_t)r->id + 1) + round) % PAIRS;
+			k[0] = key(2 * i, 1);
+			k[1] = key(2 * i + 1, 1);
+			rc = tk__table_apply_multi(r->t, 2, k, words, T0,
+						   pair_fn, seen);
+			if (rc != TK__ZONE_PERSIST && rc != TK__ZONE_KEEP)
+				atomic_fetch_add(&r->errors, 1);
+			else if (rc == TK__ZONE_PERSIST)
+				atomic_fetch_add(&r->admitted[i], 1);
+			else if (seen[0] != seen[1])
+				atomic_fetch_add(&r->errors, 1);
+		}
+	return NULL;
+}
+
+static void pairs_move_together(void **state)
+{
+	static _Atomic uint64_t admitted[PAIRS];
+	struct race r[THREADS];
+	pthread_t th[THREADS];
+	struct tk__table *t = table(64, UINT64_C(1) << 20);
+	uint64_t i;
+	int n;
+
+	(void)state;
+	for (i = 0; i < PAIRS; i++)
+		atomic_store(&admitted[i], 0);
+	for (n = 0; n < THREADS; n++) {
+		r[n] = (struct race){ t, 3, n, admitted, 0 };
+		assert_int_equal(
+			pthread_create(&th[n], NULL, pair_racer, &r[n]), 0);
+	}
+	for (n = 0; n < THREADS; n++) {
+		pthread_join(th[n], NULL);
+		assert_int_equal(atomic_load(&r[n].errors), 0);
+	}
+	for (i = 0; i < PAIRS; i++) {
+		assert_int_equal(atomic_load(&admitted[i]), LIMIT);
+		assert_int_equal(bump(t, 2 * i, 3, 0), LIMIT);
+		assert_int_equal(bump(t, 2 * i + 1, 3, 0), LIMIT);
+	}
+	assert_true(tk__table_growths(t) >= 5);
+	tk__table_free(t);
+}
+
+/*
  * A reset of a key whose state is still in the old table: the move must
  * not bring the old state back afterwards.  The old table is large (128
  * chunks), so most reset keys' chunks are moved after their reset.
@@ -324,6 +411,7 @@ int main(void)
 		cmocka_unit_test(largest_size_evicts),
 		cmocka_unit_test(threads_admit_exactly_word),
 		cmocka_unit_test(threads_admit_exactly_block),
+		cmocka_unit_test(pairs_move_together),
 		cmocka_unit_test(reset_during_growth_stays),
 	};
 
