@@ -324,6 +324,12 @@ void tk__limiter_generic(struct tk_limiter *l);
 
 /* store-memory.c */
 int tk__memory_open(struct tk_store **out, const struct tk_options *o);
+/* The key hash of memory store @s, as prepared (tests). */
+struct tk__keyhash_key;
+const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *s);
+/* Tests: if not zero, the secret of every memory store opened, so that
+ * two stores place and evict keys alike. */
+extern uint64_t tk__memory_secret[2];
 
 /* store-shm.c */
 struct tk__zone_config;
@@ -346,11 +352,6 @@ int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
 			 const char *name, const struct tk__zone_config *cfg,
 			 int flags);
 void tk__zone_close_shared(struct tk__zone *z);
-/* Wheel entries examined so far: lets tests prove expiry is O(expired). */
-uint64_t tk__memory_visited(struct tk_store *s);
-/* Give every key of an empty memory store one hash: one chain of entries
- * that only the key compare tells apart (tests). */
-void tk__memory_collide(struct tk_store *s);
 
 /* options.c */
 int tk__options_read(struct tk_options *dst, const struct tk_options *src);

@@ -23,19 +23,16 @@
  */
 #include "internal.h"
 #include "atomic.h"
-#include "gcra.h"
 #include "keyhash.h"
 #include "reclaimer.h"
+#include "slot-store.h"
 #include "tally.h"
-#include "../shm/word.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <ck_pr.h>
-
-_Static_assert(TK__WORD_SLACK == TKZ_WORD_SLACK, "one rule for words");
 
 struct shm_store {
 	struct tk_store base;
@@ -68,10 +65,6 @@ static void sweep_zone(void *arg, uint64_t now)
 	tk__zone_run(s->zone, sweep_all, &c);
 }
 
-/* A transition's results are the zone's: shm/ runs t->fn as it is. */
-_Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
-	       "one meaning for a transition's result");
-
 /*
  * One keyed hash gives both: the fingerprint is its low 56 bits (and the
  * shape of the state: its kind and algorithm @alg), the position a
@@ -84,12 +77,7 @@ key_of(const struct shm_store *s, const unsigned char *key, size_t len,
 {
 	uint64_t h = tk__keyhash_fast(&s->kh, key, len);
 
-	k->fp = h & TKZ_FP_KEY;
-	if (k->fp == 0)
-		k->fp = 1;
-	k->fp |= (uint64_t)alg << TKZ_FP_ALG_SHIFT;
-	if (block)
-		k->fp |= TKZ_FP_BLOCK;
+	k->fp = tk__slot_fp(h, block, alg);
 	k->pos = tk__zone_mix(h);
 }
 
@@ -102,12 +90,6 @@ static inline __attribute__((always_inline)) void tally(struct shm_store *s,
 
 	if (due >= 0)
 		tk__tally_flush(s->zone, s->tally, due);
-}
-
-/* A state that is not one word holding its own expiry needs a block. */
-static int block_state(const struct tk__transform *t)
-{
-	return t->words != 1 || !(t->flags & TK__T_WORD_IS_EXPIRY);
 }
 
 struct apply_call {
@@ -130,18 +112,6 @@ static int apply(void *ctx)
 	return rc;
 }
 
-/*
- * A check of GCRA or the token bucket in one call chain: the key's slot
- * found (shm/word.h), the algorithm's own step on its word (gcra.h), the
- * slot updated by the CAS update_word() would make, the check counted.
- * Anything but the plain case (no slot yet, an insert of the key under
- * way, a sweep due, a state of another shape or that does not validate,
- * the slot changed twice under us) returns TK__DIRECT_NO before anything
- * is written, and the limiter runs apply(), which decides as it always
- * does.
- */
-#define DIRECT_ROUNDS 2
-
 struct direct_call {
 	struct shm_store *s;
 	const struct tk__zone_key *k;
@@ -151,30 +121,17 @@ struct direct_call {
 	struct tk_decision *d;
 };
 
+/* slot-store.h's direct check, counted like any other. */
 static inline __attribute__((always_inline)) int direct(void *ctx)
 {
 	struct direct_call *c = ctx;
-	struct tk__zone_word w;
-	struct tk_decision d;
-	uint64_t next;
-	int round, rc;
+	int denied, rc;
 
-	for (round = 0; round < DIRECT_ROUNDS; round++) {
-		if (!tk__zone_word_find(c->s->zone, c->k, c->now, &w) ||
-		    !tk__gcra_valid(c->p, 1, &w.w1))
-			return TK__DIRECT_NO;
-		memset(&d, 0, sizeof(d));
-		rc = tk__gcra_check(c->p, &w.w1, c->now, c->cost, &next, &d);
-		if (rc < 0)
-			return rc;
-		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, next)
-				      : !tk__zone_word_keep(&w))
-			continue;
-		tally(c->s, rc == TK__KEEP);
-		*c->d = d;
-		return 0;
-	}
-	return TK__DIRECT_NO;
+	rc = tk__slot_direct(c->s->zone, c->k, c->now, c->p, c->cost, c->d,
+			     &denied);
+	if (rc == 0)
+		tally(c->s, denied);
+	return rc;
 }
 
 static int shm_apply(struct tk_store *base, const unsigned char *key,
@@ -187,7 +144,7 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
-	key_of(s, key, len, block_state(t), t->alg, &k);
+	key_of(s, key, len, tk__slot_block(t), t->alg, &k);
 	rc = tk__zone_run(s->zone, apply, &c);
 	if (rc < 0)
 		return rc;
@@ -209,21 +166,6 @@ static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
 	return tk__zone_run(s->zone, direct, &c);
 }
 
-struct multi_step {
-	const struct tk__multi *m;
-};
-
-static int multi_fn(void *ctx, const uint64_t *const *old,
-		    uint64_t *const *next, int *persist, uint64_t *expires)
-{
-	struct multi_step *s = ctx;
-	int rc = s->m->fn(s->m->ctx, old, next, persist, expires);
-
-	return rc == TK__PERSIST ? TK__ZONE_PERSIST
-	       : rc == TK__KEEP	 ? TK__ZONE_KEEP
-				 : rc;
-}
-
 struct multi_call {
 	struct shm_store *s;
 	const struct tk__zone_key *k;
@@ -234,12 +176,11 @@ struct multi_call {
 static int apply_multi(void *ctx)
 {
 	struct multi_call *c = ctx;
-	struct multi_step st = { .m = c->m };
 	size_t i;
 	int rc;
 
 	rc = tk__zone_apply_multi(c->s->zone, c->m->n, c->k, c->m->words,
-				  c->now, multi_fn, &st);
+				  c->now, c->m->fn, c->m->ctx);
 	for (i = 0; i < c->m->n; i++)
 		tk__zone_maybe_sweep(c->s->zone, &c->k[i], c->now);
 	if (rc >= 0 && (c->m->flags & TK__T_CHECK))

@@ -471,7 +471,7 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 	/* A table that has grown takes no new state (its arena may be
 	 * full, and pressing would evict a key not moved yet). */
 	if (tk__zone_next(z))
-		return -EXDEV;
+		return TK__ZONE_MOVED;
 	/* Again only if a page was taken from under us. */
 	for (round = 0; round < 4; round++) {
 		if (visit(z, k, mark, bind, now, 0, b) == 0)

@@ -36,6 +36,7 @@ struct tk__table {
 	struct tk__zone *retired[TABLES_MAX];
 	uint64_t n_retired; /* ck_pr */
 	uint64_t growths;   /* ck_pr */
+	uint64_t moved;	    /* ck_pr: states copied to a successor */
 };
 
 static struct tk__zone_head *head(struct tk__zone *z)
@@ -136,6 +137,26 @@ uint64_t tk__table_growths(struct tk__table *t)
 	return ck_pr_load_64(&t->growths);
 }
 
+void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
+{
+	uint64_t n[TKZ_COUNTERS], r = ck_pr_load_64(&t->n_retired), i;
+	struct tk__zone *z;
+	int c;
+
+	memset(out, 0, TKZ_COUNTERS * sizeof(uint64_t));
+	for (i = 0; i <= r; i++) {
+		z = i < r ? __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE)
+			  : __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+		for (; z; z = i < r ? NULL : tk__zone_next(z)) {
+			tk__zone_counters(z, n);
+			for (c = 0; c < TKZ_COUNTERS; c++)
+				out[c] += n[c];
+		}
+	}
+	/* A state copied to a successor was inserted there again. */
+	out[TKZ_INSERTS] -= ck_pr_load_64(&t->moved);
+}
+
 /* Freeze slot @idx of @z; its frozen value in @out.  A multi-key update
  * that holds the slot is completed first, so no frozen slot names one. */
 static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
@@ -193,8 +214,8 @@ static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
 }
 
 /* Copy the state of frozen slot @idx of @oz, {@w0, @w1}, to @nz. */
-static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
-		  uint64_t w0, uint64_t w1, uint64_t now)
+static int import(struct tk__table *t, struct tk__zone *nz, struct tk__zone *oz,
+		  uint64_t idx, uint64_t w0, uint64_t w1, uint64_t now)
 {
 	uint64_t words[TKZ_STATE_WORDS_MAX];
 	struct tk__zone_key k;
@@ -214,6 +235,8 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 		words[0] = w1;
 	}
 	rc = tk__zone_apply(nz, &k, now, im.n, import_fn, &im);
+	if (rc == TK__ZONE_PERSIST)
+		ck_pr_inc_64(&t->moved);
 	/* No room even by eviction: the state is lost, as if evicted. */
 	return rc == -ENOSPC ? 0 : rc < 0 ? rc : 0;
 }
@@ -225,7 +248,8 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
  * may still be on its way to a commit: the freeze makes it fail), then
  * copy the state found, if any.
  */
-static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now)
+static int pull(struct tk__table *t, struct tk__zone *nz,
+		const struct tk__zone_key *k, uint64_t now)
 {
 	struct tk__zone *oz = tk__zone_old(nz);
 	uint64_t idx, w0, w1, v[2], at = 0, fw0 = 0, fw1 = 0;
@@ -251,7 +275,7 @@ static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now)
 	}
 	if (!fw0 || !tkz_has_state(fw0, fw1))
 		return 0;
-	return import(nz, oz, at, fw0, fw1, now);
+	return import(t, nz, oz, at, fw0, fw1, now);
 }
 
 /*
@@ -299,7 +323,7 @@ static void move_chunk(struct tk__table *t, struct tk__zone *nz,
 			k.pos = tk__table_pos(k.fp);
 			/* A state that found no room stays frozen here, and
 			 * the chunk is moved again later. */
-			failed |= pull(nz, &k, now) != 0;
+			failed |= pull(t, nz, &k, now) != 0;
 		}
 		freeze(oz, i, v);
 	}
@@ -379,7 +403,7 @@ static struct tk__zone *ready(struct tk__table *t, const struct tk__zone_key *k,
 	*rc = 0;
 	if (tk__zone_old(z)) {
 		move_some(t, z, now);
-		*rc = pull(z, k, now);
+		*rc = pull(t, z, k, now);
 	}
 	return z;
 }
@@ -388,8 +412,8 @@ static struct tk__zone *ready(struct tk__table *t, const struct tk__zone_key *k,
  * with *@rc (0). */
 static int again(struct tk__table *t, struct tk__zone *z, uint64_t now, int *rc)
 {
-	if (*rc != -EOVERFLOW)
-		return *rc == -EXDEV;
+	if (*rc != TK__ZONE_GROW)
+		return *rc == TK__ZONE_MOVED;
 	if (tk__zone_old(z)) {
 		move_all(t, z, now);
 		return 1;
@@ -433,7 +457,7 @@ int tk__table_apply_multi(struct tk__table *t, size_t n,
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		z = ready(t, &k[0], now, &rc);
 		for (i = 1; i < n && rc == 0 && tk__zone_old(z); i++)
-			rc = pull(z, &k[i], now);
+			rc = pull(t, z, &k[i], now);
 		if (rc == 0)
 			rc = tk__zone_apply_multi(z, n, k, words, now, fn, ctx);
 		if (!again(t, z, now, &rc))

@@ -161,9 +161,11 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 	 * w1 values that never repeat).  The insert keeps its own shape:
 	 * the helper may be reading the key under another one. */
 	fp = tkz_fp(v.w0[e]);
-	tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
-		     tkz_w0(TKZ_MEM, 0, fp),
-		     fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0);
+	/* Counted by whoever commits: once per key inserted. */
+	if (tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
+			 tkz_w0(TKZ_MEM, 0, fp),
+			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0))
+		tkz_count(z, TKZ_INSERTS);
 }
 
 /*
@@ -368,7 +370,7 @@ static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
  * STEPPED to look again at once (it freed a slot, or committed or helped
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
  * the empty slot first), -ENOSPC, or for a private table that grows
- * -EOVERFLOW (its windows are full: grow it) and -EXDEV (it has grown:
+ * TK__ZONE_GROW (its windows are full) and TK__ZONE_MOVED (it has grown:
  * insert in its successor).
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
@@ -380,7 +382,7 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 	int rc;
 
 	if (tk__zone_next(z))
-		return -EXDEV;
+		return TK__ZONE_MOVED;
 	if (v->n_ins > 0) {
 		settle(z, c, k->fp, v, -1, 0);
 		return STEPPED;
@@ -396,7 +398,6 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 	if (!tkz_cas_slot(&tk__zone_slots(z)[tkz_at(c, v->empty)], 0, 0,
 			  tkz_w0(TKZ_INS, 1, k->fp), ticket))
 		return -EAGAIN;
-	tkz_count(z, TKZ_INSERTS);
 	settle(z, c, k->fp, NULL, v->empty, ticket);
 	return STEPPED;
 }

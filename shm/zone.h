@@ -169,9 +169,18 @@ static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
 }
 
 /*
- * What a full table does instead of evicting: 0 (evict), -EOVERFLOW
- * (grow it: a private table below its largest size), or -EXDEV (it has
- * grown: go to its successor).  A table that may grow never evicts, so
+ * What a private table's operations may return besides a transition's
+ * results and errors: below every errno, so that no transition's error
+ * (a quota's -EOVERFLOW, say) is taken for one.  grow.c acts on them;
+ * a zone never returns them.
+ */
+#define TK__ZONE_GROW (-4096 - 1)  /* full: grow the table */
+#define TK__ZONE_MOVED (-4096 - 2) /* it has grown: use its successor */
+
+/*
+ * What a full table does instead of evicting: 0 (evict), TK__ZONE_GROW
+ * (a private table below its largest size), or TK__ZONE_MOVED (it has
+ * grown).  A table that may grow never evicts, so
  * no key is evicted while it moves; the flag is set at creation and never
  * changes.
  */
@@ -179,7 +188,7 @@ static inline int tk__zone_when_full(struct tk__zone *z)
 {
 	if (!((struct tk__zone_head *)(void *)z)->may_grow)
 		return 0;
-	return tk__zone_next(z) ? -EXDEV : -EOVERFLOW;
+	return tk__zone_next(z) ? TK__ZONE_MOVED : TK__ZONE_GROW;
 }
 
 /* Has a fault shown the zone's file truncated?  Then the mapping holds
@@ -386,6 +395,8 @@ void tk__table_free(struct tk__table *t);
 /* The newest table: where keys are inserted (census, walk, sweeps). */
 struct tk__zone *tk__table_zone(struct tk__table *t);
 uint64_t tk__table_growths(struct tk__table *t);
+/* The event counters of all its tables, a moved key counted once. */
+void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);
 /* As tk__zone_apply(), _apply_multi() and _reset(), on the table. */
 int tk__table_apply(struct tk__table *t, const struct tk__zone_key *k,
 		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);

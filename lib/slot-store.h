@@ -1,0 +1,84 @@
+/*
+ * slot-store.h - what the two stores on the slot table share: the zone
+ * store (store-shm.c, a zone in shared memory) and the memory store
+ * (store-memory.c, a private table that grows): a key's fingerprint, the
+ * kind of slot a transition needs, and the direct GCRA check on a word
+ * slot.
+ */
+#ifndef TK_SLOT_STORE_H
+#define TK_SLOT_STORE_H
+
+#include "internal.h"
+#include "gcra.h"
+#include "../shm/word.h"
+
+#include <string.h>
+
+/* A transition's results are the table's: shm/ runs t->fn as it is. */
+_Static_assert(TK__PERSIST == TK__ZONE_PERSIST && TK__KEEP == TK__ZONE_KEEP,
+	       "one meaning for a transition's result");
+_Static_assert(TK__WORD_SLACK == TKZ_WORD_SLACK, "one rule for words");
+
+/*
+ * The fingerprint of a key of keyed hash @h: its low 56 bits (never 0),
+ * and the shape of its state: a block (@block) or a word, and the
+ * algorithm @alg that writes it.
+ */
+static inline uint64_t tk__slot_fp(uint64_t h, int block, uint32_t alg)
+{
+	uint64_t fp = h & TKZ_FP_KEY;
+
+	if (fp == 0)
+		fp = 1;
+	fp |= (uint64_t)alg << TKZ_FP_ALG_SHIFT;
+	return block ? fp | TKZ_FP_BLOCK : fp;
+}
+
+/* A state that is not one word holding its own expiry needs a block. */
+static inline int tk__slot_block(const struct tk__transform *t)
+{
+	return t->words != 1 || !(t->flags & TK__T_WORD_IS_EXPIRY);
+}
+
+/*
+ * A check of GCRA or the token bucket in one call chain: the key's slot
+ * found in @z (shm/word.h), the algorithm's own step on its word (gcra.h),
+ * the slot updated by the CAS the table's apply would make.  Returns 0
+ * with the decision in *@d (*@denied set for a denial), a negative errno,
+ * or TK__DIRECT_NO before anything is written for anything but the plain
+ * case (no slot yet, an insert of the key under way, a sweep due, a state
+ * of another shape or that does not validate, the slot changed twice under
+ * us): the limiter then runs the store's apply, which decides as it
+ * always does.
+ */
+#define TK__SLOT_DIRECT_ROUNDS 2
+
+static inline __attribute__((always_inline)) int
+tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
+		const struct tk__policy *p, uint64_t cost,
+		struct tk_decision *out, int *denied)
+{
+	struct tk__zone_word w;
+	struct tk_decision d;
+	uint64_t next;
+	int round, rc;
+
+	for (round = 0; round < TK__SLOT_DIRECT_ROUNDS; round++) {
+		if (!tk__zone_word_find(z, k, now, &w) ||
+		    !tk__gcra_valid(p, 1, &w.w1))
+			return TK__DIRECT_NO;
+		memset(&d, 0, sizeof(d));
+		rc = tk__gcra_check(p, &w.w1, now, cost, &next, &d);
+		if (rc < 0)
+			return rc;
+		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, next)
+				      : !tk__zone_word_keep(&w))
+			continue;
+		*denied = rc == TK__KEEP;
+		*out = d;
+		return 0;
+	}
+	return TK__DIRECT_NO;
+}
+
+#endif /* TK_SLOT_STORE_H */
