@@ -119,7 +119,7 @@
  *       P1 (old worker; K's slot is frozen, so it goes to claim, and R1
  *            sends it to T') starts R3: reads w0 of T' slot 2: MEM(K).
  *       The janitor frees slot 2 (a never-updated key, first sweep).
- *       P2 (its install CAS failed) claims slot 2 again: {INS|K, 2}.
+ *       P2 (its next scan finds K absent) claims slot 2: {INS|K, 2}.
  *       P1 reads w1 of slot 2: 2.  {MEM|K, 2} looks like a state: P1
  *            skips the pull, helps commit slot 2 and admits 0 -> 1,
  *            though K's state (frozen in T) is 1 (limit + 1).
