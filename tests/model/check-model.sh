@@ -1,9 +1,9 @@
 #!/bin/sh
-# Model-checks the shared-memory slot protocol, the state-block protocol and
-# the multi-key update protocol (docs/shm-protocol.md) with spin:
-# tests/model/slots.pml, tests/model/blocks.pml and tests/model/mcas.pml
-# must hold (0 errors) in every configuration below, and the broken
-# variants must be rejected (an assertion violation).
+# Model-checks the shared-memory slot protocol, the state-block protocol,
+# the multi-key update protocol (docs/shm-protocol.md) and the growth of a
+# private slot table with spin: tests/model/slots.pml, blocks.pml, mcas.pml
+# and grow.pml must hold (0 errors) in every configuration below, and the
+# broken variants must be rejected (an assertion violation).
 # Exit 0 pass, 77 skip (no spin), 1 fail.  Runs from the build directory;
 # $srcdir is the source tree.  Each pan is capped at 2000 MB (-DMEMLIM).
 #
@@ -71,6 +71,29 @@
 #   must fail (NI=1 NS=1 NC=3):
 #               mcas.pml -DFREE_BOUND_ONLY (the collector keeps a descriptor
 #               for its first slot only: a late install in the second)
+#
+# Growing a private table (T of N=2 slots moved into T' of M=2; old workers
+# apply K on T with R1, new workers pull K (R3) and apply on T', one
+# migrator (R4), R2 at any time; torn reads, SCANS=3, L=2, no clock):
+#   exhaustive, NO=1 NN=1           grow-move: K's state 1 in T, updated in
+#                                   T by an old worker while it moves
+#   exhaustive, NO=2 -DINITK=0      grow-insert: K absent, two old workers
+#               -DDEATH             insert it in T while it moves; death at
+#                                   any step
+#   exhaustive, NO=1 NN=0 NJ=2      grow-sweep: a janitor frees COLs and
+#                                   never-updated keys in both tables
+#   exhaustive, NO=1 NN=1 -DINITK=0 grow-key2: a second key fills T and
+#               -DKEY2              moves to T' with K
+#   must fail:  grow.pml -DPULL_NO_FREEZE (grow-move: R3 reads K's MEM
+#               without freezing: two live states)
+#               grow.pml -DNO_NEXT_CHECK (grow-insert: R1 skipped, an
+#               insert in T commits beside a frozen MEM(K))
+#               grow.pml -DFREEZE_ONE (grow-insert: R3 freezes only the
+#               MEM(K) it finds; a commit read T->next before R2)
+#               grow.pml -DHAS_TORN (grow-sweep: R3's "T' holds a state"
+#               decided on a torn pair; the default confirms it untorn)
+#               grow.pml -DPULL_FAIL_ON (grow-move: a pull whose install
+#               fails counts as done; the migrator clears T'->old)
 # shellcheck disable=SC2086 # the flag lists below are split on purpose
 : "${srcdir:=.}"
 models="$srcdir/tests/model"
@@ -80,14 +103,14 @@ if ! command -v spin >/dev/null 2>&1; then
 	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
 	exit 77
 fi
-for f in slots.pml slots-naive.pml blocks.pml mcas.pml; do
+for f in slots.pml slots-naive.pml blocks.pml mcas.pml grow.pml; do
 	[ -r "$models/$f" ] || { echo "FAIL: $models/$f is missing"; exit 1; }
 done
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 cp "$models/slots.pml" "$models/slots-naive.pml" "$models/blocks.pml" \
-	"$models/mcas.pml" "$tmp/" || exit 1
+	"$models/mcas.pml" "$models/grow.pml" "$tmp/" || exit 1
 if command -v timeout >/dev/null 2>&1; then
 	limit="timeout 300"
 else
@@ -220,6 +243,25 @@ expect_violation mcas-free-unreferenced mcas.pml \
 expect_violation mcas-collect-through-desc mcas.pml \
 	"$mcas2 -DCOLLECT_THROUGH_DESC" "-DCOLLAPSE" "-m10000 -w22"
 expect_violation mcas-free-bound-only mcas.pml "$mcas1 -DFREE_BOUND_ONLY" \
+	"-DCOLLAPSE" "-m10000 -w22"
+
+gmove="-DNO=1 -DNN=1"
+ginsert="-DNO=2 -DNN=0 -DINITK=0 -DDEATH"
+gsweep="-DNO=1 -DNN=0 -DNJ=2"
+expect_ok grow-move grow.pml "$gmove" "-DCOLLAPSE" "-m10000 -w24"
+expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
+expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
+expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
+	"-m10000 -w23"
+expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-freeze-one grow.pml "$ginsert -DFREEZE_ONE" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-has-torn grow.pml "$gsweep -DHAS_TORN" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-pull-fail-on grow.pml "$gmove -DPULL_FAIL_ON" \
 	"-DCOLLAPSE" "-m10000 -w22"
 
 echo
