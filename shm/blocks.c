@@ -484,9 +484,11 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		if (rc == -ENOSPC)
 			break;
 	}
-	/* A private table that may grow grows rather than evict. */
+	/* A private table that may grow grows rather than evict, unless
+	 * its arena is as large as an arena gets. */
 	rc = tk__zone_when_full(z);
-	if (rc)
+	if (rc == TK__ZONE_MOVED ||
+	    (rc == TK__ZONE_GROW && tk__zone_geo(z)->pages < TKZ_PAGES_MAX))
 		return rc;
 	for (pass = 1; pass <= 3; pass++)
 		if (visit(z, k, mark, bind, now, pass, b) == 0)

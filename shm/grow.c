@@ -32,7 +32,6 @@ struct tk__table {
 	struct tk__zone_config cfg;
 	uint64_t seed[2];
 	uint64_t max_capacity;
-	uint64_t arena_per_slot; /* bytes, 0: the default */
 	struct tk__zone *retired[TABLES_MAX];
 	uint64_t n_retired; /* ck_pr */
 	uint64_t growths;   /* ck_pr */
@@ -56,9 +55,18 @@ static struct tk__zone *make(struct tk__table *t, uint64_t capacity,
 {
 	struct tk__zone_config cfg = t->cfg;
 	struct tk__zone *z;
+	uint64_t pages;
 
 	cfg.capacity = capacity;
-	cfg.arena = t->arena_per_slot * capacity;
+	if (old) {
+		/* Twice the predecessor's arena, whatever the per-slot
+		 * default gave it (a floor of TKZ_PAGES_MIN pages would
+		 * otherwise leave the first successors no larger). */
+		pages = 2 * tk__zone_geo(old)->pages;
+		if (pages > TKZ_PAGES_MAX)
+			pages = TKZ_PAGES_MAX;
+		cfg.arena = pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
+	}
 	if (tk__zone_private(&z, &cfg, t->seed) != 0)
 		return NULL;
 	head(z)->may_grow = capacity < t->max_capacity;
@@ -91,7 +99,6 @@ int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 	t->seed[0] = seed[0];
 	t->seed[1] = seed[1];
 	t->max_capacity = max_capacity;
-	t->arena_per_slot = cfg->arena / capacity;
 	t->cur = make(t, capacity, NULL);
 	if (!t->cur) {
 		free(t);

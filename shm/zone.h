@@ -386,9 +386,9 @@ static inline uint64_t tk__table_pos(uint64_t fp)
 	return tk__zone_mix(fp & TKZ_FP_KEY);
 }
 
-/* A table of @cfg->capacity slots (and @cfg->arena bytes of blocks, in
- * that proportion as it grows) that doubles up to @max_capacity slots,
- * and evicts beyond.  0, -EINVAL, -ENOMEM. */
+/* A table of @cfg->capacity slots and @cfg->arena bytes of blocks that
+ * doubles both (up to @max_capacity slots and TKZ_PAGES_MAX pages) when
+ * full, and evicts beyond.  0, -EINVAL, -ENOMEM. */
 int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 		  uint64_t max_capacity, const uint64_t seed[2]);
 void tk__table_free(struct tk__table *t);

@@ -324,6 +324,32 @@ static void test_incremental_expiry(void **state)
 	close_fixture(&f);
 }
 
+/*
+ * Keys whose states live in blocks (a sliding window's buckets): the
+ * table's arena grows with its slots, from its smallest size up, so every
+ * key gets its state and keeps it.
+ */
+static void test_block_states_grow(void **state)
+{
+	struct fixture f;
+	char key[32];
+	unsigned int i;
+
+	(void)state;
+	open_fixture(&f, "sliding-window:2/1h", 0, TK_OPT_NO_RECLAIMER, 0);
+	for (i = 0; i < 20000; i++) {
+		snprintf(key, sizeof(key), "w-%u", i);
+		assert_true(check(&f, key, 1));
+	}
+	for (i = 0; i < 20000; i++) {
+		snprintf(key, sizeof(key), "w-%u", i);
+		assert_true(check(&f, key, 1));
+		assert_false(check(&f, key, 1));
+	}
+	assert_int_equal(stats_of(&f).keys, 20000);
+	close_fixture(&f);
+}
+
 static void test_reclaimer_thread(void **state)
 {
 	struct fixture f;
@@ -457,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_flood_stays_bounded),
 		cmocka_unit_test(test_flood_backlog_bounded),
 		cmocka_unit_test(test_incremental_expiry),
+		cmocka_unit_test(test_block_states_grow),
 		cmocka_unit_test(test_reclaimer_thread),
 		cmocka_unit_test(test_reset_counts),
 		cmocka_unit_test(test_churn_with_eviction),
