@@ -87,7 +87,8 @@ struct tk_options {
 	struct tk_clock *clock; /* NULL: the system clock */
 	const char *prefix;	/* prepended to every key; NULL: none */
 	struct tk_store *store; /* an open store to use instead of a spec */
-	uint64_t max_keys;	/* memory store: bound on keys; 0: unbounded */
+	uint64_t max_keys; /* memory store: bound on keys (rounded up to a power
+			    * of two of slots); 0: unbounded */
 	uint64_t reclaim_interval; /* ns between background sweeps; 0: 1 s */
 	unsigned int flags;	   /* TK_OPT_* */
 	/*
@@ -192,8 +193,8 @@ struct tk_stats {
 	 */
 	uint64_t corrupt;
 	/*
-	 * Memory store: dropped keys and states still allocated, waiting for
-	 * a sweep or an RCU grace period; bounded by max_keys under a flood.
+	 * Dropped keys and states still allocated: always 0 (the memory
+	 * store's table reuses a dropped key's slot at once).
 	 */
 	uint64_t backlog;
 };
