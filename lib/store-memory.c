@@ -137,12 +137,10 @@ static int memory_reset(struct tk_store *base, const unsigned char *key,
 static void memory_stats(struct tk_store *base, struct tk_stats *out)
 {
 	struct mem_store *s = (struct mem_store *)base;
-	struct tk__zone_census census = { .valid = NULL };
 	uint64_t n[TKZ_COUNTERS];
 
 	memset(out, 0, sizeof(*out));
-	if (tk__zone_census(tk__table_zone(s->table), &census) == 0)
-		out->keys = census.mem;
+	out->keys = tk__table_keys(s->table);
 	tk__table_counters(s->table, n);
 	out->capacity = s->capacity;
 	out->inserts = n[TKZ_INSERTS];

@@ -164,6 +164,43 @@ void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
 	out[TKZ_INSERTS] -= ck_pr_load_64(&t->moved);
 }
 
+/*
+ * MEM slots of @z; with @nz, @z's successor, those frozen in @z too
+ * whose keys @nz lacks: a pull freezes all its candidates, so keys wait
+ * frozen for their own pull or for their chunk's mover.
+ */
+static uint64_t count_keys(struct tk__zone *z, struct tk__zone *nz)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t i, n = 0, w0, w1, at;
+	struct tk__zone_key k;
+
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
+		tkz_read_slot(&slots[i], &w0, &w1);
+		if (tkz_state(w0) != TKZ_MEM)
+			continue;
+		if (!tkz_frozen(w0)) {
+			n++;
+			continue;
+		}
+		if (!nz || !tkz_has_state(w0, w1))
+			continue;
+		k.fp = tkz_fp(w0) & ~TKZ_FROZEN;
+		k.pos = tk__table_pos(k.fp);
+		n += tk__zone_locate(nz, &k, 0, 0, &at, &w0, &w1) == -ENOENT;
+	}
+	return n;
+}
+
+/* One caught between its freeze and its copy may count twice or not at
+ * all, which a statistic may do. */
+uint64_t tk__table_keys(struct tk__table *t)
+{
+	struct tk__zone *z = newest(t), *oz = tk__zone_old(z);
+
+	return count_keys(z, NULL) + (oz ? count_keys(oz, z) : 0);
+}
+
 /* Freeze slot @idx of @z; its frozen value in @out.  A multi-key update
  * that holds the slot is completed first, so no frozen slot names one. */
 static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])

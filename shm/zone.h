@@ -397,6 +397,9 @@ struct tk__zone *tk__table_zone(struct tk__table *t);
 uint64_t tk__table_growths(struct tk__table *t);
 /* The event counters of all its tables, a moved key counted once. */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);
+/* Keys held, in the newest table and not moved yet out of its predecessor:
+ * a count, not a census. */
+uint64_t tk__table_keys(struct tk__table *t);
 /* As tk__zone_apply(), _apply_multi() and _reset(), on the table. */
 int tk__table_apply(struct tk__table *t, const struct tk__zone_key *k,
 		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);

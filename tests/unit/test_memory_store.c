@@ -317,7 +317,11 @@ static void test_incremental_expiry(void **state)
 		check(&f, key, 1);
 	}
 	assert_int_equal(tk_clock_advance(f.clock, 2 * SEC + GRACE), 0);
-	trigger(&f, 1000, 5 * 1000000);
+	/* Only checks of a shard sweep it.  A shard of 4096 slots takes 64
+	 * chunks, and one whose trigger keys all come within one interval
+	 * of each other gets one chunk per round of TRIGGERS checks: so
+	 * 64 rounds, whatever the hash does with the trigger keys. */
+	trigger(&f, 64 * TRIGGERS + 1000, 5 * 1000000);
 	st = stats_of(&f);
 	assert_int_equal(st.expirations, 200);
 	assert_int_equal(st.keys, 5000 + TRIGGERS);
@@ -347,6 +351,30 @@ static void test_block_states_grow(void **state)
 		assert_false(check(&f, key, 1));
 	}
 	assert_int_equal(stats_of(&f).keys, 20000);
+	close_fixture(&f);
+}
+
+/*
+ * The key count while a growth moves keys: those not moved yet still
+ * count, and a moved one counts once (6000 keys grow the first table,
+ * of 1024 slots, three times).
+ */
+static void test_keys_counted_while_growing(void **state)
+{
+	struct fixture f;
+	struct tk_stats st;
+	char key[32];
+	unsigned int i;
+
+	(void)state;
+	open_fixture(&f, "gcra:1/1h", 0, TK_OPT_NO_RECLAIMER, 0);
+	for (i = 0; i < 6000; i++) {
+		snprintf(key, sizeof(key), "k-%u", i);
+		assert_true(check(&f, key, 1));
+		assert_int_equal(stats_of(&f).keys, i + 1);
+	}
+	st = stats_of(&f);
+	assert_int_equal(st.inserts, 6000);
 	close_fixture(&f);
 }
 
@@ -484,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_flood_backlog_bounded),
 		cmocka_unit_test(test_incremental_expiry),
 		cmocka_unit_test(test_block_states_grow),
+		cmocka_unit_test(test_keys_counted_while_growing),
 		cmocka_unit_test(test_reclaimer_thread),
 		cmocka_unit_test(test_reset_counts),
 		cmocka_unit_test(test_churn_with_eviction),
