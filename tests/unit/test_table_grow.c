@@ -403,6 +403,38 @@ static void reset_during_growth_stays(void **state)
 	tk__table_free(t);
 }
 
+/*
+ * Where keys sit: a key is inserted in its first free candidate, and a
+ * window's candidates start at the key's own slot, so at a load of 3/4
+ * most keys are found at their first probe (from each window's first
+ * slot, only a window's first key would be: about 1 in 12).
+ */
+static void keys_found_first(void **state)
+{
+	struct tk__table *t = table(4096, 4096);
+	struct tk__zone *z = tk__table_zone(t);
+	struct tk__zone_key k;
+	struct tkz_cand c;
+	uint64_t i, idx, w0, w1, first = 0, found = 0, n = 3072;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		assert_int_equal(try_bump(t, i, 1, 5), 0);
+	/* A few may have been evicted: the table is at its largest size. */
+	for (i = 0; i < n; i++) {
+		k = key(i, 0);
+		k.pos = tk__table_pos(k.fp);
+		if (tk__zone_locate(z, &k, T0, 0, &idx, &w0, &w1) != 0)
+			continue;
+		found++;
+		tkz_candidates(z, &k, &c);
+		first += idx == tkz_at(&c, 0);
+	}
+	assert_true(found > n * 9 / 10);
+	assert_true(first > found / 2);
+	tk__table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +445,7 @@ int main(void)
 		cmocka_unit_test(threads_admit_exactly_block),
 		cmocka_unit_test(pairs_move_together),
 		cmocka_unit_test(reset_during_growth_stays),
+		cmocka_unit_test(keys_found_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
