@@ -103,6 +103,12 @@ static inline uint32_t tk_atomic_add_u32(tk_atomic_u32 *p, uint32_t v,
 	return atomic_fetch_add_explicit(p, v, mo);
 }
 
+static inline uint32_t tk_atomic_and_u32(tk_atomic_u32 *p, uint32_t v,
+					 memory_order mo)
+{
+	return atomic_fetch_and_explicit(p, v, mo);
+}
+
 /* On failure *expected receives the current value. */
 static inline bool tk_atomic_cas_u32(tk_atomic_u32 *p, uint32_t *expected,
 				     uint32_t desired, memory_order mo)

@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "atomic.h"
 #include "rcu.h"
+#include "tally.h"
 
 #include <pthread.h>
 
@@ -35,6 +36,7 @@ static void after_fork_child(void)
 {
 	urcu_bp_after_fork_child();
 	tk_atomic_add_u64(&tk__fork_gen, 1, TK_MO_RELAXED);
+	tk__tally_after_fork();
 }
 
 static void setup(void)

@@ -49,36 +49,95 @@ static CDS_LIST_HEAD(zones);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 __thread unsigned int tk__tally_slot;
-static tk_atomic_u32 next_slot;
+
+/* Bit i: shard i has an owner.  The key gives a shard back at its
+ * thread's exit (the library is linked -z nodelete, so the destructor
+ * outlives a dlclose()). */
+static tk_atomic_u32 owned;
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static int slot_key_ok;
+
+_Static_assert(TK__TALLY_SHARDS <= 32, "owned is 32 bits");
+
+static void give_back(void *v)
+{
+	unsigned int bit = (unsigned int)(uintptr_t)v - 1;
+
+	/* Release: the next owner sees this one's counts. */
+	tk_atomic_and_u32(&owned, ~(UINT32_C(1) << bit), TK_MO_RELEASE);
+}
+
+static void slot_key_init(void)
+{
+	slot_key_ok = pthread_key_create(&slot_key, give_back) == 0;
+}
 
 unsigned int tk__tally_take_slot(void)
 {
-	unsigned int n = tk_atomic_add_u32(&next_slot, 1, TK_MO_RELAXED);
+	uint32_t o = tk_atomic_load_u32(&owned, TK_MO_RELAXED);
+	unsigned int bit;
 
-	tk__tally_slot = n % TK__TALLY_SHARDS + 1;
-	return tk__tally_slot;
+	pthread_once(&slot_once, slot_key_init);
+	while (slot_key_ok && o != UINT32_MAX >> (32 - TK__TALLY_SHARDS)) {
+		bit = (unsigned int)__builtin_ctz(~o);
+		if (!tk_atomic_cas_u32(&owned, &o, o | UINT32_C(1) << bit,
+				       TK_MO_ACQUIRE))
+			continue;
+		if (pthread_setspecific(slot_key,
+					(void *)(uintptr_t)(bit + 1)) != 0) {
+			give_back((void *)(uintptr_t)(bit + 1));
+			break;
+		}
+		return tk__tally_slot = bit + 1;
+	}
+	return tk__tally_slot = TK__TALLY_SHARDS + 1;
+}
+
+void tk__tally_after_fork(void)
+{
+	unsigned int i = tk__tally_slot;
+
+	tk_atomic_store_u32(
+		&owned, i && i <= TK__TALLY_SHARDS ? UINT32_C(1) << (i - 1) : 0,
+		TK_MO_RELAXED);
 }
 
 void tk__tally_reset(struct tk__zone_tally *t, uint64_t gen)
 {
 	unsigned int i;
 
-	for (i = 0; i < TK__TALLY_SHARDS; i++) {
+	for (i = 0; i <= TK__TALLY_SHARDS; i++) {
 		tk_atomic_store_u64(&t->shard[i].checks, 0, TK_MO_RELAXED);
 		tk_atomic_store_u64(&t->shard[i].denies, 0, TK_MO_RELAXED);
+		tk_atomic_store_u64(&t->shard[i].checks_out, 0, TK_MO_RELAXED);
+		tk_atomic_store_u64(&t->shard[i].denies_out, 0, TK_MO_RELAXED);
 	}
 	tk_atomic_store_u64(&t->gen, gen, TK_MO_RELAXED);
 }
 
+/* Add what @count has that has not reached the zone's counter @to. */
+static void fold(tk_atomic_u64 *count, tk_atomic_u64 *out, uint64_t *to)
+{
+	uint64_t o = tk_atomic_load_u64(out, TK_MO_RELAXED), c;
+
+	for (;;) {
+		/* Counts only grow, and *out only ever takes a count read
+		 * after it: c >= o. */
+		c = tk_atomic_load_u64(count, TK_MO_RELAXED);
+		if (c == o)
+			return;
+		if (tk_atomic_cas_u64(out, &o, c, TK_MO_RELAXED)) {
+			ck_pr_faa_64(to, c - o);
+			return;
+		}
+	}
+}
+
 static void flush_shard(struct tkz_header *h, struct tk__tally_shard *sh)
 {
-	uint64_t c = tk_atomic_xchg_u64(&sh->checks, 0, TK_MO_RELAXED);
-	uint64_t d = tk_atomic_xchg_u64(&sh->denies, 0, TK_MO_RELAXED);
-
-	if (c)
-		ck_pr_faa_64(&h->counters[TKZ_CHECKS].v, c);
-	if (d)
-		ck_pr_faa_64(&h->counters[TKZ_DENIES].v, d);
+	fold(&sh->checks, &sh->checks_out, &h->counters[TKZ_CHECKS].v);
+	fold(&sh->denies, &sh->denies_out, &h->counters[TKZ_DENIES].v);
 }
 
 void tk__tally_flush(struct tk__zone *z, struct tk__zone_tally *t, int shard)
@@ -91,7 +150,7 @@ void tk__tally_flush(struct tk__zone *z, struct tk__zone_tally *t, int shard)
 		flush_shard(h, &t->shard[shard]);
 		return;
 	}
-	for (i = 0; i < TK__TALLY_SHARDS; i++)
+	for (i = 0; i <= TK__TALLY_SHARDS; i++)
 		flush_shard(h, &t->shard[i]);
 }
 

@@ -3,9 +3,13 @@
  * thread batches its own (lib/tally.h): after N threads made M checks
  * each, tk_zone_info() and tk_store_stats() in the process that counted
  * report N * M checks and every denial, with the store still open; more
- * threads than shards still count exactly; a second process's counts
- * reach the zone when it closes its store, and a fork() child does not
- * add its parent's batch again.
+ * threads than shards still count exactly, and so do threads whose
+ * shards are added to the zone by others meanwhile; a thread that exits
+ * gives its shard back, also in a fork() child for the threads it does
+ * not have; a second process's counts reach the zone when it closes its
+ * store, and a fork() child does not add its parent's batch again.
+ *
+ * White-box (statically linked) for the shards' owners (lib/tally.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +27,7 @@
 
 #include "asserts.h"
 #include "workers.h"
+#include "../../lib/tally.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define M 1001 /* checks per thread: no multiple of the batch size */
@@ -111,6 +116,178 @@ static void test_more_threads_than_shards_exact(void **state)
 	exact_with(40);
 }
 
+/* Threads count while two others add their shards to the zone, again
+ * and again: no count is added twice or lost. */
+struct racing {
+	struct run r;
+	atomic_int left;
+};
+
+static void *racing_worker(void *arg)
+{
+	struct racing *x = arg;
+	int i;
+
+	for (i = 0; i < 100; i++)
+		worker(&x->r);
+	atomic_fetch_sub(&x->left, 1);
+	return NULL;
+}
+
+static void *poll_info(void *arg)
+{
+	struct racing *x = arg;
+	struct tk_zone_info info;
+
+	while (atomic_load(&x->left) > 0)
+		if (tk_zone_info("racing", &info, sizeof(info)) != 0)
+			atomic_fetch_add(&x->r.errors, 1);
+	return NULL;
+}
+
+static void test_flushes_race_counts(void **state)
+{
+	struct racing x = { .r = { .l = NULL } };
+	struct tk_zone_info info;
+	struct tk_clock *c;
+	pthread_t th[3], poller;
+	int i;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	x.r.l = open_zone("racing", c);
+	atomic_store(&x.left, 3);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(
+			pthread_create(&th[i], NULL, racing_worker, &x), 0);
+	assert_int_equal(pthread_create(&poller, NULL, poll_info, &x), 0);
+	poll_info(&x);
+	assert_int_equal(pthread_join(poller, NULL), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	assert_int_equal(atomic_load(&x.r.errors), 0);
+	assert_rc(tk_zone_info("racing", &info, sizeof(info)), 0);
+	assert_int_equal(info.checks, 3 * 100 * M);
+	assert_int_equal(info.denies, atomic_load(&x.r.denied));
+	tk_limiter_close(x.r.l);
+	assert_rc(tk_zone_destroy("racing"), 0);
+	tk_clock_free(c);
+}
+
+/* Threads that take a shard and hold it until told to go. */
+struct holders {
+	pthread_t th[TK__TALLY_SHARDS + 1];
+	unsigned int slot[TK__TALLY_SHARDS + 1];
+	pthread_barrier_t taken, go;
+};
+
+struct holder {
+	struct holders *h;
+	int i;
+};
+
+static void *hold(void *arg)
+{
+	struct holder *me = arg;
+
+	me->h->slot[me->i] = tk__tally_take_slot();
+	pthread_barrier_wait(&me->h->taken);
+	pthread_barrier_wait(&me->h->go);
+	return NULL;
+}
+
+static void *take_one(void *arg)
+{
+	*(unsigned int *)arg = tk__tally_take_slot();
+	return NULL;
+}
+
+/* The shard a new thread takes. */
+static unsigned int new_thread_slot(void)
+{
+	unsigned int slot = 0;
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, take_one, &slot), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	return slot;
+}
+
+/* @n threads that hold their shards once this returns. */
+static void hold_shards(struct holders *h, struct holder *me, int n)
+{
+	int i;
+
+	assert_int_equal(pthread_barrier_init(&h->taken, NULL, n + 1), 0);
+	assert_int_equal(pthread_barrier_init(&h->go, NULL, n + 1), 0);
+	for (i = 0; i < n; i++) {
+		me[i].h = h;
+		me[i].i = i;
+		assert_int_equal(pthread_create(&h->th[i], NULL, hold, &me[i]),
+				 0);
+	}
+	pthread_barrier_wait(&h->taken);
+}
+
+static void release_shards(struct holders *h, int n)
+{
+	int i;
+
+	pthread_barrier_wait(&h->go);
+	for (i = 0; i < n; i++)
+		assert_int_equal(pthread_join(h->th[i], NULL), 0);
+	pthread_barrier_destroy(&h->taken);
+	pthread_barrier_destroy(&h->go);
+}
+
+/*
+ * While every shard has an owner, a thread counts in the shared one; once
+ * the owners have exited, a new thread owns one again.  The threads of
+ * the earlier tests have exited: their shards are free.
+ */
+static void test_shards_given_back(void **state)
+{
+	struct holder me[TK__TALLY_SHARDS + 1];
+	struct holders h;
+	unsigned int seen = 0, shared = 0;
+	int i, n = TK__TALLY_SHARDS + 1;
+
+	(void)state;
+	hold_shards(&h, me, n);
+	for (i = 0; i < n; i++) {
+		if (h.slot[i] == TK__TALLY_SHARDS + 1) {
+			shared++;
+			continue;
+		}
+		assert_true(h.slot[i] >= 1 && h.slot[i] <= TK__TALLY_SHARDS);
+		assert_false(seen & 1u << (h.slot[i] - 1)); /* one owner */
+		seen |= 1u << (h.slot[i] - 1);
+	}
+	/* This thread may own one from the tests before. */
+	assert_true(shared >= 1);
+	assert_int_equal(new_thread_slot(), TK__TALLY_SHARDS + 1);
+	release_shards(&h, n);
+	assert_true(new_thread_slot() <= TK__TALLY_SHARDS);
+}
+
+/* A fork() child owns no shard of the threads it does not have. */
+static void test_fork_child_shards_free(void **state)
+{
+	struct holder me[TK__TALLY_SHARDS + 1];
+	struct holders h;
+	int n = TK__TALLY_SHARDS + 1;
+	pid_t pid;
+
+	(void)state;
+	hold_shards(&h, me, n);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(new_thread_slot() <= TK__TALLY_SHARDS ? 0 : 1);
+	kit_wait_exit(pid, 0);
+	release_shards(&h, n);
+}
+
 /*
  * A child forked with an unflushed batch adds only its own checks; its
  * store's close adds them to the zone, where the parent's info sees them.
@@ -149,6 +326,9 @@ int main(void)
 		cmocka_unit_test(test_threads_exact),
 		cmocka_unit_test(test_more_threads_than_shards_exact),
 		cmocka_unit_test(test_fork_child_counts_its_own),
+		cmocka_unit_test(test_flushes_race_counts),
+		cmocka_unit_test(test_shards_given_back),
+		cmocka_unit_test(test_fork_child_shards_free),
 	};
 	int rc;
 
