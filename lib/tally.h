@@ -9,9 +9,9 @@
  * cost a check 7 ns on one hot key, 13 ns on a denial); a thread that
  * finds none free counts in the one shard they all share, by atomic adds.
  * A shard's counts only grow; what of them has reached the zone is kept
- * beside them, moved on by a CAS, so a shard that has TK__TALLY_FLUSH
- * counts more than has reached the zone is added by its owner, and every
- * shard of the mapping when the process reads the counters
+ * beside them, moved on by a CAS.  A shard is added to the zone by its
+ * counter at every TK__TALLY_FLUSH-th check, and every shard of the
+ * mapping when the process reads the counters
  * (tk_store_stats(), tk_zone_info()) or closes a store: each count
  * reaches the zone exactly once, whoever adds it.  A fork() child drops
  * the batch it inherited (its parent still holds and flushes it).
@@ -41,8 +41,10 @@ struct tk__zone_tally {
 extern tk_atomic_u64 tk__fork_gen;
 
 /* This thread's shard + 1 (0: none yet; TK__TALLY_SHARDS + 1: the
- * shared one); zone-registry.c. */
-extern __thread unsigned int tk__tally_slot;
+ * shared one); zone-registry.c.  Initial-exec, as guard.c's: read inline,
+ * not through a TLS descriptor call, on every check. */
+extern __thread unsigned int tk__tally_slot
+	__attribute__((tls_model("initial-exec")));
 unsigned int tk__tally_take_slot(void);
 /* A fork() child's shards are free but its thread's; rcu.c. */
 void tk__tally_after_fork(void);
@@ -89,10 +91,9 @@ static inline int tk__tally_count(struct tk__zone_tally *t, int denied)
 			tk_atomic_add_u64(&sh->denies, 1, TK_MO_RELAXED);
 		c = tk_atomic_add_u64(&sh->checks, 1, TK_MO_RELAXED) + 1;
 	}
-	if (c - tk_atomic_load_u64(&sh->checks_out, TK_MO_RELAXED) >=
-	    TK__TALLY_FLUSH)
-		return (int)i - 1;
-	return -1;
+	/* Every TK__TALLY_FLUSH counts of the shard; a flush by anyone
+	 * since only makes this one add less. */
+	return c % TK__TALLY_FLUSH == 0 ? (int)i - 1 : -1;
 }
 
 /*

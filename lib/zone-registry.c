@@ -48,7 +48,7 @@ struct entry {
 static CDS_LIST_HEAD(zones);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-__thread unsigned int tk__tally_slot;
+__thread unsigned int tk__tally_slot __attribute__((tls_model("initial-exec")));
 
 /* Bit i: shard i has an owner.  The key gives a shard back at its
  * thread's exit (the library is linked -z nodelete, so the destructor

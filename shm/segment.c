@@ -444,8 +444,11 @@ static int read_header(void *ctx)
 	/* Validated, then copied: a check of a header another process is
 	 * rewriting could pass with values that differ from those copied. */
 	rc = tk__zone_check_geo(&z->geo, z->size);
-	if (rc == 0)
+	if (rc == 0) {
 		z->geo.per_shard = z->geo.capacity / z->geo.shards;
+		z->geo.shard_mask = z->geo.shards - 1;
+		z->geo.window_mask = z->geo.per_shard / TKZ_WINDOW - 1;
+	}
 	return rc;
 }
 

@@ -18,7 +18,7 @@
 static inline uint64_t tkz_shard_of(struct tk__zone *z,
 				    const struct tk__zone_key *k)
 {
-	return k->pos & (tk__zone_geo(z)->shards - 1);
+	return k->pos & tk__zone_geo(z)->shard_mask;
 }
 
 /*
@@ -44,7 +44,7 @@ static inline void tkz_candidates(struct tk__zone *z,
 {
 	uint64_t per = tk__zone_geo(z)->per_shard;
 	/* Powers of two all: masks, not divisions, on the hot path. */
-	uint64_t mask = per / TKZ_WINDOW - 1;
+	uint64_t mask = tk__zone_geo(z)->window_mask;
 	uint64_t base = tkz_shard_of(z, k) * per;
 	uint64_t a = (k->pos >> 8) & mask, b = (k->pos >> 36) & mask;
 

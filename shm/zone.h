@@ -82,6 +82,9 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 struct tkz_geo {
 	uint64_t capacity, shards, pages, grace, flags;
 	uint64_t per_shard; /* capacity / shards: no division per check */
+	/* shards - 1, and per_shard / TKZ_WINDOW - 1: the masks of a
+	 * key's shard and windows (all powers of two), kept ready. */
+	uint64_t shard_mask, window_mask;
 	uint64_t seed[2];
 	uint64_t segment_size, created;
 	uint32_t window;
