@@ -64,6 +64,9 @@ static void give_back(void *v)
 {
 	unsigned int bit = (unsigned int)(uintptr_t)v - 1;
 
+	/* A later destructor of this thread may still check: it counts in
+	 * the shared shard, not in the next owner's. */
+	tk__tally_slot = TK__TALLY_SHARDS + 1;
 	/* Release: the next owner sees this one's counts. */
 	tk_atomic_and_u32(&owned, ~(UINT32_C(1) << bit), TK_MO_RELEASE);
 }

@@ -5,8 +5,9 @@
  * report N * M checks and every denial, with the store still open; more
  * threads than shards still count exactly, and so do threads whose
  * shards are added to the zone by others meanwhile; a thread that exits
- * gives its shard back, also in a fork() child for the threads it does
- * not have; a second process's counts reach the zone when it closes its
+ * gives its shard back (and counts in the shared one if it checks again
+ * from a later destructor), also in a fork() child for the threads it
+ * does not have; a second process's counts reach the zone when it closes its
  * store, and a fork() child does not add its parent's batch again.
  *
  * White-box (statically linked) for the shards' owners (lib/tally.h).
@@ -270,6 +271,43 @@ static void test_shards_given_back(void **state)
 	assert_true(new_thread_slot() <= TK__TALLY_SHARDS);
 }
 
+/*
+ * A thread-specific data destructor that runs after the library's (keys
+ * are destroyed in the order they were created) and checks again: it
+ * must count in the shared shard, not in the one just given back, which
+ * a new thread may own already.
+ */
+static pthread_key_t late_key;
+static unsigned int late_slot;
+
+static void late_destructor(void *v)
+{
+	(void)v;
+	late_slot = tk__tally_slot;
+}
+
+static void *late_checker(void *arg)
+{
+	*(unsigned int *)arg = tk__tally_take_slot();
+	pthread_setspecific(late_key, &late_slot);
+	return NULL;
+}
+
+static void test_exited_thread_counts_shared(void **state)
+{
+	unsigned int taken = 0;
+	pthread_t t;
+
+	(void)state;
+	(void)new_thread_slot(); /* the library's key exists first */
+	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+	assert_int_equal(pthread_create(&t, NULL, late_checker, &taken), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(taken >= 1 && taken <= TK__TALLY_SHARDS); /* owned */
+	assert_int_equal(late_slot, TK__TALLY_SHARDS + 1);
+	pthread_key_delete(late_key);
+}
+
 /* A fork() child owns no shard of the threads it does not have. */
 static void test_fork_child_shards_free(void **state)
 {
@@ -333,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_counts_its_own),
 		cmocka_unit_test(test_flushes_race_counts),
 		cmocka_unit_test(test_shards_given_back),
+		cmocka_unit_test(test_exited_thread_counts_shared),
 		cmocka_unit_test(test_fork_child_shards_free),
 	};
 	int rc;
