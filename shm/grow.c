@@ -344,8 +344,14 @@ static void complete(struct tk__table *t, struct tk__zone *nz,
 	uint64_t chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK, i;
 	struct tk__zone *expect = oz;
 
+	/* The count lags a mover stalled between marking its chunk and
+	 * counting it: then the marks say whether all are done, so that no
+	 * one waits for it (an insert that finds the successor full spins
+	 * here until the growth completes). */
 	if (ck_pr_load_64(&head(nz)->move_done) != chunks)
-		return;
+		for (i = 0; i < chunks; i++)
+			if (!ck_pr_load_8(&head(nz)->moved[i]))
+				return;
 	__atomic_compare_exchange_n(&t->cur, &expect, nz, 0, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
 	if (ck_pr_cas_int(&head(nz)->retired, 0, 1)) {

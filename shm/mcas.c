@@ -271,7 +271,8 @@ static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
  * Are all parts as read?  A read-only outcome's validation: slot values
  * never repeat, so those unchanged held throughout, and an absent key
  * (its state equivalent to none) may as well have been absent at the
- * end.
+ * end, unless the table has grown since (a private table): then it may
+ * be absent only because it moved.
  */
 static int unchanged(struct tk__zone *z, const struct tk__zone_key *k,
 		     const struct part *p, size_t n, uint64_t now)
@@ -282,7 +283,8 @@ static int unchanged(struct tk__zone *z, const struct tk__zone_key *k,
 	for (i = 0; i < n; i++) {
 		if (p[i].absent) {
 			if (tk__zone_locate(z, &k[i], now, 0, &idx, &w0, &w1) !=
-			    -ENOENT)
+				    -ENOENT ||
+			    tk__zone_next(z))
 				return 0;
 			continue;
 		}
@@ -396,6 +398,10 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 		next[i] = newbuf + off;
 		off += words[i];
 	}
+	/* Grown (a private table): an absent key may have moved there. */
+	for (i = 0; i < n; i++)
+		if (p[i].absent && tk__zone_next(z))
+			return TK__ZONE_MOVED;
 	rc = fn(ctx, old, next, persist, expires);
 	if (rc != TK__ZONE_PERSIST)
 		return rc < 0 || unchanged(z, k, p, n, now) ? rc : -EAGAIN;

@@ -365,8 +365,43 @@ static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
 	return fn(ctx, NULL, next, &exp);
 }
 
+void (*tk__zone_insert_hook)(struct tk__zone *z, const struct tk__zone_key *k,
+			     int at, int settled);
+
 /*
- * No slot holds @k: get it one (@v is the scan that found none).  Returns
+ * The tentative insert an operation claimed (slot @at among its
+ * candidates, ticket @ticket), or none (@at < 0).
+ */
+struct claim {
+	int at;
+	uint64_t ticket;
+};
+
+/*
+ * At the end of an operation: collide its own INS if it still stands
+ * (transition 4).  A scan stops at the key's first MEM, so an inserter
+ * whose rival's earlier INS was committed meanwhile finds that MEM and
+ * never sees its own INS again; left, it would hold a slot until two
+ * sweeps age it out.
+ */
+static void unclaim(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
+		    const struct claim *own)
+{
+	struct tkz_slot *s;
+	uint64_t w0, w1;
+
+	if (own->at < 0)
+		return;
+	s = &tk__zone_slots(z)[tkz_at(c, own->at)];
+	tkz_read_slot(s, &w0, &w1);
+	if (tkz_state(w0) == TKZ_INS && tkz_same_key(w0, fp) &&
+	    w1 == own->ticket)
+		collide(s, w0, w1);
+}
+
+/*
+ * No slot holds @k: get it one (@v is the scan that found none), and say
+ * in @own which INS this claimed, if any.  Returns
  * STEPPED to look again at once (it freed a slot, or committed or helped
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
  * the empty slot first), -ENOSPC, or for a private table that grows
@@ -375,7 +410,7 @@ static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,
-		  const struct view *v)
+		  const struct view *v, struct claim *own)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	uint64_t ticket;
@@ -398,7 +433,14 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 	if (!tkz_cas_slot(&tk__zone_slots(z)[tkz_at(c, v->empty)], 0, 0,
 			  tkz_w0(TKZ_INS, 1, k->fp), ticket))
 		return -EAGAIN;
+	/* An earlier claim of this operation is settled by now: the scan
+	 * that let this one claim saw no INS of the key. */
+	*own = (struct claim){ v->empty, ticket };
+	if (tk__zone_insert_hook)
+		tk__zone_insert_hook(z, k, v->empty, 0);
 	settle(z, c, k->fp, NULL, v->empty, ticket);
+	if (tk__zone_insert_hook)
+		tk__zone_insert_hook(z, k, v->empty, 1);
 	return STEPPED;
 }
 
@@ -408,6 +450,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 	uint64_t next[1], exp;
 	struct tk__blk held;
 	struct tkz_cand c;
+	struct claim own = { -1, 0 };
 	struct view v;
 	int round, lost = 0, rc = -EIO, holding = 0;
 	int block = !!(k->fp & TKZ_FP_BLOCK);
@@ -426,13 +469,17 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 			rc = update_block(z, tkz_at(&c, v.mem), v.w0[v.mem],
 					  v.w1[v.mem], now, words, fn, ctx,
 					  &held, &holding);
+		} else if (tk__zone_next(z)) {
+			/* Grown: the key may have moved (a frozen slot
+			 * matches no key), and no state here is no answer. */
+			rc = TK__ZONE_MOVED;
 		} else {
 			/* No state: only a write needs a slot. */
 			rc = v.n_ins > 0 ? TK__ZONE_PERSIST
 			     : block	 ? absent_block(fn, ctx)
 					 : fn(ctx, NULL, next, &exp);
 			if (rc == TK__ZONE_PERSIST)
-				rc = insert(z, &c, k, now, &v);
+				rc = insert(z, &c, k, now, &v, &own);
 		}
 		if (rc == STEPPED)
 			continue;
@@ -442,6 +489,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 	}
 	if (round == ROUNDS_MAX)
 		rc = -EIO;
+	unclaim(z, &c, k->fp, &own);
 	if (holding)
 		tk__blk_release(z, &held);
 	return rc;
@@ -452,30 +500,39 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 		    uint64_t *w1)
 {
 	struct tkz_cand c;
+	struct claim own = { -1, 0 };
 	struct view v;
-	int round, lost = 0, rc;
+	int round, lost = 0, rc = -EIO;
 
 	tkz_candidates(z, k, &c);
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
-		if (v.mem >= 0 && other_shape(v.w0[v.mem], k))
-			return -EPROTO;
+		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
+			rc = -EPROTO;
+			break;
+		}
 		if (v.mem >= 0) {
 			*idx = tkz_at(&c, v.mem);
 			*w0 = v.w0[v.mem];
 			*w1 = v.w1[v.mem];
-			return 0;
+			rc = 0;
+			break;
 		}
-		if (!create && v.n_ins == 0)
-			return -ENOENT;
-		rc = insert(z, &c, k, now, &v);
+		if (!create && v.n_ins == 0) {
+			rc = -ENOENT;
+			break;
+		}
+		rc = insert(z, &c, k, now, &v, &own);
 		if (rc == STEPPED)
 			continue;
 		if (rc != -EAGAIN)
-			return rc;
+			break;
 		tk__zone_backoff(lost++);
 	}
-	return -EIO;
+	if (round == ROUNDS_MAX)
+		rc = -EIO;
+	unclaim(z, &c, k->fp, &own);
+	return rc;
 }
 
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)

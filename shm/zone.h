@@ -260,6 +260,11 @@ struct tk__zone_key {
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k);
+/* Tests: if set, called by an insert of @k with the candidate @at it
+ * claimed, before it settles (@settled 0) and after (1). */
+extern void (*tk__zone_insert_hook)(struct tk__zone *z,
+				    const struct tk__zone_key *k, int at,
+				    int settled);
 /* The MEM slot of @k (with @create, inserted "no state yet" if absent):
  * its global index and value.  0, -ENOENT, -ENOSPC, -EIO. */
 int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
