@@ -230,6 +230,18 @@ struct tk__transform {
 /* check_gcra(): not decided in place; run apply(). */
 #define TK__DIRECT_NO 2
 
+/*
+ * The time a check decides at, read when the store asks (tk__when_read):
+ * a store whose key's slot may be out of the cache hashes the key and
+ * prefetches the slot first, so that the miss overlaps the clock read.
+ * @clock NULL: @ns is read already (a batch's one reading).
+ */
+struct tk__when {
+	struct tk_clock *clock;
+	int clock_id; /* tk__clock_id(clock) */
+	uint64_t ns;
+};
+
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
 #define TK__T_WORD_IS_EXPIRY 0x2 /* one word, its own expiry time */
 
@@ -280,15 +292,19 @@ struct tk__store_ops {
 	/*
 	 * Optional: a check by GCRA or the token bucket (a state of one
 	 * word, its own expiry: policy @p, @cost units) decided in place
-	 * with the algorithm's own steps (gcra.h), without a transition.
-	 * Returns 0 with the decision in *@d; TK__DIRECT_NO where this is
-	 * not the plain case (nothing written to the store or to @d: the
-	 * caller runs apply() instead); or a negative errno.  The same
+	 * with the algorithm's own steps (gcra.h), without a transition, at
+	 * the time it reads from @now (tk__when_read(), before anything
+	 * else that can fail).  Returns 0 with the decision in *@d;
+	 * TK__DIRECT_NO where this is not the plain case (nothing written
+	 * to the store or to @d: the caller runs apply() instead, at the
+	 * time read if any); or a negative errno (the clock's, if reading
+	 * it failed).  The same
 	 * results, decisions and stored states as apply() in every case.
 	 */
 	int (*check_gcra)(struct tk_store *s, const unsigned char *key,
-			  size_t len, uint64_t now, const struct tk__policy *p,
-			  uint64_t cost, struct tk_decision *d);
+			  size_t len, struct tk__when *now,
+			  const struct tk__policy *p, uint64_t cost,
+			  struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
@@ -321,6 +337,10 @@ struct tk_store {
 /* limiter.c: checks of @l by the store's apply() alone, never its
  * check_gcra() (tests compare the two). */
 void tk__limiter_generic(struct tk_limiter *l);
+
+/* store.c.  Tests: if not zero, a store opened takes one less than this
+ * for the most slots a table of it in the cache has (lib/slot-store.h). */
+extern uint64_t tk__slot_near_test;
 
 /* store-memory.c */
 int tk__memory_open(struct tk_store **out, const struct tk_options *o);
@@ -372,6 +392,21 @@ static inline int tk__clock_gettime(clockid_t id, uint64_t *ns)
 		return -EIO;
 	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	return *ns < TK__NOW_LIMIT ? 0 : -EOVERFLOW;
+}
+
+/* Read @w's clock unless read already: 0 or the clock's error. */
+static inline __attribute__((always_inline)) int
+tk__when_read(struct tk__when *w)
+{
+	int rc;
+
+	if (!w->clock)
+		return 0;
+	rc = w->clock_id >= 0 ? tk__clock_gettime(w->clock_id, &w->ns)
+			      : tk__clock_read(w->clock, &w->ns);
+	if (rc == 0)
+		w->clock = NULL;
+	return rc;
 }
 
 /* error.c: let only documented codes leave the library. */

@@ -34,8 +34,8 @@ struct tk_limiter {
 	 */
 	const struct tk__policy *single;
 	int (*direct)(struct tk_store *s, const unsigned char *key, size_t len,
-		      uint64_t now, const struct tk__policy *p, uint64_t cost,
-		      struct tk_decision *d);
+		      struct tk__when *now, const struct tk__policy *p,
+		      uint64_t cost, struct tk_decision *d);
 	uint32_t flags; /* TK__T_* of a check */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX];
@@ -358,9 +358,11 @@ static inline void copy_key(unsigned char *dst, const char *src, size_t len)
 	}
 }
 
+/* A check of a single policy, at the time it reads from @now (the
+ * store's check_gcra() reads it when it suits the store). */
 static inline __attribute__((always_inline)) int
 check_single(struct tk_limiter *l, const char *key, size_t key_len,
-	     uint64_t now, uint64_t cost, struct tk_decision *out)
+	     struct tk__when *now, uint64_t cost, struct tk_decision *out)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	const struct tk__policy *p = l->single;
@@ -383,8 +385,11 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 		if (rc != TK__DIRECT_NO)
 			return rc < 0 ? rc : 0;
 	}
+	rc = tk__when_read(now);
+	if (rc)
+		return rc;
 	f.p = p;
-	f.now = now;
+	f.now = now->ns;
 	f.cost = cost;
 	f.corrupt = 0;
 	t = (struct tk__transform){
@@ -397,7 +402,7 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.cost = cost,
 		.now = &f.now,
 	};
-	rc = l->store->ops->apply(l->store, buf, l->head_len + key_len, now,
+	rc = l->store->ops->apply(l->store, buf, l->head_len + key_len, now->ns,
 				  &t);
 	if (f.corrupt)
 		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
@@ -557,22 +562,25 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 	const struct tk_key *keys, enum op op, uint64_t cost,
 	struct tk_decision *out)
 {
-	uint64_t now = 0;
+	struct tk__when now;
 	int rc;
 
 	if (!l || !out)
 		return -EINVAL;
-	rc = l->clock_id >= 0 ? tk__clock_gettime(l->clock_id, &now)
-			      : tk__clock_read(l->clock, &now);
-	if (rc == 0) {
-		rc = l->single && op == OP_CHECK
-			     ? check_single(l, key, key_len, now, cost, out)
-			     : run(l, key, key_len, keys, op, now, cost, out);
-		if (rc == 0) /* a decision: nothing for the fail policy */
-			return 0;
-	} else if (l->fail != TK_FAIL_ERROR)
-		rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
-	return fail_policy(l->fail, l->policy, now, rc, out);
+	now = (struct tk__when){ l->clock, l->clock_id, 0 };
+	if (l->single && op == OP_CHECK) {
+		/* Its key is judged before its clock is read. */
+		rc = check_single(l, key, key_len, &now, cost, out);
+	} else {
+		rc = tk__when_read(&now);
+		if (rc == 0)
+			rc = run(l, key, key_len, keys, op, now.ns, cost, out);
+		else if (l->fail != TK_FAIL_ERROR)
+			rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
+	}
+	if (rc == 0) /* a decision: nothing for the fail policy */
+		return 0;
+	return fail_policy(l->fail, l->policy, now.ns, rc, out);
 }
 
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
@@ -677,6 +685,7 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 struct tk_decision *out, int *rcs)
 {
 	int batch_rc[BATCH_MAX];
+	struct tk__when read = { NULL, -1, 0 }; /* one reading for all */
 	uint64_t now = 0;
 	int rc, clock_rc, first = 0;
 	size_t i, at = 0, chunk = 0;
@@ -688,6 +697,7 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	clock_rc = tk__clock_read(l->clock, &now);
 	if (clock_rc && l->fail == TK_FAIL_ERROR)
 		return tk__rc(clock_rc);
+	read.ns = now;
 	for (i = 0; i < n; i++) {
 		if (clock_rc == 0 && l->store->ops->apply_batch) {
 			/* A store that batches: its chunk's results. */
@@ -704,7 +714,7 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				     ? key_error(reqs[i].key, reqs[i].key_len)
 					       ?: clock_rc
 			     : l->single ? check_single(l, reqs[i].key,
-							reqs[i].key_len, now,
+							reqs[i].key_len, &read,
 							reqs[i].cost, &out[i])
 					 : run(l, reqs[i].key, reqs[i].key_len,
 					       NULL, OP_CHECK, now,

@@ -41,6 +41,35 @@ static inline int tk__slot_block(const struct tk__transform *t)
 }
 
 /*
+ * When a check reads its clock: before hashing its key, or after, with
+ * the key's slot prefetched.  The clock's ordered TSC read waits for the
+ * instructions before it, so a hash before it (tens of AES rounds) adds
+ * to every check; but a table larger than a core's cache (@far) misses on
+ * most slots, and a prefetch issued before the clock read overlaps the
+ * miss with it, which is worth more (bench/README.md, "prefetch").
+ * tk__slot_when_near() before the hash, tk__slot_when_far() after.
+ */
+static inline __attribute__((always_inline)) int
+tk__slot_when_near(int far, struct tk__when *now)
+{
+	return far ? 0 : tk__when_read(now);
+}
+
+static inline __attribute__((always_inline)) int
+tk__slot_when_far(int far, struct tk__zone *z, const struct tk__zone_key *k,
+		  struct tk__when *now)
+{
+	if (!far)
+		return 0;
+	tk__zone_prefetch(z, k);
+	return tk__when_read(now);
+}
+
+/* store.c: the most slots a table may have to count as near (in a
+ * core's cache), as a store opens. */
+uint64_t tk__slot_near_max(void);
+
+/*
  * A check of GCRA or the token bucket in one call chain: the key's slot
  * found in @z (shm/word.h), the algorithm's own step on its word (gcra.h),
  * the slot updated by the CAS the table's apply would make.  Returns 0

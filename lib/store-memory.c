@@ -34,6 +34,7 @@ struct mem_store {
 	struct tk__table *table;
 	struct tk__keyhash_key kh; /* the store's random secret, prepared */
 	uint64_t capacity;	   /* most slots; 0: unbounded */
+	uint64_t near_max;	   /* tk__slot_near_max() */
 	int use_thread;
 	struct tk__reclaimer reclaimer; /* when use_thread */
 };
@@ -83,22 +84,29 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 }
 
 static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
-			     size_t len, uint64_t now,
+			     size_t len, struct tk__when *now,
 			     const struct tk__policy *p, uint64_t cost,
 			     struct tk_decision *d)
 {
 	struct mem_store *s = (struct mem_store *)base;
 	struct tk__zone *z = tk__table_zone(s->table);
 	struct tk__zone_key k;
-	int denied;
+	int denied, rc, far;
 
 	/* While keys move to a new table, apply() pulls them first. */
 	if (tk__zone_old(z))
 		return TK__DIRECT_NO;
 	before(s);
+	far = tk__zone_geo(z)->capacity > s->near_max;
+	rc = tk__slot_when_near(far, now);
+	if (rc)
+		return rc;
 	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
-	return tk__slot_direct(z, &k, now, p, cost, d, &denied);
+	rc = tk__slot_when_far(far, z, &k, now);
+	if (rc)
+		return rc;
+	return tk__slot_direct(z, &k, now->ns, p, cost, d, &denied);
 }
 
 static int memory_apply_multi(struct tk_store *base, uint64_t now,
@@ -199,6 +207,7 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 		return -ENOMEM;
 	s->base.ops = &memory_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
+	s->near_max = tk__slot_near_max();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.grace = o->reclaim_grace;
 	rc = tk__clock_read(s->base.clock, &cfg.now);

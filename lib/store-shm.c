@@ -37,9 +37,10 @@
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;
-	struct tk__keyhash_key kh;	/* the zone's secret, prepared */
-	struct tk__zone_tally *tally;	/* the mapping's, shared */
-	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
+	struct tk__keyhash_key kh;    /* the zone's secret, prepared */
+	struct tk__zone_tally *tally; /* the mapping's, shared */
+	int want_thread;	      /* TK_OPT_ZONE_RECLAIMER */
+	int far; /* more slots than a core's cache holds (slot-store.h) */
 	struct tk__reclaimer reclaimer; /* when want_thread */
 };
 
@@ -152,17 +153,26 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 }
 
 static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
-			  size_t len, uint64_t now, const struct tk__policy *p,
-			  uint64_t cost, struct tk_decision *d)
+			  size_t len, struct tk__when *now,
+			  const struct tk__policy *p, uint64_t cost,
+			  struct tk_decision *d)
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
-	struct direct_call c = { s, &k, now, p, cost, d };
+	struct direct_call c = { s, &k, 0, p, cost, d };
+	int rc;
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
+	rc = tk__slot_when_near(s->far, now);
+	if (rc)
+		return rc;
 	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
+	rc = tk__slot_when_far(s->far, s->zone, &k, now);
+	if (rc)
+		return rc;
+	c.now = now->ns;
 	return tk__zone_run(s->zone, direct, &c);
 }
 
@@ -369,6 +379,7 @@ int tk__shm_open(struct tk_store **out, const char *name,
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);
+	s->far = tk__zone_geo(s->zone)->capacity > tk__slot_near_max();
 	if (s->want_thread)
 		tk__reclaimer_init(&s->reclaimer, sweep_zone, s, s->base.clock,
 				   o->reclaim_interval ? o->reclaim_interval

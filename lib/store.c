@@ -8,12 +8,13 @@
  * in the algorithms.
  */
 #include "internal.h"
-#include "../shm/zone.h"
+#include "slot-store.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int is_redis(const char *spec)
 {
@@ -123,4 +124,24 @@ TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
 		return tk__rc(rc);
 	memcpy(out, &p, size < sizeof(p) ? size : sizeof(p));
 	return 0;
+}
+
+uint64_t tk__slot_near_test;
+
+/*
+ * A core's own cache (L2) in slots: a table of more slots usually misses
+ * in it.  1 MiB when the C library cannot tell.
+ */
+uint64_t tk__slot_near_max(void)
+{
+	long bytes = 0;
+
+	if (tk__slot_near_test)
+		return tk__slot_near_test - 1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+	bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+	if (bytes <= 0)
+		bytes = 1L << 20;
+	return (uint64_t)bytes / sizeof(struct tkz_slot);
 }

@@ -55,6 +55,17 @@ static inline void tkz_candidates(struct tk__zone *z,
 	c->turn = (k->pos >> 60) & (TKZ_WINDOW - 1);
 }
 
+/* Start loading @k's first candidate, where it usually is: a hint that
+ * cannot fault, whatever became of the zone's file. */
+static inline void tk__zone_prefetch(struct tk__zone *z,
+				     const struct tk__zone_key *k)
+{
+	struct tkz_cand c;
+
+	tkz_candidates(z, k, &c);
+	__builtin_prefetch(&tk__zone_slots(z)[tkz_at(&c, 0)], 1);
+}
+
 /* Does MEM {@w0, @w1} hold a state (as opposed to "no state yet")? */
 static inline int tkz_has_state(uint64_t w0, uint64_t w1)
 {

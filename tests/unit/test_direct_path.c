@@ -391,6 +391,23 @@ static void test_memory_same_as_generic(void **state)
 }
 
 /*
+ * Both again with every table "far" (lib/slot-store.h): the key hashed
+ * and its slot prefetched before the clock is read.
+ */
+static void test_far_same_as_generic(void **state)
+{
+	tk__slot_near_test = 1; /* no table is near */
+	timeline(0xfa4, 1);
+	timeline(20261126, 1);
+	tk__memory_secret[0] = 0x1234;
+	tk__memory_secret[1] = 0x5678;
+	timeline(0xfa5, 0);
+	tk__memory_secret[0] = tk__memory_secret[1] = 0;
+	tk__slot_near_test = 0;
+	(void)state;
+}
+
+/*
  * Contended: two threads check one hot key through the direct path while
  * a third forces the generic path on the same store (a zone, memory); every
  * admission is counted once (exactness), whichever path made it.
@@ -471,6 +488,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_generic),
 		cmocka_unit_test(test_memory_same_as_generic),
+		cmocka_unit_test(test_far_same_as_generic),
 		cmocka_unit_test(test_contended_exact),
 	};
 

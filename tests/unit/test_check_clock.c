@@ -1,0 +1,260 @@
+/*
+ * test_check_clock.c - when a check reads its clock (lib/slot-store.h):
+ * in a table that fits a core's cache ("near"), before the key is hashed;
+ * in a larger one ("far"), after the key is hashed and its slot
+ * prefetched.  Either way a check reads the clock exactly once, after its
+ * key is judged, and a clock that fails consumes nothing; a far zone
+ * truncated under its users still answers -EPROTO and nothing crashes.
+ *
+ * White-box: linked statically for tk__slot_near_test, which makes every
+ * table near or far whatever the machine's cache.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#include "asserts.h"
+#include "workers.h"
+
+#define T0 UINT64_C(1700000000000000000)
+#define NEAR 0 /* tk__slot_near_test: ask the machine (64 slots are near) */
+#define FAR 1  /* no table is near */
+
+static char dir[] = "/tmp/tk-clock-XXXXXX";
+
+/* A clock that counts its readings, and fails while told to. */
+struct counted {
+	atomic_ulong reads;
+	atomic_int failing;
+};
+
+static int counted_now(void *ctx, uint64_t *ns)
+{
+	struct counted *c = ctx;
+	unsigned long n = atomic_fetch_add(&c->reads, 1);
+
+	if (atomic_load(&c->failing))
+		return -1;
+	*ns = T0 + n * 1000; /* 1 us a reading */
+	return 0;
+}
+
+static const char *const specs[] = { "shm:clk", "memory" };
+
+static struct tk_store *store_on(const char *spec, struct tk_clock *c)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_store *s;
+
+	o.clock = c;
+	o.zone_capacity = 1024;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_rc(tk_store_open(&s, spec, &o), 0);
+	return s;
+}
+
+static struct tk_limiter *open_on(struct tk_store *s, const char *policy,
+				  struct tk_clock *c, unsigned int fail)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+
+	o.clock = c;
+	o.fail = fail;
+	o.store = s;
+	assert_rc(tk_limiter_open(&l, policy, NULL, &o), 0);
+	return l;
+}
+
+/* One reading for a check: of a new key (the direct path hands it to
+ * apply()), of a known one, a peek, a batch; none for a bad key. */
+static void one_reading(const char *spec, uint64_t mode)
+{
+	struct counted cnt = { 0, 0 };
+	struct tk_request reqs[3] = { { "a", 1, 1 },
+				      { "b", 1, 1 },
+				      { "c", 1, 1 } };
+	struct tk_decision d, out[3];
+	struct tk_clock *c;
+	struct tk_store *s;
+	struct tk_limiter *l;
+	int rcs[3];
+
+	tk__slot_near_test = mode;
+	tk_zone_destroy("clk");
+	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
+	s = store_on(spec, c);
+	l = open_on(s, "gcra:100/1s,burst=10", c, TK_FAIL_ERROR);
+	atomic_store(&cnt.reads, 0);
+	assert_rc(tk_limiter_check(l, "new", 3, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(atomic_load(&cnt.reads), 1);
+	assert_rc(tk_limiter_check(l, "new", 3, 1, &d), 0);
+	assert_true(d.allowed && d.remaining == 8);
+	assert_int_equal(atomic_load(&cnt.reads), 2);
+	assert_rc(tk_limiter_check(l, "", 0, 1, &d), -EINVAL);
+	assert_int_equal(atomic_load(&cnt.reads), 2);
+	assert_rc(tk_limiter_peek(l, "new", 3, &d), 0);
+	assert_int_equal(atomic_load(&cnt.reads), 3);
+	assert_rc(tk_limiter_check_many(l, reqs, 3, out, rcs), 0);
+	assert_int_equal(atomic_load(&cnt.reads), 4);
+	assert_rc(tk_limiter_check_many(l, reqs, 3, out, rcs), 0);
+	assert_true(out[2].allowed && out[2].remaining == 8);
+	assert_int_equal(atomic_load(&cnt.reads), 5);
+	tk_limiter_close(l);
+	tk_store_close(s);
+	tk_clock_free(c);
+	tk_zone_destroy("clk");
+	tk__slot_near_test = 0;
+}
+
+static void test_one_reading_per_check(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		one_reading(specs[i], NEAR);
+		one_reading(specs[i], FAR);
+	}
+}
+
+/*
+ * A clock that fails: the fail policy answers (degraded), or the error
+ * does; nothing is consumed, so the whole burst is there once the clock
+ * is back.  In a far table the key is hashed before the failing read.
+ */
+static void failing_clock(const char *spec, uint64_t mode)
+{
+	struct counted cnt = { 0, 0 };
+	struct tk_decision d;
+	struct tk_clock *c;
+	struct tk_store *s;
+	struct tk_limiter *open, *closed, *error;
+	int i, admitted = 0;
+
+	tk__slot_near_test = mode;
+	tk_zone_destroy("clk");
+	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
+	s = store_on(spec, c);
+	open = open_on(s, "gcra:5/1h", c, TK_FAIL_OPEN);
+	closed = open_on(s, "gcra:5/1h", c, TK_FAIL_CLOSED);
+	error = open_on(s, "gcra:5/1h", c, TK_FAIL_ERROR);
+	/* Known keys too: the direct path decides those in place. */
+	assert_rc(tk_limiter_check(open, "old", 3, 1, &d), 0);
+	assert_true(d.allowed && !d.degraded && d.remaining == 4);
+	atomic_store(&cnt.failing, 1);
+	for (i = 0; i < 20; i++) {
+		const char *key = i % 2 ? "old" : "new";
+
+		memset(&d, 0x55, sizeof(d));
+		assert_rc(tk_limiter_check(open, key, 3, 1, &d), 0);
+		assert_true(d.allowed && d.degraded);
+		assert_rc(tk_limiter_check(closed, key, 3, 1, &d), 0);
+		assert_true(!d.allowed && d.degraded);
+		assert_rc(tk_limiter_check(error, key, 3, 1, &d), -EIO);
+	}
+	atomic_store(&cnt.failing, 0);
+	for (i = 0; i < 10; i++) {
+		assert_rc(tk_limiter_check(error, "new", 3, 1, &d), 0);
+		assert_false(d.degraded);
+		admitted += d.allowed;
+	}
+	assert_int_equal(admitted, 5);
+	assert_rc(tk_limiter_check(error, "old", 3, 1, &d), 0);
+	assert_true(d.allowed && d.remaining == 3);
+	tk_limiter_close(open);
+	tk_limiter_close(closed);
+	tk_limiter_close(error);
+	tk_store_close(s);
+	tk_clock_free(c);
+	tk_zone_destroy("clk");
+	tk__slot_near_test = 0;
+}
+
+static void test_failing_clock_consumes_nothing(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		failing_clock(specs[i], NEAR);
+		failing_clock(specs[i], FAR);
+	}
+}
+
+/* In the child: the exit code says which check failed. */
+#define CHECK(n, cond)                                                         \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "child check %d failed: %s\n", n,      \
+				#cond);                                        \
+			_exit(n);                                              \
+		}                                                              \
+	} while (0)
+
+/*
+ * A far zone's file cut to nothing under its users: the prefetch before
+ * the guard must not fault, the checks after it answer -EPROTO.  In a
+ * child, which installs the library's SIGBUS handler at its attach.
+ */
+static void test_far_zone_truncated(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	char path[512], key[16];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tk__slot_near_test = FAR;
+		tk_zone_destroy("cut");
+		o.zone_capacity = 1024;
+		CHECK(1, tk_limiter_open(&l, "gcra:5/1s", "shm:cut", &o) == 0);
+		CHECK(2, tk_limiter_check(l, "k", 1, 1, &d) == 0 && d.allowed);
+		kit_zone_path(path, sizeof(path), "cut");
+		CHECK(3, truncate(path, 0) == 0);
+		for (i = 0; i < 200; i++) {
+			snprintf(key, sizeof(key), "k%d", i);
+			CHECK(4, tk_limiter_check(l, key, strlen(key), 1, &d) ==
+					 -EPROTO);
+		}
+		tk_limiter_close(l);
+		CHECK(5, tk_zone_destroy("cut") == 0);
+		exit(0); /* not _exit(): LeakSanitizer checks at exit */
+	}
+	kit_wait_exit(pid, 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return kit_zone_dir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_reading_per_check),
+		cmocka_unit_test(test_failing_clock_consumes_nothing),
+		cmocka_unit_test(test_far_zone_truncated),
+	};
+
+	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
+}
