@@ -487,6 +487,8 @@ int main(int argc, char **argv)
 					   UINT32_C(1) << 26);
 	cfg.big_keys = (uint32_t)env_ulong("TK_BENCH_BIG_KEYS", 1000000, 2,
 					   UINT32_C(1) << 26);
+	cfg.zone_min = (uint32_t)env_ulong("TK_BENCH_ZONE_MIN", 65536, 64,
+					   UINT32_C(1) << 26);
 	cfg.zipf_s = getenv("TK_BENCH_ZIPF_S") ? atof(getenv("TK_BENCH_ZIPF_S"))
 					       : 0.99;
 	cfg.filter = getenv("TK_BENCH_FILTER");

@@ -166,8 +166,9 @@ static int tk_open(struct group *g, const char *store,
 uint64_t zone_capacity_for(uint32_t nkeys)
 {
 	uint64_t cap = pow2_at_least(2 * (uint64_t)nkeys);
+	uint64_t min = pow2_at_least(cfg.zone_min);
 
-	return cap < 65536 ? 65536 : cap;
+	return cap < min ? min : cap;
 }
 
 static int tk_shm_open(struct group *g)

@@ -11,6 +11,9 @@
  *   keyed   the same, with the slot chosen by the stores' keyed hash of
  *           the 12-byte store key (tk__keyhash_fast(), under a random
  *           secret, as a zone hashes)
+ *   prefetch  the same, with the slot prefetched between the hash and
+ *           the clock read, as a table larger than a core's cache does
+ *           (lib/slot-store.h): the miss overlaps the clock read
  *   sip13   the same with SipHash-1-3 as the keyed hash (what a CPU
  *           without AES-NI hashes with)
  *   zone    tk_limiter_check() on a zone (GCRA, allow path)
@@ -77,9 +80,9 @@ static inline void cas16(struct slot *s, uint64_t now)
 	} while (!ck_pr_cas_64_2_value(s->w, old, next, old));
 }
 
-enum part { FLOOR, SLOT, KEYED, SIP13, ZONE, PARTS };
-static const char *const part_name[PARTS] = { "floor", "slot", "keyed", "sip13",
-					      "zone" };
+enum part { FLOOR, SLOT, KEYED, PREFETCH, SIP13, ZONE, PARTS };
+static const char *const part_name[PARTS] = { "floor",	  "slot",  "keyed",
+					      "prefetch", "sip13", "zone" };
 
 static uint64_t run(enum part p, uint32_t mask)
 {
@@ -101,6 +104,13 @@ static uint64_t run(enum part p, uint32_t mask)
 			break;
 		case KEYED:
 			h = tk__keyhash_fast(&kh, key, sizeof(key));
+			cas16(&slots[h & ((1u << SLOT_BITS) - 1)],
+			      bench_realtime());
+			break;
+		case PREFETCH:
+			h = tk__keyhash_fast(&kh, key, sizeof(key));
+			__builtin_prefetch(&slots[h & ((1u << SLOT_BITS) - 1)],
+					   1);
 			cas16(&slots[h & ((1u << SLOT_BITS) - 1)],
 			      bench_realtime());
 			break;

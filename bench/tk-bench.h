@@ -100,6 +100,7 @@ struct cpu_sample {
 struct bench_config {
 	unsigned int rounds, round_ms, warmup_ms, admit_ms, batch, settle_ms;
 	uint32_t mid_keys, big_keys;
+	uint32_t zone_min; /* slots of the smallest zone a case opens */
 	double zipf_s;
 	const char *filter;
 	const char *lib_cflags;

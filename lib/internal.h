@@ -292,19 +292,27 @@ struct tk__store_ops {
 	/*
 	 * Optional: a check by GCRA or the token bucket (a state of one
 	 * word, its own expiry: policy @p, @cost units) decided in place
-	 * with the algorithm's own steps (gcra.h), without a transition, at
-	 * the time it reads from @now (tk__when_read(), before anything
-	 * else that can fail).  Returns 0 with the decision in *@d;
-	 * TK__DIRECT_NO where this is not the plain case (nothing written
-	 * to the store or to @d: the caller runs apply() instead, at the
-	 * time read if any); or a negative errno (the clock's, if reading
-	 * it failed).  The same
+	 * with the algorithm's own steps (gcra.h), without a transition.
+	 * Returns 0 with the decision in *@d; TK__DIRECT_NO where this is
+	 * not the plain case (nothing written to the store or to @d: the
+	 * caller runs apply() instead); or a negative errno.  The same
 	 * results, decisions and stored states as apply() in every case.
 	 */
 	int (*check_gcra)(struct tk_store *s, const unsigned char *key,
-			  size_t len, struct tk__when *now,
-			  const struct tk__policy *p, uint64_t cost,
-			  struct tk_decision *d);
+			  size_t len, uint64_t now, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d);
+	/*
+	 * Optional, with check_gcra(): the same check at the time it reads
+	 * from @now (tk__when_read()), after hashing the key and
+	 * prefetching its slot, so that a miss overlaps the clock read
+	 * (lib/slot-store.h).  The limiter calls it while the store's @far
+	 * is set.  As check_gcra(); the caller's apply() then runs at the
+	 * time read, and a failed reading returns the clock's error.
+	 */
+	int (*check_gcra_far)(struct tk_store *s, const unsigned char *key,
+			      size_t len, struct tk__when *now,
+			      const struct tk__policy *p, uint64_t cost,
+			      struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
@@ -332,6 +340,9 @@ struct tk_store {
 	struct tk_clock *clock;
 	/* States found invalid by this process's checks (tk_stats.corrupt). */
 	_Atomic uint64_t corrupt;
+	/* 1 while the store's table is larger than a core's cache, so that
+	 * a check calls check_gcra_far() (lib/slot-store.h). */
+	_Atomic int far;
 };
 
 /* limiter.c: checks of @l by the store's apply() alone, never its

@@ -34,8 +34,13 @@ struct tk_limiter {
 	 */
 	const struct tk__policy *single;
 	int (*direct)(struct tk_store *s, const unsigned char *key, size_t len,
-		      struct tk__when *now, const struct tk__policy *p,
-		      uint64_t cost, struct tk_decision *d);
+		      uint64_t now, const struct tk__policy *p, uint64_t cost,
+		      struct tk_decision *d);
+	/* The store's check_gcra_far(), for while the store is far. */
+	int (*direct_far)(struct tk_store *s, const unsigned char *key,
+			  size_t len, struct tk__when *now,
+			  const struct tk__policy *p, uint64_t cost,
+			  struct tk_decision *d);
 	uint32_t flags; /* TK__T_* of a check */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX];
@@ -358,16 +363,12 @@ static inline void copy_key(unsigned char *dst, const char *src, size_t len)
 	}
 }
 
-/* A check of a single policy, at the time it reads from @now (the
- * store's check_gcra() reads it when it suits the store). */
-static inline __attribute__((always_inline)) int
-check_single(struct tk_limiter *l, const char *key, size_t key_len,
-	     struct tk__when *now, uint64_t cost, struct tk_decision *out)
+/* The store key of a single policy's check into @buf: its length, or
+ * the key's error (negative). */
+static inline __attribute__((always_inline)) long
+single_key(const struct tk_limiter *l, const char *key, size_t key_len,
+	   unsigned char *buf)
 {
-	unsigned char buf[TK__STORE_KEY_MAX];
-	const struct tk__policy *p = l->single;
-	struct fast f;
-	struct tk__transform t;
 	int rc = key_error(key, key_len);
 
 	if (rc)
@@ -379,17 +380,21 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 		memcpy(buf, l->head, l->head_len);
 	}
 	copy_key(buf + l->head_len, key, key_len);
-	if (l->direct) {
-		rc = l->direct(l->store, buf, l->head_len + key_len, now, p,
-			       cost, out);
-		if (rc != TK__DIRECT_NO)
-			return rc < 0 ? rc : 0;
-	}
-	rc = tk__when_read(now);
-	if (rc)
-		return rc;
+	return (long)(l->head_len + key_len);
+}
+
+/* A single policy's check by the store's apply(), at @now. */
+static inline __attribute__((always_inline)) int
+single_apply(struct tk_limiter *l, const unsigned char *buf, size_t len,
+	     uint64_t now, uint64_t cost, struct tk_decision *out)
+{
+	const struct tk__policy *p = l->single;
+	struct fast f;
+	struct tk__transform t;
+	int rc;
+
 	f.p = p;
-	f.now = now->ns;
+	f.now = now;
 	f.cost = cost;
 	f.corrupt = 0;
 	t = (struct tk__transform){
@@ -402,14 +407,56 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 		.cost = cost,
 		.now = &f.now,
 	};
-	rc = l->store->ops->apply(l->store, buf, l->head_len + key_len, now->ns,
-				  &t);
+	rc = l->store->ops->apply(l->store, buf, len, now, &t);
 	if (f.corrupt)
 		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
 	if (rc < 0)
 		return rc;
 	*out = f.d;
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+check_single(struct tk_limiter *l, const char *key, size_t key_len,
+	     uint64_t now, uint64_t cost, struct tk_decision *out)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	long len = single_key(l, key, key_len, buf);
+	int rc;
+
+	if (len < 0)
+		return (int)len;
+	if (l->direct) {
+		rc = l->direct(l->store, buf, (size_t)len, now, l->single, cost,
+			       out);
+		if (rc != TK__DIRECT_NO)
+			return rc < 0 ? rc : 0;
+	}
+	return single_apply(l, buf, (size_t)len, now, cost, out);
+}
+
+/*
+ * check_single() on a far store (lib/slot-store.h): the store reads the
+ * clock from @now after hashing the key; the key is judged before.
+ */
+static inline __attribute__((always_inline)) int
+check_single_far(struct tk_limiter *l, const char *key, size_t key_len,
+		 struct tk__when *now, uint64_t cost, struct tk_decision *out)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	long len = single_key(l, key, key_len, buf);
+	int rc;
+
+	if (len < 0)
+		return (int)len;
+	rc = l->direct_far(l->store, buf, (size_t)len, now, l->single, cost,
+			   out);
+	if (rc != TK__DIRECT_NO)
+		return rc < 0 ? rc : 0;
+	rc = tk__when_read(now);
+	if (rc)
+		return rc;
+	return single_apply(l, buf, (size_t)len, now->ns, cost, out);
 }
 
 /* A composite: one key per dimension (@keys, or @key for all). */
@@ -495,8 +542,10 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	}
 	if (l->policy->kind == TK__SINGLE) {
 		l->single = &l->policy->dim[0];
-		if (tk__gcra_family(l->single))
+		if (tk__gcra_family(l->single)) {
 			l->direct = l->store->ops->check_gcra;
+			l->direct_far = l->store->ops->check_gcra_far;
+		}
 		l->flags =
 			TK__T_CHECK |
 			(l->single->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0);
@@ -512,6 +561,7 @@ fail:
 void tk__limiter_generic(struct tk_limiter *l)
 {
 	l->direct = NULL;
+	l->direct_far = NULL;
 }
 
 /* How long a fail-closed denial asks the client to wait. */
@@ -562,25 +612,32 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 	const struct tk_key *keys, enum op op, uint64_t cost,
 	struct tk_decision *out)
 {
-	struct tk__when now;
+	struct tk__when far;
+	uint64_t now = 0;
 	int rc;
 
 	if (!l || !out)
 		return -EINVAL;
-	now = (struct tk__when){ l->clock, l->clock_id, 0 };
-	if (l->single && op == OP_CHECK) {
-		/* Its key is judged before its clock is read. */
-		rc = check_single(l, key, key_len, &now, cost, out);
+	if (op == OP_CHECK && l->direct_far &&
+	    atomic_load_explicit(&l->store->far, memory_order_relaxed)) {
+		far = (struct tk__when){ l->clock, l->clock_id, 0 };
+		rc = check_single_far(l, key, key_len, &far, cost, out);
+		now = far.ns;
 	} else {
-		rc = tk__when_read(&now);
+		rc = l->clock_id >= 0 ? tk__clock_gettime(l->clock_id, &now)
+				      : tk__clock_read(l->clock, &now);
 		if (rc == 0)
-			rc = run(l, key, key_len, keys, op, now.ns, cost, out);
+			rc = l->single && op == OP_CHECK
+				     ? check_single(l, key, key_len, now, cost,
+						    out)
+				     : run(l, key, key_len, keys, op, now, cost,
+					   out);
 		else if (l->fail != TK_FAIL_ERROR)
 			rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
 	}
 	if (rc == 0) /* a decision: nothing for the fail policy */
 		return 0;
-	return fail_policy(l->fail, l->policy, now.ns, rc, out);
+	return fail_policy(l->fail, l->policy, now, rc, out);
 }
 
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
@@ -685,7 +742,6 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 struct tk_decision *out, int *rcs)
 {
 	int batch_rc[BATCH_MAX];
-	struct tk__when read = { NULL, -1, 0 }; /* one reading for all */
 	uint64_t now = 0;
 	int rc, clock_rc, first = 0;
 	size_t i, at = 0, chunk = 0;
@@ -697,7 +753,6 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	clock_rc = tk__clock_read(l->clock, &now);
 	if (clock_rc && l->fail == TK_FAIL_ERROR)
 		return tk__rc(clock_rc);
-	read.ns = now;
 	for (i = 0; i < n; i++) {
 		if (clock_rc == 0 && l->store->ops->apply_batch) {
 			/* A store that batches: its chunk's results. */
@@ -714,7 +769,7 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				     ? key_error(reqs[i].key, reqs[i].key_len)
 					       ?: clock_rc
 			     : l->single ? check_single(l, reqs[i].key,
-							reqs[i].key_len, &read,
+							reqs[i].key_len, now,
 							reqs[i].cost, &out[i])
 					 : run(l, reqs[i].key, reqs[i].key_len,
 					       NULL, OP_CHECK, now,

@@ -12,6 +12,7 @@
 #include "gcra.h"
 #include "../shm/word.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 /* A transition's results are the table's: shm/ runs t->fn as it is. */
@@ -41,28 +42,32 @@ static inline int tk__slot_block(const struct tk__transform *t)
 }
 
 /*
- * When a check reads its clock: before hashing its key, or after, with
- * the key's slot prefetched.  The clock's ordered TSC read waits for the
- * instructions before it, so a hash before it (tens of AES rounds) adds
- * to every check; but a table larger than a core's cache (@far) misses on
- * most slots, and a prefetch issued before the clock read overlaps the
- * miss with it, which is worth more (bench/README.md, "prefetch").
- * tk__slot_when_near() before the hash, tk__slot_when_far() after.
+ * When a check reads its clock: before hashing its key (check_gcra(),
+ * the limiter reads it), or after, with the key's slot prefetched
+ * (check_gcra_far(), the store reads it).  The clock's ordered TSC read
+ * waits for the instructions before it, so a hash before it (ten AES
+ * rounds) adds to every check; but a table larger than a core's cache
+ * misses on most slots, and a prefetch issued before the clock read
+ * overlaps the miss with it, which is worth more (bench/README.md,
+ * "2026-11-26").  A store sets its @far while its table is that large.
  */
 static inline __attribute__((always_inline)) int
-tk__slot_when_near(int far, struct tk__when *now)
+tk__slot_prefetch_then_read(struct tk__zone *z, const struct tk__zone_key *k,
+			    struct tkz_cand *c, struct tk__when *now)
 {
-	return far ? 0 : tk__when_read(now);
+	tk__zone_prefetch(z, k, c);
+	return tk__when_read(now);
 }
 
-static inline __attribute__((always_inline)) int
-tk__slot_when_far(int far, struct tk__zone *z, const struct tk__zone_key *k,
-		  struct tk__when *now)
+/* Keep @s's @far as a table of @capacity slots makes it. */
+static inline void tk__slot_far_update(struct tk_store *s, uint64_t capacity,
+				       uint64_t near_max)
 {
-	if (!far)
-		return 0;
-	tk__zone_prefetch(z, k);
-	return tk__when_read(now);
+	int far = capacity > near_max;
+
+	/* Written once it changes, not by every apply: a shared line. */
+	if (atomic_load_explicit(&s->far, memory_order_relaxed) != far)
+		atomic_store_explicit(&s->far, far, memory_order_relaxed);
 }
 
 /* store.c: the most slots a table may have to count as near (in a
@@ -78,12 +83,13 @@ uint64_t tk__slot_near_max(void);
  * case (no slot yet, an insert of the key under way, a sweep due, a state
  * of another shape or that does not validate, the slot changed twice under
  * us): the limiter then runs the store's apply, which decides as it
- * always does.
+ * always does.  @cand: @k's candidates, if known, or NULL.
  */
 #define TK__SLOT_DIRECT_ROUNDS 2
 
 static inline __attribute__((always_inline)) int
-tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
+tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
+		const struct tkz_cand *cand, uint64_t now,
 		const struct tk__policy *p, uint64_t cost,
 		struct tk_decision *out, int *denied)
 {
@@ -93,7 +99,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
 	int round, rc;
 
 	for (round = 0; round < TK__SLOT_DIRECT_ROUNDS; round++) {
-		if (!tk__zone_word_find(z, k, now, &w) ||
+		if (!tk__zone_word_find(z, k, cand, now, &w) ||
 		    !tk__gcra_valid(p, 1, &w.w1))
 			return TK__DIRECT_NO;
 		memset(&d, 0, sizeof(d));

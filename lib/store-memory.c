@@ -35,6 +35,7 @@ struct mem_store {
 	struct tk__keyhash_key kh; /* the store's random secret, prepared */
 	uint64_t capacity;	   /* most slots; 0: unbounded */
 	uint64_t near_max;	   /* tk__slot_near_max() */
+	_Atomic uint64_t growths;  /* of the table, as far was last set */
 	int use_thread;
 	struct tk__reclaimer reclaimer; /* when use_thread */
 };
@@ -60,6 +61,20 @@ static void sweep(struct mem_store *s, const struct tk__zone_key *k,
 	tk__zone_maybe_sweep(tk__table_zone(s->table), k, now);
 }
 
+/* After an insert may have grown the table: is it far now? */
+static inline void grown(struct mem_store *s)
+{
+	uint64_t g = tk__table_growths(s->table);
+
+	/* One load when nothing changed: applies come here by the million. */
+	if (g == atomic_load_explicit(&s->growths, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&s->growths, g, memory_order_relaxed);
+	tk__slot_far_update(&s->base,
+			    tk__zone_geo(tk__table_zone(s->table))->capacity,
+			    s->near_max);
+}
+
 static int result(int rc)
 {
 	if (rc == -E2BIG)
@@ -80,33 +95,52 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 	key_of(s, key, len, tk__slot_block(t), t->alg, &k);
 	rc = tk__table_apply(s->table, &k, now, t->words, t->fn, t->ctx);
 	sweep(s, &k, now);
+	grown(s);
 	return result(rc);
 }
 
-static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
-			     size_t len, struct tk__when *now,
-			     const struct tk__policy *p, uint64_t cost,
-			     struct tk_decision *d)
+/* Both checks of a GCRA state (a word key): at @now, or, with @far, at
+ * the time read from @far after the key's slot is prefetched. */
+static inline __attribute__((always_inline)) int
+check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
+	   uint64_t now, struct tk__when *far, const struct tk__policy *p,
+	   uint64_t cost, struct tk_decision *d)
 {
 	struct mem_store *s = (struct mem_store *)base;
 	struct tk__zone *z = tk__table_zone(s->table);
 	struct tk__zone_key k;
-	int denied, rc, far;
+	struct tkz_cand cand;
+	int denied, rc;
 
 	/* While keys move to a new table, apply() pulls them first. */
 	if (tk__zone_old(z))
 		return TK__DIRECT_NO;
 	before(s);
-	far = tk__zone_geo(z)->capacity > s->near_max;
-	rc = tk__slot_when_near(far, now);
-	if (rc)
-		return rc;
 	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
-	rc = tk__slot_when_far(far, z, &k, now);
+	if (!far)
+		return tk__slot_direct(z, &k, NULL, now, p, cost, d, &denied);
+	rc = tk__slot_prefetch_then_read(z, &k, &cand, far);
 	if (rc)
 		return rc;
-	return tk__slot_direct(z, &k, now->ns, p, cost, d, &denied);
+	return tk__slot_direct(z, &k, &cand, far->ns, p, cost, d, &denied);
+}
+
+static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
+			     size_t len, uint64_t now,
+			     const struct tk__policy *p, uint64_t cost,
+			     struct tk_decision *d)
+{
+	return check_gcra(base, key, len, now, NULL, p, cost, d);
+}
+
+static int memory_check_gcra_far(struct tk_store *base,
+				 const unsigned char *key, size_t len,
+				 struct tk__when *now,
+				 const struct tk__policy *p, uint64_t cost,
+				 struct tk_decision *d)
+{
+	return check_gcra(base, key, len, 0, now, p, cost, d);
 }
 
 static int memory_apply_multi(struct tk_store *base, uint64_t now,
@@ -126,6 +160,7 @@ static int memory_apply_multi(struct tk_store *base, uint64_t now,
 				   m->ctx);
 	for (i = 0; i < m->n; i++)
 		sweep(s, &k[i], now);
+	grown(s);
 	return result(rc);
 }
 
@@ -179,6 +214,7 @@ static const struct tk__store_ops memory_ops = {
 	.name = "memory",
 	.apply = memory_apply,
 	.check_gcra = memory_check_gcra,
+	.check_gcra_far = memory_check_gcra_far,
 	.apply_multi = memory_apply_multi,
 	.reset = memory_reset,
 	.stats = memory_stats,
@@ -233,6 +269,9 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	explicit_bzero(secret, sizeof(secret));
 	if (rc)
 		goto fail;
+	tk__slot_far_update(&s->base,
+			    tk__zone_geo(tk__table_zone(s->table))->capacity,
+			    s->near_max);
 	s->use_thread = !(o->flags & TK_OPT_NO_RECLAIMER);
 	if (s->use_thread)
 		tk__reclaimer_init(&s->reclaimer, sweep_everything, s,

@@ -37,10 +37,9 @@
 struct shm_store {
 	struct tk_store base;
 	struct tk__zone *zone;
-	struct tk__keyhash_key kh;    /* the zone's secret, prepared */
-	struct tk__zone_tally *tally; /* the mapping's, shared */
-	int want_thread;	      /* TK_OPT_ZONE_RECLAIMER */
-	int far; /* more slots than a core's cache holds (slot-store.h) */
+	struct tk__keyhash_key kh;	/* the zone's secret, prepared */
+	struct tk__zone_tally *tally;	/* the mapping's, shared */
+	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
 	struct tk__reclaimer reclaimer; /* when want_thread */
 };
 
@@ -116,6 +115,7 @@ static int apply(void *ctx)
 struct direct_call {
 	struct shm_store *s;
 	const struct tk__zone_key *k;
+	const struct tkz_cand *cand; /* the key's candidates, or NULL */
 	uint64_t now;
 	const struct tk__policy *p;
 	uint64_t cost;
@@ -128,8 +128,8 @@ static inline __attribute__((always_inline)) int direct(void *ctx)
 	struct direct_call *c = ctx;
 	int denied, rc;
 
-	rc = tk__slot_direct(c->s->zone, c->k, c->now, c->p, c->cost, c->d,
-			     &denied);
+	rc = tk__slot_direct(c->s->zone, c->k, c->cand, c->now, c->p, c->cost,
+			     c->d, &denied);
 	if (rc == 0)
 		tally(c->s, denied);
 	return rc;
@@ -152,28 +152,45 @@ static int shm_apply(struct tk_store *base, const unsigned char *key,
 	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
 }
 
-static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
-			  size_t len, struct tk__when *now,
-			  const struct tk__policy *p, uint64_t cost,
-			  struct tk_decision *d)
+/* Both checks of a GCRA state (a word key): at @now, or, with @far, at
+ * the time read from @far after the key's slot is prefetched. */
+static inline __attribute__((always_inline)) int
+check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
+	   uint64_t now, struct tk__when *far, const struct tk__policy *p,
+	   uint64_t cost, struct tk_decision *d)
 {
 	struct shm_store *s = (struct shm_store *)base;
 	struct tk__zone_key k;
-	struct direct_call c = { s, &k, 0, p, cost, d };
+	struct tkz_cand cand;
+	struct direct_call c = { s, &k, NULL, now, p, cost, d };
 	int rc;
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
-	rc = tk__slot_when_near(s->far, now);
-	if (rc)
-		return rc;
-	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
-	rc = tk__slot_when_far(s->far, s->zone, &k, now);
-	if (rc)
-		return rc;
-	c.now = now->ns;
+	if (far) {
+		rc = tk__slot_prefetch_then_read(s->zone, &k, &cand, far);
+		if (rc)
+			return rc;
+		c.cand = &cand;
+		c.now = far->ns;
+	}
 	return tk__zone_run(s->zone, direct, &c);
+}
+
+static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
+			  size_t len, uint64_t now, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d)
+{
+	return check_gcra(base, key, len, now, NULL, p, cost, d);
+}
+
+static int shm_check_gcra_far(struct tk_store *base, const unsigned char *key,
+			      size_t len, struct tk__when *now,
+			      const struct tk__policy *p, uint64_t cost,
+			      struct tk_decision *d)
+{
+	return check_gcra(base, key, len, 0, now, p, cost, d);
 }
 
 struct multi_call {
@@ -313,6 +330,7 @@ static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = shm_apply,
 	.check_gcra = shm_check_gcra,
+	.check_gcra_far = shm_check_gcra_far,
 	.apply_multi = shm_apply_multi,
 	.reset = shm_reset,
 	.stats = shm_stats,
@@ -379,7 +397,8 @@ int tk__shm_open(struct tk_store **out, const char *name,
 	s->base.ops = &shm_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);
-	s->far = tk__zone_geo(s->zone)->capacity > tk__slot_near_max();
+	tk__slot_far_update(&s->base, tk__zone_geo(s->zone)->capacity,
+			    tk__slot_near_max());
 	if (s->want_thread)
 		tk__reclaimer_init(&s->reclaimer, sweep_zone, s, s->base.clock,
 				   o->reclaim_interval ? o->reclaim_interval

@@ -384,19 +384,26 @@ struct claim {
  * never sees its own INS again; left, it would hold a slot until two
  * sweeps age it out.
  */
-static void unclaim(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
-		    const struct claim *own)
+static __attribute__((noinline)) void unclaim_slow(struct tk__zone *z,
+						   const struct tkz_cand *c,
+						   uint64_t fp,
+						   const struct claim *own)
 {
-	struct tkz_slot *s;
+	struct tkz_slot *s = &tk__zone_slots(z)[tkz_at(c, own->at)];
 	uint64_t w0, w1;
 
-	if (own->at < 0)
-		return;
-	s = &tk__zone_slots(z)[tkz_at(c, own->at)];
 	tkz_read_slot(s, &w0, &w1);
 	if (tkz_state(w0) == TKZ_INS && tkz_same_key(w0, fp) &&
 	    w1 == own->ticket)
 		collide(s, w0, w1);
+}
+
+/* Most operations find their key and claim nothing: one test. */
+static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
+			   uint64_t fp, const struct claim *own)
+{
+	if (own->at >= 0)
+		unclaim_slow(z, c, fp, own);
 }
 
 /*

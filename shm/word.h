@@ -56,14 +56,14 @@ static inline void tkz_candidates(struct tk__zone *z,
 }
 
 /* Start loading @k's first candidate, where it usually is: a hint that
- * cannot fault, whatever became of the zone's file. */
+ * cannot fault, whatever became of the zone's file.  @k's candidates in
+ * @c, for tk__zone_word_find(). */
 static inline void tk__zone_prefetch(struct tk__zone *z,
-				     const struct tk__zone_key *k)
+				     const struct tk__zone_key *k,
+				     struct tkz_cand *c)
 {
-	struct tkz_cand c;
-
-	tkz_candidates(z, k, &c);
-	__builtin_prefetch(&tk__zone_slots(z)[tkz_at(&c, 0)], 1);
+	tkz_candidates(z, k, c);
+	__builtin_prefetch(&tk__zone_slots(z)[tkz_at(c, 0)], 1);
 }
 
 /* Does MEM {@w0, @w1} hold a state (as opposed to "no state yet")? */
@@ -108,9 +108,11 @@ struct tk__zone_word {
  * shard due at @now, and the first slot of its key among the candidates
  * a MEM of @k's own shape.  Returns 1 with @w filled; 0 if
  * tk__zone_apply() must decide instead (then nothing was written).
+ * @cand: @k's candidates if known (tk__zone_prefetch()), or NULL.
  */
 static inline int tk__zone_word_find(struct tk__zone *z,
-				     const struct tk__zone_key *k, uint64_t now,
+				     const struct tk__zone_key *k,
+				     const struct tkz_cand *cand, uint64_t now,
 				     struct tk__zone_word *w)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
@@ -123,7 +125,10 @@ static inline int tk__zone_word_find(struct tk__zone *z,
 	    ck_pr_load_64(
 		    &tk__zone_header(z)->shard[tkz_shard_of(z, k)].next_sweep))
 		return 0;
-	tkz_candidates(z, k, &c);
+	if (cand)
+		c = *cand;
+	else
+		tkz_candidates(z, k, &c);
 	for (i = 0; i < TKZ_CANDIDATES; i++) {
 		w0 = ck_pr_load_64(&slots[tkz_at(&c, i)].w[0]);
 		if (!tkz_same_key(w0, k->fp))

@@ -2,9 +2,9 @@
  * test_check_clock.c - when a check reads its clock (lib/slot-store.h):
  * in a table that fits a core's cache ("near"), before the key is hashed;
  * in a larger one ("far"), after the key is hashed and its slot
- * prefetched.  Either way a check reads the clock exactly once, after its
- * key is judged, and a clock that fails consumes nothing; a far zone
- * truncated under its users still answers -EPROTO and nothing crashes.
+ * prefetched.  Either way a check reads the clock exactly once, and a
+ * clock that fails consumes nothing; a far zone truncated under its
+ * users still answers -EPROTO and nothing crashes.
  *
  * White-box: linked statically for tk__slot_near_test, which makes every
  * table near or far whatever the machine's cache.
@@ -89,7 +89,8 @@ static void one_reading(const char *spec, uint64_t mode)
 	struct tk_clock *c;
 	struct tk_store *s;
 	struct tk_limiter *l;
-	int rcs[3];
+	char key[16];
+	int rcs[3], i;
 
 	tk__slot_near_test = mode;
 	tk_zone_destroy("clk");
@@ -103,8 +104,11 @@ static void one_reading(const char *spec, uint64_t mode)
 	assert_rc(tk_limiter_check(l, "new", 3, 1, &d), 0);
 	assert_true(d.allowed && d.remaining == 8);
 	assert_int_equal(atomic_load(&cnt.reads), 2);
+	/* A bad key: the one reading on a near store, none on a far one,
+	 * which judges the key before the store reads its clock. */
 	assert_rc(tk_limiter_check(l, "", 0, 1, &d), -EINVAL);
-	assert_int_equal(atomic_load(&cnt.reads), 2);
+	assert_int_equal(atomic_load(&cnt.reads), mode == FAR ? 2 : 3);
+	atomic_store(&cnt.reads, 2);
 	assert_rc(tk_limiter_peek(l, "new", 3, &d), 0);
 	assert_int_equal(atomic_load(&cnt.reads), 3);
 	assert_rc(tk_limiter_check_many(l, reqs, 3, out, rcs), 0);
@@ -112,6 +116,14 @@ static void one_reading(const char *spec, uint64_t mode)
 	assert_rc(tk_limiter_check_many(l, reqs, 3, out, rcs), 0);
 	assert_true(out[2].allowed && out[2].remaining == 8);
 	assert_int_equal(atomic_load(&cnt.reads), 5);
+	/* New keys, enough to grow a memory store's table several times:
+	 * checks while its keys move go by apply(), at their one reading. */
+	for (i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_rc(tk_limiter_check(l, key, strlen(key), 1, &d), 0);
+		assert_true(d.allowed && d.remaining == 9);
+		assert_int_equal(atomic_load(&cnt.reads), 6 + (unsigned)i);
+	}
 	tk_limiter_close(l);
 	tk_store_close(s);
 	tk_clock_free(c);
@@ -128,6 +140,39 @@ static void test_one_reading_per_check(void **state)
 		one_reading(specs[i], NEAR);
 		one_reading(specs[i], FAR);
 	}
+}
+
+/* A memory store's table grows past the cache: its checks turn far. */
+static void test_memory_store_turns_far(void **state)
+{
+	struct counted cnt = { 0, 0 };
+	struct tk_decision d;
+	struct tk_clock *c;
+	struct tk_store *s;
+	struct tk_limiter *l;
+	unsigned long before;
+	char key[16];
+	int i;
+
+	(void)state;
+	tk__slot_near_test = 1024 + 1; /* the first table (1024) is near */
+	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
+	s = store_on("memory", c);
+	l = open_on(s, "gcra:100/1s", c, TK_FAIL_ERROR);
+	before = atomic_load(&cnt.reads);
+	assert_rc(tk_limiter_check(l, "", 0, 1, &d), -EINVAL);
+	assert_int_equal(atomic_load(&cnt.reads), before + 1); /* near */
+	for (i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_rc(tk_limiter_check(l, key, strlen(key), 1, &d), 0);
+	}
+	before = atomic_load(&cnt.reads);
+	assert_rc(tk_limiter_check(l, "", 0, 1, &d), -EINVAL);
+	assert_int_equal(atomic_load(&cnt.reads), before); /* far */
+	tk_limiter_close(l);
+	tk_store_close(s);
+	tk_clock_free(c);
+	tk__slot_near_test = 0;
 }
 
 /*
@@ -252,6 +297,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_reading_per_check),
+		cmocka_unit_test(test_memory_store_turns_far),
 		cmocka_unit_test(test_failing_clock_consumes_nothing),
 		cmocka_unit_test(test_far_zone_truncated),
 	};
