@@ -167,6 +167,7 @@ check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
 
 	if (s->want_thread)
 		tk__reclaimer_ensure(&s->reclaimer);
+	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
 	if (far) {
 		rc = tk__slot_prefetch_then_read(s->zone, &k, &cand, far);

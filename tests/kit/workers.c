@@ -72,6 +72,20 @@ void kit_wait_exit(pid_t pid, int code)
 	assert_int_equal(WEXITSTATUS(status), code);
 }
 
+void kit_in_child(void (*fn)(void *), void *arg)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn(arg);
+		exit(0); /* not _exit(): LeakSanitizer checks at exit */
+	}
+	kit_wait_exit(pid, 0);
+}
+
 int kit_zone_dir(char *tmpl)
 {
 	if (!mkdtemp(tmpl))

@@ -10,7 +10,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* The most workers kit_run_workers() forks. */
 #define KIT_MAX_WORKERS 16
@@ -36,6 +38,19 @@ void kit_shared_reset(uint64_t now);
 void kit_run_workers(int n, void (*fn)(int));
 /* Wait for child @pid: it must exit with @code, not die of a signal. */
 void kit_wait_exit(pid_t pid, int code);
+/* Run @fn(@arg) in a forked child; it must exit 0. */
+void kit_in_child(void (*fn)(void *), void *arg);
+
+/* In such a child: exit with @n, saying which check failed, unless
+ * @cond holds (cmocka's assertions belong to the parent). */
+#define KIT_CHILD_CHECK(n, cond)                                               \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "child check %d failed: %s\n", n,      \
+				#cond);                                        \
+			_exit(n);                                              \
+		}                                                              \
+	} while (0)
 
 /* Make a fresh directory from @tmpl (mkdtemp) and point TK_SHM_DIR at
  * it: 0, or -1. */

@@ -239,52 +239,42 @@ static void test_failing_clock_consumes_nothing(void **state)
 	}
 }
 
-/* In the child: the exit code says which check failed. */
-#define CHECK(n, cond)                                                         \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child check %d failed: %s\n", n,      \
-				#cond);                                        \
-			_exit(n);                                              \
-		}                                                              \
-	} while (0)
-
 /*
  * A far zone's file cut to nothing under its users: the prefetch before
  * the guard must not fault, the checks after it answer -EPROTO.  In a
  * child, which installs the library's SIGBUS handler at its attach.
  */
-static void test_far_zone_truncated(void **state)
+static void truncated_child(void *arg)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_limiter *l;
 	struct tk_decision d;
 	char path[512], key[16];
-	pid_t pid;
 	int i;
 
-	(void)state;
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		tk__slot_near_test = FAR;
-		tk_zone_destroy("cut");
-		o.zone_capacity = 1024;
-		CHECK(1, tk_limiter_open(&l, "gcra:5/1s", "shm:cut", &o) == 0);
-		CHECK(2, tk_limiter_check(l, "k", 1, 1, &d) == 0 && d.allowed);
-		kit_zone_path(path, sizeof(path), "cut");
-		CHECK(3, truncate(path, 0) == 0);
-		for (i = 0; i < 200; i++) {
-			snprintf(key, sizeof(key), "k%d", i);
-			CHECK(4, tk_limiter_check(l, key, strlen(key), 1, &d) ==
-					 -EPROTO);
-		}
-		tk_limiter_close(l);
-		CHECK(5, tk_zone_destroy("cut") == 0);
-		exit(0); /* not _exit(): LeakSanitizer checks at exit */
+	(void)arg;
+	tk__slot_near_test = FAR;
+	tk_zone_destroy("cut");
+	o.zone_capacity = 1024;
+	KIT_CHILD_CHECK(1,
+			tk_limiter_open(&l, "gcra:5/1s", "shm:cut", &o) == 0);
+	KIT_CHILD_CHECK(2,
+			tk_limiter_check(l, "k", 1, 1, &d) == 0 && d.allowed);
+	kit_zone_path(path, sizeof(path), "cut");
+	KIT_CHILD_CHECK(3, truncate(path, 0) == 0);
+	for (i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		KIT_CHILD_CHECK(4, tk_limiter_check(l, key, strlen(key), 1,
+						    &d) == -EPROTO);
 	}
-	kit_wait_exit(pid, 0);
+	tk_limiter_close(l);
+	KIT_CHILD_CHECK(5, tk_zone_destroy("cut") == 0);
+}
+
+static void test_far_zone_truncated(void **state)
+{
+	(void)state;
+	kit_in_child(truncated_child, NULL);
 }
 
 static int setup(void **state)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../../shm/word.h"
+#include "table-kit.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define HOUR (UINT64_C(3600) * 1000000000)
@@ -53,15 +54,7 @@ static struct tk__zone_key key(uint64_t i, int block)
 
 static struct tk__table *table(uint64_t capacity, uint64_t max)
 {
-	struct tk__zone_config cfg;
-	struct tk__table *t;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.capacity = capacity;
-	cfg.arena = capacity * 64;
-	cfg.now = T0;
-	assert_int_equal(tk__table_new(&t, &cfg, max, seed), 0);
-	return t;
+	return kit_table(capacity, max, seed, T0);
 }
 
 /*

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../../shm/word.h"
+#include "table-kit.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define HOUR (UINT64_C(3600) * 1000000000)
@@ -43,15 +44,7 @@ static struct tk__zone_key key(uint64_t i, int block)
 
 static struct tk__table *table(uint64_t capacity)
 {
-	struct tk__zone_config cfg;
-	struct tk__table *t;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.capacity = capacity;
-	cfg.arena = capacity * 64;
-	cfg.now = T0;
-	assert_int_equal(tk__table_new(&t, &cfg, UINT64_C(1) << 20, seed), 0);
-	return t;
+	return kit_table(capacity, UINT64_C(1) << 20, seed, T0);
 }
 
 /* A word key's count: the state is T0 + HOUR + count. */

@@ -35,15 +35,8 @@
 
 static char dir[] = "/tmp/tk-zbus-XXXXXX";
 
-/* In the child: exit code says which check failed (0: all passed). */
-#define CHECK(n, cond)                                                         \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child check %d failed: %s\n", n,      \
-				#cond);                                        \
-			_exit(n);                                              \
-		}                                                              \
-	} while (0)
+/* In the child: the exit code says which check failed. */
+#define CHECK KIT_CHILD_CHECK
 
 /* In the child (creating attaches). */
 static void make_zone(const char *name)
@@ -64,21 +57,6 @@ static struct tk_limiter *open_limiter(const char *policy, const char *zone)
 	o.flags = TK_OPT_ZONE_NO_CREATE;
 	snprintf(spec, sizeof(spec), "shm:%s", zone);
 	return tk_limiter_open(&l, policy, spec, &o) == 0 ? l : NULL;
-}
-
-/* Run @fn in a child; it must exit 0. */
-static void in_child(void (*fn)(void *), void *arg)
-{
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		fn(arg);
-		exit(0); /* not _exit(): LeakSanitizer checks at exit */
-	}
-	kit_wait_exit(pid, 0);
 }
 
 struct cut {
@@ -141,7 +119,7 @@ static void test_truncated_under_checks(void **state)
 		for (j = 0; j < 2; j++) {
 			c.size = sizes[j];
 			c.policy = policies[i];
-			in_child(truncated_child, &c);
+			kit_in_child(truncated_child, &c);
 		}
 }
 
@@ -182,7 +160,7 @@ static void walk_child(void *arg)
 static void test_truncated_during_walk(void **state)
 {
 	(void)state;
-	in_child(walk_child, NULL);
+	kit_in_child(walk_child, NULL);
 }
 
 /*
@@ -235,7 +213,7 @@ static void flap_child(void *arg)
 static void test_flapping_file(void **state)
 {
 	(void)state;
-	in_child(flap_child, NULL);
+	kit_in_child(flap_child, NULL);
 }
 
 /* Two threads checking while the file is cut: both get -EPROTO. */
@@ -294,10 +272,10 @@ static void threads_child(void *arg)
 static void test_threads_checking(void **state)
 {
 	(void)state;
-	in_child(threads_child, "gcra:1000/1s");
+	kit_in_child(threads_child, "gcra:1000/1s");
 	/* Block states and multi-key steps on the zero pages too. */
-	in_child(threads_child, "sliding-window:1000/1s");
-	in_child(threads_child, "all(gcra:1000/1s,fixed-window:9000/1m)");
+	kit_in_child(threads_child, "sliding-window:1000/1s");
+	kit_in_child(threads_child, "all(gcra:1000/1s,fixed-window:9000/1m)");
 }
 
 /*
@@ -383,7 +361,7 @@ static void test_previous_handler_chained(void **state)
 
 	(void)state;
 	for (plain = 0; plain < 2; plain++)
-		in_child(chain_child, &plain);
+		kit_in_child(chain_child, &plain);
 }
 
 /*
@@ -454,7 +432,7 @@ static void test_replaced_handler(void **state)
 	pid_t pid;
 
 	(void)state;
-	in_child(replaced_child, NULL);
+	kit_in_child(replaced_child, NULL);
 	fflush(NULL);
 	pid = fork();
 	assert_true(pid >= 0);
