@@ -36,33 +36,63 @@ static inline uint64_t tk__gcra_current_tat(const uint64_t *state, uint64_t now)
 	return state[0] > now ? state[0] : now;
 }
 
-/* check(): see struct tk__algorithm.  Fills every field of @d that a
- * GCRA decision has; the caller zeroes the others. */
+/* A check's step without its explanation: the TAT it starts from and
+ * the one it would write. */
+struct tk__gcra_step {
+	uint64_t tat, tat_new;
+};
+
+/* The step of check(): TK__PERSIST (admitted: write @s->tat_new),
+ * TK__KEEP (denied) or -ERANGE.  Apart from tk__gcra_explain() so that a
+ * store may write the new TAT before it works out what to report: the
+ * division there then falls outside the window in which a rival's write
+ * to the slot makes the CAS fail. */
+static inline int tk__gcra_step(const struct tk__policy *p,
+				const uint64_t *state, uint64_t now,
+				uint64_t cost, struct tk__gcra_step *s)
+{
+	if (cost > p->limit)
+		return -ERANGE;
+	s->tat = tk__gcra_current_tat(state, now);
+	s->tat_new = s->tat + p->u.gcra.t * cost;
+	return now + p->u.gcra.tau >= s->tat_new ? TK__PERSIST : TK__KEEP;
+}
+
+/* Fills every field of @d that a GCRA decision has, for step @s that
+ * returned @rc; the caller zeroes the others. */
+static inline void tk__gcra_explain(const struct tk__policy *p,
+				    const struct tk__gcra_step *s, int rc,
+				    uint64_t now, struct tk_decision *d)
+{
+	d->limit = p->limit;
+	if (rc == TK__PERSIST) {
+		d->allowed = true;
+		d->remaining = tk__gcra_units_left(p, s->tat_new, now);
+		d->reset_at = s->tat_new;
+		d->retry_after = 0;
+		return;
+	}
+	d->allowed = false;
+	d->remaining = tk__gcra_units_left(p, s->tat, now);
+	d->reset_at = s->tat;
+	d->retry_after = s->tat_new - p->u.gcra.tau - now;
+}
+
+/* check(): see struct tk__algorithm. */
 static inline int tk__gcra_check(const struct tk__policy *p,
 				 const uint64_t *state, uint64_t now,
 				 uint64_t cost, uint64_t *next,
 				 struct tk_decision *d)
 {
-	uint64_t tat, tat_new;
+	struct tk__gcra_step s;
+	int rc = tk__gcra_step(p, state, now, cost, &s);
 
-	if (cost > p->limit)
-		return -ERANGE;
-	tat = tk__gcra_current_tat(state, now);
-	tat_new = tat + p->u.gcra.t * cost;
-	d->limit = p->limit;
-	if (now + p->u.gcra.tau >= tat_new) {
-		d->allowed = true;
-		d->remaining = tk__gcra_units_left(p, tat_new, now);
-		d->reset_at = tat_new;
-		d->retry_after = 0;
-		next[0] = tat_new;
-		return TK__PERSIST;
-	}
-	d->allowed = false;
-	d->remaining = tk__gcra_units_left(p, tat, now);
-	d->reset_at = tat;
-	d->retry_after = tat_new - p->u.gcra.tau - now;
-	return TK__KEEP;
+	if (rc < 0)
+		return rc;
+	tk__gcra_explain(p, &s, rc, now, d);
+	if (rc == TK__PERSIST)
+		next[0] = s.tat_new;
+	return rc;
 }
 
 /* expires(): from the TAT on, the key is as good as never seen. */

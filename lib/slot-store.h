@@ -94,23 +94,23 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 		struct tk_decision *out, int *denied)
 {
 	struct tk__zone_word w;
-	struct tk_decision d;
-	uint64_t next;
+	struct tk__gcra_step step;
 	int round, rc;
 
 	for (round = 0; round < TK__SLOT_DIRECT_ROUNDS; round++) {
 		if (!tk__zone_word_find(z, k, cand, now, &w) ||
 		    !tk__gcra_valid(p, 1, &w.w1))
 			return TK__DIRECT_NO;
-		memset(&d, 0, sizeof(d));
-		rc = tk__gcra_check(p, &w.w1, now, cost, &next, &d);
+		rc = tk__gcra_step(p, &w.w1, now, cost, &step);
 		if (rc < 0)
 			return rc;
-		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, next)
+		/* Written first, explained after (tk__gcra_step()). */
+		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, step.tat_new)
 				      : !tk__zone_word_keep(&w))
 			continue;
+		memset(out, 0, sizeof(*out));
+		tk__gcra_explain(p, &step, rc, now, out);
 		*denied = rc == TK__KEEP;
-		*out = d;
 		return 0;
 	}
 	return TK__DIRECT_NO;
