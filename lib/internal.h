@@ -242,6 +242,23 @@ struct tk__when {
 	uint64_t ns;
 };
 
+/*
+ * What this thread's last direct check (lib/slot-store.h) wrote: the
+ * slot, the word, and whether that check found a rival's word where this
+ * thread's last one had been.  A thread that shares a hot key with a
+ * writer on another core then checks in the far order, the slot
+ * prefetched before the clock read, so that the line's trip from the
+ * rival's cache overlaps the clock read (bench/README.md, "2026-11-26
+ * morning").  Initial-exec, as the tally's slot: read inline.
+ */
+struct tk__last_write {
+	const void *slot;
+	uint64_t word;
+	int rival;
+};
+extern __thread struct tk__last_write tk__last_write
+	__attribute__((tls_model("initial-exec")));
+
 #define TK__T_CHECK 0x1		 /* a check (KEEP means a denial) */
 #define TK__T_WORD_IS_EXPIRY 0x2 /* one word, its own expiry time */
 

@@ -36,7 +36,8 @@ struct tk_limiter {
 	int (*direct)(struct tk_store *s, const unsigned char *key, size_t len,
 		      uint64_t now, const struct tk__policy *p, uint64_t cost,
 		      struct tk_decision *d);
-	/* The store's check_gcra_far(), for while the store is far. */
+	/* The store's check_gcra_far(): while the store is far, or this
+	 * thread met a rival writer (struct tk__last_write). */
 	int (*direct_far)(struct tk_store *s, const unsigned char *key,
 			  size_t len, struct tk__when *now,
 			  const struct tk__policy *p, uint64_t cost,
@@ -429,8 +430,8 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 	if (l->direct) {
 		rc = l->direct(l->store, buf, (size_t)len, now, l->single, cost,
 			       out);
-		if (rc != TK__DIRECT_NO)
-			return rc < 0 ? rc : 0;
+		if (rc != TK__DIRECT_NO) /* 0 or an error, as documented */
+			return rc;
 	}
 	return single_apply(l, buf, (size_t)len, now, cost, out);
 }
@@ -452,7 +453,7 @@ check_single_far(struct tk_limiter *l, const char *key, size_t key_len,
 	rc = l->direct_far(l->store, buf, (size_t)len, now, l->single, cost,
 			   out);
 	if (rc != TK__DIRECT_NO)
-		return rc < 0 ? rc : 0;
+		return rc;
 	rc = tk__when_read(now);
 	if (rc)
 		return rc;
@@ -618,8 +619,11 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 
 	if (!l || !out)
 		return -EINVAL;
+	/* A far store, or a hot key a rival core writes too (struct
+	 * tk__last_write): the far order. */
 	if (op == OP_CHECK && l->direct_far &&
-	    atomic_load_explicit(&l->store->far, memory_order_relaxed)) {
+	    (atomic_load_explicit(&l->store->far, memory_order_relaxed) ||
+	     tk__last_write.rival)) {
 		far = (struct tk__when){ l->clock, l->clock_id, 0 };
 		rc = check_single_far(l, key, key_len, &far, cost, out);
 		now = far.ns;

@@ -75,6 +75,21 @@ static inline void tk__slot_far_update(struct tk_store *s, uint64_t capacity,
 uint64_t tk__slot_near_max(void);
 
 /*
+ * Remember what a direct check wrote (struct tk__last_write): an
+ * admission that finds another word in the slot this thread wrote last
+ * met a rival writer.  A denial writes nothing, and two cores that only
+ * read a line share it, so after one the near order is the right one.
+ */
+static inline void tk__slot_wrote(const struct tk__zone_word *w, uint64_t word)
+{
+	struct tk__last_write *m = &tk__last_write;
+
+	m->rival = (w->slot == m->slot) & (w->w1 != m->word);
+	m->slot = w->slot;
+	m->word = word;
+}
+
+/*
  * A check of GCRA or the token bucket in one call chain: the key's slot
  * found in @z (shm/word.h), the algorithm's own step on its word (gcra.h),
  * the slot updated by the CAS the table's apply would make.  Returns 0
@@ -105,9 +120,15 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 		if (rc < 0)
 			return rc;
 		/* Written first, explained after (tk__gcra_step()). */
-		if (rc == TK__PERSIST ? !tk__zone_word_put(&w, step.tat_new)
-				      : !tk__zone_word_keep(&w))
-			continue;
+		if (rc == TK__PERSIST) {
+			if (!tk__zone_word_put(&w, step.tat_new))
+				continue;
+			tk__slot_wrote(&w, step.tat_new);
+		} else {
+			if (!tk__zone_word_keep(&w))
+				continue;
+			tk__last_write.rival = 0;
+		}
 		memset(out, 0, sizeof(*out));
 		tk__gcra_explain(p, &step, rc, now, out);
 		*denied = rc == TK__KEEP;

@@ -128,6 +128,9 @@ TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
 
 uint64_t tk__slot_near_test;
 
+__thread struct tk__last_write tk__last_write
+	__attribute__((tls_model("initial-exec")));
+
 /*
  * A core's own cache (L2) in slots: a table of more slots usually misses
  * in it.  1 MiB when the C library cannot tell.

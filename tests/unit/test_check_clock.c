@@ -4,7 +4,9 @@
  * in a larger one ("far"), after the key is hashed and its slot
  * prefetched.  Either way a check reads the clock exactly once, and a
  * clock that fails consumes nothing; a far zone truncated under its
- * users still answers -EPROTO and nothing crashes.
+ * users still answers -EPROTO and nothing crashes.  A thread whose hot
+ * key another thread writes too checks in the far order until it finds
+ * its own write again, or is denied.
  *
  * White-box: linked statically for tk__slot_near_test, which makes every
  * table near or far whatever the machine's cache.
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +80,14 @@ static struct tk_limiter *open_on(struct tk_store *s, const char *policy,
 	return l;
 }
 
+/* Forget what this thread last wrote (struct tk__last_write): a slot of
+ * an earlier test's store may be at the same address as one of this
+ * test's, and its word would make a rival of it. */
+static void forget_last_write(void)
+{
+	tk__last_write = (struct tk__last_write){ NULL, 0, 0 };
+}
+
 /* One reading for a check: of a new key (the direct path hands it to
  * apply()), of a known one, a peek, a batch; none for a bad key. */
 static void one_reading(const char *spec, uint64_t mode)
@@ -93,6 +104,7 @@ static void one_reading(const char *spec, uint64_t mode)
 	int rcs[3], i;
 
 	tk__slot_near_test = mode;
+	forget_last_write();
 	tk_zone_destroy("clk");
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
 	s = store_on(spec, c);
@@ -156,6 +168,7 @@ static void test_memory_store_turns_far(void **state)
 
 	(void)state;
 	tk__slot_near_test = 1024 + 1; /* the first table (1024) is near */
+	forget_last_write();
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
 	s = store_on("memory", c);
 	l = open_on(s, "gcra:100/1s", c, TK_FAIL_ERROR);
@@ -175,6 +188,114 @@ static void test_memory_store_turns_far(void **state)
 	tk__slot_near_test = 0;
 }
 
+/* A check of @key by another thread: a rival writer of its slot. */
+struct rival {
+	struct tk_limiter *l;
+	const char *key;
+	int rc, allowed;
+};
+
+static void *rival_check(void *arg)
+{
+	struct rival *r = arg;
+	struct tk_decision d;
+
+	r->rc = tk_limiter_check(r->l, r->key, strlen(r->key), 1, &d);
+	r->allowed = d.allowed;
+	return NULL;
+}
+
+static void rival_writes(struct tk_limiter *l, const char *key)
+{
+	struct rival r = { l, key, -1, 0 };
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, rival_check, &r), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_rc(r.rc, 0);
+	assert_true(r.allowed);
+}
+
+/* Does @l check in the far order now?  A bad key tells: a near check
+ * reads the clock before it judges the key, a far one after. */
+static int far_now(struct tk_limiter *l, struct counted *cnt)
+{
+	unsigned long before = atomic_load(&cnt->reads);
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check(l, "", 0, 1, &d), -EINVAL);
+	return atomic_load(&cnt->reads) == before;
+}
+
+static void check_allowed(struct tk_limiter *l, const char *key, int allowed)
+{
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check(l, key, strlen(key), 1, &d), 0);
+	assert_int_equal(d.allowed, allowed);
+}
+
+/*
+ * On a near store: a thread that finds another thread's write in the
+ * slot it wrote last turns far for its next check; finding its own write
+ * again, or a denial, turns it near.  Decisions are the same either way
+ * (test_direct_path); only the order of clock and hash changes.
+ */
+static void rival_turns_far(const char *spec)
+{
+	struct counted cnt = { 0, 0 };
+	struct tk_decision d;
+	struct tk_clock *c;
+	struct tk_store *s;
+	struct tk_limiter *l;
+
+	tk__slot_near_test = NEAR;
+	forget_last_write();
+	tk_zone_destroy("clk");
+	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
+	s = store_on(spec, c);
+	/* 1 us a reading: nothing refills during the test. */
+	l = open_on(s, "gcra:100/1s,burst=100", c, TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(l, "full", 4, 100, &d), 0); /* new */
+	assert_true(d.allowed);
+	check_allowed(l, "k", 1); /* new: by apply() */
+	check_allowed(l, "k", 1); /* in place: this thread's write */
+	assert_false(far_now(l, &cnt));
+	check_allowed(l, "k", 1);
+	assert_false(far_now(l, &cnt));
+	rival_writes(l, "k");
+	check_allowed(l, "k", 1); /* finds the rival's write */
+	assert_true(far_now(l, &cnt));
+	assert_true(far_now(l, &cnt)); /* a bad key changes nothing */
+	check_allowed(l, "k", 1);      /* finds its own again */
+	assert_false(far_now(l, &cnt));
+	rival_writes(l, "k");
+	check_allowed(l, "k", 1);
+	assert_true(far_now(l, &cnt));
+	check_allowed(l, "full", 0); /* a denial */
+	assert_false(far_now(l, &cnt));
+	/* Another key's slot is no rival's. */
+	check_allowed(l, "k", 1);
+	check_allowed(l, "other", 1);
+	check_allowed(l, "other", 1);
+	check_allowed(l, "k", 1);
+	assert_false(far_now(l, &cnt));
+	tk_limiter_close(l);
+	tk_store_close(s);
+	tk_clock_free(c);
+	tk_zone_destroy("clk");
+	tk__slot_near_test = 0;
+}
+
+static void test_rival_writer_turns_far(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++)
+		rival_turns_far(specs[i]);
+}
+
 /*
  * A clock that fails: the fail policy answers (degraded), or the error
  * does; nothing is consumed, so the whole burst is there once the clock
@@ -190,6 +311,7 @@ static void failing_clock(const char *spec, uint64_t mode)
 	int i, admitted = 0;
 
 	tk__slot_near_test = mode;
+	forget_last_write();
 	tk_zone_destroy("clk");
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
 	s = store_on(spec, c);
@@ -288,6 +410,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_reading_per_check),
 		cmocka_unit_test(test_memory_store_turns_far),
+		cmocka_unit_test(test_rival_writer_turns_far),
 		cmocka_unit_test(test_failing_clock_consumes_nothing),
 		cmocka_unit_test(test_far_zone_truncated),
 	};
