@@ -205,11 +205,24 @@ static void *rival_check(void *arg)
 	return NULL;
 }
 
-static void rival_writes(struct tk_limiter *l, const char *key)
+static void rival_child(void *arg)
+{
+	struct rival *r = arg;
+
+	rival_check(r);
+	KIT_CHILD_CHECK(1, r->rc == 0 && r->allowed);
+}
+
+/* A thread writes @key's slot; on a zone, another process does. */
+static void rival_writes(struct tk_limiter *l, const char *key, int process)
 {
 	struct rival r = { l, key, -1, 0 };
 	pthread_t t;
 
+	if (process) {
+		kit_in_child(rival_child, &r);
+		return;
+	}
 	assert_int_equal(pthread_create(&t, NULL, rival_check, &r), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_rc(r.rc, 0);
@@ -236,12 +249,12 @@ static void check_allowed(struct tk_limiter *l, const char *key, int allowed)
 }
 
 /*
- * On a near store: a thread that finds another thread's write in the
- * slot it wrote last turns far for its next check; finding its own write
- * again, or a denial, turns it near.  Decisions are the same either way
- * (test_direct_path); only the order of clock and hash changes.
+ * On a near store: a thread that finds another thread's (or, in a zone,
+ * process's) write in the slot it wrote last turns far for its next check;
+ * finding its own write again, or a denial, turns it near.  Decisions are the
+ * same either way (test_direct_path); only the order of clock and hash changes.
  */
-static void rival_turns_far(const char *spec)
+static void rival_turns_far(const char *spec, int process)
 {
 	struct counted cnt = { 0, 0 };
 	struct tk_decision d;
@@ -263,13 +276,13 @@ static void rival_turns_far(const char *spec)
 	assert_false(far_now(l, &cnt));
 	check_allowed(l, "k", 1);
 	assert_false(far_now(l, &cnt));
-	rival_writes(l, "k");
+	rival_writes(l, "k", process);
 	check_allowed(l, "k", 1); /* finds the rival's write */
 	assert_true(far_now(l, &cnt));
 	assert_true(far_now(l, &cnt)); /* a bad key changes nothing */
 	check_allowed(l, "k", 1);      /* finds its own again */
 	assert_false(far_now(l, &cnt));
-	rival_writes(l, "k");
+	rival_writes(l, "k", process);
 	check_allowed(l, "k", 1);
 	assert_true(far_now(l, &cnt));
 	check_allowed(l, "full", 0); /* a denial */
@@ -293,7 +306,8 @@ static void test_rival_writer_turns_far(void **state)
 
 	(void)state;
 	for (i = 0; i < 2; i++)
-		rival_turns_far(specs[i]);
+		rival_turns_far(specs[i], 0);
+	rival_turns_far("shm:clk", 1);
 }
 
 /*
