@@ -20,6 +20,12 @@
  *   zone    tk_limiter_check() on a zone (GCRA, allow path) of 2^16
  *           slots for the hot key (a near table, as tk-bench's) and of
  *           2^18 for 100k keys (a far one)
+ *   mutex   tk-bench's mutex table (baselines/), one shard: the clock
+ *           read, its unkeyed hash, a process-shared robust mutex, the
+ *           probe and the bare GCRA step (no decision to report, no
+ *           counters, no expiry)
+ *   mutex-keyed  the same with the stores' keyed hash: what the mutex
+ *           table would cost if it resisted hash flooding as a zone does
  *
  * with each one's ratio to the floor.  Every loop writes the key's bytes
  * as tk-bench's harness does.  The better of "keyed" and "prefetch" is
@@ -32,9 +38,11 @@
 #include "keyhash.h"
 
 #include "../bench/bench.h"
+#include "../bench/baselines/table.h"
 
 #include <ck_pr.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -54,6 +62,11 @@ static struct slot *slots;
 static struct tk__keyhash_key kh;
 static struct tk_limiter *zone_near, *zone_far;
 static uint32_t *stream;
+static struct {
+	pthread_mutex_t mu; /* process-shared, robust, as the baseline's */
+	struct bt_entry e[1u << SLOT_BITS];
+} * mt;
+static const struct bench_gcra mt_gcra = { 1, UINT64_C(1) << 62 };
 
 /* The store key of index @i: two head bytes and the 10 key bytes. */
 static inline void store_key(unsigned char *buf, uint32_t i)
@@ -83,9 +96,33 @@ static inline void cas16(struct slot *s, uint64_t now)
 	} while (!ck_pr_cas_64_2_value(s->w, old, next, old));
 }
 
-enum part { FLOOR, SLOT, KEYED, PREFETCH, SIP13, ZONE, PARTS };
-static const char *const part_name[PARTS] = { "floor",	  "slot",  "keyed",
-					      "prefetch", "sip13", "zone" };
+enum part {
+	FLOOR,
+	SLOT,
+	KEYED,
+	PREFETCH,
+	SIP13,
+	ZONE,
+	MUTEX,
+	MUTEX_KEYED,
+	PARTS
+};
+static const char *const part_name[PARTS] = { "floor",	  "slot",	"keyed",
+					      "prefetch", "sip13",	"zone",
+					      "mutex",	  "mutex-keyed" };
+
+/* The mutex table's check of @key (10 bytes) hashed to @h at @now. */
+static int mutex_check(const unsigned char *key, uint64_t h, uint64_t now)
+{
+	int rc;
+
+	if (pthread_mutex_lock(&mt->mu) == EOWNERDEAD)
+		pthread_mutex_consistent(&mt->mu);
+	rc = bt_check(mt->e, (1u << SLOT_BITS) - 1, h, (const char *)key, 10,
+		      now, &mt_gcra);
+	pthread_mutex_unlock(&mt->mu);
+	return rc;
+}
 
 static uint64_t run(enum part p, uint32_t mask)
 {
@@ -122,6 +159,16 @@ static uint64_t run(enum part p, uint32_t mask)
 			h = tk__siphash13(kh.sip, key, sizeof(key));
 			cas16(&slots[h & ((1u << SLOT_BITS) - 1)], now);
 			break;
+		case MUTEX:
+			now = bench_realtime();
+			h = bench_hash((char *)key + 2, 10);
+			ok += mutex_check(key + 2, h, now) == 1;
+			break;
+		case MUTEX_KEYED:
+			now = bench_realtime();
+			h = tk__keyhash_fast(&kh, key, sizeof(key));
+			ok += mutex_check(key + 2, h | 1, now) == 1;
+			break;
 		default:
 			ok += tk_limiter_check(mask ? zone_far : zone_near,
 					       (char *)key + 2, 10, 1,
@@ -137,8 +184,8 @@ static double round_ns(enum part p, uint32_t mask)
 {
 	uint64_t t0 = bench_mono(), ok = run(p, mask);
 
-	if (p == ZONE && ok != CHECKS) {
-		fprintf(stderr, "parts: the zone admitted %llu of %d\n",
+	if (p >= ZONE && ok != CHECKS) {
+		fprintf(stderr, "parts: %s admitted %llu of %d\n", part_name[p],
 			(unsigned long long)ok, CHECKS);
 		exit(1);
 	}
@@ -197,7 +244,18 @@ int main(void)
 	size_t s;
 	int p, r;
 
+	pthread_mutexattr_t a;
+
 	words = shared(sizeof(uint64_t) << SLOT_BITS);
+	mt = shared(sizeof(*mt));
+	pthread_mutexattr_init(&a);
+	if (pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
+	    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) ||
+	    pthread_mutex_init(&mt->mu, &a)) {
+		fprintf(stderr, "parts: no robust process-shared mutex\n");
+		return 1;
+	}
+	pthread_mutexattr_destroy(&a);
 	slots = shared(sizeof(struct slot) << SLOT_BITS);
 	stream = malloc(STREAM * sizeof(*stream));
 	if (!stream)
