@@ -65,6 +65,12 @@ struct tk__algorithm {
 	/* From when on @state is equivalent to no state (ns). */
 	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
 	/*
+	 * 1 if, whenever check() returns TK__PERSIST for a @cost of 1 or
+	 * more, expires(@next) equals the decision's reset_at: a caller may
+	 * then take that rather than call expires() on the state just made.
+	 */
+	int expires_at_reset;
+	/*
 	 * valid() - could this algorithm have written @state, @words words
 	 * long?  Stores hand back whatever bytes they hold (a corrupt zone,
 	 * another policy of the same algorithm and size), so every count,
@@ -117,9 +123,14 @@ struct tk__policy {
 			uint64_t window; /* ns */
 		} window;		 /* fixed-window and sliding-log */
 		struct {
-			uint64_t window;  /* W, ns */
-			uint64_t width;	  /* w = W / S, ns */
-			uint32_t buckets; /* S */
+			uint64_t window;	     /* W, ns */
+			uint64_t width;		     /* w = W / S, ns */
+			uint32_t buckets;	     /* S */
+			uint64_t tick_max;	     /* (2^63 - 1) / w */
+			struct tk__udiv per_width;   /* division by w */
+			struct tk__udiv per_ring;    /* division by S + 1 */
+			uint64_t ring_inv, ring_lim; /* see in_ring_slot() */
+			uint8_t ring_rot;
 		} sliding;
 		struct {
 			int cadence; /* TK__CADENCE_*, or -1: fixed period */

@@ -161,6 +161,14 @@ static int run_dim(struct step *s, const struct tk__policy *p,
 	return p->alg->forecast(p, state, s->now, s->cost, d);
 }
 
+/* The expiry of @next, just written by a check of @cost decided as @d. */
+static inline uint64_t expiry(const struct tk__policy *p, const uint64_t *next,
+			      uint64_t cost, const struct tk_decision *d)
+{
+	return p->alg->expires_at_reset && cost > 0 ? d->reset_at
+						    : p->alg->expires(p, next);
+}
+
 static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		   uint64_t *expires_at)
 {
@@ -172,7 +180,7 @@ static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	rc = run_dim(s, p, old, next, &s->d);
 
 	if (rc == TK__PERSIST)
-		*expires_at = p->alg->expires(p, next);
+		*expires_at = expiry(p, next, s->cost, &s->d);
 	return rc;
 }
 
@@ -335,7 +343,7 @@ static int fast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	}
 	rc = p->alg->check(p, old ? old : zeros, f->now, f->cost, next, &f->d);
 	if (rc == TK__PERSIST)
-		*expires_at = p->alg->expires(p, next);
+		*expires_at = expiry(p, next, f->cost, &f->d);
 	return rc;
 }
 

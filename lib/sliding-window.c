@@ -16,6 +16,12 @@
  * that count nothing at now (ticks below c - S), so that a later step back
  * cannot make them count again.
  *
+ * Cost: every division by w or by S + 1 is a multiply by a reciprocal
+ * made at parse (udiv.h), and the 128-bit divisions have quotients that
+ * fit in 64 bits (tk__div128).  check() reports reset_at as the expiry
+ * of the state it writes, so callers need no fourth pass over the ring
+ * (expires_at_reset).
+ *
  * Overflow: ticks are below 2^63 / w (valid() holds every state to what a
  * check writes), so (tick + 1) * w + W stays below 2^64; every count is at
  * most L (one bucket never holds more than the estimate it was admitted
@@ -40,26 +46,39 @@ struct view {
 	uint64_t top;  /* highest tick with a count, at least c */
 };
 
-static void look(const struct tk__policy *p, const uint64_t *state,
-		 uint64_t now, struct view *v)
+/*
+ * Sum up @state at @now.  With @next, also copy the state there with the
+ * buckets that count nothing at now (ticks below c - S) emptied: what a
+ * write keeps, in the same pass.
+ */
+static inline __attribute__((always_inline)) void
+look(const struct tk__policy *p, const uint64_t *state, uint64_t now,
+     struct view *v, uint64_t *next)
 {
 	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets, i, t, n;
 
-	v->c = now / w;
+	v->c = tk__udiv(&p->u.sliding.per_width, now);
 	v->e = now - v->c * w;
 	v->full = v->old = 0;
 	v->top = v->c;
 	for (i = 0; i <= s; i++) {
 		t = state[2 * i];
 		n = state[2 * i + 1];
-		if (n == 0)
-			continue;
-		if (t + s - 1 >= v->c) /* t in [c - S + 1, c], or later */
+		if (n == 0) {
+			/* keeps its tick */
+		} else if (t + s - 1 >= v->c) { /* [c - S + 1, c], or later */
 			v->full += n;
-		else if (t + s == v->c)
+			if (t > v->top)
+				v->top = t;
+		} else if (t + s == v->c) {
 			v->old += n;
-		if (t > v->top)
-			v->top = t;
+		} else {
+			t = n = 0; /* below c - S: emptied */
+		}
+		if (next) {
+			next[2 * i] = t;
+			next[2 * i + 1] = n;
+		}
 	}
 }
 
@@ -73,9 +92,33 @@ static i128 room(const struct tk__policy *p, const struct view *v,
 	       (i128)v->old * (w - v->e);
 }
 
+/* The ring index of tick @t: t mod (S + 1). */
+static uint64_t ring_of(const struct tk__policy *p, uint64_t t)
+{
+	return t - tk__udiv(&p->u.sliding.per_ring, t) *
+			   ((uint64_t)p->u.sliding.buckets + 1);
+}
+
+/*
+ * t mod (S + 1) == @i, without a divide: t - i is a multiple of
+ * d = (S + 1) = d0 * 2^k (d0 odd) iff, times the inverse of d0 modulo 2^64
+ * and rotated right by k, it is at most (2^64 - 1) / d (Granlund and
+ * Montgomery, section 9; Lemire, Kaser and Kurz, "Faster remainder by
+ * direct computation", 2019).
+ */
+static int in_ring_slot(const struct tk__policy *p, uint64_t t, uint64_t i)
+{
+	uint64_t x = (t - i) * p->u.sliding.ring_inv;
+	unsigned int k = p->u.sliding.ring_rot;
+
+	x = k ? x >> k | x << (64 - k) : x;
+	return t >= i && x <= p->u.sliding.ring_lim;
+}
+
+/* r / w, at most L: the quotient fits. */
 static uint64_t whole_units(const struct tk__policy *p, i128 r)
 {
-	return r > 0 ? (uint64_t)(r / p->u.sliding.width) : 0;
+	return r > 0 ? tk__div128((unsigned __int128)r, p->u.sliding.width) : 0;
 }
 
 /* ns until @cost more would fit: the exact formula of the contract. */
@@ -86,7 +129,9 @@ static uint64_t wait_for(const struct tk__policy *p, const struct view *v,
 	i128 dw = -room(p, v, cost); /* D * w, positive here */
 
 	if (v->old > 0 && dw <= (i128)v->old * (w - v->e))
-		retry = (uint64_t)((dw + v->old - 1) / v->old);
+		/* At most w - e + 1: the quotient fits. */
+		retry = tk__div128((unsigned __int128)(dw + v->old - 1),
+				   v->old);
 	else
 		retry = (v->c + 1) * w - now;
 	return retry > 0 ? retry : 1;
@@ -103,12 +148,13 @@ static int sw_check(const struct tk__policy *p, const uint64_t *state,
 		    uint64_t now, uint64_t cost, uint64_t *next,
 		    struct tk_decision *d)
 {
-	uint64_t s = p->u.sliding.buckets, i, words = 2 * (s + 1);
+	uint64_t i;
 	struct view v;
 
 	if (cost > p->limit)
 		return -ERANGE;
-	look(p, state, now, &v);
+	/* @next is scratch until TK__PERSIST: fill it in the one pass. */
+	look(p, state, now, &v, next);
 	report(p, &v, d);
 	if (room(p, &v, cost) < 0) {
 		d->allowed = false;
@@ -119,15 +165,7 @@ static int sw_check(const struct tk__policy *p, const uint64_t *state,
 	d->allowed = true;
 	d->remaining = whole_units(p, room(p, &v, cost));
 	d->retry_after = 0;
-	for (i = 0; i < words; i += 2) {
-		if (state[i + 1] > 0 && state[i] + s < v.c) {
-			next[i] = next[i + 1] = 0;
-		} else {
-			next[i] = state[i];
-			next[i + 1] = state[i + 1];
-		}
-	}
-	i = 2 * (v.c % (s + 1));
+	i = 2 * ring_of(p, v.c);
 	if (next[i] == v.c || (next[i] > v.c && next[i + 1] > 0)) {
 		/* This tick's bucket, or a later one in its slot. */
 		next[i + 1] += cost;
@@ -145,7 +183,7 @@ static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
 
 	if (cost > p->limit)
 		return -ERANGE;
-	look(p, state, now, &v);
+	look(p, state, now, &v, NULL);
 	report(p, &v, d);
 	d->remaining = whole_units(p, room(p, &v, 0));
 	d->allowed = room(p, &v, cost ? cost : 1) >= 0;
@@ -176,20 +214,44 @@ static uint64_t sw_expires(const struct tk__policy *p, const uint64_t *state)
 static int sw_valid(const struct tk__policy *p, uint32_t words,
 		    const uint64_t *state)
 {
-	uint64_t s = words / 2 - 1, i, w = p ? p->u.sliding.width : 1;
+	uint64_t s = words / 2 - 1, i;
 
 	if (words < 4 || words % 2 || s > BUCKETS_MAX ||
 	    (p && words != p->state_words))
 		return 0;
+	if (p) {
+		/* The hot path: the policy's bounds and reciprocal. */
+		for (i = 0; i <= s; i++) {
+			if (state[2 * i + 1] == 0)
+				continue;
+			if (state[2 * i + 1] > LIMIT_MAX ||
+			    state[2 * i] > p->u.sliding.tick_max ||
+			    !in_ring_slot(p, state[2 * i], i))
+				return 0;
+		}
+		return 1;
+	}
 	for (i = 0; i <= s; i++) {
 		if (state[2 * i + 1] == 0)
 			continue;
 		if (state[2 * i + 1] > LIMIT_MAX ||
 		    state[2 * i] % (s + 1) != i ||
-		    state[2 * i] > (TK__NOW_LIMIT - 1) / w)
+		    state[2 * i] > TK__NOW_LIMIT - 1)
 			return 0;
 	}
 	return 1;
+}
+
+static void ring_test_init(struct tk__policy *p, uint64_t d)
+{
+	unsigned int k = (unsigned int)__builtin_ctzll(d);
+	uint64_t d0 = d >> k, inv = d0, j;
+
+	for (j = 0; j < 5; j++) /* Newton: each step doubles the bits */
+		inv *= 2 - d0 * inv;
+	p->u.sliding.ring_inv = inv;
+	p->u.sliding.ring_rot = (uint8_t)k;
+	p->u.sliding.ring_lim = UINT64_MAX / d;
 }
 
 static int sw_parse(struct tk__policy *p, struct tk__parser *ps)
@@ -232,6 +294,10 @@ static int sw_parse(struct tk__policy *p, struct tk__parser *ps)
 	p->u.sliding.window = window;
 	p->u.sliding.width = window / buckets;
 	p->u.sliding.buckets = (uint32_t)buckets;
+	p->u.sliding.tick_max = (TK__NOW_LIMIT - 1) / p->u.sliding.width;
+	tk__udiv_init(&p->u.sliding.per_width, p->u.sliding.width);
+	tk__udiv_init(&p->u.sliding.per_ring, buckets + 1);
+	ring_test_init(p, buckets + 1);
 	return 0;
 }
 
@@ -252,4 +318,5 @@ const struct tk__algorithm tk__sliding_window = {
 	.forecast = sw_forecast,
 	.expires = sw_expires,
 	.valid = sw_valid,
+	.expires_at_reset = 1,
 };
