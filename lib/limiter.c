@@ -337,11 +337,18 @@ static int fast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 
 	memset(&f->d, 0, sizeof(f->d));
 	f->corrupt = 0;
-	if (old && !p->alg->valid(p, p->state_words, old)) {
+	rc = TK__INVALID;
+	if (old && p->alg->check_unvalidated)
+		rc = p->alg->check_unvalidated(p, old, f->now, f->cost, next,
+					       &f->d);
+	else if (old && p->alg->valid(p, p->state_words, old))
+		rc = p->alg->check(p, old, f->now, f->cost, next, &f->d);
+	else if (!old)
+		rc = p->alg->check(p, zeros, f->now, f->cost, next, &f->d);
+	if (rc == TK__INVALID) {
 		f->corrupt = 1;
-		old = NULL;
+		rc = p->alg->check(p, zeros, f->now, f->cost, next, &f->d);
 	}
-	rc = p->alg->check(p, old ? old : zeros, f->now, f->cost, next, &f->d);
 	if (rc == TK__PERSIST)
 		*expires_at = expiry(p, next, f->cost, &f->d);
 	return rc;
