@@ -39,47 +39,76 @@
 
 typedef __int128 i128;
 
+/* The ring index of tick @t: t mod (S + 1). */
+static uint64_t ring_of(const struct tk__policy *p, uint64_t t)
+{
+	return t - tk__udiv(&p->u.sliding.per_ring, t) *
+			   ((uint64_t)p->u.sliding.buckets + 1);
+}
+
 struct view {
 	uint64_t c, e; /* current tick, ns into it */
+	uint64_t r;    /* its ring index, c mod (S + 1) */
 	uint64_t full; /* counted in full */
 	uint64_t old;  /* the bucket half out of the window */
 	uint64_t top;  /* highest tick with a count, at least c */
 };
 
 /*
- * Sum up @state at @now.  With @next, also copy the state there with the
+ * Sum up @state at @now.  With @write, also copy it into @next with the
  * buckets that count nothing at now (ticks below c - S) emptied: what a
  * write keeps, in the same pass.
+ *
+ * With @validate, also say whether the state is surely valid: 1 if every
+ * bucket with a count has at most 2^48 in it and the tick of c - S .. c
+ * its ring index names (a state checked within the last window); 0 if
+ * some has not (a later tick after a step back, a stale one, a corrupt
+ * state), for valid() to judge.
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) int
 look(const struct tk__policy *p, const uint64_t *state, uint64_t now,
-     struct view *v, uint64_t *next)
+     struct view *v, uint64_t *next, int write, int validate)
 {
 	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets, i, t, n;
+	uint64_t c = tk__udiv(&p->u.sliding.per_width, now), r = ring_of(p, c);
+	uint64_t full = 0, old = 0, top = c, tick = c - r;
+	int ok = 1;
 
-	v->c = tk__udiv(&p->u.sliding.per_width, now);
-	v->e = now - v->c * w;
-	v->full = v->old = 0;
-	v->top = v->c;
-	for (i = 0; i <= s; i++) {
+	/* Ticks c - S .. c must lie in 0 .. 2^63 / w. */
+	if (validate)
+		ok = c >= s && c <= p->u.sliding.tick_max;
+	for (i = 0; i <= s; i++, tick++) {
 		t = state[2 * i];
 		n = state[2 * i + 1];
+		if (i == r + 1)
+			tick -= s + 1; /* c + 1 - (S + 1): the oldest */
 		if (n == 0) {
 			/* keeps its tick */
-		} else if (t + s - 1 >= v->c) { /* [c - S + 1, c], or later */
-			v->full += n;
-			if (t > v->top)
-				v->top = t;
-		} else if (t + s == v->c) {
-			v->old += n;
+		} else if (t + s - 1 >= c) { /* [c - S + 1, c], or later */
+			full += n;
+			top = t > top ? t : top;
+			if (validate)
+				ok &= (t == tick) & (n <= LIMIT_MAX);
+		} else if (t + s == c) {
+			old += n;
+			if (validate)
+				ok &= (t == tick) & (n <= LIMIT_MAX);
 		} else {
 			t = n = 0; /* below c - S: emptied */
+			ok = 0;
 		}
-		if (next) {
+		if (write) {
 			next[2 * i] = t;
 			next[2 * i + 1] = n;
 		}
 	}
+	v->c = c;
+	v->e = now - c * w;
+	v->r = r;
+	v->full = full;
+	v->old = old;
+	v->top = top;
+	return ok;
 }
 
 /* L*w - (est + cost)*w: the room left, scaled by w. */
@@ -90,13 +119,6 @@ static i128 room(const struct tk__policy *p, const struct view *v,
 
 	return (i128)p->limit * w - (i128)(v->full + cost) * w -
 	       (i128)v->old * (w - v->e);
-}
-
-/* The ring index of tick @t: t mod (S + 1). */
-static uint64_t ring_of(const struct tk__policy *p, uint64_t t)
-{
-	return t - tk__udiv(&p->u.sliding.per_ring, t) *
-			   ((uint64_t)p->u.sliding.buckets + 1);
 }
 
 /*
@@ -144,36 +166,67 @@ static void report(const struct tk__policy *p, const struct view *v,
 	d->reset_at = (v->top + 1) * p->u.sliding.width + p->u.sliding.window;
 }
 
+/* check() on the state @v sums up, copied into @next by look(). */
+static int decide(const struct tk__policy *p, const struct view *v,
+		  uint64_t now, uint64_t cost, uint64_t *next,
+		  struct tk_decision *d)
+{
+	uint64_t i;
+
+	if (cost > p->limit)
+		return -ERANGE;
+	report(p, v, d);
+	if (room(p, v, cost) < 0) {
+		d->allowed = false;
+		d->remaining = whole_units(p, room(p, v, 0));
+		d->retry_after = wait_for(p, v, now, cost);
+		return TK__KEEP;
+	}
+	d->allowed = true;
+	d->remaining = whole_units(p, room(p, v, cost));
+	d->retry_after = 0;
+	i = 2 * v->r;
+	if (next[i] == v->c || (next[i] > v->c && next[i + 1] > 0)) {
+		/* This tick's bucket, or a later one in its slot. */
+		next[i + 1] += cost;
+	} else {
+		next[i] = v->c;
+		next[i + 1] = cost;
+	}
+	return TK__PERSIST;
+}
+
 static int sw_check(const struct tk__policy *p, const uint64_t *state,
 		    uint64_t now, uint64_t cost, uint64_t *next,
 		    struct tk_decision *d)
 {
-	uint64_t i;
 	struct view v;
 
-	if (cost > p->limit)
-		return -ERANGE;
-	/* @next is scratch until TK__PERSIST: fill it in the one pass. */
-	look(p, state, now, &v, next);
-	report(p, &v, d);
-	if (room(p, &v, cost) < 0) {
-		d->allowed = false;
-		d->remaining = whole_units(p, room(p, &v, 0));
-		d->retry_after = wait_for(p, &v, now, cost);
-		return TK__KEEP;
-	}
-	d->allowed = true;
-	d->remaining = whole_units(p, room(p, &v, cost));
-	d->retry_after = 0;
-	i = 2 * ring_of(p, v.c);
-	if (next[i] == v.c || (next[i] > v.c && next[i + 1] > 0)) {
-		/* This tick's bucket, or a later one in its slot. */
-		next[i + 1] += cost;
-	} else {
-		next[i] = v.c;
-		next[i + 1] = cost;
-	}
-	return TK__PERSIST;
+	/* @next is scratch until TK__PERSIST: fill it in the same pass. */
+	look(p, state, now, &v, next, 1, 0);
+	return decide(p, &v, now, cost, next, d);
+}
+
+static int sw_valid(const struct tk__policy *p, uint32_t words,
+		    const uint64_t *state);
+
+/*
+ * valid() then check(), in one pass over the ring where look() vouches
+ * for the state (every key checked within its window); else valid()
+ * judges, then check() runs.
+ */
+static int sw_check_unvalidated(const struct tk__policy *p,
+				const uint64_t *state, uint64_t now,
+				uint64_t cost, uint64_t *next,
+				struct tk_decision *d)
+{
+	struct view v;
+
+	if (look(p, state, now, &v, next, 1, 1))
+		return decide(p, &v, now, cost, next, d);
+	if (!sw_valid(p, p->state_words, state))
+		return TK__INVALID;
+	return sw_check(p, state, now, cost, next, d);
 }
 
 static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
@@ -183,7 +236,7 @@ static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
 
 	if (cost > p->limit)
 		return -ERANGE;
-	look(p, state, now, &v, NULL);
+	look(p, state, now, &v, NULL, 0, 0);
 	report(p, &v, d);
 	d->remaining = whole_units(p, room(p, &v, 0));
 	d->allowed = room(p, &v, cost ? cost : 1) >= 0;
@@ -319,4 +372,5 @@ const struct tk__algorithm tk__sliding_window = {
 	.expires = sw_expires,
 	.valid = sw_valid,
 	.expires_at_reset = 1,
+	.check_unvalidated = sw_check_unvalidated,
 };

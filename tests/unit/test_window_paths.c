@@ -380,22 +380,27 @@ static void test_sliding_against_reference(void **unused)
 			fail_msg("case %zu seen %d times", k, seen[k]);
 }
 
-/* Random words for @p: sometimes a state a check of @p wrote. */
+/* Random words for @p, and in *@now a time to check them at: mostly one
+ * near their writes, where the short cuts apply. */
 static void random_state(uint64_t *seed, const struct tk__policy *p,
-			 uint64_t *state)
+			 uint64_t *state, uint64_t *now)
 {
-	uint64_t next[WORDS], now;
+	uint64_t next[WORDS], c;
 	struct tk_decision d;
 	uint32_t i;
 
 	if (p->alg->id == TK__ALG_SLIDING_WINDOW) {
-		some_state(seed, p, some_tick(seed, p), state);
+		c = some_tick(seed, p);
+		some_state(seed, p, c, state);
+		*now = rnd_range(seed, 0, 3)
+			       ? at_tick(seed, p, c + rnd_range(seed, 0, 1))
+			       : rnd_next(seed) >> 1;
 		return;
 	}
 	memset(state, 0, p->state_words * sizeof(*state));
-	now = rnd_range(seed, 0, 3) ? rnd_next(seed) >> 1
-				    : rnd_range(seed, 0, 1 << 30);
-	if (p->alg->check(p, state, now, 1, next, &d) == TK__PERSIST)
+	*now = rnd_range(seed, 0, 3) ? rnd_next(seed) >> 1
+				     : rnd_range(seed, 0, 1 << 30);
+	if (p->alg->check(p, state, *now, 1, next, &d) == TK__PERSIST)
 		memcpy(state, next, p->state_words * sizeof(*state));
 	i = (uint32_t)rnd_range(seed, 0, p->state_words - 1);
 	switch (rnd_range(seed, 0, 5)) {
@@ -451,10 +456,10 @@ static void test_short_cuts_are_the_long_way(void **unused)
 		fast += !!p->alg->check_unvalidated;
 		flagged += p->alg->expires_at_reset;
 		for (n = 0; n < 20000; n++) {
-			random_state(&seed, p, state);
-			now = rnd_range(&seed, 0, 1)
-				      ? rnd_next(&seed) >> 1
-				      : rnd_range(&seed, 0, 1 << 30);
+			random_state(&seed, p, state, &now);
+			if (rnd_range(&seed, 0, 3) == 0)
+				now += rnd_range(&seed, 0, UINT64_C(1) << 40);
+			now &= TK__NOW_LIMIT - 1;
 			cost = rnd_range(&seed, 1, min_u64(p->limit, 3));
 			memset(&d, 0, sizeof(d));
 			memset(&d2, 0, sizeof(d2));
