@@ -398,6 +398,7 @@ static void random_state(uint64_t *seed, const struct tk__policy *p,
 		return;
 	}
 	memset(state, 0, p->state_words * sizeof(*state));
+	memset(next, 0, sizeof(next)); /* a log writes only its entries */
 	*now = rnd_range(seed, 0, 3) ? rnd_next(seed) >> 1
 				     : rnd_range(seed, 0, 1 << 30);
 	if (p->alg->check(p, state, *now, 1, next, &d) == TK__PERSIST)
