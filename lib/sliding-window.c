@@ -54,6 +54,46 @@ struct view {
 	uint64_t top;  /* highest tick with a count, at least c */
 };
 
+/* The running sums of look(). */
+struct sums {
+	uint64_t full, old, top;
+	int ok;
+};
+
+/* look() on buckets @i .. @end - 1, the tick of c - S .. c at @i being
+ * @tick. */
+static inline __attribute__((always_inline)) void
+look_run(const uint64_t *state, uint64_t *next, uint64_t c, uint64_t s,
+	 uint64_t i, uint64_t end, uint64_t tick, struct sums *m, int write,
+	 int validate)
+{
+	uint64_t t, n;
+
+	for (; i < end; i++, tick++) {
+		t = state[2 * i];
+		n = state[2 * i + 1];
+		if (n == 0) {
+			/* keeps its tick */
+		} else if (t + s - 1 >= c) { /* [c - S + 1, c], or later */
+			m->full += n;
+			m->top = t > m->top ? t : m->top;
+			if (validate)
+				m->ok &= (t == tick) & (n <= LIMIT_MAX);
+		} else if (t + s == c) {
+			m->old += n;
+			if (validate)
+				m->ok &= (t == tick) & (n <= LIMIT_MAX);
+		} else {
+			t = n = 0; /* below c - S: emptied */
+			m->ok = 0;
+		}
+		if (write) {
+			next[2 * i] = t;
+			next[2 * i + 1] = n;
+		}
+	}
+}
+
 /*
  * Sum up @state at @now.  With @write, also copy it into @next with the
  * buckets that count nothing at now (ticks below c - S) emptied: what a
@@ -69,46 +109,23 @@ static inline __attribute__((always_inline)) int
 look(const struct tk__policy *p, const uint64_t *state, uint64_t now,
      struct view *v, uint64_t *next, int write, int validate)
 {
-	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets, i, t, n;
+	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets;
 	uint64_t c = tk__udiv(&p->u.sliding.per_width, now), r = ring_of(p, c);
-	uint64_t full = 0, old = 0, top = c, tick = c - r;
-	int ok = 1;
+	struct sums m = { 0, 0, c, 1 };
 
 	/* Ticks c - S .. c must lie in 0 .. 2^63 / w. */
 	if (validate)
-		ok = c >= s && c <= p->u.sliding.tick_max;
-	for (i = 0; i <= s; i++, tick++) {
-		t = state[2 * i];
-		n = state[2 * i + 1];
-		if (i == r + 1)
-			tick -= s + 1; /* c + 1 - (S + 1): the oldest */
-		if (n == 0) {
-			/* keeps its tick */
-		} else if (t + s - 1 >= c) { /* [c - S + 1, c], or later */
-			full += n;
-			top = t > top ? t : top;
-			if (validate)
-				ok &= (t == tick) & (n <= LIMIT_MAX);
-		} else if (t + s == c) {
-			old += n;
-			if (validate)
-				ok &= (t == tick) & (n <= LIMIT_MAX);
-		} else {
-			t = n = 0; /* below c - S: emptied */
-			ok = 0;
-		}
-		if (write) {
-			next[2 * i] = t;
-			next[2 * i + 1] = n;
-		}
-	}
+		m.ok = c >= s && c <= p->u.sliding.tick_max;
+	/* Ring indexes 0 .. r: ticks c - r .. c; the rest: c - S onwards. */
+	look_run(state, next, c, s, 0, r + 1, c - r, &m, write, validate);
+	look_run(state, next, c, s, r + 1, s + 1, c - s, &m, write, validate);
 	v->c = c;
 	v->e = now - c * w;
 	v->r = r;
-	v->full = full;
-	v->old = old;
-	v->top = top;
-	return ok;
+	v->full = m.full;
+	v->old = m.old;
+	v->top = m.top;
+	return m.ok;
 }
 
 /* L*w - (est + cost)*w: the room left, scaled by w. */
