@@ -35,16 +35,17 @@ static uint64_t class_cells(int k)
 	return (uint64_t)TKZ_CLASS_MIN << k;
 }
 
+/* The smallest k with words + overhead <= 4 << k: no loop over classes. */
 int tk__blk_class(uint32_t words)
 {
-	int k;
+	uint32_t units, k;
 
+	_Static_assert(TKZ_CLASS_MIN == 4, "4 << k cells");
 	if (words > TKZ_BLK_WORDS_MAX)
 		return -E2BIG;
-	for (k = 0; k < TKZ_CLASSES; k++)
-		if (words + TKZ_BLK_OVERHEAD <= class_cells(k))
-			return k;
-	return -E2BIG;
+	units = (words + TKZ_BLK_OVERHEAD + 3) / 4; /* >= 1 */
+	k = units > 1 ? 32 - (uint32_t)__builtin_clz(units - 1) : 0;
+	return k < TKZ_CLASSES ? (int)k : -E2BIG;
 }
 
 static uint64_t *page_word(struct tk__zone *z, uint64_t cell)
