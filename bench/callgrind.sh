@@ -45,6 +45,8 @@ tk-mem/gcra/deny/hot/1t
 tk-mem/gcra/allow/100k-uniform/1t
 tk-mem/fixed-window/allow/hot/1t
 tk-mem/sliding-window/allow/hot/1t
+tk-shm/fixed-window/allow/hot/1p
+tk-shm/sliding-window/allow/hot/1p
 mutex/gcra/allow/hot/1p
 mutex/gcra/allow/100k-uniform/1p
 per-process/gcra/allow/hot/1p"

@@ -60,7 +60,7 @@ uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
 #define WINDOW_MAX (UINT64_C(1) << 62)
 #define COARSE_MAX ((TK__NOW_LIMIT + WINDOW_MAX) >> PACK_BITS)
 
-static int shared_valid(uint32_t words, const uint64_t *state)
+int tk__window_shape_valid(uint32_t words, const uint64_t *state)
 {
 	uint64_t coarse = state[0] >> PACK_BITS;
 
@@ -75,7 +75,7 @@ int tk__window_valid(const struct tk__policy *p, uint32_t words,
 {
 	uint64_t st[2];
 
-	if (!shared_valid(words, state))
+	if (!tk__window_shape_valid(words, state))
 		return 0;
 	if (!p)
 		return 1;
@@ -200,16 +200,39 @@ static uint64_t window_start(const struct tk__policy *p, const uint64_t *st,
 	return st[0] > ws ? st[0] : ws;
 }
 
+/* check() of the state unpack() made @st. */
+static int check_unpacked(const struct tk__policy *p, const uint64_t *st,
+			  uint64_t now, uint64_t cost, uint64_t *next,
+			  struct tk_decision *d)
+{
+	uint64_t start = window_start(p, st, now);
+
+	return tk__window_step(p, st, start, start + p->u.window.window, now,
+			       cost, next, d);
+}
+
 static int fw_check(const struct tk__policy *p, const uint64_t *state,
 		    uint64_t now, uint64_t cost, uint64_t *next,
 		    struct tk_decision *d)
 {
-	uint64_t st[2], start;
+	uint64_t st[2];
 
 	unpack(p, state, st);
-	start = window_start(p, st, now);
-	return tk__window_step(p, st, start, start + p->u.window.window, now,
-			       cost, next, d);
+	return check_unpacked(p, st, now, cost, next, d);
+}
+
+static int fw_check_unvalidated(const struct tk__policy *p,
+				const uint64_t *state, uint64_t now,
+				uint64_t cost, uint64_t *next,
+				struct tk_decision *d)
+{
+	uint64_t st[2];
+
+	/* fw_valid(), keeping what unpack() found for the check. */
+	if (!tk__window_shape_valid(p->state_words, state) ||
+	    unpack(p, state, st) != 0)
+		return TK__INVALID;
+	return check_unpacked(p, st, now, cost, next, d);
 }
 
 static int fw_forecast(const struct tk__policy *p, const uint64_t *state,
@@ -251,4 +274,7 @@ const struct tk__algorithm tk__fixed_window = {
 	.forecast = fw_forecast,
 	.expires = fw_expires,
 	.valid = fw_valid,
+	/* end = start + W: what expires() finds in {start, count >= 1}. */
+	.expires_at_reset = 1,
+	.check_unvalidated = fw_check_unvalidated,
 };

@@ -24,6 +24,7 @@
 /* What a transition asks of the store. */
 #define TK__KEEP 0    /* leave the state as it was */
 #define TK__PERSIST 1 /* write the new state */
+#define TK__INVALID 3 /* check_unvalidated(): valid() refuses the state */
 
 /* Most 64-bit state words one key may hold (composites add up). */
 #define TK__STATE_WORDS_MAX 1024
@@ -64,6 +65,22 @@ struct tk__algorithm {
 			uint64_t now, uint64_t cost, struct tk_decision *d);
 	/* From when on @state is equivalent to no state (ns). */
 	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
+	/*
+	 * 1 if, whenever check() returns TK__PERSIST for a @cost of 1 or
+	 * more, expires(@next) equals the decision's reset_at: a caller may
+	 * then take that rather than call expires() on the state just made.
+	 */
+	int expires_at_reset;
+	/*
+	 * check_unvalidated() - optional: valid(p, p->state_words, @state),
+	 * then check() if it holds, without decoding the state twice.
+	 * Returns TK__INVALID (@next and @d untouched) where valid()
+	 * refuses, else what check() returns.
+	 */
+	int (*check_unvalidated)(const struct tk__policy *p,
+				 const uint64_t *state, uint64_t now,
+				 uint64_t cost, uint64_t *next,
+				 struct tk_decision *d);
 	/*
 	 * valid() - could this algorithm have written @state, @words words
 	 * long?  Stores hand back whatever bytes they hold (a corrupt zone,
@@ -117,9 +134,14 @@ struct tk__policy {
 			uint64_t window; /* ns */
 		} window;		 /* fixed-window and sliding-log */
 		struct {
-			uint64_t window;  /* W, ns */
-			uint64_t width;	  /* w = W / S, ns */
-			uint32_t buckets; /* S */
+			uint64_t window;	     /* W, ns */
+			uint64_t width;		     /* w = W / S, ns */
+			uint32_t buckets;	     /* S */
+			uint64_t tick_max;	     /* (2^63 - 1) / w */
+			struct tk__udiv per_width;   /* division by w */
+			struct tk__udiv per_ring;    /* division by S + 1 */
+			uint64_t ring_inv, ring_lim; /* see in_ring_slot() */
+			uint8_t ring_rot;
 		} sliding;
 		struct {
 			int cadence; /* TK__CADENCE_*, or -1: fixed period */
@@ -173,6 +195,8 @@ uint64_t tk__window_load(const struct tk__policy *p, const uint64_t *state,
  * of @p writes @state. */
 typedef int tk__window_unpack_fn(const struct tk__policy *p,
 				 const uint64_t *state, uint64_t st[2]);
+/* What tk__window_valid() checks before it asks @unpack. */
+int tk__window_shape_valid(uint32_t words, const uint64_t *state);
 /*
  * The valid() of a {start, count} algorithm.  What every such state in
  * @words words shares, packed (1) or not (2): a start below 2^63, a count

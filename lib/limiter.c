@@ -162,6 +162,14 @@ static int run_dim(struct step *s, const struct tk__policy *p,
 	return p->alg->forecast(p, state, s->now, s->cost, d);
 }
 
+/* The expiry of @next, just written by a check of @cost decided as @d. */
+static inline uint64_t expiry(const struct tk__policy *p, const uint64_t *next,
+			      uint64_t cost, const struct tk_decision *d)
+{
+	return p->alg->expires_at_reset && cost > 0 ? d->reset_at
+						    : p->alg->expires(p, next);
+}
+
 static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		   uint64_t *expires_at)
 {
@@ -173,7 +181,7 @@ static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	rc = run_dim(s, p, old, next, &s->d);
 
 	if (rc == TK__PERSIST)
-		*expires_at = p->alg->expires(p, next);
+		*expires_at = expiry(p, next, s->cost, &s->d);
 	return rc;
 }
 
@@ -330,13 +338,20 @@ static int fast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 
 	memset(&f->d, 0, sizeof(f->d));
 	f->corrupt = 0;
-	if (old && !p->alg->valid(p, p->state_words, old)) {
+	rc = TK__INVALID;
+	if (old && p->alg->check_unvalidated)
+		rc = p->alg->check_unvalidated(p, old, f->now, f->cost, next,
+					       &f->d);
+	else if (old && p->alg->valid(p, p->state_words, old))
+		rc = p->alg->check(p, old, f->now, f->cost, next, &f->d);
+	else if (!old)
+		rc = p->alg->check(p, zeros, f->now, f->cost, next, &f->d);
+	if (rc == TK__INVALID) {
 		f->corrupt = 1;
-		old = NULL;
+		rc = p->alg->check(p, zeros, f->now, f->cost, next, &f->d);
 	}
-	rc = p->alg->check(p, old ? old : zeros, f->now, f->cost, next, &f->d);
 	if (rc == TK__PERSIST)
-		*expires_at = p->alg->expires(p, next);
+		*expires_at = expiry(p, next, f->cost, &f->d);
 	return rc;
 }
 

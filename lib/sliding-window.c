@@ -16,6 +16,12 @@
  * that count nothing at now (ticks below c - S), so that a later step back
  * cannot make them count again.
  *
+ * Cost: every division by w or by S + 1 is a multiply by a reciprocal
+ * made at parse (udiv.h), and the 128-bit divisions have quotients that
+ * fit in 64 bits (tk__div128).  check() reports reset_at as the expiry
+ * of the state it writes, so callers need no fourth pass over the ring
+ * (expires_at_reset).
+ *
  * Overflow: ticks are below 2^63 / w (valid() holds every state to what a
  * check writes), so (tick + 1) * w + W stays below 2^64; every count is at
  * most L (one bucket never holds more than the estimate it was admitted
@@ -33,34 +39,93 @@
 
 typedef __int128 i128;
 
+/* The ring index of tick @t: t mod (S + 1). */
+static uint64_t ring_of(const struct tk__policy *p, uint64_t t)
+{
+	return t - tk__udiv(&p->u.sliding.per_ring, t) *
+			   ((uint64_t)p->u.sliding.buckets + 1);
+}
+
 struct view {
 	uint64_t c, e; /* current tick, ns into it */
+	uint64_t r;    /* its ring index, c mod (S + 1) */
 	uint64_t full; /* counted in full */
 	uint64_t old;  /* the bucket half out of the window */
 	uint64_t top;  /* highest tick with a count, at least c */
 };
 
-static void look(const struct tk__policy *p, const uint64_t *state,
-		 uint64_t now, struct view *v)
-{
-	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets, i, t, n;
+/* The running sums of look(). */
+struct sums {
+	uint64_t full, old, top;
+	int ok;
+};
 
-	v->c = now / w;
-	v->e = now - v->c * w;
-	v->full = v->old = 0;
-	v->top = v->c;
-	for (i = 0; i <= s; i++) {
+/* look() on buckets @i .. @end - 1, the tick of c - S .. c at @i being
+ * @tick. */
+static inline __attribute__((always_inline)) void
+look_run(const uint64_t *state, uint64_t *next, uint64_t c, uint64_t s,
+	 uint64_t i, uint64_t end, uint64_t tick, struct sums *m, int write,
+	 int validate)
+{
+	uint64_t t, n;
+
+	for (; i < end; i++, tick++) {
 		t = state[2 * i];
 		n = state[2 * i + 1];
-		if (n == 0)
-			continue;
-		if (t + s - 1 >= v->c) /* t in [c - S + 1, c], or later */
-			v->full += n;
-		else if (t + s == v->c)
-			v->old += n;
-		if (t > v->top)
-			v->top = t;
+		if (n == 0) {
+			/* keeps its tick */
+		} else if (t + s - 1 >= c) { /* [c - S + 1, c], or later */
+			m->full += n;
+			m->top = t > m->top ? t : m->top;
+			if (validate)
+				m->ok &= (t == tick) & (n <= LIMIT_MAX);
+		} else if (t + s == c) {
+			m->old += n;
+			if (validate)
+				m->ok &= (t == tick) & (n <= LIMIT_MAX);
+		} else {
+			t = n = 0; /* below c - S: emptied */
+			m->ok = 0;
+		}
+		if (write) {
+			next[2 * i] = t;
+			next[2 * i + 1] = n;
+		}
 	}
+}
+
+/*
+ * Sum up @state at @now.  With @write, also copy it into @next with the
+ * buckets that count nothing at now (ticks below c - S) emptied: what a
+ * write keeps, in the same pass.
+ *
+ * With @validate, also say whether the state is surely valid: 1 if every
+ * bucket with a count has at most 2^48 in it and the tick of c - S .. c
+ * its ring index names (a state checked within the last window); 0 if
+ * some has not (a later tick after a step back, a stale one, a corrupt
+ * state), for valid() to judge.
+ */
+static inline __attribute__((always_inline)) int
+look(const struct tk__policy *p, const uint64_t *state, uint64_t now,
+     struct view *v, uint64_t *next, int write, int validate)
+{
+	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets;
+	uint64_t c = tk__udiv(&p->u.sliding.per_width, now), r = ring_of(p, c);
+	struct sums m = { 0, 0, c, 1 };
+
+	/* Ticks c - S .. c must lie in 0 .. 2^63 / w. */
+	if (validate)
+		m.ok = c >= s && c <= p->u.sliding.tick_max;
+	/* Ring indexes 0 .. r: ticks c - r .. c; the rest: c - S onwards. */
+	look_run(state, next, c, s, 0, r + 1, c - r, &m, write, validate);
+	look_run(state, next, c, s, r + 1, s + 1, c - s, &m, write, validate);
+	v->c = c;
+	v->e = now - c * w;
+	v->r = r;
+	v->full = m.full;
+	v->old = m.old;
+	v->top = m.top;
+	return m.ok;
 }
 
 /* L*w - (est + cost)*w: the room left, scaled by w. */
@@ -73,9 +138,26 @@ static i128 room(const struct tk__policy *p, const struct view *v,
 	       (i128)v->old * (w - v->e);
 }
 
+/*
+ * t mod (S + 1) == @i, without a divide: t - i is a multiple of
+ * d = (S + 1) = d0 * 2^k (d0 odd) iff, times the inverse of d0 modulo 2^64
+ * and rotated right by k, it is at most (2^64 - 1) / d (Granlund and
+ * Montgomery, section 9; Lemire, Kaser and Kurz, "Faster remainder by
+ * direct computation", 2019).
+ */
+static int in_ring_slot(const struct tk__policy *p, uint64_t t, uint64_t i)
+{
+	uint64_t x = (t - i) * p->u.sliding.ring_inv;
+	unsigned int k = p->u.sliding.ring_rot;
+
+	x = k ? x >> k | x << (64 - k) : x;
+	return t >= i && x <= p->u.sliding.ring_lim;
+}
+
+/* r / w, at most L: the quotient fits. */
 static uint64_t whole_units(const struct tk__policy *p, i128 r)
 {
-	return r > 0 ? (uint64_t)(r / p->u.sliding.width) : 0;
+	return r > 0 ? tk__div128((unsigned __int128)r, p->u.sliding.width) : 0;
 }
 
 /* ns until @cost more would fit: the exact formula of the contract. */
@@ -86,7 +168,9 @@ static uint64_t wait_for(const struct tk__policy *p, const struct view *v,
 	i128 dw = -room(p, v, cost); /* D * w, positive here */
 
 	if (v->old > 0 && dw <= (i128)v->old * (w - v->e))
-		retry = (uint64_t)((dw + v->old - 1) / v->old);
+		/* At most w - e + 1: the quotient fits. */
+		retry = tk__div128((unsigned __int128)(dw + v->old - 1),
+				   v->old);
 	else
 		retry = (v->c + 1) * w - now;
 	return retry > 0 ? retry : 1;
@@ -99,43 +183,67 @@ static void report(const struct tk__policy *p, const struct view *v,
 	d->reset_at = (v->top + 1) * p->u.sliding.width + p->u.sliding.window;
 }
 
+/* check() on the state @v sums up, copied into @next by look(). */
+static int decide(const struct tk__policy *p, const struct view *v,
+		  uint64_t now, uint64_t cost, uint64_t *next,
+		  struct tk_decision *d)
+{
+	uint64_t i;
+
+	if (cost > p->limit)
+		return -ERANGE;
+	report(p, v, d);
+	if (room(p, v, cost) < 0) {
+		d->allowed = false;
+		d->remaining = whole_units(p, room(p, v, 0));
+		d->retry_after = wait_for(p, v, now, cost);
+		return TK__KEEP;
+	}
+	d->allowed = true;
+	d->remaining = whole_units(p, room(p, v, cost));
+	d->retry_after = 0;
+	i = 2 * v->r;
+	if (next[i] == v->c || (next[i] > v->c && next[i + 1] > 0)) {
+		/* This tick's bucket, or a later one in its slot. */
+		next[i + 1] += cost;
+	} else {
+		next[i] = v->c;
+		next[i + 1] = cost;
+	}
+	return TK__PERSIST;
+}
+
 static int sw_check(const struct tk__policy *p, const uint64_t *state,
 		    uint64_t now, uint64_t cost, uint64_t *next,
 		    struct tk_decision *d)
 {
-	uint64_t s = p->u.sliding.buckets, i, words = 2 * (s + 1);
 	struct view v;
 
-	if (cost > p->limit)
-		return -ERANGE;
-	look(p, state, now, &v);
-	report(p, &v, d);
-	if (room(p, &v, cost) < 0) {
-		d->allowed = false;
-		d->remaining = whole_units(p, room(p, &v, 0));
-		d->retry_after = wait_for(p, &v, now, cost);
-		return TK__KEEP;
-	}
-	d->allowed = true;
-	d->remaining = whole_units(p, room(p, &v, cost));
-	d->retry_after = 0;
-	for (i = 0; i < words; i += 2) {
-		if (state[i + 1] > 0 && state[i] + s < v.c) {
-			next[i] = next[i + 1] = 0;
-		} else {
-			next[i] = state[i];
-			next[i + 1] = state[i + 1];
-		}
-	}
-	i = 2 * (v.c % (s + 1));
-	if (next[i] == v.c || (next[i] > v.c && next[i + 1] > 0)) {
-		/* This tick's bucket, or a later one in its slot. */
-		next[i + 1] += cost;
-	} else {
-		next[i] = v.c;
-		next[i + 1] = cost;
-	}
-	return TK__PERSIST;
+	/* @next is scratch until TK__PERSIST: fill it in the same pass. */
+	look(p, state, now, &v, next, 1, 0);
+	return decide(p, &v, now, cost, next, d);
+}
+
+static int sw_valid(const struct tk__policy *p, uint32_t words,
+		    const uint64_t *state);
+
+/*
+ * valid() then check(), in one pass over the ring where look() vouches
+ * for the state (every key checked within its window); else valid()
+ * judges, then check() runs.
+ */
+static int sw_check_unvalidated(const struct tk__policy *p,
+				const uint64_t *state, uint64_t now,
+				uint64_t cost, uint64_t *next,
+				struct tk_decision *d)
+{
+	struct view v;
+
+	if (look(p, state, now, &v, next, 1, 1))
+		return decide(p, &v, now, cost, next, d);
+	if (!sw_valid(p, p->state_words, state))
+		return TK__INVALID;
+	return sw_check(p, state, now, cost, next, d);
 }
 
 static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
@@ -145,7 +253,7 @@ static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
 
 	if (cost > p->limit)
 		return -ERANGE;
-	look(p, state, now, &v);
+	look(p, state, now, &v, NULL, 0, 0);
 	report(p, &v, d);
 	d->remaining = whole_units(p, room(p, &v, 0));
 	d->allowed = room(p, &v, cost ? cost : 1) >= 0;
@@ -176,20 +284,44 @@ static uint64_t sw_expires(const struct tk__policy *p, const uint64_t *state)
 static int sw_valid(const struct tk__policy *p, uint32_t words,
 		    const uint64_t *state)
 {
-	uint64_t s = words / 2 - 1, i, w = p ? p->u.sliding.width : 1;
+	uint64_t s = words / 2 - 1, i;
 
 	if (words < 4 || words % 2 || s > BUCKETS_MAX ||
 	    (p && words != p->state_words))
 		return 0;
+	if (p) {
+		/* The hot path: the policy's bounds and reciprocal. */
+		for (i = 0; i <= s; i++) {
+			if (state[2 * i + 1] == 0)
+				continue;
+			if (state[2 * i + 1] > LIMIT_MAX ||
+			    state[2 * i] > p->u.sliding.tick_max ||
+			    !in_ring_slot(p, state[2 * i], i))
+				return 0;
+		}
+		return 1;
+	}
 	for (i = 0; i <= s; i++) {
 		if (state[2 * i + 1] == 0)
 			continue;
 		if (state[2 * i + 1] > LIMIT_MAX ||
 		    state[2 * i] % (s + 1) != i ||
-		    state[2 * i] > (TK__NOW_LIMIT - 1) / w)
+		    state[2 * i] > TK__NOW_LIMIT - 1)
 			return 0;
 	}
 	return 1;
+}
+
+static void ring_test_init(struct tk__policy *p, uint64_t d)
+{
+	unsigned int k = (unsigned int)__builtin_ctzll(d);
+	uint64_t d0 = d >> k, inv = d0, j;
+
+	for (j = 0; j < 5; j++) /* Newton: each step doubles the bits */
+		inv *= 2 - d0 * inv;
+	p->u.sliding.ring_inv = inv;
+	p->u.sliding.ring_rot = (uint8_t)k;
+	p->u.sliding.ring_lim = UINT64_MAX / d;
 }
 
 static int sw_parse(struct tk__policy *p, struct tk__parser *ps)
@@ -232,6 +364,10 @@ static int sw_parse(struct tk__policy *p, struct tk__parser *ps)
 	p->u.sliding.window = window;
 	p->u.sliding.width = window / buckets;
 	p->u.sliding.buckets = (uint32_t)buckets;
+	p->u.sliding.tick_max = (TK__NOW_LIMIT - 1) / p->u.sliding.width;
+	tk__udiv_init(&p->u.sliding.per_width, p->u.sliding.width);
+	tk__udiv_init(&p->u.sliding.per_ring, buckets + 1);
+	ring_test_init(p, buckets + 1);
 	return 0;
 }
 
@@ -252,4 +388,6 @@ const struct tk__algorithm tk__sliding_window = {
 	.forecast = sw_forecast,
 	.expires = sw_expires,
 	.valid = sw_valid,
+	.expires_at_reset = 1,
+	.check_unvalidated = sw_check_unvalidated,
 };

@@ -41,4 +41,23 @@ static inline uint64_t tk__udiv(const struct tk__udiv *u, uint64_t n)
 	return (t + ((n - t) >> u->s1)) >> u->s2;
 }
 
+/*
+ * @n / @d for a 128-bit @n whose quotient fits in 64 bits (n < d * 2^64):
+ * on x86-64 one divide instruction, where the compiler calls a library
+ * routine for any 128-bit division.
+ */
+static inline uint64_t tk__div128(unsigned __int128 n, uint64_t d)
+{
+#if defined(__x86_64__)
+	uint64_t q, r;
+
+	__asm__("divq %4"
+		: "=a"(q), "=d"(r)
+		: "a"((uint64_t)n), "d"((uint64_t)(n >> 64)), "rm"(d));
+	return q;
+#else
+	return (uint64_t)(n / d);
+#endif
+}
+
 #endif /* TK_UDIV_H */

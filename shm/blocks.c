@@ -35,16 +35,17 @@ static uint64_t class_cells(int k)
 	return (uint64_t)TKZ_CLASS_MIN << k;
 }
 
+/* The smallest k with words + overhead <= 4 << k: no loop over classes. */
 int tk__blk_class(uint32_t words)
 {
-	int k;
+	uint32_t units, k;
 
+	_Static_assert(TKZ_CLASS_MIN == 4, "4 << k cells");
 	if (words > TKZ_BLK_WORDS_MAX)
 		return -E2BIG;
-	for (k = 0; k < TKZ_CLASSES; k++)
-		if (words + TKZ_BLK_OVERHEAD <= class_cells(k))
-			return k;
-	return -E2BIG;
+	units = (words + TKZ_BLK_OVERHEAD + 3) / 4; /* >= 1 */
+	k = units > 1 ? 32 - (uint32_t)__builtin_clz(units - 1) : 0;
+	return k < TKZ_CLASSES ? (int)k : -E2BIG;
 }
 
 static uint64_t *page_word(struct tk__zone *z, uint64_t cell)
@@ -103,8 +104,8 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires)
 {
 	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t cell = tkz_ref_cell(w1), h0, h1, g, r0, r1;
-	uint32_t n, i;
+	uint64_t cell = tkz_ref_cell(w1), h0, h1, g, r0, r1, off = 0;
+	uint32_t n, i, m;
 	int bad = 0;
 
 	if (!tkz_is_ref(w1) || cell >= arena_cells(z))
@@ -120,10 +121,13 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	else {
 		*expires = ck_pr_load_64(&cells[cell + 1].w[1]);
 		bad |= ck_pr_load_64(&cells[cell + 1].w[0]) != g;
-		for (i = 0; words && i < n && i < max; i++) {
+		/* Every word's cell must carry the gen: one test at the end. */
+		m = words ? (n < max ? n : max) : 0;
+		for (i = 0; i < m; i++) {
 			words[i] = ck_pr_load_64(&cells[cell + 2 + i].w[1]);
-			bad |= ck_pr_load_64(&cells[cell + 2 + i].w[0]) != g;
+			off |= ck_pr_load_64(&cells[cell + 2 + i].w[0]) ^ g;
 		}
+		bad |= off != 0;
 	}
 	/* The values belong to the reference only if it is still there. */
 	ck_pr_fence_load();
@@ -537,10 +541,12 @@ int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v)
 
 	for (;;) {
 		tkz_read(c->w, &t, &x);
-		if (t > g)
-			return -ESTALE;
-		if (t == g && x == v)
-			return 0;
+		if (t >= g) { /* rarely: the cells of a fresh claim are older */
+			if (t > g)
+				return -ESTALE;
+			if (x == v)
+				return 0;
+		}
 		if (tkz_cas(c->w, t, x, g, v))
 			return 0;
 	}

@@ -11,9 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <throttlekit.h>
 
 #include "workers.h"
 
@@ -108,4 +111,67 @@ int kit_zone_dir_remove(void **state)
 void kit_zone_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "%s/throttlekit.%s", getenv("TK_SHM_DIR"), name);
+}
+
+struct found {
+	uint64_t slot, state;
+	int n;
+};
+
+static int find_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
+{
+	struct found *f = ctx;
+
+	(void)fp;
+	f->slot = slot;
+	f->state = state;
+	f->n++;
+	return 0;
+}
+
+off_t kit_block_word_offset(const char *zone, unsigned int w)
+{
+	struct tk_zone_info info;
+	struct found f = { 0, 0, 0 };
+	uint64_t pages, cell, table;
+
+	assert_int_equal(tk_zone_info(zone, &info, sizeof(info)), 0);
+	assert_int_equal(tk_zone_walk(zone, find_key, &f), 0);
+	assert_int_equal(f.n, 1);
+	pages = info.arena_size / (1024 * 16);
+	table = (pages * 8 + 63) / 64 * 64;
+	/* A reference holds (cell / 4 + 1) above its 37 gen bits; cell 0 of a
+	 * block is its header, cell 1 its expiry, then one word a cell: its
+	 * gen, then its value. */
+	cell = ((f.state >> 37) - 1) * 4;
+	return (off_t)(4096 + info.capacity * 16 + table + (cell + 2 + w) * 16);
+}
+
+static int zone_fd(const char *zone)
+{
+	char path[512];
+	int fd;
+
+	kit_zone_path(path, sizeof(path), zone);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+void kit_zone_poke(const char *zone, off_t off, uint64_t v)
+{
+	int fd = zone_fd(zone);
+
+	assert_int_equal(pwrite(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));
+	close(fd);
+}
+
+uint64_t kit_zone_peek(const char *zone, off_t off)
+{
+	int fd = zone_fd(zone);
+	uint64_t v;
+
+	assert_int_equal(pread(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));
+	close(fd);
+	return v;
 }

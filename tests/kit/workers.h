@@ -60,4 +60,15 @@ int kit_zone_dir_remove(void **state);
 /* The path of zone @name's file in it. */
 void kit_zone_path(char *buf, size_t len, const char *name);
 
+/*
+ * The byte offset in zone @zone's file of the cell of word @w of the
+ * block state of its one key (a block key; found by tk_zone_walk()): the
+ * cell's gen there, its value 8 bytes on.
+ */
+off_t kit_block_word_offset(const char *zone, unsigned int w);
+
+/* Write @v at byte @off of zone @zone's file; read the word there. */
+void kit_zone_poke(const char *zone, off_t off, uint64_t v);
+uint64_t kit_zone_peek(const char *zone, off_t off);
+
 #endif

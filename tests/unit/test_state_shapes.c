@@ -378,55 +378,6 @@ static void test_word_key_contended(void **state)
 	assert_int_equal(atomic_load(&kit_shared()->allowed), HAMMER_BURST);
 }
 
-/* The byte offset of word @w of the block state of the one key of zone
- * "shapes" (a block key), found through tk_zone_walk(). */
-struct found {
-	uint64_t slot, state;
-	int n;
-};
-
-static int find_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
-{
-	struct found *f = ctx;
-
-	(void)fp;
-	f->slot = slot;
-	f->state = state;
-	f->n++;
-	return 0;
-}
-
-static off_t block_word_offset(unsigned int w)
-{
-	struct tk_zone_info info;
-	struct found f = { 0, 0, 0 };
-	uint64_t pages, cell, table;
-
-	assert_rc(tk_zone_info("shapes", &info, sizeof(info)), 0);
-	assert_rc(tk_zone_walk("shapes", find_key, &f), 0);
-	assert_int_equal(f.n, 1);
-	pages = info.arena_size / (1024 * 16);
-	table = (pages * 8 + 63) / 64 * 64;
-	/* A reference holds (cell / 4 + 1) above its 37 gen bits; cell 0 of a
-	 * block is its header, cell 1 its expiry, then one word a cell, the
-	 * value in the cell's second half. */
-	cell = ((f.state >> 37) - 1) * 4;
-	return (off_t)(4096 + info.capacity * 16 + table + (cell + 2 + w) * 16 +
-		       8);
-}
-
-static void poke(off_t off, uint64_t v)
-{
-	char path[512];
-	int fd;
-
-	kit_zone_path(path, sizeof(path), "shapes");
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));
-	close(fd);
-}
-
 /*
  * A corrupt block state (a sliding log's count of 10^12) is found by
  * verify, and a check takes it as no state: a cold key's decision, the
@@ -450,7 +401,8 @@ static void test_corrupt_state_is_cold(void **state)
 	assert_decision(d, true, 5, 2, T0 + 3600 * SEC, 0);
 	assert_rc(tk_zone_verify("shapes", &info, sizeof(info)), 0);
 	assert_int_equal(info.corrupt, 0);
-	poke(block_word_offset(0), UINT64_C(1000000000000));
+	kit_zone_poke("shapes", kit_block_word_offset("shapes", 0) + 8,
+		      UINT64_C(1000000000000));
 	assert_rc(tk_zone_verify("shapes", &info, sizeof(info)), -EBADMSG);
 	assert_int_equal(info.corrupt, 1);
 	assert_rc(tk_limiter_peek(l, "k", 1, &d), 0);
