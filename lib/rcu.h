@@ -47,6 +47,18 @@ extern char tk__rcu_tsan_sync;
 #define tk__tsan_acquire() ((void)0)
 #endif
 
+/*
+ * A read-side section of a hot path: tk__rcu_hot_lock() enters it and
+ * returns what tk__rcu_hot_unlock() needs to leave it without looking
+ * the thread's counter up again (a thread's registry entry stays where
+ * it is while the thread lives) or the flavour's choice of barrier (set
+ * once, when the first thread registers).  Nests with the plain calls.
+ */
+struct tk__rcu_hot {
+	unsigned long *ctr;
+	int membarrier;
+};
+
 #ifdef TK__TSAN
 /* liburcu is not instrumented: under TSan, its own calls. */
 static inline void tk__rcu_read_lock(void)
@@ -58,6 +70,20 @@ static inline void tk__rcu_read_unlock(void)
 {
 	tk__tsan_release();
 	urcu_bp_read_unlock();
+}
+
+static inline struct tk__rcu_hot tk__rcu_hot_lock(void)
+{
+	struct tk__rcu_hot h = { NULL, 0 };
+
+	tk__rcu_read_lock();
+	return h;
+}
+
+static inline void tk__rcu_hot_unlock(struct tk__rcu_hot h)
+{
+	(void)h;
+	tk__rcu_read_unlock();
 }
 #else
 /* This thread's reader counter, registering the thread on first use. */
@@ -97,6 +123,42 @@ static inline void tk__rcu_read_unlock(void)
 
 	urcu_bp_smp_mb_slave();
 	CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
+	cmm_barrier();
+}
+
+/* tk__rcu_read_lock(), the same steps, keeping what the unlock needs. */
+static inline struct tk__rcu_hot tk__rcu_hot_lock(void)
+{
+	struct tk__rcu_hot h;
+	unsigned long tmp;
+
+	h.ctr = tk__rcu_counter();
+	h.membarrier = urcu_bp_has_sys_membarrier;
+	cmm_barrier(); /* not reordered with a mutex */
+	tmp = *h.ctr;
+	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK))) {
+		CMM_STORE_SHARED(*h.ctr, CMM_LOAD_SHARED(urcu_bp_gp.ctr));
+		/* urcu_bp_smp_mb_slave(), on the flag read above */
+		if (caa_likely(h.membarrier))
+			cmm_barrier();
+		else
+			cmm_smp_mb();
+	} else {
+		CMM_STORE_SHARED(*h.ctr, tmp + URCU_BP_GP_COUNT);
+	}
+	return h;
+}
+
+/* tk__rcu_read_unlock() of the section @h entered. */
+static inline void tk__rcu_hot_unlock(struct tk__rcu_hot h)
+{
+	unsigned long tmp = *h.ctr;
+
+	if (caa_likely(h.membarrier))
+		cmm_barrier();
+	else
+		cmm_smp_mb();
+	CMM_STORE_SHARED(*h.ctr, tmp - URCU_BP_GP_COUNT);
 	cmm_barrier();
 }
 #endif
