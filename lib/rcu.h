@@ -47,18 +47,6 @@ extern char tk__rcu_tsan_sync;
 #define tk__tsan_acquire() ((void)0)
 #endif
 
-/*
- * A read-side section of a hot path: tk__rcu_hot_lock() enters it and
- * returns what tk__rcu_hot_unlock() needs to leave it without looking
- * the thread's counter up again (a thread's registry entry stays where
- * it is while the thread lives) or the flavour's choice of barrier (set
- * once, when the first thread registers).  Nests with the plain calls.
- */
-struct tk__rcu_hot {
-	unsigned long *ctr;
-	int membarrier;
-};
-
 #ifdef TK__TSAN
 /* liburcu is not instrumented: under TSan, its own calls. */
 static inline void tk__rcu_read_lock(void)
@@ -72,17 +60,21 @@ static inline void tk__rcu_read_unlock(void)
 	urcu_bp_read_unlock();
 }
 
-static inline struct tk__rcu_hot tk__rcu_hot_lock(void)
+/* Under TSan, never: the sections below are not annotated. */
+static inline int tk__rcu_light(void)
 {
-	struct tk__rcu_hot h = { NULL, 0 };
-
-	tk__rcu_read_lock();
-	return h;
+	return 0;
 }
 
-static inline void tk__rcu_hot_unlock(struct tk__rcu_hot h)
+static inline unsigned long *tk__rcu_light_lock(void)
 {
-	(void)h;
+	tk__rcu_read_lock();
+	return NULL;
+}
+
+static inline void tk__rcu_light_unlock(unsigned long *ctr)
+{
+	(void)ctr;
 	tk__rcu_read_unlock();
 }
 #else
@@ -126,39 +118,43 @@ static inline void tk__rcu_read_unlock(void)
 	cmm_barrier();
 }
 
-/* tk__rcu_read_lock(), the same steps, keeping what the unlock needs. */
-static inline struct tk__rcu_hot tk__rcu_hot_lock(void)
+/*
+ * A read-side section of a hot path, where tk__rcu_light() said that
+ * grace periods use membarrier(2), so that readers need only compiler
+ * barriers: the steps of tk__rcu_read_lock() without testing that each
+ * time, returning the thread's counter for tk__rcu_light_unlock(), which
+ * then does not look it up again (a thread's registry entry stays where
+ * it is while the thread lives).  Nests with the plain calls.
+ * liburcu-bp decides when it initialises, and only ever from "no" to
+ * "yes", so a caller may ask once (at a store's open, say): the plain
+ * calls are right either way.
+ */
+static inline int tk__rcu_light(void)
 {
-	struct tk__rcu_hot h;
-	unsigned long tmp;
-
-	h.ctr = tk__rcu_counter();
-	h.membarrier = urcu_bp_has_sys_membarrier;
-	cmm_barrier(); /* not reordered with a mutex */
-	tmp = *h.ctr;
-	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK))) {
-		CMM_STORE_SHARED(*h.ctr, CMM_LOAD_SHARED(urcu_bp_gp.ctr));
-		/* urcu_bp_smp_mb_slave(), on the flag read above */
-		if (caa_likely(h.membarrier))
-			cmm_barrier();
-		else
-			cmm_smp_mb();
-	} else {
-		CMM_STORE_SHARED(*h.ctr, tmp + URCU_BP_GP_COUNT);
-	}
-	return h;
+	return urcu_bp_has_sys_membarrier;
 }
 
-/* tk__rcu_read_unlock() of the section @h entered. */
-static inline void tk__rcu_hot_unlock(struct tk__rcu_hot h)
+static inline unsigned long *tk__rcu_light_lock(void)
 {
-	unsigned long tmp = *h.ctr;
+	unsigned long *ctr = tk__rcu_counter();
+	unsigned long tmp;
 
-	if (caa_likely(h.membarrier))
-		cmm_barrier();
+	cmm_barrier(); /* not reordered with a mutex */
+	tmp = *ctr;
+	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK)))
+		CMM_STORE_SHARED(*ctr, CMM_LOAD_SHARED(urcu_bp_gp.ctr));
 	else
-		cmm_smp_mb();
-	CMM_STORE_SHARED(*h.ctr, tmp - URCU_BP_GP_COUNT);
+		CMM_STORE_SHARED(*ctr, tmp + URCU_BP_GP_COUNT);
+	cmm_barrier(); /* urcu_bp_smp_mb_slave() with membarrier(2) */
+	return ctr;
+}
+
+static inline void tk__rcu_light_unlock(unsigned long *ctr)
+{
+	unsigned long tmp = *ctr;
+
+	cmm_barrier(); /* urcu_bp_smp_mb_slave() with membarrier(2) */
+	CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
 	cmm_barrier();
 }
 #endif

@@ -115,23 +115,27 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 }
 
 /* Both checks of a GCRA state (a word key): at @now, or, with @far, at
- * the time read from @far after the key's slot is prefetched. */
+ * the time read from @far after the key's slot is prefetched.  In a
+ * read-side section, a @light one where tk__rcu_light(). */
 static inline __attribute__((always_inline)) int
 check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
 	   uint64_t now, struct tk__when *far, const struct tk__policy *p,
-	   uint64_t cost, struct tk_decision *d)
+	   uint64_t cost, struct tk_decision *d, int light)
 {
 	struct mem_store *s = (struct mem_store *)base;
 	struct tk__zone *z;
 	struct tk__zone_key k;
 	struct tkz_cand cand;
-	struct tk__rcu_hot r;
+	unsigned long *ctr = NULL;
 	int denied, rc;
 
 	before(s);
 	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
-	r = tk__rcu_hot_lock();
+	if (light)
+		ctr = tk__rcu_light_lock();
+	else
+		tk__rcu_read_lock();
 	z = tk__table_zone(s->table);
 	/* While keys move to a new table, apply() pulls them first. */
 	if (tk__zone_old(z)) {
@@ -147,26 +151,33 @@ check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
 		rc = tk__slot_direct(z, &k, &cand, far->ns, p, cost, d,
 				     &denied);
 out:
-	tk__rcu_hot_unlock(r);
+	if (light)
+		tk__rcu_light_unlock(ctr);
+	else
+		tk__rcu_read_unlock();
 	return rc;
 }
 
-static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
-			     size_t len, uint64_t now,
-			     const struct tk__policy *p, uint64_t cost,
-			     struct tk_decision *d)
-{
-	return check_gcra(base, key, len, now, NULL, p, cost, d);
-}
+/* The near and far checks of the store's ops, their read-side sections
+ * @light or not (fenced_ops). */
+#define CHECKS(name, light)                                                    \
+	static int name(struct tk_store *base, const unsigned char *key,       \
+			size_t len, uint64_t now, const struct tk__policy *p,  \
+			uint64_t cost, struct tk_decision *d)                  \
+	{                                                                      \
+		return check_gcra(base, key, len, now, NULL, p, cost, d,       \
+				  light);                                      \
+	}                                                                      \
+	static int name##_far(struct tk_store *base, const unsigned char *key, \
+			      size_t len, struct tk__when *now,                \
+			      const struct tk__policy *p, uint64_t cost,       \
+			      struct tk_decision *d)                           \
+	{                                                                      \
+		return check_gcra(base, key, len, 0, now, p, cost, d, light);  \
+	}
 
-static int memory_check_gcra_far(struct tk_store *base,
-				 const unsigned char *key, size_t len,
-				 struct tk__when *now,
-				 const struct tk__policy *p, uint64_t cost,
-				 struct tk_decision *d)
-{
-	return check_gcra(base, key, len, 0, now, p, cost, d);
-}
+CHECKS(memory_check_gcra, 1)
+CHECKS(fenced_check_gcra, 0)
 
 static int memory_apply_multi(struct tk_store *base, uint64_t now,
 			      const struct tk__multi *m)
@@ -254,6 +265,19 @@ static const struct tk__store_ops memory_ops = {
 	.close = memory_close,
 };
 
+/* Where liburcu-bp's readers need full barriers (no membarrier(2)): it
+ * decides once, when it initialises, and never goes back. */
+static const struct tk__store_ops fenced_ops = {
+	.name = "memory",
+	.apply = memory_apply,
+	.check_gcra = fenced_check_gcra,
+	.check_gcra_far = fenced_check_gcra_far,
+	.apply_multi = memory_apply_multi,
+	.reset = memory_reset,
+	.stats = memory_stats,
+	.close = memory_close,
+};
+
 static void synchronize(void)
 {
 	tk__rcu_synchronize();
@@ -284,7 +308,7 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->base.ops = &memory_ops;
+	s->base.ops = tk__rcu_light() ? &memory_ops : &fenced_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->near_max = tk__slot_near_max();
 	memset(&cfg, 0, sizeof(cfg));
