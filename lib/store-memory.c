@@ -252,6 +252,11 @@ const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *base)
 	return &((struct mem_store *)base)->kh;
 }
 
+struct tk__table *tk__memory_table(struct tk_store *base)
+{
+	return ((struct mem_store *)base)->table;
+}
+
 uint64_t tk__memory_secret[2];
 
 static const struct tk__store_ops memory_ops = {

@@ -13,7 +13,9 @@
  *   counters inside read-side sections while another thread reclaims:
  *   every state kept, every reset made, no access to a freed table (run
  *   under ASan and TSan, the latter seeing grace periods through
- *   lib/rcu.h).
+ *   lib/rcu.h);
+ * - a memory store's reclaimer thread frees them; without the thread
+ *   they stay until the store is closed.
  *
  * White-box (statically linked): the table has no public interface.
  */
@@ -25,8 +27,13 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <throttlekit.h>
 
 #include "../../shm/word.h"
+#include "internal.h"
 #include "rcu.h"
 #include "table-kit.h"
 
@@ -341,6 +348,71 @@ static void test_reclaim_races_growth(void **state)
 	tk__table_free(r.t);
 }
 
+/* A memory store grown by @n keys' checks, its last growth completed. */
+static struct tk_store *grown_store(unsigned int flags, uint64_t n)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_decision d;
+	struct tk_limiter *lim;
+	struct tk_store *st;
+	struct tk__table *t;
+	char key[32];
+	uint64_t i;
+	int moving;
+
+	o.flags = flags;
+	o.reclaim_interval = UINT64_C(1000000); /* 1 ms */
+	assert_int_equal(tk_store_open(&st, "memory", &o), 0);
+	o.store = st;
+	assert_int_equal(tk_limiter_open(&lim, "gcra:100/1h", NULL, &o), 0);
+	t = tk__memory_table(st);
+	for (i = 0;; i++) {
+		snprintf(key, sizeof(key), "k%llu",
+			 (unsigned long long)(i % n));
+		assert_int_equal(tk_limiter_check(lim, key, strlen(key), 1, &d),
+				 0);
+		tk__rcu_read_lock();
+		moving = tk__zone_old(tk__table_zone(t)) != NULL;
+		tk__rcu_read_unlock();
+		if (i >= n && !moving)
+			break;
+	}
+	tk_limiter_close(lim);
+	assert_true(tk__table_growths(t) >= 3);
+	return st;
+}
+
+static void test_store_reclaimer_frees(void **state)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct tk_store *st = grown_store(0, 5000);
+	struct tk__table *t = tk__memory_table(st);
+	int waited;
+
+	(void)state;
+	/* Its thread's passes, every millisecond: well within 10 s. */
+	for (waited = 0; waited < 10000; waited++) {
+		if (tk__table_freed(t) == tk__table_growths(t))
+			break;
+		nanosleep(&ms, NULL);
+	}
+	assert_int_equal(tk__table_freed(t), tk__table_growths(t));
+	assert_int_equal(tk__table_retired(t), 0);
+	tk_store_close(st);
+}
+
+static void test_store_without_reclaimer_keeps(void **state)
+{
+	struct tk_store *st = grown_store(TK_OPT_NO_RECLAIMER, 5000);
+	struct tk__table *t = tk__memory_table(st);
+
+	(void)state;
+	/* Until close (which frees them: the sanitizers' leak check). */
+	assert_int_equal(tk__table_freed(t), 0);
+	assert_int_equal(tk__table_retired(t), tk__table_growths(t));
+	tk_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +420,8 @@ int main(void)
 		cmocka_unit_test(test_counters_exact_across_frees),
 		cmocka_unit_test(test_reset_of_moved_key_after_free),
 		cmocka_unit_test(test_reclaim_races_growth),
+		cmocka_unit_test(test_store_reclaimer_frees),
+		cmocka_unit_test(test_store_without_reclaimer_keeps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
