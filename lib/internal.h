@@ -399,6 +399,9 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o);
 /* The key hash of memory store @s, as prepared (tests). */
 struct tk__keyhash_key;
 const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *s);
+/* The table of memory store @s (tests). */
+struct tk__table;
+struct tk__table *tk__memory_table(struct tk_store *s);
 /* Tests: if not zero, the secret of every memory store opened, so that
  * two stores place and evict keys alike. */
 extern uint64_t tk__memory_secret[2];

@@ -59,6 +59,24 @@ static inline void tk__rcu_read_unlock(void)
 	tk__tsan_release();
 	urcu_bp_read_unlock();
 }
+
+/* Under TSan, never: the sections below are not annotated. */
+static inline int tk__rcu_light(void)
+{
+	return 0;
+}
+
+static inline unsigned long *tk__rcu_light_lock(void)
+{
+	tk__rcu_read_lock();
+	return NULL;
+}
+
+static inline void tk__rcu_light_unlock(unsigned long *ctr)
+{
+	(void)ctr;
+	tk__rcu_read_unlock();
+}
 #else
 /* This thread's reader counter, registering the thread on first use. */
 static inline unsigned long *tk__rcu_counter(void)
@@ -96,6 +114,46 @@ static inline void tk__rcu_read_unlock(void)
 	unsigned long tmp = *ctr;
 
 	urcu_bp_smp_mb_slave();
+	CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
+	cmm_barrier();
+}
+
+/*
+ * A read-side section of a hot path, where tk__rcu_light() said that
+ * grace periods use membarrier(2), so that readers need only compiler
+ * barriers: the steps of tk__rcu_read_lock() without testing that each
+ * time, returning the thread's counter for tk__rcu_light_unlock(), which
+ * then does not look it up again (a thread's registry entry stays where
+ * it is while the thread lives).  Nests with the plain calls.
+ * liburcu-bp decides when it initialises, and only ever from "no" to
+ * "yes", so a caller may ask once (at a store's open, say): the plain
+ * calls are right either way.
+ */
+static inline int tk__rcu_light(void)
+{
+	return urcu_bp_has_sys_membarrier;
+}
+
+static inline unsigned long *tk__rcu_light_lock(void)
+{
+	unsigned long *ctr = tk__rcu_counter();
+	unsigned long tmp;
+
+	cmm_barrier(); /* not reordered with a mutex */
+	tmp = *ctr;
+	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK)))
+		CMM_STORE_SHARED(*ctr, CMM_LOAD_SHARED(urcu_bp_gp.ctr));
+	else
+		CMM_STORE_SHARED(*ctr, tmp + URCU_BP_GP_COUNT);
+	cmm_barrier(); /* urcu_bp_smp_mb_slave() with membarrier(2) */
+	return ctr;
+}
+
+static inline void tk__rcu_light_unlock(unsigned long *ctr)
+{
+	unsigned long tmp = *ctr;
+
+	cmm_barrier(); /* urcu_bp_smp_mb_slave() with membarrier(2) */
 	CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
 	cmm_barrier();
 }

@@ -34,6 +34,14 @@ int tk__reclaimer_start(struct tk__reclaimer *r);
 
 extern tk_atomic_u64 tk__fork_gen; /* rcu.c */
 
+/* Whether this process runs @r's thread: never for one zeroed and never
+ * started. */
+static inline int tk__reclaimer_running(struct tk__reclaimer *r)
+{
+	return tk_atomic_load_u64(&r->gen, TK_MO_RELAXED) ==
+	       tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED) + 1;
+}
+
 /* Start the thread in this process if it has none.  Returns 0, or -1 if
  * no thread could be started (the caller reclaims on access instead).
  * Inline: every apply of a store with a thread asks. */

@@ -16,9 +16,16 @@
  * unbounded); at that size it evicts by second chance, like a zone.
  * Expired states are swept by checks, a chunk at a time, and by the
  * reclaimer thread unless TK_OPT_NO_RECLAIMER.
+ *
+ * Every operation that touches the table runs inside an RCU read-side
+ * section (lib/rcu.h): the tables a growth leaves behind are freed by
+ * the reclaimer thread, after grace periods (tk__table_reclaim()), never
+ * by a check, which never waits.  Without the thread they are freed at
+ * close.
  */
 #include "internal.h"
 #include "keyhash.h"
+#include "rcu.h"
 #include "reclaimer.h"
 #include "slot-store.h"
 
@@ -48,13 +55,19 @@ key_of(const struct mem_store *s, const unsigned char *key, size_t len,
 	k->pos = tk__table_pos(k->fp);
 }
 
+/* Start the reclaimer thread if the store has one and this process does
+ * not run it yet.  Whether it runs first: that is the one test every
+ * check makes once it does (s->reclaimer is zeroed without a thread). */
 static inline void before(struct mem_store *s)
 {
+	if (caa_likely(tk__reclaimer_running(&s->reclaimer)))
+		return;
 	if (s->use_thread)
-		tk__reclaimer_ensure(&s->reclaimer);
+		tk__reclaimer_start(&s->reclaimer);
 }
 
-/* A chunk of @k's shard, when a sweep of it is due. */
+/* A chunk of @k's shard, when a sweep of it is due.  In a read-side
+ * section, as every function below that touches the table. */
 static void sweep(struct mem_store *s, const struct tk__zone_key *k,
 		  uint64_t now)
 {
@@ -93,55 +106,78 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 
 	before(s);
 	key_of(s, key, len, tk__slot_block(t), t->alg, &k);
+	tk__rcu_read_lock();
 	rc = tk__table_apply(s->table, &k, now, t->words, t->fn, t->ctx);
 	sweep(s, &k, now);
 	grown(s);
+	tk__rcu_read_unlock();
 	return result(rc);
 }
 
 /* Both checks of a GCRA state (a word key): at @now, or, with @far, at
- * the time read from @far after the key's slot is prefetched. */
+ * the time read from @far after the key's slot is prefetched.  In a
+ * read-side section, a @light one where tk__rcu_light(). */
 static inline __attribute__((always_inline)) int
 check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
 	   uint64_t now, struct tk__when *far, const struct tk__policy *p,
-	   uint64_t cost, struct tk_decision *d)
+	   uint64_t cost, struct tk_decision *d, int light)
 {
 	struct mem_store *s = (struct mem_store *)base;
-	struct tk__zone *z = tk__table_zone(s->table);
+	struct tk__zone *z;
 	struct tk__zone_key k;
 	struct tkz_cand cand;
+	unsigned long *ctr = NULL;
 	int denied, rc;
 
-	/* While keys move to a new table, apply() pulls them first. */
-	if (tk__zone_old(z))
-		return TK__DIRECT_NO;
 	before(s);
 	/* A GCRA state is a word key. */
 	key_of(s, key, len, 0, p->alg->id, &k);
-	if (!far)
-		return tk__slot_direct(z, &k, NULL, now, p, cost, d, &denied);
+	if (light)
+		ctr = tk__rcu_light_lock();
+	else
+		tk__rcu_read_lock();
+	z = tk__table_zone(s->table);
+	/* While keys move to a new table, apply() pulls them first. */
+	if (tk__zone_old(z)) {
+		rc = TK__DIRECT_NO;
+		goto out;
+	}
+	if (!far) {
+		rc = tk__slot_direct(z, &k, NULL, now, p, cost, d, &denied);
+		goto out;
+	}
 	rc = tk__slot_prefetch_then_read(z, &k, &cand, far);
-	if (rc)
-		return rc;
-	return tk__slot_direct(z, &k, &cand, far->ns, p, cost, d, &denied);
+	if (rc == 0)
+		rc = tk__slot_direct(z, &k, &cand, far->ns, p, cost, d,
+				     &denied);
+out:
+	if (light)
+		tk__rcu_light_unlock(ctr);
+	else
+		tk__rcu_read_unlock();
+	return rc;
 }
 
-static int memory_check_gcra(struct tk_store *base, const unsigned char *key,
-			     size_t len, uint64_t now,
-			     const struct tk__policy *p, uint64_t cost,
-			     struct tk_decision *d)
-{
-	return check_gcra(base, key, len, now, NULL, p, cost, d);
-}
+/* The near and far checks of the store's ops, their read-side sections
+ * @light or not (fenced_ops). */
+#define CHECKS(name, light)                                                    \
+	static int name(struct tk_store *base, const unsigned char *key,       \
+			size_t len, uint64_t now, const struct tk__policy *p,  \
+			uint64_t cost, struct tk_decision *d)                  \
+	{                                                                      \
+		return check_gcra(base, key, len, now, NULL, p, cost, d,       \
+				  light);                                      \
+	}                                                                      \
+	static int name##_far(struct tk_store *base, const unsigned char *key, \
+			      size_t len, struct tk__when *now,                \
+			      const struct tk__policy *p, uint64_t cost,       \
+			      struct tk_decision *d)                           \
+	{                                                                      \
+		return check_gcra(base, key, len, 0, now, p, cost, d, light);  \
+	}
 
-static int memory_check_gcra_far(struct tk_store *base,
-				 const unsigned char *key, size_t len,
-				 struct tk__when *now,
-				 const struct tk__policy *p, uint64_t cost,
-				 struct tk_decision *d)
-{
-	return check_gcra(base, key, len, 0, now, p, cost, d);
-}
+CHECKS(memory_check_gcra, 1)
+CHECKS(fenced_check_gcra, 0)
 
 static int memory_apply_multi(struct tk_store *base, uint64_t now,
 			      const struct tk__multi *m)
@@ -156,11 +192,13 @@ static int memory_apply_multi(struct tk_store *base, uint64_t now,
 	before(s);
 	for (i = 0; i < m->n; i++)
 		key_of(s, m->key[i], m->len[i], 1, m->alg[i], &k[i]);
+	tk__rcu_read_lock();
 	rc = tk__table_apply_multi(s->table, m->n, k, m->words, now, m->fn,
 				   m->ctx);
 	for (i = 0; i < m->n; i++)
 		sweep(s, &k[i], now);
 	grown(s);
+	tk__rcu_read_unlock();
 	return result(rc);
 }
 
@@ -169,12 +207,16 @@ static int memory_reset(struct tk_store *base, const unsigned char *key,
 {
 	struct mem_store *s = (struct mem_store *)base;
 	struct tk__zone_key k;
+	int rc;
 
 	/* Slots match by key, whatever the shape of the state they hold.
 	 * A reset judges nothing by time (a move it makes reads every
 	 * state as live): no clock. */
 	key_of(s, key, len, 0, TK__ALG_GCRA, &k);
-	return tk__table_reset(s->table, &k, 0);
+	tk__rcu_read_lock();
+	rc = tk__table_reset(s->table, &k, 0);
+	tk__rcu_read_unlock();
+	return rc;
 }
 
 static void memory_stats(struct tk_store *base, struct tk_stats *out)
@@ -183,8 +225,10 @@ static void memory_stats(struct tk_store *base, struct tk_stats *out)
 	uint64_t n[TKZ_COUNTERS];
 
 	memset(out, 0, sizeof(*out));
+	tk__rcu_read_lock();
 	out->keys = tk__table_keys(s->table);
 	tk__table_counters(s->table, n);
+	tk__rcu_read_unlock();
 	out->capacity = s->capacity;
 	out->inserts = n[TKZ_INSERTS];
 	out->expirations = n[TKZ_RECLAIMS];
@@ -208,6 +252,11 @@ const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *base)
 	return &((struct mem_store *)base)->kh;
 }
 
+struct tk__table *tk__memory_table(struct tk_store *base)
+{
+	return ((struct mem_store *)base)->table;
+}
+
 uint64_t tk__memory_secret[2];
 
 static const struct tk__store_ops memory_ops = {
@@ -221,11 +270,34 @@ static const struct tk__store_ops memory_ops = {
 	.close = memory_close,
 };
 
+/* Where liburcu-bp's readers need full barriers (no membarrier(2)): it
+ * decides once, when it initialises, and never goes back. */
+static const struct tk__store_ops fenced_ops = {
+	.name = "memory",
+	.apply = memory_apply,
+	.check_gcra = fenced_check_gcra,
+	.check_gcra_far = fenced_check_gcra_far,
+	.apply_multi = memory_apply_multi,
+	.reset = memory_reset,
+	.stats = memory_stats,
+	.close = memory_close,
+};
+
+static void synchronize(void)
+{
+	tk__rcu_synchronize();
+}
+
+/* The reclaimer thread's pass: expired states, then the tables growths
+ * retired (outside any read-side section: it waits for grace periods). */
 static void sweep_everything(void *arg, uint64_t now)
 {
 	struct mem_store *s = arg;
 
+	tk__rcu_read_lock();
 	tk__zone_sweep_all(tk__table_zone(s->table), now);
+	tk__rcu_read_unlock();
+	tk__table_reclaim(s->table, synchronize);
 }
 
 int tk__memory_open(struct tk_store **out, const struct tk_options *o)
@@ -241,7 +313,7 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->base.ops = &memory_ops;
+	s->base.ops = tk__rcu_light() ? &memory_ops : &fenced_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->near_max = tk__slot_near_max();
 	memset(&cfg, 0, sizeof(cfg));

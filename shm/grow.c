@@ -14,9 +14,22 @@
  * either lands before the freeze, and moves with it, or fails and goes
  * to the successor.  Nobody waits for anybody.
  *
- * Old tables stay mapped until the table is freed: a thread may still
- * read one it loaded before the growth, and frozen slots send it on.
- * Their sizes halve, so together they are smaller than the newest.
+ * A completed growth retires the old table, and tk__table_reclaim()
+ * frees it after two grace periods of the caller's RCU (every operation
+ * runs in a read-side section; lib/store-memory.c).  A thread may still
+ * read a table it loaded before the growth, and frozen slots send it on;
+ * once the successor has lost its old, a new operation finds the retired
+ * table only in t->retired[], where a reset (source()) and the counters
+ * look.  The first grace period waits for every operation that found the
+ * table as its successor's old: after it, no pull of it is in flight (so
+ * a reset need not mark its frozen slots gone) and its counters are
+ * final.  Its counters are then kept in the table and its entry of
+ * retired[] marked gone, which unlinks it from the last place a new
+ * operation could find it; the second grace period waits for those that
+ * found it before, and then it is freed.  Until then, and without a
+ * reclaiming caller until tk__table_free(), retired tables stay
+ * allocated: their sizes halve, so together they are smaller than the
+ * newest.
  */
 #include "word.h"
 
@@ -27,13 +40,23 @@
 #define TABLES_MAX 40 /* 64 doubling up to 2^32 slots, and some */
 #define ROUNDS_MAX 64
 
+/* A retired[] entry whose table is freed; its counters are in gone[]. */
+static char gone_mark;
+#define GONE ((struct tk__zone *)(void *)&gone_mark)
+
 struct tk__table {
-	struct tk__zone *cur; /* ck_pr: where to start; see newest() */
+	struct tk__zone *cur; /* first: struct tk__table_head; see newest() */
 	struct tk__zone_config cfg;
 	uint64_t seed[2];
 	uint64_t max_capacity;
-	struct tk__zone *retired[TABLES_MAX];
+	struct tk__zone *retired[TABLES_MAX]; /* or GONE, once freed */
+	/* 1 (ck_pr) once the successor of retired[i] has lost its old. */
+	uint8_t unlinked[TABLES_MAX];
+	/* A freed retired[i]'s counters: written before GONE is published
+	 * (release), read after it is seen (acquire). */
+	uint64_t gone[TABLES_MAX][TKZ_COUNTERS];
 	uint64_t n_retired; /* ck_pr */
+	uint64_t freed;	    /* ck_pr: retired tables freed */
 	uint64_t growths;   /* ck_pr */
 	uint64_t moved;	    /* ck_pr: states copied to a successor */
 };
@@ -116,7 +139,8 @@ void tk__table_free(struct tk__table *t)
 	if (!t)
 		return;
 	for (i = 0; i < t->n_retired; i++)
-		drop(t->retired[i]);
+		if (t->retired[i] && t->retired[i] != GONE)
+			drop(t->retired[i]);
 	for (z = t->cur; z; z = next) {
 		next = tk__zone_next(z);
 		drop(z);
@@ -124,19 +148,14 @@ void tk__table_free(struct tk__table *t)
 	free(t);
 }
 
+_Static_assert(offsetof(struct tk__table, cur) ==
+		       offsetof(struct tk__table_head, cur),
+	       "tk__table_zone() reads the table's cur");
+
 /* Where keys are inserted: the end of the chain of successors. */
 static struct tk__zone *newest(struct tk__table *t)
 {
-	struct tk__zone *z = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), *n;
-
-	while ((n = tk__zone_next(z)) != NULL)
-		z = n;
-	return z;
-}
-
-struct tk__zone *tk__table_zone(struct tk__table *t)
-{
-	return newest(t);
+	return tk__table_zone(t);
 }
 
 uint64_t tk__table_growths(struct tk__table *t)
@@ -144,6 +163,28 @@ uint64_t tk__table_growths(struct tk__table *t)
 	return ck_pr_load_64(&t->growths);
 }
 
+uint64_t tk__table_freed(struct tk__table *t)
+{
+	return ck_pr_load_64(&t->freed);
+}
+
+uint64_t tk__table_retired(struct tk__table *t)
+{
+	uint64_t r = ck_pr_load_64(&t->n_retired), i, n = 0;
+	struct tk__zone *z;
+
+	for (i = 0; i < r; i++) {
+		z = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
+		n += z && z != GONE;
+	}
+	return n;
+}
+
+/*
+ * A retired table counts either live or as kept when it was freed, never
+ * both: its entry says which, and its counters no longer change by then
+ * (tk__table_reclaim()).
+ */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
 {
 	uint64_t n[TKZ_COUNTERS], r = ck_pr_load_64(&t->n_retired), i;
@@ -155,7 +196,10 @@ void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
 		z = i < r ? __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE)
 			  : __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
 		for (; z; z = i < r ? NULL : tk__zone_next(z)) {
-			tk__zone_counters(z, n);
+			if (z == GONE)
+				memcpy(n, t->gone[i], sizeof(n));
+			else
+				tk__zone_counters(z, n);
 			for (c = 0; c < TKZ_COUNTERS; c++)
 				out[c] += n[c];
 		}
@@ -336,7 +380,8 @@ static int pull(struct tk__table *t, struct tk__zone *nz,
  * successor lose its old (a growth of it may start then, and a reset
  * looks for the predecessor among the retired).  Anyone may run it, as
  * often as they like: the thread that moved the last chunk may stall
- * before it.
+ * before it.  The one that retired the predecessor says, last, that no
+ * new operation finds it as an old any more (tk__table_reclaim()).
  */
 static void complete(struct tk__table *t, struct tk__zone *nz,
 		     struct tk__zone *oz)
@@ -354,11 +399,17 @@ static void complete(struct tk__table *t, struct tk__zone *nz,
 				return;
 	__atomic_compare_exchange_n(&t->cur, &expect, nz, 0, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
-	if (ck_pr_cas_int(&head(nz)->retired, 0, 1)) {
-		i = ck_pr_faa_64(&t->n_retired, 1);
-		__atomic_store_n(&t->retired[i], oz, __ATOMIC_RELEASE);
+	if (!ck_pr_cas_int(&head(nz)->retired, 0, 1)) {
+		__atomic_store_n(&head(nz)->old, NULL, __ATOMIC_RELEASE);
+		return;
 	}
+	i = ck_pr_faa_64(&t->n_retired, 1);
+	__atomic_store_n(&t->retired[i], oz, __ATOMIC_RELEASE);
 	__atomic_store_n(&head(nz)->old, NULL, __ATOMIC_RELEASE);
+	/* Release: after the old's clearing, and after the cur's move, so
+	 * that nothing but retired[] leads to @oz (pairs with the acquire
+	 * in tk__table_reclaim()). */
+	__atomic_store_n(&t->unlinked[i], 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -547,7 +598,8 @@ static void forget(struct tk__zone *oz, const struct tk__zone_key *k)
 }
 
 /* The table the newest's keys came from, if any: the one moving now, or
- * else the last one moved (a pull of it may still be in flight). */
+ * else the last one moved (a pull of it may still be in flight, until a
+ * grace period after its successor lost its old: tk__table_reclaim()). */
 static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
 {
 	struct tk__zone *oz = tk__zone_old(z);
@@ -555,8 +607,9 @@ static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
 
 	if (oz || n == 0)
 		return oz;
+	/* A freed one had no pull in flight when it was unlinked. */
 	oz = __atomic_load_n(&t->retired[n - 1], __ATOMIC_ACQUIRE);
-	return oz && tk__zone_next(oz) == z ? oz : NULL;
+	return oz && oz != GONE && tk__zone_next(oz) == z ? oz : NULL;
 }
 
 int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
@@ -579,4 +632,45 @@ int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
 			return rc;
 	}
 	return -EIO;
+}
+
+/*
+ * Free the retired tables that no operation can find any more but
+ * through retired[]: two grace periods, see the top of this file.  The
+ * tables retired since the last call wait for the next.
+ */
+uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void))
+{
+	uint64_t n = ck_pr_load_64(&t->n_retired), i, m = 0, k;
+	struct tk__zone *z, *take[TABLES_MAX];
+	uint64_t at[TABLES_MAX];
+
+	for (i = 0; i < n; i++) {
+		/* Acquire: pairs with complete()'s release of the mark. */
+		if (!__atomic_load_n(&t->unlinked[i], __ATOMIC_ACQUIRE))
+			continue;
+		z = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
+		if (z == GONE)
+			continue;
+		take[m] = z;
+		at[m++] = i;
+	}
+	if (m == 0)
+		return 0;
+	/* Every operation that found them as an old is over: no pull of
+	 * them is in flight, their counters are final. */
+	synchronize();
+	for (k = 0; k < m; k++) {
+		tk__zone_counters(take[k], t->gone[at[k]]);
+		/* Release: the counters before the mark (tk__table_counters()
+		 * reads them after it, acquire). */
+		__atomic_store_n(&t->retired[at[k]], GONE, __ATOMIC_RELEASE);
+	}
+	/* Every operation that found them in retired[] is over. */
+	synchronize();
+	for (k = 0; k < m; k++) {
+		drop(take[k]);
+		ck_pr_inc_64(&t->freed);
+	}
+	return m;
 }

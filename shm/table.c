@@ -553,7 +553,9 @@ int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem < 0)
-			return 0;
+			/* Grown: the key may have moved (a frozen slot matches
+			 * no key), and its successor may hold it. */
+			return tk__zone_next(z) ? TK__ZONE_MOVED : 0;
 		if (drop(z, &slots[tkz_at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem],
 			 TKZ_RESETS))
 			return 0;

@@ -374,8 +374,19 @@ int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
  * their fingerprints (tk__table_pos()), so that a key moves to a larger
  * table without its hash; a key's fingerprint never has TKZ_FROZEN.  The
  * operations below set k->pos themselves.
+ *
+ * Concurrency: every function below but tk__table_new(), _free() and
+ * _reclaim() runs inside a read-side critical section of the caller's
+ * RCU (lib/rcu.h), from any number of threads, and so does every use of
+ * a table tk__table_zone() returned: a retired table is freed after a
+ * grace period.
  */
 struct tk__table;
+
+/* What tk__table_zone() reads of a table: its first member (grow.c). */
+struct tk__table_head {
+	struct tk__zone *cur; /* where to start looking for the newest */
+};
 
 /* A bijective mix of 64 bits: MurmurHash3's fmix64 finaliser. */
 static inline uint64_t tk__zone_mix(uint64_t m)
@@ -399,9 +410,33 @@ static inline uint64_t tk__table_pos(uint64_t fp)
  * full, and evicts beyond.  0, -EINVAL, -ENOMEM. */
 int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 		  uint64_t max_capacity, const uint64_t seed[2]);
+/* Frees every table, retired or not.  No operation may run. */
 void tk__table_free(struct tk__table *t);
-/* The newest table: where keys are inserted (census, walk, sweeps). */
-struct tk__zone *tk__table_zone(struct tk__table *t);
+/*
+ * Free the tables retired before the call once no operation can reach
+ * them; @synchronize waits for a grace period of the RCU the operations'
+ * read-side sections belong to.  Returns how many were freed.  Outside
+ * any read-side section, and one call at a time; operations run meanwhile.
+ */
+uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void));
+/* Retired tables freed so far, and retired tables still in retired[]
+ * (allocated, or being freed by tk__table_reclaim()). */
+uint64_t tk__table_freed(struct tk__table *t);
+uint64_t tk__table_retired(struct tk__table *t);
+/* The newest table: where keys are inserted (census, walk, sweeps).
+ * Inline: every check of the memory store asks. */
+static inline struct tk__zone *tk__table_zone(struct tk__table *t)
+{
+	/* Acquire: pairs with the release of complete()'s CAS (grow.c). */
+	struct tk__zone *z = __atomic_load_n(
+				&((struct tk__table_head *)(void *)t)->cur,
+				__ATOMIC_ACQUIRE),
+			*n;
+
+	while ((n = tk__zone_next(z)) != NULL)
+		z = n;
+	return z;
+}
 uint64_t tk__table_growths(struct tk__table *t);
 /* The event counters of all its tables, a moved key counted once. */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);

@@ -26,4 +26,15 @@ static inline struct tk__table *kit_table(uint64_t capacity, uint64_t max,
 	return t;
 }
 
+/* Word key @i (algorithm 1), at its place in the table. */
+static inline struct tk__zone_key kit_word_key(uint64_t i)
+{
+	struct tk__zone_key k;
+
+	k.fp = ((i + 1) * UINT64_C(0x9e3779b97f4a7c15)) & TKZ_FP_KEY;
+	k.fp |= UINT64_C(1) << TKZ_FP_ALG_SHIFT;
+	k.pos = tk__table_pos(k.fp);
+	return k;
+}
+
 #endif

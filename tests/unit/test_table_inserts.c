@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../shm/word.h"
+#include "table-kit.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define HOUR (UINT64_C(3600) * 1000000000)
@@ -31,16 +32,7 @@
 
 static const uint64_t seed[2] = { 3, 4 };
 
-/* Word key @i (algorithm 1), at its place in the table. */
-static struct tk__zone_key key(uint64_t i)
-{
-	struct tk__zone_key k;
-
-	k.fp = ((i + 1) * UINT64_C(0x9e3779b97f4a7c15)) & TKZ_FP_KEY;
-	k.fp |= UINT64_C(1) << TKZ_FP_ALG_SHIFT;
-	k.pos = tk__table_pos(k.fp);
-	return k;
-}
+#define key kit_word_key
 
 /* Count up from T0 + HOUR, never past a limit the test does not reach. */
 static int bump_fn(void *ctx, const uint64_t *old, uint64_t *next,

@@ -8,7 +8,8 @@
  * - a key already moved to the successor is absent from the table it
  *   left (its slot frozen there): an operation that reads the old table
  *   goes to the successor (TK__ZONE_MOVED) instead of deciding on "no
- *   state", alone or as one key of a multi-key update.
+ *   state", alone or as one key of a multi-key update, and a reset
+ *   there does not report the key reset.
  *
  * White-box (statically linked): the table has no public interface.
  */
@@ -184,6 +185,8 @@ static void test_moved_key_not_absent(void **state)
 	assert_int_equal(tk__zone_apply(oz, &b[1], T0, 3, peek_fn, &p),
 			 TK__ZONE_MOVED);
 	assert_int_equal(p.calls, 0);
+	/* Nor does a reset there report it reset. */
+	assert_int_equal(tk__zone_reset(oz, &w), TK__ZONE_MOVED);
 	/* A pair, one key still here unless its chunk moved, one moved:
 	 * never decided on the view "first as it was, second absent". */
 	p.n = 2;
