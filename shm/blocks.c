@@ -590,35 +590,41 @@ void tk__blk_release_ref(struct tk__zone *z, uint64_t w1)
 }
 
 /*
- * Collect up to @budget blocks from the sweep cursor, within one page; a
- * sweep that ends a page returns it to the pool if it is empty, and one
- * that meets a page being returned helps it.
+ * Collect the blocks whose headers lie in the @budget x TKZ_CLASS_MIN
+ * cells taken from the sweep cursor, across page ends: sweeps take
+ * consecutive ranges, so one full turn of the cursor visits every block,
+ * wherever the turn starts.  A sweep that ends a page returns it to the
+ * pool if it is empty, and one that meets a page being returned helps it.
  */
 void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t total = arena_cells(z), cell, size, h0, h1, pw;
+	uint64_t total = arena_cells(z), n = budget * TKZ_CLASS_MIN;
+	uint64_t cell, end, next, p, size, h0, h1, pw;
 
-	cell = ck_pr_faa_64(&h->arena_sweep.v, budget * TKZ_CLASS_MIN) % total;
-	pw = ck_pr_load_64(page_word(z, cell));
-	if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT)) {
-		help_page(z, cell / TKZ_PAGE_CELLS, pw);
-		return;
-	}
-	size = tkz_page_size(pw);
-	if (!size)
-		return; /* a page of the pool */
-	cell -= cell % size;
-	while (budget--) {
-		tkz_read(cells[cell].w, &h0, &h1);
-		if (h0 & TKZ_BLK_USED)
-			collect(z, cell, h0, h1);
-		cell += size;
-		if (cell % TKZ_PAGE_CELLS == 0) {
-			close_page(z, cell / TKZ_PAGE_CELLS - 1);
-			return;
+	cell = ck_pr_faa_64(&h->arena_sweep.v, n) % total;
+	for (end = cell + (n < total ? n : total); cell < end; cell = next) {
+		next = (cell / TKZ_PAGE_CELLS + 1) * TKZ_PAGE_CELLS;
+		p = cell % total / TKZ_PAGE_CELLS;
+		pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
+		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT)) {
+			help_page(z, p, pw);
+			pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
 		}
+		if (!page_open(pw))
+			continue; /* a page of the pool, or still closing */
+		size = tkz_page_size(pw);
+		/* The blocks whose headers are in the range: each is swept
+		 * by the one range that holds its header. */
+		for (cell += (size - cell % size) % size;
+		     cell < end && cell < next; cell += size) {
+			tkz_read(cells[cell % total].w, &h0, &h1);
+			if (h0 & TKZ_BLK_USED)
+				collect(z, cell % total, h0, h1);
+		}
+		if (cell >= next)
+			close_page(z, p);
 	}
 }
 
