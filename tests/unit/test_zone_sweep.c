@@ -35,6 +35,7 @@
 #include "../../shm/zone.h"
 
 #define T0 UINT64_C(1700000000000000000)
+#define NONE UINT64_MAX /* no slot */
 
 static char dir[] = "/tmp/tk-sweep-XXXXXX";
 
@@ -62,9 +63,9 @@ static void check_ok(struct tk_limiter *l, const char *key)
 	assert_true(d.allowed);
 }
 
-/* The one MEM slot of the zone other than @skip (~0: none). */
+/* The one MEM slot of zone "sweep" that is neither @x nor @y. */
 struct find {
-	uint64_t skip, found;
+	uint64_t x, y, found;
 	int n;
 };
 
@@ -74,16 +75,16 @@ static int other_slot(void *ctx, uint64_t slot, uint64_t fp, uint64_t w1)
 
 	(void)fp;
 	(void)w1;
-	if (slot != f->skip) {
+	if (slot != f->x && slot != f->y) {
 		f->found = slot;
 		f->n++;
 	}
 	return 0;
 }
 
-static uint64_t slot_other_than(uint64_t skip)
+static uint64_t new_slot(uint64_t x, uint64_t y)
 {
-	struct find f = { skip, 0, 0 };
+	struct find f = { x, y, 0, 0 };
 
 	assert_int_equal(tk_zone_walk("sweep", other_slot, &f), 0);
 	assert_int_equal(f.n, 1);
@@ -113,15 +114,17 @@ static uint64_t blocks(void)
 	struct tk_zone_info info;
 
 	assert_int_equal(tk_zone_verify("sweep", &info, sizeof(info)), 0);
-	assert_int_equal(info.keys, 2);
+	assert_int_equal(info.keys, 3);
 	return info.blocks;
 }
 
 /*
- * For policies whose blocks are 4, 8 and 256 cells: keys "a" and "k",
- * whose blocks are the first two of a page; a dead claim for "k", left
- * behind once "k" is updated again.  A full sweep started at any of the
- * cursor positions a zone's sweeps leave collects it, and only it.
+ * For policies whose blocks are 4, 8 and 256 cells: key "o" of another
+ * size takes the first page; keys "a" and "k" have the first two blocks
+ * of the second; a dead claim for "k", left behind once "k" is updated
+ * again, is the third.  A full sweep started at any of the cursor
+ * positions a zone's sweeps leave collects it, and only it: the ranges
+ * its steps take cross from an open page into the next one.
  */
 static void test_full_sweep_from_any_cursor(void **state)
 {
@@ -133,34 +136,41 @@ static void test_full_sweep_from_any_cursor(void **state)
 	/* Cells: multiples of 64 (where checks' sweeps leave it), the last
 	 * range of the arena (a sweep that wraps), and aligned ones. */
 	static const uint64_t cursors[] = { 0, 64, 128, 192, 256, 960, 4032 };
+	const size_t np = sizeof(policies) / sizeof(policies[0]);
 	struct tk__zone *z;
-	struct tk_limiter *l;
-	uint64_t a;
+	struct tk_limiter *l, *other;
+	uint64_t a, o;
 	size_t p, c;
 
 	(void)state;
-	for (p = 0; p < sizeof(policies) / sizeof(policies[0]); p++)
+	for (p = 0; p < np; p++)
 		for (c = 0; c < sizeof(cursors) / sizeof(cursors[0]); c++) {
+			other = open_on(policies[(p + 1) % np]);
 			l = open_on(policies[p]);
+			assert_non_null(other);
 			assert_non_null(l);
+			check_ok(other, "o");
+			o = new_slot(NONE, NONE);
 			check_ok(l, "a");
-			a = slot_other_than(~UINT64_C(0));
+			a = new_slot(o, NONE);
 			check_ok(l, "k");
 			assert_int_equal(tk__zone_attach(&z, "sweep", NULL, 0),
 					 0);
-			claim_and_die(z, slot_other_than(a));
+			claim_and_die(z, new_slot(o, a));
 			check_ok(l, "k");
 			/* The dead claim is there, nothing else leaked. */
-			assert_int_equal(blocks(), 3);
+			assert_int_equal(blocks(), 4);
 			ck_pr_store_64(&tk__zone_header(z)->arena_sweep.v,
 				       cursors[c]);
 			tk__zone_detach(z);
 			assert_int_equal(tk_zone_sweep("sweep", T0), 0);
-			assert_int_equal(blocks(), 2);
+			assert_int_equal(blocks(), 3);
 			/* The keys kept their states. */
+			check_ok(other, "o");
 			check_ok(l, "a");
 			check_ok(l, "k");
 			tk_limiter_close(l);
+			tk_limiter_close(other);
 			assert_int_equal(tk_zone_destroy("sweep"), 0);
 		}
 }
