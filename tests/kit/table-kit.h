@@ -37,4 +37,40 @@ static inline struct tk__zone_key kit_word_key(uint64_t i)
 	return k;
 }
 
+/* The clock the table tests run at, and the base of a count: a count n
+ * is kept as the state KIT_BASE + n, a time an hour past KIT_T0. */
+#define KIT_T0 UINT64_C(1700000000000000000)
+#define KIT_BASE (KIT_T0 + UINT64_C(3600) * 1000000000)
+
+/* Count one more for the key (its state expires at the count's time). */
+static inline int kit_count_fn(void *ctx, const uint64_t *old, uint64_t *next,
+			       uint64_t *expires)
+{
+	(void)ctx;
+	next[0] = old ? old[0] + 1 : KIT_BASE + 1;
+	*expires = next[0];
+	return TK__ZONE_PERSIST;
+}
+
+/* The key's count in *(uint64_t *)@ctx, 0 for none; changes nothing. */
+static inline int kit_read_fn(void *ctx, const uint64_t *old, uint64_t *next,
+			      uint64_t *expires)
+{
+	(void)next;
+	(void)expires;
+	*(uint64_t *)ctx = old ? old[0] - KIT_BASE : 0;
+	return TK__ZONE_KEEP;
+}
+
+/* Word key @i's count in @t at KIT_T0, read without a write. */
+static inline uint64_t kit_count(struct tk__table *t, uint64_t i)
+{
+	struct tk__zone_key k = kit_word_key(i);
+	uint64_t n = UINT64_MAX;
+
+	assert_int_equal(tk__table_apply(t, &k, KIT_T0, 1, kit_read_fn, &n),
+			 TK__ZONE_KEEP);
+	return n;
+}
+
 #endif

@@ -37,42 +37,13 @@
 #include "rcu.h"
 #include "table-kit.h"
 
-#define T0 UINT64_C(1700000000000000000)
-#define HOUR (UINT64_C(3600) * 1000000000)
+#define T0 KIT_T0
 
 static const uint64_t seed[2] = { 7, 8 };
 
 #define key kit_word_key
-
-/* A word key's count: the state is T0 + HOUR + count. */
-static int count_fn(void *ctx, const uint64_t *old, uint64_t *next,
-		    uint64_t *expires)
-{
-	(void)ctx;
-	next[0] = old ? old[0] + 1 : T0 + HOUR + 1;
-	*expires = next[0];
-	return TK__ZONE_PERSIST;
-}
-
-/* Key @i's count, 0 for none (a read that changes nothing). */
-static int read_fn(void *ctx, const uint64_t *old, uint64_t *next,
-		   uint64_t *expires)
-{
-	(void)next;
-	(void)expires;
-	*(uint64_t *)ctx = old ? old[0] - T0 - HOUR : 0;
-	return TK__ZONE_KEEP;
-}
-
-static uint64_t count(struct tk__table *t, uint64_t i)
-{
-	struct tk__zone_key k = key(i);
-	uint64_t n = UINT64_MAX;
-
-	assert_int_equal(tk__table_apply(t, &k, T0, 1, read_fn, &n),
-			 TK__ZONE_KEEP);
-	return n;
-}
+#define count_fn kit_count_fn
+#define count kit_count
 
 static void bump(struct tk__table *t, uint64_t i)
 {
