@@ -58,7 +58,8 @@ struct tk__table {
 	uint64_t n_retired; /* ck_pr */
 	uint64_t freed;	    /* ck_pr: retired tables freed */
 	uint64_t growths;   /* ck_pr */
-	uint64_t moved;	    /* ck_pr: states copied to a successor */
+	uint64_t moved;	    /* ck_pr: states copied to a successor, and
+			     * keys carried over (tk__table_carry()) */
 };
 
 static struct tk__zone_head *head(struct tk__zone *z)
@@ -94,6 +95,7 @@ static struct tk__zone *make(struct tk__table *t, uint64_t capacity,
 		return NULL;
 	head(z)->may_grow = capacity < t->max_capacity;
 	head(z)->old = old;
+	head(z)->table = t;
 	if (old) {
 		head(z)->moved =
 			calloc(tk__zone_geo(old)->capacity / MOVE_CHUNK, 1);
@@ -204,7 +206,8 @@ void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
 				out[c] += n[c];
 		}
 	}
-	/* A state copied to a successor was inserted there again. */
+	/* A state copied to a successor was inserted there again, and so
+	 * was a key carried over. */
 	out[TKZ_INSERTS] -= ck_pr_load_64(&t->moved);
 }
 
@@ -251,6 +254,7 @@ static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
 {
 	struct tkz_slot *s = &tk__zone_slots(z)[idx];
 	uint64_t w0, w1, n0, n1;
+	int carry;
 
 	for (;;) {
 		/* w1 is read after w0: if w0 is frozen, so is w1. */
@@ -264,14 +268,76 @@ static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
 		 * dropped, and its inserter goes to the successor. */
 		n0 = tkz_state(w0) == TKZ_MEM ? w0 | TKZ_FROZEN : TKZ_FROZEN;
 		n1 = tkz_state(w0) == TKZ_MEM ? w1 : 0;
+		/* A key committed with no state yet: its insert, counted
+		 * here, is carried to its next one (tk__table_carry()).
+		 * Counted before the freeze, so that whoever sees the frozen
+		 * slot sees the count. */
+		carry = tkz_state(w0) == TKZ_MEM && !tkz_has_state(w0, w1);
+		if (carry)
+			ck_pr_inc_64(&head(z)->carried);
 		if (tkz_cas_slot(s, w0, w1, n0, n1)) {
 			w0 = n0;
 			w1 = n1;
 			break;
 		}
+		if (carry)
+			ck_pr_dec_64(&head(z)->carried);
 	}
 	out[0] = w0;
 	out[1] = w1;
+}
+
+/* Take the carried key @k's frozen MEM of no state in @oz, if any: 1 if
+ * this did.  A CAS of the frozen value, so one commit takes it. */
+static int take_carried(struct tk__zone *oz, const struct tk__zone_key *k)
+{
+	struct tkz_slot *slots = tk__zone_slots(oz);
+	struct tkz_cand c;
+	uint64_t w0, w1;
+	int i;
+
+	if (!ck_pr_load_64(&head(oz)->carried))
+		return 0;
+	tkz_candidates(oz, k, &c);
+	for (i = 0; i < TKZ_CANDIDATES; i++) {
+		tkz_read_slot(&slots[tkz_at(&c, i)], &w0, &w1);
+		if (tkz_frozen(w0) && tkz_state(w0) == TKZ_MEM &&
+		    !tkz_has_state(w0, w1) &&
+		    tkz_same_key(w0 & ~TKZ_FROZEN, k->fp) &&
+		    tkz_cas_slot(&slots[tkz_at(&c, i)], w0, w1, TKZ_FROZEN,
+				 0)) {
+			ck_pr_dec_64(&head(oz)->carried);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * An insert of key @fp committed in @z, and counted there: if a table
+ * before @z froze a MEM of the key committed with no state yet (its
+ * first write went to a successor), the key was counted there, and this
+ * insert carries it over: it counts as moved.  Such a MEM is frozen only
+ * after @z's predecessor has a next, so it lies in @z's old or in a
+ * retired table; the operation that committed it goes on to insert the
+ * key in a successor, and keeps that table from being freed until then.
+ * Read old (acquire) before n_retired: complete() stores retired[] before
+ * it clears old.
+ */
+void tk__table_carry(struct tk__zone *z, uint64_t fp)
+{
+	struct tk__table *t = head(z)->table;
+	struct tk__zone_key k = { fp, tk__table_pos(fp) };
+	struct tk__zone *oz = tk__zone_old(z);
+	uint64_t r = ck_pr_load_64(&t->n_retired), i;
+	int took = oz && oz != z && take_carried(oz, &k);
+
+	for (i = r; !took && i > 0; i--) {
+		oz = __atomic_load_n(&t->retired[i - 1], __ATOMIC_ACQUIRE);
+		took = oz && oz != GONE && oz != z && take_carried(oz, &k);
+	}
+	if (took)
+		ck_pr_inc_64(&t->moved);
 }
 
 struct import {
@@ -576,9 +642,9 @@ int tk__table_apply_multi(struct tk__table *t, size_t n,
 }
 
 /*
- * The one change of a frozen slot: a reset marks @k's frozen state in
- * @oz gone ({FROZEN, 0}, as a frozen EMPTY), so that no move in flight
- * brings it back after the reset (import_fn()).
+ * A change of a frozen slot (the other: tk__table_carry()): a reset
+ * marks @k's frozen state in @oz gone ({FROZEN, 0}, as a frozen EMPTY),
+ * so that no move in flight brings it back after the reset (import_fn()).
  */
 static void forget(struct tk__zone *oz, const struct tk__zone_key *k)
 {
@@ -590,7 +656,10 @@ static void forget(struct tk__zone *oz, const struct tk__zone_key *k)
 	tkz_candidates(oz, k, &c);
 	for (i = 0; i < TKZ_CANDIDATES; i++) {
 		tkz_read_slot(&slots[tkz_at(&c, i)], &w0, &w1);
+		/* One of no state brings nothing back: it stays, carried
+		 * (tk__table_carry()). */
 		if (tkz_frozen(w0) && tkz_state(w0) == TKZ_MEM &&
+		    tkz_has_state(w0, w1) &&
 		    tkz_same_key(w0 & ~TKZ_FROZEN, k->fp))
 			tkz_cas_slot(&slots[tkz_at(&c, i)], w0, w1, TKZ_FROZEN,
 				     0);

@@ -90,6 +90,8 @@ struct tkz_geo {
 	uint32_t window;
 };
 
+struct tk__table;
+
 /* The first members of a struct tk__zone (segment.c), read inline on
  * the hot path. */
 struct tk__zone_head {
@@ -113,6 +115,11 @@ struct tk__zone_head {
 	uint64_t move_cursor, move_done;
 	uint8_t *moved;
 	int retired;
+	/* A private table's table (a zone has none), and how many of its
+	 * frozen slots are MEMs of "no state yet" whose keys no successor
+	 * has inserted since (ck_pr; see tk__zone_carry()). */
+	struct tk__table *table;
+	uint64_t carried;
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
@@ -169,6 +176,21 @@ static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
 {
 	return __atomic_load_n(&((struct tk__zone_head *)(void *)z)->old,
 			       __ATOMIC_ACQUIRE);
+}
+
+/* grow.c: see tk__zone_carry(). */
+void tk__table_carry(struct tk__zone *z, uint64_t fp);
+
+/*
+ * After a commit of key @fp's insert in @z: if a table @z grew from froze
+ * a MEM of @fp committed with no state yet, that key's insert was counted
+ * there and this one carries it over (docs/shm-protocol.md, "Growing a
+ * private table", rule 7).  A zone has nothing to carry.
+ */
+static inline void tk__zone_carry(struct tk__zone *z, uint64_t fp)
+{
+	if (((struct tk__zone_head *)(void *)z)->table)
+		tk__table_carry(z, fp);
 }
 
 /*
