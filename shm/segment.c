@@ -56,6 +56,8 @@ struct tk__zone {
 	uint64_t move_cursor, move_done;
 	uint8_t *moved;
 	int retired;
+	struct tk__table *table;
+	uint64_t carried;
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
@@ -81,7 +83,11 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, may_grow) ==
 			       offsetof(struct tk__zone_head, may_grow) &&
 		       offsetof(struct tk__zone, retired) ==
-			       offsetof(struct tk__zone_head, retired),
+			       offsetof(struct tk__zone_head, retired) &&
+		       offsetof(struct tk__zone, table) ==
+			       offsetof(struct tk__zone_head, table) &&
+		       offsetof(struct tk__zone, carried) ==
+			       offsetof(struct tk__zone_head, carried),
 	       "struct tk__zone_head");
 
 static const char *zone_dir(void)
