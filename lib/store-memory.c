@@ -259,29 +259,21 @@ struct tk__table *tk__memory_table(struct tk_store *base)
 
 uint64_t tk__memory_secret[2];
 
-static const struct tk__store_ops memory_ops = {
-	.name = "memory",
-	.apply = memory_apply,
-	.check_gcra = memory_check_gcra,
-	.check_gcra_far = memory_check_gcra_far,
-	.apply_multi = memory_apply_multi,
-	.reset = memory_reset,
-	.stats = memory_stats,
-	.close = memory_close,
-};
+/* The store's ops with the checks @check and @check_far. */
+#define MEMORY_OPS(check, check_far)                                           \
+	{                                                                      \
+		.name = "memory", .apply = memory_apply, .check_gcra = check,  \
+		.check_gcra_far = check_far,                                   \
+		.apply_multi = memory_apply_multi, .reset = memory_reset,      \
+		.stats = memory_stats, .close = memory_close,                  \
+	}
 
+static const struct tk__store_ops memory_ops =
+	MEMORY_OPS(memory_check_gcra, memory_check_gcra_far);
 /* Where liburcu-bp's readers need full barriers (no membarrier(2)): it
  * decides once, when it initialises, and never goes back. */
-static const struct tk__store_ops fenced_ops = {
-	.name = "memory",
-	.apply = memory_apply,
-	.check_gcra = fenced_check_gcra,
-	.check_gcra_far = fenced_check_gcra_far,
-	.apply_multi = memory_apply_multi,
-	.reset = memory_reset,
-	.stats = memory_stats,
-	.close = memory_close,
-};
+static const struct tk__store_ops fenced_ops =
+	MEMORY_OPS(fenced_check_gcra, fenced_check_gcra_far);
 
 static void synchronize(void)
 {
