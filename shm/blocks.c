@@ -22,8 +22,31 @@
 
 #include <errno.h>
 
-#define VISITS_MAX 4096 /* blocks looked at per allocation, each pass */
+#define VISITS_MAX 4096 /* blocks a visit near the cursor looks at */
 #define TRIES_MAX 64	/* CAS failures on one cell before leaving it */
+/* A class found full is looked at whole again after this at most, so a
+ * count a killed process left short (tkz_alloc) is mended in time. */
+#define FULL_TTL_NS UINT64_C(1000000000)
+
+/* The passes of visit(): besides collecting garbage, what it does to the
+ * live blocks it passes (press()). */
+enum pass {
+	RECLAIM,  /* reclaim expired states (another class's: reuse) */
+	TURN,	  /* reclaim expired states, note when the others may */
+	EVICT,	  /* and evict a key not referenced since last spared */
+	SPARE,	  /* clear ref bits: every key was spared */
+	EVICT_ANY /* and evict */
+};
+
+/* What a claim wants, and what its visits learn. */
+struct want {
+	int k;	       /* the class */
+	uint32_t mark; /* words or TKZ_BLK_DESC */
+	uint64_t bind; /* slot << 32 | tag */
+	uint64_t now;
+	uint64_t until; /* TURN: the earliest a live state may expire */
+	struct tk__blk *b;
+};
 
 static uint64_t arena_cells(const struct tk__zone *z)
 {
@@ -33,6 +56,11 @@ static uint64_t arena_cells(const struct tk__zone *z)
 static uint64_t class_cells(int k)
 {
 	return (uint64_t)TKZ_CLASS_MIN << k;
+}
+
+static struct tkz_alloc *alloc_of(struct tk__zone *z, int k)
+{
+	return &tk__zone_header(z)->alloc[k];
 }
 
 /* The smallest k with words + overhead <= 4 << k: no loop over classes. */
@@ -59,6 +87,14 @@ static uint64_t page_class_cells(struct tk__zone *z, uint64_t cell)
 	return tkz_page_size(ck_pr_load_64(page_word(z, cell)));
 }
 
+/* The class of the page holding @cell, or NULL if it has none. */
+static struct tkz_alloc *class_at(struct tk__zone *z, uint64_t cell)
+{
+	uint64_t size = page_class_cells(z, cell);
+
+	return size ? alloc_of(z, __builtin_ctzll(size / TKZ_CLASS_MIN)) : NULL;
+}
+
 static uint64_t epoch_of(uint64_t pw)
 {
 	return pw >> TKZ_PAGE_EPOCH_SHIFT;
@@ -79,6 +115,26 @@ static int page_open(uint64_t pw)
 static uint64_t gen_of(uint64_t h0)
 {
 	return h0 & TKZ_BLK_GEN_MASK;
+}
+
+/*
+ * Release the block at @cell, read as {@h0, @h1}: 1 if this did.  The
+ * release is counted as begun before the CAS and as ended after it, so
+ * that a turn that saw neither count move saw no block freed behind it
+ * (full_turn()); the next claims of the class try the block first.
+ */
+static int release(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
+{
+	struct tkz_alloc *a = class_at(z, cell);
+	uint64_t n = a ? ck_pr_faa_64(&a->started, 1) : 0;
+	int ok = tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
+
+	if (!a)
+		return ok;
+	if (ok)
+		ck_pr_store_64(&a->spare[n % TKZ_SPARES], cell + 1);
+	ck_pr_inc_64(&a->done);
+	return ok;
 }
 
 static uint32_t words_of(uint64_t h0)
@@ -171,50 +227,73 @@ static int collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
 		if (w1 == tkz_ref(cell, gen_of(h0)) || bound_to(w1, h1))
 			return 0;
 	}
-	return tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
+	return release(z, cell, h0, h1);
 }
 
 /*
- * Claim the block at @cell, its header read as {@h0, @h1} while its page
- * was open (the caller read the page word before and after): a free
- * block, or one marked closed by a closing since aborted (a mark of this
- * epoch cannot exist while the page is open).  If the page has moved on
- * since, the CAS fails: a page's cells never take a value of an earlier
- * life again (see "State blocks" in docs/shm-protocol.md).
+ * Make the block at @cell, its header read as {@h0, @h1}, @w's: a new
+ * gen, bound to @w's slot value.  The CAS fails if the header changed.
  */
-static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
-		     uint64_t h1, uint32_t mark, uint64_t bind,
-		     struct tk__blk *b)
+static int take(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
+		const struct want *w)
 {
-	uint64_t n0 = TKZ_BLK_USED | (uint64_t)mark << TKZ_BLK_WORDS_SHIFT |
+	uint64_t n0 = TKZ_BLK_USED | (uint64_t)w->mark << TKZ_BLK_WORDS_SHIFT |
 		      ((gen_of(h0) + 1) & TKZ_BLK_GEN_MASK);
 
-	if ((h0 & TKZ_BLK_USED) || (h1 != 0 && !(h1 & TKZ_BLK_CLOSED)) ||
-	    !tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, n0, bind))
+	if (!tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, n0, w->bind))
 		return 0;
-	b->cell = cell;
-	b->h0 = n0;
-	b->h1 = bind;
+	w->b->cell = cell;
+	w->b->h0 = n0;
+	w->b->h1 = w->bind;
 	return 1;
 }
 
 /*
+ * Claim the block at @cell for @w, its header read as {@h0, @h1} while
+ * its page was open (the caller read the page word before and after): a
+ * free block, or one marked closed by a closing since aborted (a mark of
+ * this epoch cannot exist while the page is open).  If the page has moved
+ * on since, the CAS fails: a page's cells never take a value of an
+ * earlier life again (see "State blocks" in docs/shm-protocol.md).
+ */
+static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
+		     uint64_t h1, const struct want *w)
+{
+	if ((h0 & TKZ_BLK_USED) || (h1 != 0 && !(h1 & TKZ_BLK_CLOSED)))
+		return 0;
+	return take(z, cell, h0, h1, w);
+}
+
+/*
  * Press the key whose live block is at @cell: reclaim it if expired; in
- * @pass 1 evict it unless its ref bit spares it, in pass 2 clear that
- * bit (every key was spared), in pass 3 evict it.  Never the key in slot
- * @self, whose update this allocation is for: evicting it would only make
- * that update start again, its state lost.  Returns 1 if the block was
- * released.
+ * @pass RECLAIM keep it otherwise, and release a block reclaimed (it is of
+ * another class than @w's); in TURN keep it, noting when it may expire;
+ * in EVICT evict it unless its ref bit spares it, in SPARE clear that
+ * bit (every key was spared), in EVICT_ANY evict it.  Never the key whose
+ * update this allocation is for: evicting it would only make that update
+ * start again, its state lost.  A block taken from its key goes straight
+ * to @w, never free in between: no other claim can take it, and no
+ * release is counted (a full class stays known full while it evicts).
+ * Returns 1 if @w has it.
  */
 static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
-		 uint64_t now, int pass, uint64_t self)
+		 enum pass pass, struct want *w)
 {
-	uint64_t slot = h1 >> 32, w0, w1, exp;
+	uint64_t slot = h1 >> 32, w0, w1, exp, grace = tk__zone_geo(z)->grace;
+	uint64_t c[2];
 	struct tkz_slot *s;
 	int expired;
 
-	if (slot >= tk__zone_geo(z)->capacity || slot == self)
+	if (slot >= tk__zone_geo(z)->capacity || slot == w->bind >> 32)
 		return 0;
+	/* A live state, by its expiry cell alone (in the header's line):
+	 * a cell of the header's gen is of this incarnation. */
+	tkz_load2(tk__zone_cells(z)[cell + 1].w, c);
+	exp = c[1] <= UINT64_MAX - grace ? c[1] + grace : UINT64_MAX;
+	if (pass <= TURN && c[0] == gen_of(h0) && exp > w->now) {
+		w->until = exp < w->until ? exp : w->until;
+		return 0;
+	}
 	s = &tk__zone_slots(z)[slot];
 	tkz_read(s->w, &w0, &w1);
 	if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0) ||
@@ -222,20 +301,25 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 		return 0;
 	if (tk__blk_read(z, s, w0, w1, NULL, 0, &exp) < 0)
 		return 0;
-	expired = exp <= UINT64_MAX - tk__zone_geo(z)->grace &&
-		  exp + tk__zone_geo(z)->grace <= now;
+	exp = exp <= UINT64_MAX - grace ? exp + grace : UINT64_MAX;
+	expired = exp <= w->now;
+	if (!expired && pass == TURN)
+		w->until = exp < w->until ? exp : w->until;
+	if (!expired && pass <= TURN)
+		return 0;
 	if (!expired && (w0 & TKZ_REF)) {
-		if (pass == 2)
+		if (pass == SPARE)
 			tkz_cas(s->w, w0, w1, w0 & ~TKZ_REF, w1);
 		return 0;
 	}
 	if (!expired &&
-	    (pass == 2 || (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)))
+	    (pass == SPARE || (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)))
 		return 0;
 	if (!tkz_cas(s->w, w0, w1, 0, 0))
 		return 0;
 	tkz_count(z, expired ? TKZ_RECLAIMS : TKZ_EVICTIONS);
-	return tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
+	return pass == RECLAIM ? release(z, cell, h0, h1)
+			       : take(z, cell, h0, h1, w);
 }
 
 /*
@@ -290,6 +374,20 @@ static void format(struct tk__zone *z, uint64_t p, uint64_t pw)
 	ck_pr_cas_64(w, pw, page_word_of(0, epoch_of(pw) + 1));
 }
 
+/* Abort the closing of page @p, seen as @pw: its blocks marked closed
+ * are free again, a release of each (full_turn()). */
+static void reopen(struct tk__zone *z, uint64_t p, uint64_t pw)
+{
+	uint64_t size = tkz_page_size(pw);
+	struct tkz_alloc *a =
+		alloc_of(z, __builtin_ctzll(size / TKZ_CLASS_MIN));
+
+	ck_pr_faa_64(&a->started, TKZ_PAGE_CELLS / size);
+	ck_pr_cas_64(&tk__zone_pagetable(z)[p], pw,
+		     page_word_of(size, epoch_of(pw) + 1));
+	ck_pr_faa_64(&a->done, TKZ_PAGE_CELLS / size);
+}
+
 /*
  * Help page @p along, seen as @pw: mark the free blocks of a CLOSING page
  * closed, or reopen it in a new epoch if one is in use (its marks are then
@@ -314,10 +412,7 @@ static void help_page(struct tk__zone *z, uint64_t p, uint64_t pw)
 				    read_header(z, cell, pw, &h0, &h1))
 					return;
 				if (h0 & TKZ_BLK_USED) {
-					ck_pr_cas_64(
-						w, pw,
-						page_word_of(size,
-							     epoch_of(pw) + 1));
+					reopen(z, p, pw);
 					return;
 				}
 				if (h1 == closed ||
@@ -337,39 +432,45 @@ static void help_page(struct tk__zone *z, uint64_t p, uint64_t pw)
 
 /*
  * Return page @p to the pool if none of its blocks is in use (collecting
- * those no key can reference any more).  Returns 1 if it is in the pool.
+ * those no key can reference any more, and with @w, for whom the page is
+ * wanted, reclaiming expired states).  Returns 1 if it is in the pool.
  */
-static int close_page(struct tk__zone *z, uint64_t p)
+static int close_page(struct tk__zone *z, uint64_t p, struct want *w)
 {
-	uint64_t *w = &tk__zone_pagetable(z)[p], pw = ck_pr_load_64(w);
+	uint64_t *word = &tk__zone_pagetable(z)[p], pw = ck_pr_load_64(word);
 	uint64_t size = tkz_page_size(pw), first = p * TKZ_PAGE_CELLS;
 	uint64_t cell, h0, h1;
 
 	if (page_open(pw)) {
 		for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size)
 			if (read_header(z, cell, pw, &h0, &h1) ||
-			    ((h0 & TKZ_BLK_USED) && !collect(z, cell, h0, h1)))
+			    ((h0 & TKZ_BLK_USED) && !collect(z, cell, h0, h1) &&
+			     !(w && press(z, cell, h0, h1, RECLAIM, w))))
 				return 0;
-		if (!ck_pr_cas_64(w, pw, pw | TKZ_PAGE_CLOSING))
+		if (!ck_pr_cas_64(word, pw, pw | TKZ_PAGE_CLOSING))
 			return 0;
 		pw |= TKZ_PAGE_CLOSING;
 	}
 	if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT))
 		help_page(z, p, pw);
-	pw = ck_pr_load_64(w);
+	pw = ck_pr_load_64(word);
 	return !(pw &
 		 (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT));
 }
 
 /*
- * Take a page of the pool for class @k and claim its first block: 0, or
- * -ENOSPC if the pool is empty.  Pages being returned are helped on the
- * way, so a page a dead process left half returned is found here.
+ * Take a page of the pool for @w's class and claim its first block: 0,
+ * or -ENOSPC if the pool is empty.  Pages being returned are helped on
+ * the way, so a page a dead process left half returned is found here.
+ * The class's cursor moves to the page: the next claims take its other
+ * blocks, not one page each.
  */
-static int new_page(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
-		    struct tk__blk *b)
+static int new_page(struct tk__zone *z, struct want *w)
 {
 	uint64_t *pt = tk__zone_pagetable(z), p, pw, open, h0, h1;
+	uint64_t size = class_cells(w->k);
+	struct tkz_alloc *a = alloc_of(z, w->k);
+	int taken;
 
 	for (p = 0; p < tk__zone_geo(z)->pages; p++) {
 		pw = ck_pr_load_64(&pt[p]);
@@ -380,11 +481,16 @@ static int new_page(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		if (pw &
 		    (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT))
 			continue;
-		open = page_word_of(class_cells(k), epoch_of(pw));
-		if (!ck_pr_cas_64(&pt[p], pw, open))
+		open = page_word_of(size, epoch_of(pw));
+		/* A release of each of its blocks, as a release is counted. */
+		ck_pr_faa_64(&a->started, TKZ_PAGE_CELLS / size);
+		taken = ck_pr_cas_64(&pt[p], pw, open);
+		ck_pr_faa_64(&a->done, TKZ_PAGE_CELLS / size);
+		if (!taken)
 			continue;
+		ck_pr_store_64(&a->v, p * TKZ_PAGE_CELLS + size);
 		if (read_header(z, p * TKZ_PAGE_CELLS, open, &h0, &h1) == 0 &&
-		    try_claim(z, p * TKZ_PAGE_CELLS, h0, h1, mark, bind, b))
+		    try_claim(z, p * TKZ_PAGE_CELLS, h0, h1, w))
 			return 0;
 		/* Raced for its first block: the class's visit finds the
 		 * others. */
@@ -394,45 +500,74 @@ static int new_page(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 }
 
 /*
- * Return to the pool an empty page of another class than @k, looking at
- * up to VISITS_MAX block headers: a class that needs a page then finds
- * one, whatever class had it before.  Returns 1 if one went.
+ * Return to the pool a page of another class than @w's that can be
+ * emptied (its states expired or garbage), looking at each page once from
+ * where the last look stopped: a class that needs a page then finds one,
+ * whatever class had it before.  Returns 1 if one went.
  */
-static int reuse_page(struct tk__zone *z, int k)
+static int reuse_page(struct tk__zone *z, struct want *w)
 {
-	uint64_t pages = tk__zone_geo(z)->pages, p, i, pw, size, cost = 0;
-	uint64_t start =
-		ck_pr_load_64(&tk__zone_header(z)->alloc[k].v) / TKZ_PAGE_CELLS;
+	uint64_t pages = tk__zone_geo(z)->pages, p, i, pw, size;
+	uint64_t *at = &tk__zone_header(z)->reuse.v, start = ck_pr_load_64(at);
+	int done = 0;
 
-	for (i = 0; i < pages && cost < VISITS_MAX; i++) {
+	for (i = 0; i < pages && !done; i++) {
 		p = (start + i) % pages;
 		pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
 		size = tkz_page_size(pw);
-		if (!size || size == class_cells(k))
+		if (!size || size == class_cells(w->k))
 			continue;
-		cost += TKZ_PAGE_CELLS / size;
-		if (close_page(z, p))
+		done = close_page(z, p, w);
+	}
+	ck_pr_store_64(at, (start + i) % pages);
+	return done;
+}
+
+/* Claim a block a release of @w's class offered lately, if one is still
+ * free: a key evicted or reset leaves its block where no cursor is. */
+static int claim_spare(struct tk__zone *z, struct want *w)
+{
+	struct tkz_alloc *a = alloc_of(z, w->k);
+	uint64_t spare, cell, pw, h0, h1;
+	int i;
+
+	for (i = 0; i < TKZ_SPARES; i++) {
+		spare = ck_pr_load_64(&a->spare[i]);
+		cell = spare - 1;
+		if (!spare || cell >= arena_cells(z) ||
+		    cell % class_cells(w->k))
+			continue;
+		pw = ck_pr_load_64(page_word(z, cell));
+		if (page_open(pw) && tkz_page_size(pw) == class_cells(w->k) &&
+		    read_header(z, cell, pw, &h0, &h1) == 0 &&
+		    try_claim(z, cell, h0, h1, w)) {
+			ck_pr_cas_64(&a->spare[i], spare, 0);
 			return 1;
+		}
 	}
 	return 0;
 }
 
 /*
- * Visit up to VISITS_MAX blocks of class @k from the class's cursor:
- * claim the first free one, collecting garbage on the way (@pass 0), or
- * pressing live keys (passes 1 to 3, see press()).  Pages that are not
- * open for the class are skipped (those being returned are helped).
+ * Visit up to @max blocks of @w's class from the class's cursor: claim
+ * the first free one, treating the blocks on the way as @pass says (see
+ * enum pass and press()).  Pages that are not open for the class are
+ * skipped (those being returned are helped).  The cursor moves past what
+ * was visited, found or not: the next claim looks at other blocks, so
+ * claims that fail still go round the class, and nothing makes a claim
+ * look at the same used blocks again and again.
  */
-static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
-		 uint64_t now, int pass, struct tk__blk *b)
+static int visit(struct tk__zone *z, struct want *w, enum pass pass,
+		 uint64_t max)
 {
-	struct tkz_header *h = tk__zone_header(z);
-	uint64_t size = class_cells(k), total = arena_cells(z);
-	uint64_t cell = ck_pr_load_64(&h->alloc[k].v) % total, h0, h1, pw;
+	struct tkz_alloc *a = alloc_of(z, w->k);
+	uint64_t size = class_cells(w->k), total = arena_cells(z);
+	uint64_t cell = ck_pr_load_64(&a->v) % total, h0, h1, pw;
 	uint64_t visits = 0, steps;
+	int got = 0;
 
 	cell -= cell % size;
-	for (steps = 0; steps < total / size && visits < VISITS_MAX; steps++) {
+	for (steps = 0; steps < total / size && visits < max && !got; steps++) {
 		pw = ck_pr_load_64(page_word(z, cell));
 		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT) &&
 		    cell % TKZ_PAGE_CELLS == 0)
@@ -446,29 +581,86 @@ static int visit(struct tk__zone *z, int k, uint32_t mark, uint64_t bind,
 		}
 		visits++;
 		if (read_header(z, cell, pw, &h0, &h1) == 0 &&
-		    (h0 & TKZ_BLK_USED) &&
-		    (pass == 0 ? collect(z, cell, h0, h1)
-			       : press(z, cell, h0, h1, now, pass, bind >> 32)))
-			read_header(z, cell, pw, &h0, &h1);
-		if (ck_pr_load_64(page_word(z, cell)) == pw &&
-		    try_claim(z, cell, h0, h1, mark, bind, b)) {
-			ck_pr_store_64(&h->alloc[k].v, (cell + size) % total);
-			return 0;
+		    (h0 & TKZ_BLK_USED)) {
+			if (collect(z, cell, h0, h1))
+				read_header(z, cell, pw, &h0, &h1);
+			else
+				got = press(z, cell, h0, h1, pass, w);
 		}
+		got = got || (ck_pr_load_64(page_word(z, cell)) == pw &&
+			      try_claim(z, cell, h0, h1, w));
 		cell = (cell + size) % total;
 	}
+	ck_pr_store_64(&a->v, cell);
+	return got ? 0 : -ENOSPC;
+}
+
+#define VERDICT_BITS 48 /* of the started count; the rest: in flight */
+#define VERDICT_MASK ((UINT64_C(1) << VERDICT_BITS) - 1)
+
+/*
+ * The verdict word for the releases of every class now: {begun (48
+ * bits), in flight}.  Every class: a page of another class that empties
+ * may become this one's.  Begun first, then ended: a release between
+ * the reads is one in flight.
+ */
+static uint64_t verdict(struct tk__zone *z)
+{
+	uint64_t started = 0, done = 0;
+	int k;
+
+	for (k = 0; k < TKZ_CLASSES; k++)
+		started += ck_pr_load_64(&alloc_of(z, k)->started);
+	for (k = 0; k < TKZ_CLASSES; k++)
+		done += ck_pr_load_64(&alloc_of(z, k)->done);
+	if (started - done >= UINT64_C(1) << (64 - VERDICT_BITS))
+		return 0; /* beyond what a word holds: no verdict */
+	return (started & VERDICT_MASK) | (started - done) << VERDICT_BITS;
+}
+
+/*
+ * Every quick way failed: look at the whole class, reclaiming expired
+ * states on the way, and at every page of the other classes for one to
+ * empty, before saying it is full (-ENOSPC).  Not again while the verdict
+ * of a turn that found it full holds: no release began or ended since
+ * that turn began, and no state it saw can have expired.  Then every
+ * block free is one whose release is still in flight, as it was when
+ * the turn began (tests/model/alloc.pml).  A release a killed process
+ * left in flight ends no verdict: its block, if freed, is found when the
+ * verdict lapses, FULL_TTL_NS at most after its turn.  A turn during
+ * which a release began or ended records no verdict, and looks at the
+ * spares once more for a block freed behind it.
+ */
+static int full_turn(struct tk__zone *z, struct want *w)
+{
+	struct tkz_alloc *a = alloc_of(z, w->k);
+	uint64_t held[2], v;
+
+	tkz_load2(a->full, held);
+	v = verdict(z);
+	if (v && held[0] == v && w->now < held[1])
+		return -ENOSPC;
+	w->until = w->now <= UINT64_MAX - FULL_TTL_NS ? w->now + FULL_TTL_NS
+						      : UINT64_MAX;
+	if (visit(z, w, TURN, UINT64_MAX) == 0 ||
+	    (reuse_page(z, w) && new_page(z, w) == 0))
+		return 0;
+	if (verdict(z) != v || !v)
+		return claim_spare(z, w) ? 0 : -ENOSPC;
+	tkz_cas(a->full, held[0], held[1], v, w->until);
 	return -ENOSPC;
 }
 
 /* Claim a block of class @k whose header says @mark (words or
- * TKZ_BLK_DESC): a free one; else a page of the pool; else an empty page
- * of another class, returned to the pool; else by eviction (or, in a zone
- * that refuses, by reclaiming expired states only). */
+ * TKZ_BLK_DESC), in the order of docs/shm-protocol.md, "Finding a free
+ * block": a spare, a block near the cursor, a page of the pool, a whole
+ * turn (full_turn()); else, the class full, grow, refuse or evict. */
 static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		 uint64_t e, uint64_t now, struct tk__blk *b)
 {
-	uint64_t bind = slot << 32 | tkz_tag(e);
-	int pass, rc, round;
+	struct want w = { k, mark, slot << 32 | tkz_tag(e), now, 0, b };
+	enum pass pass;
+	int rc, round;
 
 	if (k < 0)
 		return k;
@@ -478,24 +670,26 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		return TK__ZONE_MOVED;
 	/* Again only if a page was taken from under us. */
 	for (round = 0; round < 4; round++) {
-		if (visit(z, k, mark, bind, now, 0, b) == 0)
+		if (claim_spare(z, &w) || visit(z, &w, TURN, VISITS_MAX) == 0)
 			return 0;
-		rc = new_page(z, k, mark, bind, b);
-		if (rc == -ENOSPC && reuse_page(z, k))
-			rc = new_page(z, k, mark, bind, b);
+		rc = new_page(z, &w);
 		if (rc == 0)
 			return 0;
 		if (rc == -ENOSPC)
 			break;
 	}
+	if (full_turn(z, &w) == 0)
+		return 0;
 	/* A private table that may grow grows rather than evict, unless
 	 * its arena is as large as an arena gets. */
 	rc = tk__zone_when_full(z);
 	if (rc == TK__ZONE_MOVED ||
 	    (rc == TK__ZONE_GROW && tk__zone_geo(z)->pages < TKZ_PAGES_MAX))
 		return rc;
-	for (pass = 1; pass <= 3; pass++)
-		if (visit(z, k, mark, bind, now, pass, b) == 0)
+	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
+		return -ENOSPC; /* the turn reclaimed what had expired */
+	for (pass = EVICT; pass <= EVICT_ANY; pass++)
+		if (visit(z, &w, pass, VISITS_MAX) == 0)
 			return 0;
 	return -ENOSPC;
 }
@@ -574,7 +768,7 @@ uint64_t tk__blk_ref(const struct tk__blk *b)
 
 void tk__blk_release(struct tk__zone *z, const struct tk__blk *b)
 {
-	tkz_cas(tk__zone_cells(z)[b->cell].w, b->h0, b->h1, gen_of(b->h0), 0);
+	release(z, b->cell, b->h0, b->h1);
 }
 
 void tk__blk_release_ref(struct tk__zone *z, uint64_t w1)
@@ -586,7 +780,7 @@ void tk__blk_release_ref(struct tk__zone *z, uint64_t w1)
 	tkz_read(tk__zone_cells(z)[cell].w, &h0, &h1);
 	if ((h0 & TKZ_BLK_USED) &&
 	    (gen_of(h0) & TKZ_REF_GEN_MASK) == (w1 & TKZ_REF_GEN_MASK))
-		tkz_cas(tk__zone_cells(z)[cell].w, h0, h1, gen_of(h0), 0);
+		release(z, cell, h0, h1);
 }
 
 /*
@@ -624,7 +818,7 @@ void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 				collect(z, cell % total, h0, h1);
 		}
 		if (cell >= next)
-			close_page(z, p);
+			close_page(z, p, NULL);
 	}
 }
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 7
+#define TKZ_VERSION 8
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -60,6 +60,23 @@ struct tkz_shard {
 	uint8_t pad[TKZ_LINE - 3 * sizeof(uint64_t)];
 };
 
+/*
+ * A size class's allocation state (shm/blocks.c, docs/shm-protocol.md,
+ * "Finding a free block").  Hints all: a process killed between two of
+ * its updates leaves them stale, never wrong for long.
+ */
+#define TKZ_SPARES 3
+struct tkz_alloc {
+	_Alignas(TKZ_LINE) uint64_t v; /* where a claim looks first: a cell */
+	uint64_t started;	       /* releases begun, ever */
+	/* The last "full" verdict: {started when its turn began (48 bits)
+	 * | releases then in flight << 48, until when it holds (ns)}. */
+	_Alignas(16) uint64_t full[2];
+	uint64_t done;		    /* releases ended, ever */
+	uint64_t spare[TKZ_SPARES]; /* blocks released lately: cell + 1 */
+};
+_Static_assert(sizeof(struct tkz_alloc) == TKZ_LINE, "one line a class");
+
 enum tkz_counter {
 	TKZ_CHECKS,
 	TKZ_DENIES,
@@ -88,11 +105,13 @@ struct tkz_header {
 	struct tkz_line counters[TKZ_COUNTERS]; /* from byte 128 */
 	uint8_t pad1[1024 - 128 - TKZ_COUNTERS * TKZ_LINE];
 	struct tkz_shard shard[TKZ_SHARDS_MAX]; /* from byte 1024 */
-	/* From byte 3072: where each size class looks for a free block
-	 * first (a cell index), and the arena sweep's cursor. */
-	struct tkz_line alloc[TKZ_CLASSES];
+	/* From byte 3072: each size class's allocation state, and the
+	 * arena sweep's cursor. */
+	struct tkz_alloc alloc[TKZ_CLASSES];
 	struct tkz_line arena_sweep;
-	uint8_t pad2[TKZ_HEADER_SIZE - 3072 - (TKZ_CLASSES + 1) * TKZ_LINE];
+	/* The next page a class short of pages looks at to empty. */
+	struct tkz_line reuse;
+	uint8_t pad2[TKZ_HEADER_SIZE - 3072 - (TKZ_CLASSES + 2) * TKZ_LINE];
 };
 
 _Static_assert(offsetof(struct tkz_header, magic) == 0, "layout");

@@ -72,6 +72,15 @@
 #               mcas.pml -DFREE_BOUND_ONLY (the collector keeps a descriptor
 #               for its first slot only: a late install in the second)
 #
+# The "full" verdict of a size class (alloc.pml: NB=3 blocks, NCL
+# claimers of CL claims each, NR releasers; a claimer may release what it
+# claimed):
+#   exhaustive, NCL=2 CL=1 NR=2     two claims against two releases
+#   exhaustive, NCL=2 CL=2 NR=1     claims that release and claim again
+#   must fail (NCL=2 CL=1 NR=2):
+#               alloc.pml -DONE_COUNT (a verdict of begun releases alone)
+#               alloc.pml -DDONE_FIRST (the counts read in the wrong order)
+#
 # Growing a private table (T of N=2 slots moved into T' of M=2; old workers
 # apply K on T with R1, new workers pull K (R3) and apply on T', one
 # migrator (R4), R2 at any time; torn reads, SCANS=3, L=2, no clock):
@@ -103,14 +112,15 @@ if ! command -v spin >/dev/null 2>&1; then
 	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
 	exit 77
 fi
-for f in slots.pml slots-naive.pml blocks.pml mcas.pml grow.pml; do
+for f in slots.pml slots-naive.pml blocks.pml mcas.pml grow.pml alloc.pml; do
 	[ -r "$models/$f" ] || { echo "FAIL: $models/$f is missing"; exit 1; }
 done
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 cp "$models/slots.pml" "$models/slots-naive.pml" "$models/blocks.pml" \
-	"$models/mcas.pml" "$models/grow.pml" "$tmp/" || exit 1
+	"$models/mcas.pml" "$models/grow.pml" "$models/alloc.pml" "$tmp/" ||
+	exit 1
 if command -v timeout >/dev/null 2>&1; then
 	limit="timeout 300"
 else
@@ -243,6 +253,15 @@ expect_violation mcas-free-unreferenced mcas.pml \
 expect_violation mcas-collect-through-desc mcas.pml \
 	"$mcas2 -DCOLLECT_THROUGH_DESC" "-DCOLLAPSE" "-m10000 -w22"
 expect_violation mcas-free-bound-only mcas.pml "$mcas1 -DFREE_BOUND_ONLY" \
+	"-DCOLLAPSE" "-m10000 -w22"
+
+alloc2="-DNCL=2 -DCL=1 -DNR=2"
+expect_ok alloc-2r alloc.pml "$alloc2" "-DCOLLAPSE" "-m10000 -w23"
+expect_ok alloc-again alloc.pml "-DNCL=2 -DCL=2 -DNR=1" "-DCOLLAPSE" \
+	"-m10000 -w22"
+expect_violation alloc-one-count alloc.pml "$alloc2 -DONE_COUNT" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation alloc-done-first alloc.pml "$alloc2 -DDONE_FIRST" \
 	"-DCOLLAPSE" "-m10000 -w22"
 
 gmove="-DNO=1 -DNN=1"
