@@ -13,7 +13,7 @@
  *
  * The table starts small and doubles whenever it is full, up to the
  * smallest power of two of slots that holds max_keys (or 2^32 slots when
- * unbounded); at that size it evicts by second chance, like a zone.
+ * unbounded); at that size it evicts the coldest key, like a zone.
  * Expired states are swept by checks, a chunk at a time, and by the
  * reclaimer thread unless TK_OPT_NO_RECLAIMER.
  *

@@ -10,6 +10,12 @@
  *
  * A key whose state is larger than one word keeps it in a block of the
  * arena (blocks.c) and its slot references the block.
+ *
+ * A full table evicts the coldest state among the new key's candidates:
+ * one expired, else one of a key used once, else any; of those, the one
+ * that expires first, since a dropped state gives back what its key
+ * would regain by then.  Never a key between its insert and its first
+ * write.
  */
 #include "word.h"
 
@@ -23,9 +29,8 @@
 /*
  * insert(): a step was made (a slot freed, an insert of the key committed
  * or helped): look again at once.  Backing off here would hand the step
- * to rivals: on a full zone churned by new keys, a slot freed, or a key
- * committed with no state yet (the first one eviction takes), is gone
- * once the process yields, and then every round does the same.
+ * to rivals: on a full zone churned by new keys, a slot freed is another
+ * inserter's once the process yields, and then every round does the same.
  */
 #define STEPPED (-EINPROGRESS)
 /* The sleeps of tk__zone_backoff() (zone.h): 1 us doubling ten times to
@@ -191,8 +196,9 @@ static int drop(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	return 1;
 }
 
-/* The expiry time of the state of MEM slot @s; 0 if it must be looked at
- * again later (it changed), UINT64_MAX if its block is not valid. */
+/* The expiry time of the state of MEM slot @s; UINT64_MAX if it must be
+ * looked at again later (it changed), 0 if its block reference is broken
+ * (expired at once). */
 static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		       uint64_t w1)
 {
@@ -207,6 +213,40 @@ static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	return rc < 0 ? UINT64_MAX : exp;
 }
 
+/* What tidy() found in a slot. */
+enum found {
+	FREED,	 /* it freed the slot */
+	LIVE,	 /* a MEM of a state that counts, expiring at *exp */
+	UNBORN,	 /* an INS, or a MEM of "no state yet": a key being inserted */
+	NOTHING, /* EMPTY, frozen, or a multi-key update it completed */
+};
+
+/*
+ * What every visitor of slot @s, read as {@w0, @w1}, does at @now: free
+ * a COL, complete a multi-key update (a reference to none goes), reclaim
+ * a state expired for the grace.
+ */
+static enum found tidy(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		       uint64_t w1, uint64_t now, uint64_t *exp)
+{
+	uint64_t st = tkz_state(w0), grace = tk__zone_geo(z)->grace;
+
+	if (tkz_frozen(w0) || st == TKZ_EMPTY)
+		return NOTHING;
+	if (st == TKZ_COL)
+		return tkz_cas_slot(s, w0, w1, 0, 0) ? FREED : NOTHING;
+	if (st == TKZ_INS)
+		return UNBORN;
+	if (tkz_slot_desc(w0, w1))
+		return drop(z, s, w0, w1, TKZ_RECLAIMS) ? FREED : NOTHING;
+	if (!tkz_has_state(w0, w1))
+		return UNBORN;
+	*exp = expiry(z, s, w0, w1);
+	if (*exp > UINT64_MAX - grace || *exp + grace > now)
+		return LIVE;
+	return drop(z, s, w0, w1, TKZ_RECLAIMS) ? FREED : NOTHING;
+}
+
 /*
  * Judge one slot for reclamation at @now.  Returns 1 if it freed it.
  * A MEM of a real state goes once it has been expired for the grace; a
@@ -215,82 +255,113 @@ static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
  */
 static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 {
-	uint64_t w0, w1, st, exp;
+	uint64_t w0, w1, exp;
+	enum found f;
 
 	tkz_read_slot(s, &w0, &w1);
-	st = tkz_state(w0);
-	if (tkz_frozen(w0))
+	f = tidy(z, s, w0, w1, now, &exp);
+	if (f != UNBORN)
+		return f == FREED;
+	if (w0 & TKZ_REF) {
+		tkz_cas_slot(s, w0, w1, w0 & ~TKZ_REF, w1);
 		return 0;
-	if (st == TKZ_COL)
-		return tkz_cas_slot(s, w0, w1, 0, 0);
-	if (st == TKZ_MEM && tkz_slot_desc(w0, w1))
-		return drop(z, s, w0, w1, TKZ_RECLAIMS); /* helps it */
-	if (st == TKZ_MEM && tkz_has_state(w0, w1)) {
-		exp = expiry(z, s, w0, w1);
-		if (exp > UINT64_MAX - tk__zone_geo(z)->grace ||
-		    exp + tk__zone_geo(z)->grace > now)
-			return 0;
-		return drop(z, s, w0, w1, TKZ_RECLAIMS);
 	}
-	if (st == TKZ_MEM || st == TKZ_INS) {
-		if (w0 & TKZ_REF) {
-			tkz_cas_slot(s, w0, w1, w0 & ~TKZ_REF, w1);
-			return 0;
-		}
-		if (st == TKZ_INS)
-			return collide(s, w0, w1);
-		return drop(z, s, w0, w1, TKZ_RECLAIMS);
-	}
-	return 0;
+	if (tkz_state(w0) == TKZ_INS)
+		return collide(s, w0, w1);
+	return drop(z, s, w0, w1, TKZ_RECLAIMS);
+}
+
+/* The slot an eviction would take, as read. */
+struct victim {
+	struct tkz_slot *s; /* NULL: none yet */
+	uint64_t w0, w1;
+	int tier;      /* tier_of() its state */
+	uint64_t rank; /* rank_of() its state */
+};
+
+/*
+ * The tier of a state of slot word @w0, expiring at @exp, in the order
+ * of eviction, coldest first: expired (it counts no more: dropping it
+ * gives back nothing), used once, used again (tkz_referenced(); a denial
+ * counts as a use).  Uses come before expiry because the expiry of a
+ * sliding window or log is its last admission's: a key denied since
+ * ranks as cold as that admission, and by expiry alone a flood of keys
+ * used once would soon take it, and give it a fresh budget.
+ */
+static int tier_of(uint64_t w0, uint64_t exp, uint64_t now)
+{
+	if (exp <= now)
+		return 0;
+	return w0 & TKZ_REF ? 2 : 1;
 }
 
 /*
- * Both windows are full: reclaim what has expired, else (unless the zone
- * refuses) evict by second chance.  Returns 0 if a slot was freed.
+ * Where a state @w1 of slot word @w0, expiring at @exp, stands in its
+ * tier: the sooner a state expires, the less dropping it gives back (its
+ * key would regain as much by then).  A word ranks by itself, below its
+ * expiry by less than TKZ_WORD_SLACK: it orders TATs to the ns, and the
+ * counts of one packed window (layout.h), where the expiry does not.
  */
-static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t now)
+static uint64_t rank_of(uint64_t w0, uint64_t w1, uint64_t exp)
 {
-	struct tkz_slot *slots = tk__zone_slots(z);
-	int i, pass, freed = 0, rc;
-	uint64_t w0, w1;
+	return w0 & TKZ_FP_BLOCK ? exp : w1;
+}
+
+/* Is a state of @tier and @rank a better victim than @v? */
+static int colder(int tier, uint64_t rank, const struct victim *v)
+{
+	if (!v->s)
+		return 1;
+	if (tier != v->tier)
+		return tier < v->tier;
+	return rank < v->rank;
+}
+
+/*
+ * Both windows of key @fp are full: reclaim what has expired for the
+ * grace, else (unless the zone refuses) evict the coldest state
+ * (tier_of(), rank_of()).  Never a key being inserted (an INS, or a MEM
+ * of "no state yet", whose inserter is about to write it: sweeps age
+ * those), so a key is never taken between its insert and its first
+ * write.  Returns 0 if a slot was freed or @fp has a slot now (look
+ * again), -EAGAIN if there was nothing to evict or the victim changed
+ * before it went.
+ */
+static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
+		     uint64_t now)
+{
+	struct tkz_slot *s;
+	struct victim v = { NULL, 0, 0, 0, 0 };
+	uint64_t w0, w1, exp, rank;
+	int i, freed = 0, own = 0, tier, rc;
+	enum found f;
 
 	for (i = 0; i < CANDIDATES; i++) {
-		tkz_read_slot(&slots[tkz_at(c, i)], &w0, &w1);
-		if (tkz_state(w0) == TKZ_COL ||
-		    (tkz_state(w0) == TKZ_MEM && tkz_has_state(w0, w1)))
-			freed |= reclaim(z, &slots[tkz_at(c, i)], now);
+		s = &tk__zone_slots(z)[tkz_at(c, i)];
+		tkz_read_slot(s, &w0, &w1);
+		f = tidy(z, s, w0, w1, now, &exp);
+		freed |= f == FREED;
+		/* A rival inserted the key meanwhile: it needs no room. */
+		own |= (f == LIVE || f == UNBORN) && tkz_same_key(w0, fp);
+		if (f != LIVE)
+			continue;
+		tier = tier_of(w0, exp, now);
+		rank = rank_of(w0, w1, exp);
+		if (colder(tier, rank, &v))
+			v = (struct victim){ s, w0, w1, tier, rank };
 	}
-	if (freed)
+	if (freed || own)
 		return 0;
 	rc = tk__zone_when_full(z);
 	if (rc)
 		return rc;
 	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
 		return -ENOSPC;
-	/* Second chance: evict a key not used since it was last spared;
-	 * only if all were, spare none (clear every ref bit) and evict. */
-	for (pass = 0; pass < 3; pass++) {
-		for (i = 0; i < CANDIDATES; i++) {
-			tkz_read_slot(&slots[tkz_at(c, i)], &w0, &w1);
-			if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0))
-				continue;
-			if (tkz_slot_desc(w0, w1)) {
-				/* Complete it first; judge it next time. */
-				drop(z, &slots[tkz_at(c, i)], w0, w1,
-				     TKZ_EVICTIONS);
-				continue;
-			}
-			if (w0 & TKZ_REF) {
-				if (pass == 1)
-					tkz_cas_slot(&slots[tkz_at(c, i)], w0,
-						     w1, w0 & ~TKZ_REF, w1);
-			} else if (pass != 1 && drop(z, &slots[tkz_at(c, i)],
-						     w0, w1, TKZ_EVICTIONS)) {
-				return 0;
-			}
-		}
-	}
-	return -ENOSPC;
+	/* The CAS compares the whole slot: a victim used since it was
+	 * judged stays. */
+	if (!v.s || !drop(z, v.s, v.w0, v.w1, TKZ_EVICTIONS))
+		return -EAGAIN;
+	return 0;
 }
 
 /* Update the word key in slot @s seen as {@w0, @w1}: the hot path, with
@@ -414,7 +485,8 @@ static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
  * in @own which INS this claimed, if any.  Returns
  * STEPPED to look again at once (it freed a slot, or committed or helped
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
- * the empty slot first), -ENOSPC, or for a private table that grows
+ * the empty slot first, or changed the victim first, or every candidate
+ * holds a key being inserted), -ENOSPC, or for a private table that grows
  * TK__ZONE_GROW (its windows are full) and TK__ZONE_MOVED (it has grown:
  * insert in its successor).
  */
@@ -433,7 +505,7 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		return STEPPED;
 	}
 	if (v->empty < 0) {
-		rc = make_room(z, c, now);
+		rc = make_room(z, c, k->fp, now);
 		return rc ? rc : STEPPED;
 	}
 	/* A unique ticket per tentative insert: no ABA on INS. */

@@ -73,9 +73,11 @@ static inline int tkz_has_state(uint64_t w0, uint64_t w1)
 }
 
 /*
- * w0 after a write over {@w0, @w1}: the ref bit (second chance) is set by
- * every use but a key's first, so that a flood of keys used once is
- * evicted before the keys in use (scan resistance, as in 2Q or LRU-2).
+ * w0 after a write over {@w0, @w1}: the ref bit is set by every use but a
+ * key's first, so that a flood of keys used once is evicted before the
+ * keys in use (scan resistance, as in 2Q or LRU-2): a full table evicts
+ * a key used once before one used again (table.c), a full arena by
+ * second chance (blocks.c).
  */
 static inline uint64_t tkz_referenced(uint64_t w0, uint64_t w1)
 {

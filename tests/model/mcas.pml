@@ -11,9 +11,10 @@
  *   Two block keys in two slots {w0, w1} (slot 0 < slot 1: the install
  *   order).  w0 is only the ref bit (0/1): a publish or a SUCCEEDED finish
  *   sets it; the collector may clear it (the second chance of make_room()
- *   in shm/table.c, which clears it on any MEM slot, one holding a
- *   descriptor too), so a CAS that compares both words can fail while w1
- *   is unchanged.  w1 is
+ *   in shm/table.c, which cleared it on any MEM slot, one holding a
+ *   descriptor too, until eviction took the coldest key instead; kept, it
+ *   only adds behaviours), so a CAS that compares both words can fail
+ *   while w1 is unchanged.  w1 is
  *       INIT = 1              the key's first state (counter 0)
  *       REF(b, g) 16..127     a reference to incarnation g of block b
  *       DREF(c, g) >= 128     a reference to incarnation g of descriptor

@@ -31,10 +31,12 @@
  *     safety a dead process is the same as one never scheduled again.)
  *   - one janitor: NJ actions, each on any slot, read torn, then one CAS:
  *     free a COL; reclaim an expired MEM (the grace rule below); clear the
- *     ref bit of a MEM (first sweep visit of {MEM|1|fp,0}, or eviction's
- *     second chance); free a {MEM|0|fp,s} (second sweep visit when s = 0,
- *     eviction otherwise).  Eviction is allowed at any time, not only when
- *     the table is full: more behaviours than the real code, so sound.
+ *     ref bit of a MEM (first sweep visit of {MEM|1|fp,0}); free a
+ *     {MEM|0|fp,s} (second sweep visit when s = 0, eviction otherwise; the
+ *     real eviction frees {MEM|r|fp,s}, s != 0, in one CAS, which a clear
+ *     and a free in a row cover).  Eviction is allowed at any time and of
+ *     any live key, not only of the coldest when the table is full: more
+ *     behaviours than the real code, so sound.
  *   - a clock that ticks once (now: 0 -> 1).
  *
  * THE STATE WORD, THE LIMITER AND THE GRACE (the abstraction)
@@ -538,8 +540,8 @@ end:
 		jp = 0; i = 0; a = 0; b = 0
 	   }
 	:: d_step {
-		/* transition 6, first visit of a never-updated MEM, and transition
-		 * 7, second chance: {MEM|1|fp,s} -> {MEM|0|fp,s} */
+		/* transition 6, first visit of a never-updated MEM, and the first
+		 * half of transition 7: {MEM|1|fp,s} -> {MEM|0|fp,s} */
 		jp == 2 && ST(a) == S_MEM && REF(a) == 1 ->
 		if
 		:: w0[i] == a && w1[i] == b ->

@@ -4,7 +4,7 @@
  *
  * The store is the zone's slot table in private memory (shm/grow.c):
  * max_keys bounds it to the smallest power of two of slots that holds
- * them, and a full table evicts by second chance.
+ * them, and a full table evicts its coldest keys.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -196,7 +196,7 @@ static void test_flood_stays_bounded(void **state)
 	for (i = 0; i < 100000; i++) {
 		snprintf(key, sizeof(key), "flood-%u", i);
 		assert_true(check(&f, key, 1));
-		/* A key in constant use keeps its second chance. */
+		/* A key in constant use is never the coldest. */
 		if (i % 2 == 0 && check(&f, "hot", 1))
 			hot_allowed++;
 		assert_true(stats_of(&f).keys <= 1024);
