@@ -162,13 +162,12 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 	 * the helper may be reading the key under another one. */
 	fp = tkz_fp(v.w0[e]);
 	/* Counted by whoever commits: once per key inserted (in a table
-	 * that grew, less the keys carried over from its predecessors). */
+	 * that grew, not the keys brought over from its predecessors). */
 	if (tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
 			 tkz_w0(TKZ_MEM, 0, fp),
-			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0)) {
+			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0) &&
+	    !tk__zone_carry(z, fp))
 		tkz_count(z, TKZ_INSERTS);
-		tk__zone_carry(z, fp);
-	}
 }
 
 /*
