@@ -210,7 +210,13 @@ static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
  * Judge one slot for reclamation at @now.  Returns 1 if it freed it.
  * A MEM of a real state goes once it has been expired for the grace; a
  * MEM of "no state yet" or an INS is aged by its ref bit, so that only
- * one abandoned by a dead process (two sweeps apart) is freed.
+ * one abandoned by a dead process (two sweeps apart) is freed.  A private
+ * table's threads do not die alone: its MEMs of "no state yet" are left
+ * to their inserters, who write them within microseconds (or see them
+ * frozen and carried by a growth, or give up on an error, and then a
+ * growth carries them, or an eviction takes them first); freed under
+ * their inserters, they would count an expiration of no state and a
+ * second insert of the key.
  */
 static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 {
@@ -238,6 +244,8 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 		}
 		if (st == TKZ_INS)
 			return collide(s, w0, w1);
+		if (tk__zone_private_table(z))
+			return 0;
 		return drop(z, s, w0, w1, TKZ_RECLAIMS);
 	}
 	return 0;

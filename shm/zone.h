@@ -182,6 +182,12 @@ static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
 /* grow.c: see tk__zone_carry(). */
 int tk__table_carry(struct tk__zone *z, uint64_t fp);
 
+/* Is @z a private table that grows (grow.c), not a zone? */
+static inline int tk__zone_private_table(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->table != NULL;
+}
+
 /*
  * After a commit of key @fp's insert in @z: 1 if it brings over a key
  * that a table @z grew from counted already (the copy of its state, or
@@ -191,9 +197,7 @@ int tk__table_carry(struct tk__zone *z, uint64_t fp);
  */
 static inline int tk__zone_carry(struct tk__zone *z, uint64_t fp)
 {
-	if (((struct tk__zone_head *)(void *)z)->table)
-		return tk__table_carry(z, fp);
-	return 0;
+	return tk__zone_private_table(z) ? tk__table_carry(z, fp) : 0;
 }
 
 /*

@@ -7,7 +7,8 @@
  * - forked at the pass's first grace period (the tables it took are not
  *   unlinked yet) and at its second (they are unlinked, not freed), many
  *   times over, the table growing between passes;
- * - the same child closed without a pass (tk__table_free()) frees them.
+ * - the same child closed without a pass (tk__table_free()) frees them;
+ * - a memory store's child, forked wherever its reclaimer thread is.
  *
  * White-box (statically linked): the table has no public interface.
  */
@@ -18,8 +19,12 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <throttlekit.h>
 
 #include "../../shm/word.h"
 #include "internal.h"
@@ -163,11 +168,78 @@ static void test_child_closes_without_pass(void **state)
 	forks_during_passes(0);
 }
 
+/*
+ * The store as an application sees it: a memory store whose reclaimer
+ * thread frees the retired tables every millisecond, and a child forked
+ * after each growth, wherever that thread is.  The child runs a pass
+ * itself (its own thread would start with its first check) and then
+ * holds no byte that is not in use.
+ */
+#define STORE_FORKS 40
+
+static int store_child(struct tk_store *st)
+{
+	struct tk_stats s;
+
+	tk__table_reclaim(tk__memory_table(st), tk__rcu_synchronize);
+	if (tk_store_stats(st, &s, sizeof(s)) != 0)
+		return 2;
+	return s.reserved == s.live && s.live > 0 ? 0 : 1;
+}
+
+static void test_store_forks_during_reclaim(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *lim = NULL;
+	struct tk_store *st = NULL;
+	struct tk_decision d;
+	uint64_t g = 0, k = 0;
+	char key[32];
+	int n, status, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	o.reclaim_interval = UINT64_C(1000000); /* 1 ms */
+	for (n = 0; n < STORE_FORKS; n++) {
+		/* A fresh store every GROWTHS forks: 1024 slots to 64k. */
+		if (n % GROWTHS == 0) {
+			tk_limiter_close(lim);
+			tk_store_close(st);
+			assert_int_equal(tk_store_open(&st, "memory", &o), 0);
+			o.store = st;
+			assert_int_equal(
+				tk_limiter_open(&lim, "gcra:100/1h", NULL, &o),
+				0);
+			o.store = NULL;
+			g = tk__table_growths(tk__memory_table(st));
+		}
+		while (tk__table_growths(tk__memory_table(st)) == g) {
+			snprintf(key, sizeof(key), "k%llu",
+				 (unsigned long long)k++);
+			assert_int_equal(
+				tk_limiter_check(lim, key, strlen(key), 1, &d),
+				0);
+		}
+		g = tk__table_growths(tk__memory_table(st));
+		pid = fork();
+		if (pid == 0)
+			_exit(store_child(st));
+		assert_true(pid > 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		bad += WEXITSTATUS(status) != 0;
+	}
+	assert_int_equal(bad, 0);
+	tk_limiter_close(lim);
+	tk_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_child_frees_what_the_pass_held),
 		cmocka_unit_test(test_child_closes_without_pass),
+		cmocka_unit_test(test_store_forks_during_reclaim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
