@@ -130,8 +130,10 @@ static int fork_during_pass(struct tk__table *t, int at, int reclaim)
 	return WEXITSTATUS(status);
 }
 
-static void forks_during_passes(int reclaim)
+/* @state: whether the child runs a pass (or only closes the table). */
+static void test_forks_during_passes(void **state)
 {
+	int reclaim = *(int *)*state;
 	struct tk__table *t = NULL;
 	uint64_t i = 0;
 	int n;
@@ -156,17 +158,7 @@ static void forks_during_passes(int reclaim)
 	tk__table_free(t);
 }
 
-static void test_child_frees_what_the_pass_held(void **state)
-{
-	(void)state;
-	forks_during_passes(1);
-}
-
-static void test_child_closes_without_pass(void **state)
-{
-	(void)state;
-	forks_during_passes(0);
-}
+static int child_reclaims = 1, child_closes;
 
 /*
  * The store as an application sees it: a memory store whose reclaimer
@@ -237,8 +229,10 @@ static void test_store_forks_during_reclaim(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_child_frees_what_the_pass_held),
-		cmocka_unit_test(test_child_closes_without_pass),
+		cmocka_unit_test_prestate(test_forks_during_passes,
+					  &child_reclaims),
+		cmocka_unit_test_prestate(test_forks_during_passes,
+					  &child_closes),
 		cmocka_unit_test(test_store_forks_during_reclaim),
 	};
 
