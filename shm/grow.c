@@ -511,6 +511,8 @@ static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	return TK__ZONE_PERSIST;
 }
 
+void (*tk__table_copy_hook)(struct tk__zone *nz, const struct tk__zone_key *k);
+
 /* Copy the state of frozen slot @idx of @oz, {@w0, @w1}, to @nz. */
 static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 		  uint64_t w0, uint64_t w1, uint64_t now)
@@ -533,6 +535,8 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 		words[0] = w1;
 	}
 	rc = tk__zone_apply(nz, &k, now, im.n, import_fn, &im);
+	if (rc >= 0 && tk__table_copy_hook)
+		tk__table_copy_hook(nz, &k);
 	/* Copied, or a newer state there: the frozen one goes, so that
 	 * nothing brings it back, and a later insert of the key counts as
 	 * one (tk__table_carry()). */

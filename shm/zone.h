@@ -472,8 +472,11 @@ static inline struct tk__zone *tk__table_zone(struct tk__table *t)
 }
 uint64_t tk__table_growths(struct tk__table *t);
 /* Tests: if set, called by a growth's completion of @t before each of
- * its steps (@step 0 to 4, see complete() in grow.c). */
+ * its steps (@step 0 to 4, see complete() in grow.c), and by a copy of
+ * @k's state to @nz that has landed, before it takes the frozen one. */
 extern void (*tk__table_complete_hook)(struct tk__table *t, int step);
+extern void (*tk__table_copy_hook)(struct tk__zone *nz,
+				   const struct tk__zone_key *k);
 /* The event counters of all its tables, a moved key counted once. */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);
 /* Keys held, in the newest table and not moved yet out of its predecessor:

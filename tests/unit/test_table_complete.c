@@ -15,7 +15,11 @@
  *   stays made although a pull of the key was in flight: the reset finds
  *   the table the key left (as the successor's old, or among the
  *   retired) and marks the key's frozen state there gone, so the pull
- *   brings nothing back.
+ *   brings nothing back;
+ * - the same reset while one copy of the key has landed and not taken
+ *   the frozen state yet, and another, which read it before, is in
+ *   flight (two threads stalled in hooks): the reset itself must mark
+ *   the frozen state gone, at whatever step the completion is.
  *
  * White-box (statically linked): the table has no public interface.
  */
@@ -24,6 +28,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include <pthread.h>
 
 #include "../../shm/word.h"
 #include "table-kit.h"
@@ -256,11 +262,141 @@ static void test_reset_during_completion_stays(void **state)
 	}
 }
 
+/*
+ * Test 5: the same reset while one copy of the key has landed and not
+ * taken its frozen state yet, and another copy, which read the frozen
+ * state before, is in flight: threads B (stalled at its insert in the
+ * successor) and A (which commits B's insert, lands the copy, and
+ * stalls before its take).  The reset, made by the completer stalled
+ * before step @step, must mark the frozen state itself: else B, going
+ * on, finds it still there and copies it back.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t a, b;
+	int b_stalled, a_landed, go;
+} two = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+/* Say @flag, then wait for the main thread's go. */
+static void stall_until_go(int *flag)
+{
+	pthread_mutex_lock(&two.lock);
+	*flag = 1;
+	pthread_cond_broadcast(&two.cond);
+	while (!two.go)
+		pthread_cond_wait(&two.cond, &two.lock);
+	pthread_mutex_unlock(&two.lock);
+}
+
+static void wait_for_flag(const int *flag)
+{
+	pthread_mutex_lock(&two.lock);
+	while (!*flag)
+		pthread_cond_wait(&two.cond, &two.lock);
+	pthread_mutex_unlock(&two.lock);
+}
+
+/* Is this thread *@th?  Read under the lock pthread_create() was
+ * called with, so that a thread that runs at once sees its own id. */
+static int is_thread(const pthread_t *th)
+{
+	int yes;
+
+	pthread_mutex_lock(&two.lock);
+	yes = pthread_equal(pthread_self(), *th);
+	pthread_mutex_unlock(&two.lock);
+	return yes;
+}
+
+static void stall_b(struct tk__zone *z, const struct tk__zone_key *k, int at,
+		    int settled)
+{
+	(void)at;
+	if (z == victim_to && k->fp == victim.fp && !settled &&
+	    !two.b_stalled && is_thread(&two.b))
+		stall_until_go(&two.b_stalled);
+}
+
+static void stall_a(struct tk__zone *nz, const struct tk__zone_key *k)
+{
+	if (nz == victim_to && k->fp == victim.fp && !two.a_landed &&
+	    is_thread(&two.a))
+		stall_until_go(&two.a_landed);
+}
+
+static void *read_victim(void *arg)
+{
+	uint64_t n;
+
+	(void)arg;
+	assert_int_equal(
+		tk__table_apply(racing, &victim, T0, 1, kit_read_fn, &n),
+		TK__ZONE_KEEP);
+	return NULL;
+}
+
+static void reset_between_copies(int step)
+{
+	struct tk__table *t = kit_table(1024, UINT64_C(1) << 20, seed, T0);
+	uint64_t i = 0, j;
+
+	grow_once(t, &i);
+	victim_to = tk__table_zone(t);
+	j = unmoved(tk__zone_old(victim_to), i);
+	racing = t;
+	victim = key(j);
+	next_key = UINT64_C(1) << 32;
+	stall_at = step;
+	second = 0;
+	completions = 0;
+	reset_rc = 1;
+	two.b_stalled = two.a_landed = two.go = 0;
+	tk__zone_insert_hook = stall_b;
+	tk__table_copy_hook = stall_a;
+	tk__table_complete_hook = then_reset;
+	/* Set before either can reach its hook. */
+	pthread_mutex_lock(&two.lock);
+	assert_int_equal(pthread_create(&two.b, NULL, read_victim, NULL), 0);
+	pthread_mutex_unlock(&two.lock);
+	wait_for_flag(&two.b_stalled);
+	pthread_mutex_lock(&two.lock);
+	assert_int_equal(pthread_create(&two.a, NULL, read_victim, NULL), 0);
+	pthread_mutex_unlock(&two.lock);
+	wait_for_flag(&two.a_landed);
+	/* Every chunk moved (j's copy is there), then the completion. */
+	while (tk__zone_old(victim_to) != NULL)
+		assert_int_equal(bump(t, next_key++), TK__ZONE_PERSIST);
+	pthread_mutex_lock(&two.lock);
+	two.go = 1;
+	pthread_cond_broadcast(&two.cond);
+	pthread_mutex_unlock(&two.lock);
+	assert_int_equal(pthread_join(two.b, NULL), 0);
+	assert_int_equal(pthread_join(two.a, NULL), 0);
+	tk__zone_insert_hook = NULL;
+	tk__table_copy_hook = NULL;
+	tk__table_complete_hook = NULL;
+	assert_int_equal(completions > 0, 1);
+	assert_int_equal(reset_rc, 0);
+	assert_int_equal(count(t, j), 0);
+	tk__table_free(t);
+}
+
+static void test_reset_between_copies_stays(void **state)
+{
+	int step;
+
+	(void)state;
+	for (step = 0; step < STEPS; step++)
+		reset_between_copies(step);
+}
+
 static int no_hooks(void **state)
 {
 	(void)state;
 	tk__zone_insert_hook = NULL;
 	tk__table_complete_hook = NULL;
+	tk__table_copy_hook = NULL;
 	return 0;
 }
 
@@ -273,6 +409,8 @@ int main(void)
 					  no_hooks),
 		cmocka_unit_test(test_moved_key_inserted_again_counts),
 		cmocka_unit_test_teardown(test_reset_during_completion_stays,
+					  no_hooks),
+		cmocka_unit_test_teardown(test_reset_between_copies_stays,
 					  no_hooks),
 	};
 
