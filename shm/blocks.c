@@ -18,7 +18,7 @@
  * any the page had, so no value of an earlier life of a page ever comes
  * back and every CAS prepared in one fails ("Pages" in the protocol).
  */
-#include "slot.h"
+#include "word.h"
 
 #include <errno.h>
 
@@ -31,11 +31,18 @@
 /* The passes of visit(): besides collecting garbage, what it does to the
  * live blocks it passes (press()). */
 enum pass {
-	RECLAIM,  /* reclaim expired states (another class's: reuse) */
-	TURN,	  /* reclaim expired states, note when the others may */
-	EVICT,	  /* and evict a key not referenced since last spared */
-	SPARE,	  /* clear ref bits: every key was spared */
-	EVICT_ANY /* and evict */
+	RECLAIM, /* reclaim expired states (another class's: reuse) */
+	TURN,	 /* reclaim expired states, note when the others may */
+	EVICT,	 /* reclaim expired states, note the coldest of the others */
+	SPARE	 /* reclaim expired states, clear the others' ref bits */
+};
+
+/* The key an eviction would take: its slot and block, as read. */
+struct victim {
+	int have;
+	uint64_t slot, w0, w1; /* the slot index and its value */
+	uint64_t cell, h0, h1; /* the block and its header */
+	struct tkz_heat heat;
 };
 
 /* What a claim wants, and what its visits learn. */
@@ -44,7 +51,8 @@ struct want {
 	uint32_t mark; /* words or TKZ_BLK_DESC */
 	uint64_t bind; /* slot << 32 | tag */
 	uint64_t now;
-	uint64_t until; /* TURN: the earliest a live state may expire */
+	uint64_t until;	      /* TURN: the earliest a live state may expire */
+	struct victim victim; /* EVICT: the coldest state seen */
 	struct tk__blk *b;
 };
 
@@ -268,30 +276,31 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
  * Press the key whose live block is at @cell: reclaim it if expired; in
  * @pass RECLAIM keep it otherwise, and release a block reclaimed (it is of
  * another class than @w's); in TURN keep it, noting when it may expire;
- * in EVICT evict it unless its ref bit spares it, in SPARE clear that
- * bit (every key was spared), in EVICT_ANY evict it.  Never the key whose
- * update this allocation is for: evicting it would only make that update
- * start again, its state lost.  A block taken from its key goes straight
- * to @w, never free in between: no other claim can take it, and no
- * release is counted (a full class stays known full while it evicts).
- * Returns 1 if @w has it.
+ * in EVICT keep it, noting it if it is the coldest seen (tkz_heat_of(),
+ * as slots are evicted: evict()); in SPARE keep it, clearing its ref
+ * bit.  Never the key whose update this
+ * allocation is for: evicting it would only make that update start
+ * again, its state lost.  A block reclaimed for @w goes straight to it,
+ * never free in between: no other claim can take it, and no release is
+ * counted.  Returns 1 if @w has it.
  */
 static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 		 enum pass pass, struct want *w)
 {
-	uint64_t slot = h1 >> 32, w0, w1, exp, grace = tk__zone_geo(z)->grace;
+	uint64_t slot = h1 >> 32, w0, w1, exp, at,
+		 grace = tk__zone_geo(z)->grace;
 	uint64_t c[2];
+	struct tkz_heat heat;
 	struct tkz_slot *s;
-	int expired;
 
 	if (slot >= tk__zone_geo(z)->capacity || slot == w->bind >> 32)
 		return 0;
 	/* A live state, by its expiry cell alone (in the header's line):
 	 * a cell of the header's gen is of this incarnation. */
 	tkz_load2(tk__zone_cells(z)[cell + 1].w, c);
-	exp = c[1] <= UINT64_MAX - grace ? c[1] + grace : UINT64_MAX;
-	if (pass <= TURN && c[0] == gen_of(h0) && exp > w->now) {
-		w->until = exp < w->until ? exp : w->until;
+	at = c[1] <= UINT64_MAX - grace ? c[1] + grace : UINT64_MAX;
+	if (pass == TURN && c[0] == gen_of(h0) && at > w->now) {
+		w->until = at < w->until ? at : w->until;
 		return 0;
 	}
 	s = &tk__zone_slots(z)[slot];
@@ -301,23 +310,22 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 		return 0;
 	if (tk__blk_read(z, s, w0, w1, NULL, 0, &exp) < 0)
 		return 0;
-	exp = exp <= UINT64_MAX - grace ? exp + grace : UINT64_MAX;
-	expired = exp <= w->now;
-	if (!expired && pass == TURN)
-		w->until = exp < w->until ? exp : w->until;
-	if (!expired && pass <= TURN)
-		return 0;
-	if (!expired && (w0 & TKZ_REF)) {
-		if (pass == SPARE)
+	at = exp <= UINT64_MAX - grace ? exp + grace : UINT64_MAX;
+	if (at > w->now) {
+		if (pass == TURN)
+			w->until = at < w->until ? at : w->until;
+		if (pass == SPARE && (w0 & TKZ_REF))
 			tkz_cas(s->w, w0, w1, w0 & ~TKZ_REF, w1);
+		heat = tkz_heat_of(w0, w1, exp, w->now);
+		if (pass == EVICT &&
+		    (!w->victim.have || tkz_colder(heat, w->victim.heat)))
+			w->victim = (struct victim){ 1,	   slot, w0, w1,
+						     cell, h0,	 h1, heat };
 		return 0;
 	}
-	if (!expired &&
-	    (pass == SPARE || (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)))
-		return 0;
 	if (!tkz_cas(s->w, w0, w1, 0, 0))
 		return 0;
-	tkz_count(z, expired ? TKZ_RECLAIMS : TKZ_EVICTIONS);
+	tkz_count(z, TKZ_RECLAIMS);
 	return pass == RECLAIM ? release(z, cell, h0, h1)
 			       : take(z, cell, h0, h1, w);
 }
@@ -651,6 +659,50 @@ static int full_turn(struct tk__zone *z, struct want *w)
 	return -ENOSPC;
 }
 
+/*
+ * The class is full and the zone evicts: take the block of the coldest
+ * key among those a visit near the cursor passes (reclaiming what
+ * expired on the way), as a full slot table evicts (shm/table.c,
+ * make_room()).  If every one was used again since it was last spared,
+ * the same blocks are visited again to clear their ref bits, as a clock
+ * hand does: a key that is not used again before the next eviction is
+ * then used once as far as eviction goes, and goes before those used
+ * since.  The slot's CAS compares the whole slot: a victim used since it
+ * was judged stays, and the next visit judges again.  The evicted key's
+ * block goes straight to @w, never free in between.
+ */
+static int evict(struct tk__zone *z, struct want *w)
+{
+	struct victim *v = &w->victim;
+	uint64_t *cursor = &alloc_of(z, w->k)->v, from;
+	int round, seen = 0;
+
+	for (round = 0; round < 4; round++) {
+		v->have = 0;
+		from = ck_pr_load_64(cursor);
+		if (visit(z, w, EVICT, VISITS_MAX) == 0)
+			return 0;
+		seen |= v->have;
+		if (!v->have)
+			continue; /* every block in flight, or this key's */
+		if (v->heat.tier == TKZ_USED_AGAIN) {
+			ck_pr_store_64(cursor, from);
+			if (visit(z, w, SPARE, VISITS_MAX) == 0)
+				return 0;
+		}
+		if (!tkz_cas(tk__zone_slots(z)[v->slot].w, v->w0, v->w1, 0, 0))
+			continue;
+		tkz_count(z, TKZ_EVICTIONS);
+		/* Else a collector freed it first: a spare, or the next
+		 * visit finds it. */
+		if (take(z, v->cell, v->h0, v->h1, w) || claim_spare(z, w))
+			return 0;
+	}
+	/* Rivals kept changing what it judged: look again after a backoff
+	 * (the caller's), as a lost slot update does. */
+	return seen ? -EAGAIN : -ENOSPC;
+}
+
 /* Claim a block of class @k whose header says @mark (words or
  * TKZ_BLK_DESC), in the order of docs/shm-protocol.md, "Finding a free
  * block": a spare, a block near the cursor, a page of the pool, a whole
@@ -658,8 +710,7 @@ static int full_turn(struct tk__zone *z, struct want *w)
 static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		 uint64_t e, uint64_t now, struct tk__blk *b)
 {
-	struct want w = { k, mark, slot << 32 | tkz_tag(e), now, 0, b };
-	enum pass pass;
+	struct want w = { k, mark, slot << 32 | tkz_tag(e), now, 0, { 0 }, b };
 	int rc, round;
 
 	if (k < 0)
@@ -688,10 +739,7 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 		return rc;
 	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
 		return -ENOSPC; /* the turn reclaimed what had expired */
-	for (pass = EVICT; pass <= EVICT_ANY; pass++)
-		if (visit(z, &w, pass, VISITS_MAX) == 0)
-			return 0;
-	return -ENOSPC;
+	return evict(z, &w);
 }
 
 int tk__blk_claim(struct tk__zone *z, uint32_t words, uint64_t slot, uint64_t e,

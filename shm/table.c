@@ -283,52 +283,13 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 struct victim {
 	struct tkz_slot *s; /* NULL: none yet */
 	uint64_t w0, w1;
-	int tier;      /* tier_of() its state */
-	uint64_t rank; /* rank_of() its state */
+	struct tkz_heat heat;
 };
-
-/*
- * The tier of a state of slot word @w0, expiring at @exp, in the order
- * of eviction, coldest first: expired (it counts no more: dropping it
- * gives back nothing), used once, used again (tkz_referenced(); a denial
- * counts as a use).  Uses come before expiry because the expiry of a
- * sliding window or log is its last admission's: a key denied since
- * ranks as cold as that admission, and by expiry alone a flood of keys
- * used once would soon take it, and give it a fresh budget.
- */
-static int tier_of(uint64_t w0, uint64_t exp, uint64_t now)
-{
-	if (exp <= now)
-		return 0;
-	return w0 & TKZ_REF ? 2 : 1;
-}
-
-/*
- * Where a state @w1 of slot word @w0, expiring at @exp, stands in its
- * tier: the sooner a state expires, the less dropping it gives back (its
- * key would regain as much by then).  A word ranks by itself, below its
- * expiry by less than TKZ_WORD_SLACK: it orders TATs to the ns, and the
- * counts of one packed window (layout.h), where the expiry does not.
- */
-static uint64_t rank_of(uint64_t w0, uint64_t w1, uint64_t exp)
-{
-	return w0 & TKZ_FP_BLOCK ? exp : w1;
-}
-
-/* Is a state of @tier and @rank a better victim than @v? */
-static int colder(int tier, uint64_t rank, const struct victim *v)
-{
-	if (!v->s)
-		return 1;
-	if (tier != v->tier)
-		return tier < v->tier;
-	return rank < v->rank;
-}
 
 /*
  * Both windows of key @fp are full: reclaim what has expired for the
  * grace, else (unless the zone refuses) evict the coldest state
- * (tier_of(), rank_of()).  Never a key being inserted (an INS, or a MEM
+ * (tkz_heat_of()).  Never a key being inserted (an INS, or a MEM
  * of "no state yet", whose inserter is about to write it: sweeps age
  * those), so a key is never taken between its insert and its first
  * write.  Returns 0 if a slot was freed or @fp has a slot now (look
@@ -339,9 +300,10 @@ static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 		     uint64_t now)
 {
 	struct tkz_slot *s;
-	struct victim v = { NULL, 0, 0, 0, 0 };
-	uint64_t w0, w1, exp, rank;
-	int i, freed = 0, own = 0, tier, rc;
+	struct victim v = { NULL, 0, 0, { 0, 0 } };
+	struct tkz_heat heat;
+	uint64_t w0, w1, exp;
+	int i, freed = 0, own = 0, rc;
 	enum found f;
 
 	for (i = 0; i < CANDIDATES; i++) {
@@ -353,10 +315,9 @@ static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 		own |= (f == LIVE || f == UNBORN) && tkz_same_key(w0, fp);
 		if (f != LIVE)
 			continue;
-		tier = tier_of(w0, exp, now);
-		rank = rank_of(w0, w1, exp);
-		if (colder(tier, rank, &v))
-			v = (struct victim){ s, w0, w1, tier, rank };
+		heat = tkz_heat_of(w0, w1, exp, now);
+		if (!v.s || tkz_colder(heat, v.heat))
+			v = (struct victim){ s, w0, w1, heat };
 	}
 	if (freed || own)
 		return 0;

@@ -84,6 +84,46 @@ static inline uint64_t tkz_referenced(uint64_t w0, uint64_t w1)
 	return tkz_has_state(w0, w1) ? w0 | TKZ_REF : w0;
 }
 
+/*
+ * How cold a live state is, for eviction (docs/shm-protocol.md, "Which
+ * key is evicted"): the tier first, coldest first: expired (it counts no
+ * more: dropping it gives back nothing), used once, used again
+ * (tkz_referenced(); a denial counts as a use).  Uses come before expiry
+ * because the expiry of a sliding window or log is its last admission's:
+ * a key denied since ranks as cold as that admission, and by expiry
+ * alone a flood of keys used once would soon take it, and give it a
+ * fresh budget.  Then the rank: the sooner a state expires, the less
+ * dropping it gives back (its key would regain as much by then).  A word
+ * ranks by itself, below its expiry by less than TKZ_WORD_SLACK: it
+ * orders TATs to the ns, and the counts of one packed window (layout.h),
+ * where the expiry does not.
+ */
+enum tkz_tier { TKZ_EXPIRED, TKZ_USED_ONCE, TKZ_USED_AGAIN };
+
+struct tkz_heat {
+	enum tkz_tier tier;
+	uint64_t rank;
+};
+
+/* The heat of state @w1 of slot word @w0, expiring at @exp, at @now. */
+static inline struct tkz_heat tkz_heat_of(uint64_t w0, uint64_t w1,
+					  uint64_t exp, uint64_t now)
+{
+	struct tkz_heat h;
+
+	h.tier = exp <= now	? TKZ_EXPIRED
+		 : w0 & TKZ_REF ? TKZ_USED_AGAIN
+				: TKZ_USED_ONCE;
+	h.rank = w0 & TKZ_FP_BLOCK ? exp : w1;
+	return h;
+}
+
+/* Is a state of heat @a a better victim than one of heat @b? */
+static inline int tkz_colder(struct tkz_heat a, struct tkz_heat b)
+{
+	return a.tier != b.tier ? a.tier < b.tier : a.rank < b.rank;
+}
+
 /* A read-only outcome @rc stands only if read from an untorn slot. */
 static inline int tkz_confirm(struct tkz_slot *s, uint64_t w0, uint64_t w1,
 			      int rc)

@@ -104,9 +104,9 @@ static void verify(const char *zone, struct tk_zone_info *info)
 /*
  * Every block of a size referenced (each key used twice, the last use of
  * the last key needing a block more than the arena has): keys still get
- * blocks, by second chance: spare none, then evict, never the key being
- * updated.  Then hot keys keep exact counts while a flood of keys used
- * once evicts itself.
+ * blocks, by eviction of the coldest, with the ref bits cleared when all
+ * are set, never the key being updated.  Then hot keys keep exact counts
+ * while a flood of keys used once evicts itself.
  */
 static void test_full_class_evicts(void **state)
 {
