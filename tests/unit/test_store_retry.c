@@ -170,27 +170,36 @@ static void test_shared_store(void **state)
 	assert_rc(tk_zone_destroy("shared"), 0);
 }
 
-/* A zone the trust rules refuse: -EACCES, decided by the fail policy. */
+/*
+ * A zone absent, then there but refused by the trust rules (-EACCES),
+ * then put right: each failed try says its own error, and the fail
+ * policy decides until the store opens.
+ */
 static void test_refused_zone(void **state)
 {
 	struct tk_options o;
 	struct tk_limiter *l;
 	struct tk_decision d;
+	struct tk_stats st;
 	char path[256];
 
 	(void)state;
 	tk_clock_set(clock_, T0);
 	tk_zone_destroy("open-to-all");
+	options(&o, TK_FAIL_CLOSED);
+	assert_rc(tk_limiter_open(&l, "gcra:1/s", "shm:open-to-all", &o), 0);
+	assert_rc(tk_limiter_stats(l, &st, sizeof(st)), -ENOENT);
 	create("open-to-all");
 	kit_zone_path(path, sizeof(path), "open-to-all");
 	assert_int_equal(chmod(path, 0666), 0);
 	options(&o, TK_FAIL_ERROR);
 	assert_rc(tk_limiter_open(&l, "gcra:1/s", "shm:open-to-all", &o),
 		  -EACCES);
-	options(&o, TK_FAIL_CLOSED);
-	assert_rc(tk_limiter_open(&l, "gcra:1/s", "shm:open-to-all", &o), 0);
+	/* A try that fails again, for another reason. */
+	assert_rc(tk_clock_advance(clock_, SEC), 0);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
 	assert_degraded(&d, false, 1);
+	assert_rc(tk_limiter_stats(l, &st, sizeof(st)), -EACCES);
 	/* Put right: the next try a second on takes it. */
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_rc(tk_clock_advance(clock_, SEC), 0);
