@@ -155,24 +155,17 @@ static int rule_taken(const char *name)
 	return find_rule(name) != NULL;
 }
 
-/*
- * @spec as messages and the status page show it: the password of a URL
- * (redis://USER:PASSWORD@HOST) as "***".  The last '@' ends it, which may
- * hide more than the password (a key_prefix holding '@') but never less,
- * even in a spec the library refuses or a scheme it does not know.
- */
+/* @spec as messages and the status page show it (tk_spec_redact()). */
 static const char *shown_spec(apr_pool_t *p, const char *spec)
 {
-	const char *auth = strstr(spec, "://"), *at, *colon;
+	int n = tk_spec_redact(spec, NULL, 0);
+	char *buf;
 
-	if (!auth)
-		return spec;
-	auth += 3;
-	at = strrchr(auth, '@');
-	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	if (!colon)
-		return spec;
-	return apr_psprintf(p, "%.*s***%s", (int)(colon + 1 - spec), spec, at);
+	if (n < 0)
+		return "(a store spec)";
+	buf = apr_palloc(p, (apr_size_t)n + 1);
+	tk_spec_redact(spec, buf, (size_t)n + 1);
+	return buf;
 }
 
 /*
@@ -298,7 +291,9 @@ static apr_status_t policy_cleanup(void *p)
 
 static const char *rule_policy(cmd_parms *cmd, struct tk_mod_rule *r)
 {
+	struct tk_policy_info info;
 	struct tk_parse_error pe;
+	size_t i;
 	int rc, n;
 
 	memset(&pe, 0, sizeof(pe));
@@ -319,13 +314,21 @@ static const char *rule_policy(cmd_parms *cmd, struct tk_mod_rule *r)
 	r->canonical = apr_palloc(cmd->pool, (apr_size_t)n + 1);
 	tk_policy_format(r->policy, r->canonical, (size_t)n + 1);
 	r->dims = tk_policy_dimensions(r->policy);
-	r->composite_any = strncmp(r->canonical, "any(", 4) == 0;
-	r->leaky = strncmp(r->canonical, "leaky:", 6) == 0;
-	if (!r->leaky && strstr(r->canonical, "leaky:"))
-		return apr_psprintf(cmd->pool,
-				    "ThrottleRule %s: a shaper (leaky:) must "
-				    "be a rule's whole policy",
-				    r->name);
+	for (i = 0; i < r->dims; i++) {
+		tk_policy_info(r->policy, i, &info, sizeof(info));
+		if (info.shaper && r->dims > 1)
+			return apr_psprintf(
+				cmd->pool,
+				"ThrottleRule %s: a shaper (leaky:) "
+				"must be a rule's whole policy",
+				r->name);
+		r->leaky = info.shaper;
+		r->composite_any = strcmp(info.composite, "any") == 0;
+		/* The key prefix names the algorithm (child_init). */
+		r->algorithm = apr_pstrdup(cmd->pool, info.composite[0]
+							      ? info.composite
+							      : info.algorithm);
+	}
 	return NULL;
 }
 
@@ -364,12 +367,12 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 		else
 			err = "expected ietf, legacy, both or none";
 	} else if ((v = option(w, "fail")) != NULL) {
-		if (strcmp(v, "open") == 0)
+		/* A request is never answered with the store's error. */
+		if (tk_fail_parse(v, strlen(v), &r->fail) != 0 ||
+		    r->fail == TK_FAIL_ERROR) {
 			r->fail = TK_FAIL_OPEN;
-		else if (strcmp(v, "closed") == 0)
-			r->fail = TK_FAIL_CLOSED;
-		else
 			err = "expected open or closed";
+		}
 	} else if ((v = option(w, "delay")) != NULL) {
 		if (ap_timeout_parameter_parse(v, &t, "s") != APR_SUCCESS ||
 		    t <= 0)

@@ -174,6 +174,7 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 {
 	struct tk_mod_registry *reg = tk_mod_registry();
 	struct tk_options o;
+	struct tk_stats st;
 	int i;
 
 	(void)pchild;
@@ -184,18 +185,24 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 		zone_options(s, &o);
 		if (s->zone)
 			o.flags |= TK_OPT_ZONE_NO_CREATE;
+		/* A store that fails gives one that answers with its error,
+		 * which the rules' fail policies decide, and retries. */
+		o.flags |= TK_OPT_RETRY_OPEN;
 		s->open_rc = tk_store_open(&s->handle, s->spec, &o);
+		if (s->open_rc == 0)
+			s->open_rc = tk_store_stats(s->handle, &st, sizeof(st));
 		if (s->open_rc)
 			ap_log_error(APLOG_MARK, APLOG_ERR, 0, srv,
 				     "ThrottleStore %s: cannot open %s: %s; "
-				     "its rules answer by their fail policy",
-				     s->name, s->shown,
-				     tk_strerror(s->open_rc));
+				     "its rules answer by their fail policy%s",
+				     s->name, s->shown, tk_strerror(s->open_rc),
+				     s->handle ? " until it opens (tried "
+						 "again every second)"
+					       : "");
 	}
 	for (i = 0; i < reg->rules->nelts; i++) {
 		struct tk_mod_rule *r =
 			APR_ARRAY_IDX(reg->rules, i, struct tk_mod_rule *);
-		size_t alg = strcspn(r->canonical, ":(");
 
 		if (!r->store->handle) {
 			r->open_rc = r->store->open_rc;
@@ -207,8 +214,8 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 		o.fail = r->fail;
 		/* Rules never share keys; a rule whose algorithm changes over
 		 * a restart starts afresh instead of meeting the old states. */
-		o.prefix = apr_psprintf(pchild, "%s|%.*s|", r->name, (int)alg,
-					r->canonical);
+		o.prefix =
+			apr_psprintf(pchild, "%s|%s|", r->name, r->algorithm);
 		r->open_rc =
 			tk_limiter_open(&r->limiter, r->canonical, NULL, &o);
 		if (r->open_rc)

@@ -41,9 +41,13 @@ struct tk_mod_store {
 	unsigned int mode; /* file mode; 0: the library's default */
 	const char *file;  /* where it was declared */
 	unsigned int line;
-	int index;		 /* in the registry's stores */
-	struct tk_store *handle; /* in a child, once opened */
-	int open_rc;		 /* in a child: tk_store_open()'s result */
+	int index; /* in the registry's stores */
+	/*
+	 * In a child, once opened: the store, or a failed one that answers
+	 * by the rules' fail policies until it opens (TK_OPT_RETRY_OPEN).
+	 */
+	struct tk_store *handle;
+	int open_rc; /* in a child: tk_store_open()'s result */
 };
 
 /* A ThrottleRule. */
@@ -55,6 +59,8 @@ struct tk_mod_rule {
 	size_t dims;
 	int composite_any; /* any(): cannot join a group check */
 	int leaky;	   /* a simple leaky: policy (a shaper) */
+	/* Of tk_policy_info(): "all", "any" or the algorithm's name. */
+	const char *algorithm;
 	struct tk_mod_store *store;
 	ap_expr_info_t *key; /* NULL: the client's address */
 	const char *key_text;

@@ -89,11 +89,12 @@ static void rule_key(request_rec *r, const struct tk_mod_rule *rule,
 
 /*
  * The fields answering @d: on a denial those of every rule of the group
- * (Retry-After always), on success those of the rules whose headers= asks.
+ * (Retry-After always), on success those of the rules whose headers= asks;
+ * a degraded @d has no quota to show, and tk_http_headers() shows none.
  */
 static void add_fields(request_rec *r, const struct group *g,
 		       const struct tk_decision *d,
-		       const struct tk_decision *dims, int denial, int plain)
+		       const struct tk_decision *dims, int denial)
 {
 	struct tk_http_quota q[TK_GROUP_DIMENSIONS_MAX];
 	struct tk_http_field f[MAX_FIELDS];
@@ -103,7 +104,7 @@ static void add_fields(request_rec *r, const struct group *g,
 	size_t i, nq = 0;
 	int n;
 
-	for (i = 0; i < g->n && !plain; i++) {
+	for (i = 0; i < g->n; i++) {
 		const struct tk_mod_rule *rule = g->rules[i];
 
 		if (!denial && !rule->headers_on_success)
@@ -152,19 +153,25 @@ static int group_check(const struct group *g, struct tk_decision *d,
 	return tk_limiter_check_group(ls, g->keys, g->n, 1, d, dims, g->dims);
 }
 
-/* A store failure the library did not absorb: the strictest fail policy
- * of the group decides, as tk_limiter_check_group() would. */
+/*
+ * An error the library returned rather than decide: a rule whose limiter
+ * could not be opened (a store that fails opens anyway and is decided
+ * by the library), or a bug.  The request is still answered by the fail
+ * policies: the strictest of the group, as tk_limiter_check_group()
+ * chooses, and the library's degraded decision.
+ */
 static void failed(request_rec *r, const struct group *g, int rc,
 		   struct tk_decision *d)
 {
+	unsigned int fail = TK_FAIL_OPEN;
+	uint64_t now = 0;
 	size_t i;
 
-	memset(d, 0, sizeof(*d));
-	d->allowed = true;
-	d->degraded = true;
 	for (i = 0; i < g->n; i++)
 		if (g->rules[i]->fail == TK_FAIL_CLOSED)
-			d->allowed = false;
+			fail = TK_FAIL_CLOSED;
+	tk_clock_now(tk_clock_system(), &now);
+	tk_decision_degraded(g->rules[0]->policy, fail, now, d);
 	ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
 		      "ThrottleStore %s: check failed: %s; %s",
 		      g->rules[0]->store->name, tk_strerror(rc),
@@ -238,7 +245,7 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 		if (!d.allowed && !g->dry_run) {
 			v->deny = HTTP_SERVICE_UNAVAILABLE;
 			v->status = "DEGRADED";
-			add_fields(r, g, &d, dims, 1, 1);
+			add_fields(r, g, &d, dims, 1);
 		}
 		return;
 	}
@@ -257,16 +264,16 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 			      g->keys[0].key);
 		v->deny = rule->status;
 		v->status = "REJECTED";
-		add_fields(r, g, &d, dims, 1, 0);
+		add_fields(r, g, &d, dims, 1);
 		return;
 	}
 	if (g->dry_run)
 		return;
 	if (shape(r, g, &d, dims, v)) {
-		add_fields(r, g, &d, dims, 1, 0);
+		add_fields(r, g, &d, dims, 1);
 		return;
 	}
-	add_fields(r, g, &d, dims, 0, 0);
+	add_fields(r, g, &d, dims, 0);
 }
 
 int tk_mod_request(request_rec *r, apr_array_header_t *rules)

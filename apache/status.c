@@ -114,18 +114,21 @@ static void zone_counters(struct out *o, const struct tk_mod_store *s)
 static void store(struct out *o, const struct tk_mod_store *s, int first)
 {
 	apr_pool_t *p = o->r->pool;
+	struct tk_stats st;
+	/* Now, not at child_init: a failed store opens when it can. */
+	int rc = s->handle ? tk_store_stats(s->handle, &st, sizeof(st))
+			   : s->open_rc;
+	const char *state = rc ? tk_strerror(rc) : "ok";
 
 	if (o->json)
 		ap_rprintf(o->r,
 			   "%s{\"name\":%s,\"spec\":%s,\"file\":%s,"
 			   "\"line\":%u,\"open\":%s",
 			   first ? "" : ",", js(p, s->name), js(p, s->shown),
-			   js(p, s->file), s->line,
-			   js(p, s->open_rc ? tk_strerror(s->open_rc) : "ok"));
+			   js(p, s->file), s->line, js(p, state));
 	else
 		ap_rprintf(o->r, "store %s spec=%s declared=%s:%u open=%s\n",
-			   s->name, s->shown, s->file, s->line,
-			   s->open_rc ? tk_strerror(s->open_rc) : "ok");
+			   s->name, s->shown, s->file, s->line, state);
 	/* A Redis store's keys live on the server (its INFO keyspace). */
 	if (s->zone)
 		zone_counters(o, s);

@@ -155,6 +155,19 @@ struct tk_options {
  * throttlekit(7), "Permissions".
  */
 #define TK_OPT_ZONE_UID 0x20u
+/*
+ * A store that cannot be opened for a reason of its own, not the
+ * caller's (tk_error_is_caller(): a zone absent with
+ * TK_OPT_ZONE_NO_CREATE, refused, corrupt or of another layout; no
+ * memory; a clock error), is opened anyway as a failed store: every check
+ * on it meets that error, which a limiter under TK_FAIL_OPEN or
+ * TK_FAIL_CLOSED answers with a degraded decision, and tk_store_stats()
+ * and tk_store_ping() return it.  A check tries to open the store again at
+ * most once a second (on its limiter's clock); once that works, the store
+ * works as if it had opened at once.  tk_limiter_open() sets this itself
+ * when it opens its store under TK_FAIL_OPEN or TK_FAIL_CLOSED.
+ */
+#define TK_OPT_RETRY_OPEN 0x40u
 
 /* One element of a tk_limiter_check_many() batch. */
 struct tk_request {
@@ -262,6 +275,20 @@ TK_API const char *tk_strerror(int err);
 TK_API const char *tk_strerrorname(int err);
 
 /*
+ * tk_error_is_caller() - is @err (negative or positive) the caller's
+ * mistake rather than a failure of a store or clock: -EINVAL (a bad
+ * argument, spec or option), -ENAMETOOLONG (a key or prefix too long),
+ * -ERANGE (a cost the policy never admits) or -ENOTSUP (a backend or a
+ * step this build or store cannot run).  A limiter returns these whatever
+ * its fail policy says; every other error of a check is a store's or a
+ * clock's, which TK_FAIL_OPEN and TK_FAIL_CLOSED answer with a degraded
+ * decision.  0 is no error, so not the caller's.
+ *
+ * Concurrency: safe from any thread; async-signal-safe.
+ */
+TK_API bool tk_error_is_caller(int err);
+
+/*
  * Policies.  A policy string names an algorithm and its parameters:
  *
  *   gcra:L/P[,burst=B]                    token-bucket:capacity=C,refill=R/P
@@ -296,6 +323,32 @@ TK_API int tk_policy_format(const struct tk_policy *p, char *buf, size_t len);
 
 /* tk_policy_dimensions() - 1 for a simple policy, N for all()/any(). */
 TK_API size_t tk_policy_dimensions(const struct tk_policy *p);
+
+/* One dimension of a policy, from tk_policy_info(). */
+struct tk_policy_info {
+	/* "gcra", "token-bucket", "fixed-window", "sliding-window",
+	 * "sliding-log", "quota" or "leaky": the name in the policy string */
+	char algorithm[16];
+	/* "all" or "any" for a dimension of a composite; "" if simple */
+	char composite[4];
+	bool shaper; /* decisions carry a delay (leaky:) */
+	/* What its decisions report as tk_decision.limit: the burst, the
+	 * capacity, the limit L of a window or quota, the queue (units). */
+	uint64_t limit;
+	uint64_t
+		dimensions; /* of the whole policy, as tk_policy_dimensions() */
+};
+
+/*
+ * tk_policy_info() - dimension @dim (0 for a simple policy) of policy @p:
+ * its algorithm, its limit, and what it is part of.  Copies up to @size
+ * bytes into @out; pass sizeof(struct tk_policy_info) (a structure that
+ * grows only by appending fields).  Returns 0, or -EINVAL for a NULL @p or
+ * @out, or @dim not below tk_policy_dimensions(@p).  Pure: any thread, no
+ * allocation.
+ */
+TK_API int tk_policy_info(const struct tk_policy *p, size_t dim,
+			  struct tk_policy_info *out, size_t size);
 
 /* tk_policy_free() - free a parsed policy; NULL is ignored. */
 TK_API void tk_policy_free(struct tk_policy *p);
@@ -423,6 +476,23 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
  * -ENOMEM.  Any thread; does not block.
  */
 TK_API int tk_store_validate(const char *spec, char *why, size_t len);
+
+/*
+ * tk_spec_redact() - store spec @spec as a message may show it: the
+ * password replaced by "***" ("redis://u:***@host").  After "://" (from
+ * the start of a spec without it, a mistyped one), everything from the
+ * first ':' to the last '@' is taken for the password: all that any spec
+ * the library takes holds there, never less, also in a spec it refuses,
+ * so that a mistyped password with a raw '/', '?' or '@' stays hidden;
+ * and more where an option holds '@' (key_prefix=a@b hides the host too).
+ * A spec without a ':' before its last '@' is copied as it is.  Writes at
+ * most @len bytes including the NUL, as snprintf(3) (a result cut short is
+ * still redacted), and returns the length of the whole result; -EINVAL
+ * for a NULL @spec, a NULL @buf with a non-zero @len, or a spec longer
+ * than INT_MAX - 3 bytes.  Pure: any thread, no allocation,
+ * async-signal-safe.
+ */
+TK_API int tk_spec_redact(const char *spec, char *buf, size_t len);
 
 /*
  * tk_store_stats() - copy up to @size bytes of counters into @out.
@@ -583,10 +653,18 @@ TK_API int tk_zone_access(const char *name, const struct tk_options *opts,
  * different prefixes never meet, and limiters sharing a store and a prefix
  * share keys, so give each policy its own prefix.
  *
+ * Under TK_FAIL_OPEN or TK_FAIL_CLOSED a limiter that opens its own
+ * store opens it with TK_OPT_RETRY_OPEN: a store that cannot be opened
+ * for a reason of its own (a zone absent, refused or corrupt) does not
+ * fail the open; the limiter answers every check by its fail policy until
+ * the store can be opened, so that a caller needs no case of its own for
+ * it.  A limiter on a failed store of @opts->store does the same.
+ *
  * Returns 0, -EINVAL for an invalid policy (an unknown algorithm
  * included), spec or option, -ENAMETOOLONG for a prefix longer than
  * TK_PREFIX_MAX, -ENOTSUP for a backend this build lacks, -ENOMEM, or
- * (when it opens the store) a clock error.
+ * (when it opens the store under TK_FAIL_ERROR) any error of
+ * tk_store_open().
  */
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			   const char *store, const struct tk_options *opts);
@@ -704,6 +782,29 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
  * tk_http_headers()).  Never fails for a valid limiter.
  */
 TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l);
+
+/*
+ * tk_fail_parse() - the fail policy named by the @len bytes at @text:
+ * "error" (TK_FAIL_ERROR), "open" (TK_FAIL_OPEN) or "closed"
+ * (TK_FAIL_CLOSED), exactly so (lower case, nothing around it).  Returns
+ * 0 and stores it in *@out; -EINVAL (*@out unchanged) for any other text,
+ * a NULL @out, or a NULL @text with a non-zero @len.  Pure: any thread.
+ */
+TK_API int tk_fail_parse(const char *text, size_t len, unsigned int *out);
+
+/*
+ * tk_decision_degraded() - the decision that fail policy @fail makes for
+ * policy @p at time @now (ns) when its store or clock cannot decide, as
+ * every check of a limiter makes it: allowed under TK_FAIL_OPEN, denied
+ * under TK_FAIL_CLOSED; limit that of the first dimension
+ * (tk_policy_info()), remaining 0, reset_at @now, retry_after 0 when
+ * allowed and one second when denied, delay 0, degraded set.  For a
+ * binding that must answer without a limiter's check.  Returns 0 and
+ * fills *@out, or -EINVAL (*@out unchanged) for a NULL @p or @out, or
+ * @fail not TK_FAIL_OPEN or TK_FAIL_CLOSED.  Pure: any thread, no clock.
+ */
+TK_API int tk_decision_degraded(const struct tk_policy *p, unsigned int fail,
+				uint64_t now, struct tk_decision *out);
 
 /*
  * tk_limiter_wait() - shaper (leaky) policies: reserve @cost units and

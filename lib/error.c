@@ -78,6 +78,15 @@ TK_API const char *tk_strerrorname(int err)
 	return s ? *s : "EUNKNOWN";
 }
 
+TK_API bool tk_error_is_caller(int err)
+{
+	/* As lookup(): -INT_MIN is no int. */
+	long long code = err < 0 ? -(long long)err : err;
+
+	return code == EINVAL || code == ENAMETOOLONG || code == ERANGE ||
+	       code == ENOTSUP;
+}
+
 TK_API const char *tk_version(void)
 {
 	return PACKAGE_VERSION;

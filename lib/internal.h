@@ -428,6 +428,14 @@ int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
 			 int flags);
 void tk__zone_close_shared(struct tk__zone *z);
 
+/*
+ * store-failed.c: a store answering every step with @err (negative), which
+ * opens @spec with @o (less TK_OPT_RETRY_OPEN) at most once a second
+ * until that works, and then forwards every step to it.
+ */
+int tk__failed_open(struct tk_store **out, const char *spec,
+		    const struct tk_options *o, int err);
+
 /* options.c */
 int tk__options_read(struct tk_options *dst, const struct tk_options *src);
 

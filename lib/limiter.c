@@ -544,6 +544,10 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	if (o.store) {
 		l->store = o.store;
 	} else {
+		/* Under fail open or closed a store that fails answers by it.
+		 */
+		if (o.fail != TK_FAIL_ERROR)
+			o.flags |= TK_OPT_RETRY_OPEN;
 		rc = tk_store_open(&l->store, store, &o);
 		if (rc)
 			goto fail;
@@ -580,30 +584,18 @@ void tk__limiter_generic(struct tk_limiter *l)
 	l->direct_far = NULL;
 }
 
-/* How long a fail-closed denial asks the client to wait. */
-#define FAIL_RETRY_NS UINT64_C(1000000000)
-
 /*
- * The fail policy: a store or clock that cannot decide is answered by
- * @fail instead of its error.  A caller's mistake (a bad argument, a key
- * too long, a cost the policy never admits, a step the store cannot run:
- * -ENOTSUP) is an error whatever @fail says: admitting it would hide a
- * bug, denying it would hide it too.
+ * The fail policy (fail-policy.c): a store or clock that cannot decide is
+ * answered by @fail instead of its error; a caller's mistake is an error
+ * whatever @fail says.
  */
 static int fail_policy(unsigned int fail, const struct tk_policy *pol,
 		       uint64_t now, int rc, struct tk_decision *out)
 {
 	rc = tk__rc(rc);
-	if (rc >= 0 || fail == TK_FAIL_ERROR || rc == -EINVAL ||
-	    rc == -ENAMETOOLONG || rc == -ERANGE || rc == -ENOTSUP)
+	if (rc >= 0 || fail == TK_FAIL_ERROR || tk_error_is_caller(rc))
 		return rc;
-	memset(out, 0, sizeof(*out));
-	out->allowed = fail == TK_FAIL_OPEN;
-	out->limit = pol->dim[0].limit;
-	out->reset_at = now;
-	out->retry_after = out->allowed ? 0 : FAIL_RETRY_NS;
-	out->degraded = true;
-	return 0;
+	return tk_decision_degraded(pol, fail, now, out);
 }
 
 /*

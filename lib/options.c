@@ -16,7 +16,7 @@
 #define TK__OPTIONS_KNOWN_FLAGS                                                \
 	(TK_OPT_NO_RECLAIMER | TK_OPT_ZONE_NO_CREATE |                         \
 	 TK_OPT_ZONE_REFUSE_FULL | TK_OPT_ZONE_GID | TK_OPT_ZONE_RECLAIMER |   \
-	 TK_OPT_ZONE_UID)
+	 TK_OPT_ZONE_UID | TK_OPT_RETRY_OPEN)
 
 int tk__options_read(struct tk_options *dst, const struct tk_options *src)
 {

@@ -164,6 +164,31 @@ TK_API size_t tk_policy_dimensions(const struct tk_policy *p)
 	return p ? p->n : 0;
 }
 
+/* What bindings need of a policy, so that none reads it from its text. */
+TK_API int tk_policy_info(const struct tk_policy *p, size_t dim,
+			  struct tk_policy_info *out, size_t size)
+{
+	struct tk_policy_info info;
+	const struct tk__policy *d;
+	size_t n;
+
+	if (!p || !out || dim >= p->n)
+		return -EINVAL;
+	d = &p->dim[dim];
+	memset(&info, 0, sizeof(info));
+	/* The longest name, "sliding-window", leaves room for the NUL. */
+	n = strlen(d->alg->name);
+	memcpy(info.algorithm, d->alg->name,
+	       n < sizeof(info.algorithm) ? n : sizeof(info.algorithm) - 1);
+	if (p->kind != TK__SINGLE)
+		memcpy(info.composite, p->kind == TK__ALL ? "all" : "any", 3);
+	info.shaper = d->alg->id == TK__ALG_LEAKY;
+	info.limit = d->limit;
+	info.dimensions = p->n;
+	memcpy(out, &info, size < sizeof(info) ? size : sizeof(info));
+	return 0;
+}
+
 TK_API void tk_policy_free(struct tk_policy *p)
 {
 	free(p);

@@ -25,6 +25,18 @@ static int is_redis(const char *spec)
 		strncmp(spec + 5, "s://", 4) == 0);
 }
 
+static int open_spec(struct tk_store **out, const char *spec,
+		     const struct tk_options *o)
+{
+	if (strcmp(spec, "memory") == 0)
+		return tk__memory_open(out, o);
+	if (strncmp(spec, "shm:", 4) == 0)
+		return tk__shm_open(out, spec + 4, o);
+	if (is_redis(spec))
+		return tk__redis_open(out, spec, o, NULL, 0);
+	return -EINVAL;
+}
+
 TK_API int tk_store_open(struct tk_store **out, const char *spec,
 			 const struct tk_options *opts)
 {
@@ -38,13 +50,11 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 		return tk__rc(rc);
 	if (o.store)
 		return -EINVAL;
-	if (strcmp(spec, "memory") == 0)
-		return tk__rc(tk__memory_open(out, &o));
-	if (strncmp(spec, "shm:", 4) == 0)
-		return tk__rc(tk__shm_open(out, spec + 4, &o));
-	if (is_redis(spec))
-		return tk__rc(tk__redis_open(out, spec, &o, NULL, 0));
-	return -EINVAL;
+	rc = tk__rc(open_spec(out, spec, &o));
+	/* A store's own failure: a store that answers with it (RETRY_OPEN). */
+	if (rc && (o.flags & TK_OPT_RETRY_OPEN) && !tk_error_is_caller(rc))
+		rc = tk__failed_open(out, spec, &o, rc);
+	return rc;
 }
 
 TK_API int tk_store_validate(const char *spec, char *why, size_t len)

@@ -116,32 +116,43 @@ static bool is_zone(const char *spec)
 	return strncmp(spec, "shm:", 4) == 0;
 }
 
+/* The store options of @p into @o, or -EINVAL with the reason in @why. */
+static int store_options(struct tk_options *o, const struct tkphp_params *p,
+			 char *why, size_t len)
+{
+	const char *owner = TKPHP_G(zone_owner);
+
+	*o = (struct tk_options)TK_OPTIONS_INIT;
+	if (!is_zone(ZSTR_VAL(p->store))) {
+		o->max_keys = p->capacity;
+		return 0;
+	}
+	o->zone_capacity = p->capacity;
+	if (owner && *owner) {
+		if (zone_owner_uid(owner, &o->zone_uid)) {
+			snprintf(why, len,
+				 "throttlekit.zone_owner \"%s\" is no user",
+				 owner);
+			return -EINVAL;
+		}
+		o->flags |= TK_OPT_ZONE_UID;
+	}
+	return 0;
+}
+
 /* Open the store of @p, with the message of a failure in @why. */
 static int store_open(struct tk_store **out, const struct tkphp_params *p,
 		      char *why, size_t len)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_options o;
 	const char *spec = ZSTR_VAL(p->store);
-	const char *owner = TKPHP_G(zone_owner);
 	size_t n;
 	int rc;
 
 	*why = '\0';
-	if (is_zone(spec)) {
-		o.zone_capacity = p->capacity;
-		if (owner && *owner) {
-			if (zone_owner_uid(owner, &o.zone_uid)) {
-				snprintf(why, len,
-					 "throttlekit.zone_owner \"%s\" is "
-					 "no user",
-					 owner);
-				return -EINVAL;
-			}
-			o.flags |= TK_OPT_ZONE_UID;
-		}
-	} else {
-		o.max_keys = p->capacity;
-	}
+	rc = store_options(&o, p, why, len);
+	if (rc)
+		return rc;
 	rc = tk_store_open(out, spec, &o);
 	if (rc == -EACCES && is_zone(spec)) {
 		tk_zone_access(spec + 4, &o, why, len);
@@ -225,7 +236,6 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 	/* Only for messages, so without the password. */
 	l->store_spec =
 		strdup(tkphp_redact(ZSTR_VAL(p->store), shown, sizeof(shown)));
-	l->fail = p->fail;
 	l->timeout = p->timeout;
 	atomic_init(&l->refs, 1);
 	if (!l->name || !l->store_spec) {
@@ -248,36 +258,20 @@ static size_t group_dims_of(const struct tk_policy *pol)
 }
 
 /*
- * The limit of a degraded decision is the policy's (tk_limiter_open(3));
- * without a store to open a limiter on, a throwaway one on the memory
- * store says what it is.  Only a failing store's limiters need this.
- */
-static uint64_t policy_limit(const char *policy)
-{
-	struct tk_options o = TK_OPTIONS_INIT;
-	struct tk_decision d = { .limit = 0 };
-	struct tk_limiter *lim;
-
-	o.flags = TK_OPT_NO_RECLAIMER;
-	if (tk_limiter_open(&lim, policy, "memory", &o) == 0) {
-		tk_limiter_peek(lim, "limit", 5, &d);
-		tk_limiter_close(lim);
-	}
-	return d.limit;
-}
-
-/*
- * Open a limiter of @p on @s.  A store that cannot be opened gives a
- * limiter without one when the fail policy decides instead of an error.
+ * Open a limiter of @p on its cached store.  A store that cannot be
+ * opened is the library's to answer under fail "open" or "closed": the
+ * limiter then opens the spec itself, on a store of its own that answers
+ * by the fail policy until it opens (tk_limiter_open(3)).
  */
 static int limiter_open(struct tkphp_limiter **out,
 			const struct tkphp_params *p)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_options o;
 	struct tk_parse_error perr = { 0 };
 	struct tk_policy *pol = NULL;
 	struct tkphp_limiter *l;
 	struct tk_store *s = NULL;
+	const char *spec = NULL;
 	char why[512], what[600], shown[512];
 	int rc;
 
@@ -291,8 +285,7 @@ static int limiter_open(struct tkphp_limiter **out,
 		return rc;
 	}
 	rc = store_get(&s, p, why, sizeof(why));
-	if (rc && (rc == -EINVAL || rc == -ENOTSUP || rc == -ENAMETOOLONG ||
-		   p->fail == TK_FAIL_ERROR)) {
+	if (rc && (tk_error_is_caller(rc) || p->fail == TK_FAIL_ERROR)) {
 		tk_policy_free(pol);
 		snprintf(
 			what, sizeof(what), "store \"%s\"",
@@ -307,16 +300,16 @@ static int limiter_open(struct tkphp_limiter **out,
 		return -ENOMEM;
 	}
 	l->group_dims = group_dims_of(pol);
+	store_options(&o, p, why, sizeof(why));
 	if (rc) {
-		l->open_rc = rc; /* checks answer by the fail policy */
-		l->limit = policy_limit(ZSTR_VAL(p->policy));
-		*out = l;
-		return 0;
+		l->own_store = true;
+		spec = ZSTR_VAL(p->store);
+	} else {
+		o.store = s;
 	}
-	o.store = s;
 	o.prefix = p->prefix ? ZSTR_VAL(p->prefix) : NULL;
 	o.fail = p->fail;
-	rc = tk_limiter_open(&l->lim, ZSTR_VAL(p->policy), NULL, &o);
+	rc = tk_limiter_open(&l->lim, ZSTR_VAL(p->policy), spec, &o);
 	if (rc) {
 		limiter_free(l);
 		tkphp_throw(rc, "limiter",
@@ -340,8 +333,8 @@ int tkphp_limiter_get(struct tkphp_limiter **out, const struct tkphp_params *p)
 	l = zend_hash_find_ptr(&cache.limiters, k.s);
 	if (!l) {
 		rc = limiter_open(&l, p);
-		/* Only a limiter with its store is worth keeping. */
-		if (rc == 0 && l->lim &&
+		/* Only a limiter on a cached store is worth keeping. */
+		if (rc == 0 && !l->own_store &&
 		    zend_hash_num_elements(&cache.limiters) < TKPHP_CACHE_MAX) {
 			l->cached = true;
 			zend_hash_str_add_ptr(&cache.limiters, ZSTR_VAL(k.s),

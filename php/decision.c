@@ -104,25 +104,6 @@ void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
 	ZVAL_BOOL(&p[P_DEGRADED], d->degraded);
 }
 
-/*
- * The decision the library makes when a store fails under fail "open" or
- * "closed" (tk_limiter_open(3)), for a limiter whose store could not even
- * be opened: nothing else reaches the library to make it.
- */
-void tkphp_decision_degraded(struct tk_decision *d,
-			     const struct tkphp_limiter *l)
-{
-	uint64_t now = 0;
-
-	tk_clock_now(tk_clock_system(), &now);
-	memset(d, 0, sizeof(*d));
-	d->allowed = l->fail == TK_FAIL_OPEN;
-	d->limit = l->limit;
-	d->reset_at = now;
-	d->retry_after = d->allowed ? 0 : 1000000000u;
-	d->degraded = true;
-}
-
 PHP_METHOD(ThrottleKit_Decision, __construct)
 {
 	ZEND_PARSE_PARAMETERS_NONE();

@@ -4,9 +4,11 @@
  * A Limiter object holds a reference to a per-process limiter (cache.c),
  * so constructing one per request costs a hash lookup.  Errors split in
  * two: a programmer's (a bad policy, spec, option, key or cost) throws
- * ThrottleKit\Exception whatever the fail policy; a store's throws
- * ThrottleKit\StoreException under fail "error" and otherwise becomes a
- * degraded Decision, so that "open" and "closed" never throw.
+ * ThrottleKit\Exception whatever the fail policy (tk_error_is_caller());
+ * a store's throws ThrottleKit\StoreException under fail "error", and
+ * under "open" and "closed" the library answers it with a degraded
+ * decision, also for a store that could not be opened (cache.c), so that
+ * they never throw.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -81,8 +83,8 @@ static bool read_options(struct tkphp_params *p, HashTable *opts)
 			p->prefix = Z_STR_P(v);
 		} else if (zend_string_equals_literal(name, "fail")) {
 			if (Z_TYPE_P(v) != IS_STRING ||
-			    tkphp_fail_parse(Z_STRVAL_P(v), Z_STRLEN_P(v),
-					     &p->fail))
+			    tk_fail_parse(Z_STRVAL_P(v), Z_STRLEN_P(v),
+					  &p->fail))
 				return bad_option("fail", "\"error\", \"open\" "
 							  "or \"closed\""),
 				       false;
@@ -129,7 +131,7 @@ PHP_METHOD(ThrottleKit_Limiter, __construct)
 	ZEND_PARSE_PARAMETERS_END();
 
 	/* The INI defaults, so that a pool's php_admin_value applies. */
-	if (tkphp_fail_parse(fail, strlen(fail), &p.fail))
+	if (tk_fail_parse(fail, strlen(fail), &p.fail))
 		p.fail = TK_FAIL_ERROR;
 	p.store = store ? zend_string_copy(store)
 			: zend_string_init(TKPHP_G(default_store),
@@ -191,9 +193,8 @@ static struct tkphp_limiter *limiter_for(zval *this, zend_string *key,
 }
 
 /*
- * Turn the library's answer into a Decision, or throw.  A store failure
- * under fail "open" or "closed" is decided here when the library returned
- * it anyway (a store that could not even be opened).
+ * Turn the library's answer into a Decision, or throw: an error the
+ * library returned is one its fail policy does not decide.
  */
 static void answer(zval *rv, struct tkphp_limiter *l, int rc,
 		   struct tk_decision *d, const struct tk_decision *dims,
@@ -205,17 +206,11 @@ static void answer(zval *rv, struct tkphp_limiter *l, int rc,
 		tkphp_decision_new(rv, l, d, d->degraded ? NULL : dims);
 		return;
 	}
-	if (rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ERANGE ||
-	    l->fail == TK_FAIL_ERROR) {
-		snprintf(msg, sizeof(msg), "%s on \"%s\"", what, l->store_spec);
-		tkphp_throw(rc, msg,
-			    rc == -ERANGE ? "the cost exceeds what the policy "
-					    "can ever admit"
-					  : NULL);
-		return;
-	}
-	tkphp_decision_degraded(d, l);
-	tkphp_decision_new(rv, l, d, NULL);
+	snprintf(msg, sizeof(msg), "%s on \"%s\"", what, l->store_spec);
+	tkphp_throw(rc, msg,
+		    rc == -ERANGE ? "the cost exceeds what the policy can "
+				    "ever admit"
+				  : NULL);
 }
 
 PHP_METHOD(ThrottleKit_Limiter, check)
@@ -235,9 +230,7 @@ PHP_METHOD(ThrottleKit_Limiter, check)
 
 	if (!(l = limiter_for(ZEND_THIS, key, cost)))
 		RETURN_THROWS();
-	if (!l->lim) {
-		rc = l->open_rc;
-	} else if (l->group_dims) {
+	if (l->group_dims) {
 		/* A composite alone in a group counts as tk_limiter_check(),
 		 * and also gives each dimension's decision. */
 		k.key = ZSTR_VAL(key);
@@ -264,8 +257,7 @@ PHP_METHOD(ThrottleKit_Limiter, peek)
 
 	if (!(l = this_limiter(ZEND_THIS)) || !key_ok(key))
 		RETURN_THROWS();
-	rc = l->lim ? tk_limiter_peek(l->lim, ZSTR_VAL(key), ZSTR_LEN(key), &d)
-		    : l->open_rc;
+	rc = tk_limiter_peek(l->lim, ZSTR_VAL(key), ZSTR_LEN(key), &d);
 	answer(return_value, l, rc, &d, NULL, "peek");
 }
 
@@ -282,8 +274,7 @@ PHP_METHOD(ThrottleKit_Limiter, reset)
 
 	if (!(l = this_limiter(ZEND_THIS)) || !key_ok(key))
 		RETURN_THROWS();
-	rc = l->lim ? tk_limiter_reset(l->lim, ZSTR_VAL(key), ZSTR_LEN(key))
-		    : l->open_rc;
+	rc = tk_limiter_reset(l->lim, ZSTR_VAL(key), ZSTR_LEN(key));
 	/* Nothing to decide: a failed reset is an error under any policy. */
 	if (rc) {
 		snprintf(msg, sizeof(msg), "reset on \"%s\"", l->store_spec);
@@ -370,9 +361,9 @@ PHP_METHOD(ThrottleKit_Limiter, checkMany)
 	}
 	ZEND_HASH_FOREACH_END();
 	for (i = 0; i < n; i++)
-		rcs[i] = l->lim ? INT_MIN : l->open_rc;
+		rcs[i] = INT_MIN;
 	/* A clock failure checks nothing and leaves rcs unwritten. */
-	if (l->lim && (rc = tk_limiter_check_many(l->lim, reqs, n, out, rcs)))
+	if ((rc = tk_limiter_check_many(l->lim, reqs, n, out, rcs)))
 		for (i = 0; i < n; i++)
 			if (rcs[i] == INT_MIN)
 				rcs[i] = rc;
@@ -448,15 +439,14 @@ PHP_METHOD(ThrottleKit_Limiter, wait)
 			(time_t)(l->timeout / 1000000000u + ns / 1000000000u);
 		w.deadline.tv_nsec = (long)(ns % 1000000000u);
 	}
-	rc = l->lim ? tk_limiter_wait(l->lim, ZSTR_VAL(key), ZSTR_LEN(key),
-				      (uint64_t)cost, wait_cancelled, &w, &d)
-		    : l->open_rc;
+	rc = tk_limiter_wait(l->lim, ZSTR_VAL(key), ZSTR_LEN(key),
+			     (uint64_t)cost, wait_cancelled, &w, &d);
 	if (rc == -ECANCELED) {
 		/* Cut short: the unit stays reserved, as tk_limiter_wait(3)
 		 * says; the caller must not proceed. */
 		d.allowed = false;
 		rc = 0;
-	} else if (rc == -EINVAL && l->lim) {
+	} else if (rc == -EINVAL) {
 		zend_throw_exception_ex(tkphp_exception_ce, EINVAL,
 					"wait(): the policy is not a shaper "
 					"(leaky:R/P,max-queue=Q)");

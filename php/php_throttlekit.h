@@ -30,17 +30,20 @@ extern zend_module_entry throttlekit_module_entry;
  * exits; others are freed with their last reference.
  */
 struct tkphp_limiter {
-	struct tk_limiter *lim;	  /* NULL: the store could not be opened */
+	struct tk_limiter *lim;
 	struct tk_policy *policy; /* parsed once, for the header fields */
 	char *name;		  /* the policy's name in RateLimit fields */
-	char *store_spec;
-	int open_rc;	/* why lim is NULL (a negative errno) */
-	uint64_t limit; /* the policy's first limit, for degraded decisions */
+	char *store_spec;	  /* for messages: without the password */
+	/*
+	 * On a store of its own, because the cached one could not be opened:
+	 * the library answers by the fail policy and opens it when it can.
+	 * Never cached, so that a later Limiter tries the cached store again.
+	 */
+	bool own_store;
 	/* all() composites: dimensions, checked as a group for their
 	 * per-dimension decisions (the RateLimit fields need them); else 0. */
 	size_t group_dims;
-	unsigned int fail; /* TK_FAIL_* */
-	uint64_t timeout;  /* ns; 0: wait() sleeps as long as the policy says */
+	uint64_t timeout; /* ns; 0: wait() sleeps as long as the policy says */
 	_Atomic uint32_t refs; /* Limiter, Decision objects and the cache */
 	bool cached;
 };
@@ -71,9 +74,6 @@ ZEND_END_MODULE_GLOBALS(throttlekit)
 ZEND_EXTERN_MODULE_GLOBALS(throttlekit)
 #define TKPHP_G(v) ZEND_MODULE_GLOBALS_ACCESSOR(throttlekit, v)
 
-/* throttlekit.c */
-int tkphp_fail_parse(const char *text, size_t len, unsigned int *out);
-
 /* cache.c: the per-process stores and limiters. */
 int tkphp_limiter_get(struct tkphp_limiter **out, const struct tkphp_params *p);
 void tkphp_limiter_release(struct tkphp_limiter *l);
@@ -87,10 +87,8 @@ void tkphp_decision_minit(void);
 void tkphp_decision_new(zval *rv, struct tkphp_limiter *l,
 			const struct tk_decision *d,
 			const struct tk_decision *dims);
-void tkphp_decision_degraded(struct tk_decision *d,
-			     const struct tkphp_limiter *l);
 
-/* @spec as messages show it: a password in it becomes "***".  Returns
+/* throttlekit.c: @spec as messages show it, by tk_spec_redact(); returns
  * @buf. */
 const char *tkphp_redact(const char *spec, char *buf, size_t len);
 

@@ -26,25 +26,12 @@ ZEND_DECLARE_MODULE_GLOBALS(throttlekit)
 zend_class_entry *tkphp_exception_ce;
 zend_class_entry *tkphp_store_exception_ce;
 
-int tkphp_fail_parse(const char *text, size_t len, unsigned int *out)
-{
-	if (len == 5 && memcmp(text, "error", 5) == 0)
-		*out = TK_FAIL_ERROR;
-	else if (len == 4 && memcmp(text, "open", 4) == 0)
-		*out = TK_FAIL_OPEN;
-	else if (len == 6 && memcmp(text, "closed", 6) == 0)
-		*out = TK_FAIL_CLOSED;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 /* A pool's php_admin_value[throttlekit.fail] must not fail silently. */
 static ZEND_INI_MH(on_update_fail)
 {
 	unsigned int fail;
 
-	if (tkphp_fail_parse(ZSTR_VAL(new_value), ZSTR_LEN(new_value), &fail))
+	if (tk_fail_parse(ZSTR_VAL(new_value), ZSTR_LEN(new_value), &fail))
 		return FAILURE;
 	return OnUpdateString(entry, new_value, mh_arg1, mh_arg2, mh_arg3,
 			      stage);
@@ -66,36 +53,19 @@ STD_PHP_INI_ENTRY("throttlekit.zone_owner", "", PHP_INI_SYSTEM | PHP_INI_PERDIR,
 		  throttlekit_globals)
 PHP_INI_END()
 
-/*
- * Past "://", everything from the first ':' to the last '@' may be a
- * password: more than the library parses as one (it ends the user part
- * at the first '/' or '?'), so that a mistyped spec with a raw '/' in
- * its password does not show the rest of it either.
- */
 const char *tkphp_redact(const char *spec, char *buf, size_t len)
 {
-	const char *auth = strstr(spec, "://"), *at, *colon;
-
-	at = auth ? strrchr(auth + 3, '@') : NULL;
-	colon = at ? memchr(auth + 3, ':', (size_t)(at - auth - 3)) : NULL;
-	if (colon)
-		snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - spec), spec,
-			 at);
-	else
-		snprintf(buf, len, "%s", spec);
+	if (tk_spec_redact(spec, buf, len) < 0 && len)
+		snprintf(buf, len, "(a store spec)");
 	return buf;
 }
 
-static bool programmer_error(int rc)
-{
-	return rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ERANGE ||
-	       rc == -ENOTSUP;
-}
-
+/* The caller's mistakes are the programmer's; the rest the store's. */
 void tkphp_throw(int rc, const char *what, const char *detail)
 {
-	zend_class_entry *ce = programmer_error(rc) ? tkphp_exception_ce
-						    : tkphp_store_exception_ce;
+	zend_class_entry *ce = tk_error_is_caller(rc)
+				       ? tkphp_exception_ce
+				       : tkphp_store_exception_ce;
 
 	zend_throw_exception_ex(ce, -rc, "%s: %s (%s)%s%s", what,
 				tk_strerror(rc), tk_strerrorname(rc),

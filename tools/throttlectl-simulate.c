@@ -111,7 +111,7 @@ static int open_store(const char *policy, const char *store,
 	if (rc) {
 		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", shown,
 			tk_strerror(rc), tk_strerrorname(rc));
-		return rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
+		return tk_error_is_caller(rc) ? CTL_USAGE : CTL_ERROR;
 	}
 	rc = tk_limiter_open(l, policy, NULL, o);
 	if (rc == 0)
@@ -125,7 +125,7 @@ static int open_store(const char *policy, const char *store,
 		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", shown,
 			tk_strerror(rc), tk_strerrorname(rc));
 	tk_store_close(o->store);
-	return rc == -ENOTSUP ? CTL_USAGE : CTL_ERROR;
+	return tk_error_is_caller(rc) ? CTL_USAGE : CTL_ERROR;
 }
 
 /* A malformed line still gets its output line, so outputs stay aligned. */

@@ -227,13 +227,7 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 			a->format = "json";
 			break;
 		case 'F':
-			if (strcmp(optarg, "error") == 0) {
-				a->fail = TK_FAIL_ERROR;
-			} else if (strcmp(optarg, "open") == 0) {
-				a->fail = TK_FAIL_OPEN;
-			} else if (strcmp(optarg, "closed") == 0) {
-				a->fail = TK_FAIL_CLOSED;
-			} else {
+			if (tk_fail_parse(optarg, strlen(optarg), &a->fail)) {
 				fprintf(stderr,
 					"throttlectl: --fail: expected error, "
 					"open or closed, not \"%s\"\n",

@@ -54,50 +54,27 @@ void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay)
 	fprintf(f, "}\n");
 }
 
-/*
- * The public API names no dimension's algorithm, but the canonical form
- * begins every dimension with its algorithm's name, at the start or after
- * "(" or ",", and nothing else there is followed by ':'.
- */
 int ctl_has_shaper(const char *policy)
 {
+	struct tk_policy_info info;
 	struct tk_policy *p;
-	char *buf = NULL;
-	const char *s;
-	int rc, n;
+	size_t i;
+	int rc;
 
 	rc = tk_policy_parse(&p, policy, NULL);
-	if (rc)
-		return rc;
-	n = tk_policy_format(p, NULL, 0);
-	rc = n < 0 ? n : 0;
-	if (rc == 0 && (buf = malloc((size_t)n + 1)) == NULL)
-		rc = -ENOMEM;
-	if (rc == 0)
-		tk_policy_format(p, buf, (size_t)n + 1);
-	for (s = buf; rc == 0 && (s = strstr(s, "leaky:")) != NULL; s++)
-		rc = s == buf || s[-1] == '(' || s[-1] == ',';
-	free(buf);
-	tk_policy_free(p);
+	for (i = 0; rc == 0 && i < tk_policy_dimensions(p); i++)
+		if (tk_policy_info(p, i, &info, sizeof(info)) == 0 &&
+		    info.shaper)
+			rc = 1;
+	if (rc >= 0)
+		tk_policy_free(p);
 	return rc;
 }
 
 const char *ctl_redact(const char *spec, char *buf, size_t len)
 {
-	const char *auth = strstr(spec, "://"), *end, *at = NULL, *colon;
-
-	snprintf(buf, len, "%s", spec);
-	if (strncmp(spec, "redis", 5) != 0 || !auth)
-		return buf;
-	auth += 3;
-	end = auth + strcspn(auth, "/?");
-	for (colon = auth; colon < end; colon++)
-		if (*colon == '@')
-			at = colon;
-	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	if (colon)
-		snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - spec), spec,
-			 at);
+	if (tk_spec_redact(spec, buf, len) < 0)
+		snprintf(buf, len, "(a store spec)");
 	return buf;
 }
 
@@ -106,7 +83,7 @@ int ctl_store_error(const char *spec, int rc)
 	char shown[512], why[256];
 
 	ctl_redact(spec, shown, sizeof(shown));
-	if ((rc == -EINVAL || rc == -ENOTSUP) &&
+	if (tk_error_is_caller(rc) &&
 	    tk_store_validate(spec, why, sizeof(why)) == rc)
 		fprintf(stderr, "throttlectl: %s: %s (%s): %s\n", shown,
 			tk_strerror(rc), tk_strerrorname(rc), why);

@@ -38,16 +38,14 @@ void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay);
  */
 int ctl_has_shaper(const char *policy);
 
-/*
- * @spec as messages may show it: a store spec's password (redis://USER:
- * PASSWORD@...) becomes "***".  Returns @buf.
- */
+/* @spec as messages may show it, by tk_spec_redact(); returns @buf. */
 const char *ctl_redact(const char *spec, char *buf, size_t len);
 
 /*
  * A store spec that failed with @rc, on standard error: the spec as
- * ctl_redact() shows it, the error, and for a spec refused (-EINVAL,
- * -ENOTSUP) the library's reason (tk_store_validate()).  Returns
+ * ctl_redact() shows it, the error, and for a spec refused (an error of
+ * the caller's: tk_error_is_caller()) the library's reason
+ * (tk_store_validate()).  Returns
  * CTL_ERROR.
  */
 int ctl_store_error(const char *spec, int rc);

@@ -1,5 +1,5 @@
 --TEST--
-fail: a store that cannot be opened throws under "error", is degraded under "open"/"closed"
+fail: a store that cannot be opened throws under "error", is degraded under "open"/"closed" until it opens
 --EXTENSIONS--
 throttlekit
 --SKIPIF--
@@ -28,6 +28,15 @@ $d = (new Limiter("gcra:10/s", "shm:$zone2", ["fail" => "closed"]))->check("k");
 var_dump($d->allowed, $d->degraded);
 $d = (new Limiter("leaky:1/s,max-queue=2s", "shm:$zone2", ["fail" => "closed"]))->wait("k");
 var_dump($d->allowed, $d->degraded);
+// The library's degraded decision: the limit, and a second's retry.
+$closed = new Limiter("gcra:10/s,burst=4", "shm:$zone2", ["fail" => "closed", "prefix" => "r:"]);
+$d = $closed->check("k");
+var_dump($d->limit, $d->retryAfterSeconds(), $d->headers("both"));
+// Put right: a second on, the same Limiter decides again.
+chmod(getenv("TK_SHM_DIR") . "/throttlekit.$zone2", 0600);
+usleep(1100000);
+$d = $closed->check("k");
+var_dump($d->allowed, $d->degraded, $d->remaining);
 ?>
 --EXPECTF--
 ThrottleKit\StoreException (13): store "shm:refused2%d": %s (EACCES): %s
@@ -38,3 +47,12 @@ bool(false)
 bool(true)
 bool(false)
 bool(true)
+int(4)
+int(1)
+array(1) {
+  ["Retry-After"]=>
+  string(1) "1"
+}
+bool(true)
+bool(false)
+int(3)

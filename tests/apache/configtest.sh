@@ -32,7 +32,7 @@ $2"
 		return
 	fi
 	case $out in
-	*sekret*) fail "$1: the password shows: $out" ;;
+	*sekret* | *sek/ret* | *sek\?ret* | *ret@*) fail "$1: the password shows: $out" ;;
 	*"line $line of $CONF"*"$3"*) say "ok: $1: $(printf '%s' "$out" | tail -n 2 | tr '\n' ' ')" ;;
 	*) fail "$1: expected line $line of $CONF and \"$3\", got: $out" ;;
 	esac
@@ -76,6 +76,14 @@ if [ $redis = yes ]; then
 	expect_error "bad Redis spec" 'ThrottleStore r redis://u:sekret@127.0.0.1:99999' \
 		'Invalid argument (byte 27: expected a port from 1 to 65535)'
 	expect_error "bad Redis option" 'ThrottleStore r redis://127.0.0.1?timeout=0' 'Invalid argument'
+	# A password with a raw '/' or '?', or a spec missing a '/' of
+	# "://": the message still hides it (tk_spec_redact()).
+	expect_error "raw '/' in a password" 'ThrottleStore r redis://u:sek/ret@127.0.0.1' \
+		'redis://u:***@127.0.0.1: Invalid argument'
+	expect_error "raw '?' in a password" 'ThrottleStore r redis://u:sek?ret@127.0.0.1' \
+		'redis://u:***@127.0.0.1: Invalid argument'
+	expect_error "mistyped scheme" 'ThrottleStore r redis:/u:sekret@127.0.0.1' \
+		'redis:***@127.0.0.1: Invalid argument'
 	expect_error "capacity on Redis" 'ThrottleStore r redis://u:sekret@127.0.0.1 capacity=1024' \
 		'capacity=1024 is for a zone (shm:NAME), not a Redis store'
 	expect_error "mode on Redis" 'ThrottleStore r redis+unix:///tmp/r.sock mode=0600' 'not a Redis store'

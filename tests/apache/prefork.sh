@@ -12,7 +12,7 @@
 MPM=prefork
 mkdir -p "$ROOT/htdocs/api" "$ROOT/htdocs/err"
 echo ok >"$ROOT/htdocs/index.html"
-for d in api kill v xff v6 err dry shape short fo fc key g g/only5 ht any; do
+for d in api kill v xff v6 err dry shape short fo fc lo lc key g g/only5 ht any; do
 	mkdir -p "$ROOT/htdocs/$d"
 	echo "$d" >"$ROOT/htdocs/$d/x"
 done
@@ -22,6 +22,7 @@ echo "Throttle ht" >"$ROOT/htdocs/ht/.htaccess"
 BODY='
 ThrottleStore local shm:tk-local capacity=1024
 ThrottleStore fragile shm:tk-fragile capacity=64
+ThrottleStore late shm:tk-late capacity=64
 ThrottleRule burst "gcra:1/1h,burst=50" store=local headers=both
 ThrottleRule kill "gcra:1/1h,burst=20" store=local
 ThrottleRule va "gcra:1/1h,burst=5" store=local
@@ -34,6 +35,8 @@ ThrottleRule shape "leaky:5/1s,max-queue=10s" store=local delay=10s
 ThrottleRule short "leaky:2/1s,max-queue=10s" store=local delay=700ms
 ThrottleRule fo "gcra:1/1h,burst=100" store=fragile fail=open
 ThrottleRule fc "gcra:1/1h,burst=100" store=fragile fail=closed
+ThrottleRule lo "gcra:1/1h,burst=100" store=late fail=open headers=both
+ThrottleRule lc "gcra:1/1h,burst=100" store=late fail=closed headers=both
 ThrottleRule key "gcra:1/1h,burst=2" store=local "key=%{HTTP:X-Api-Key}"
 ThrottleRule g3 "gcra:1/1h,burst=3" store=local
 ThrottleRule g5 "gcra:1/1h,burst=5" store=local
@@ -46,6 +49,12 @@ RemoteIPHeader X-Forwarded-For
 RemoteIPTrustedProxy 10.9.9.9
 <Location /api>
     Throttle burst
+</Location>
+<Location /lo>
+    Throttle lo
+</Location>
+<Location /lc>
+    Throttle lc
 </Location>
 <Location /kill>
     Throttle kill
@@ -267,7 +276,7 @@ for w in "store local spec=shm:tk-local" "rule burst policy=gcra:" \
 done
 js=$(curl -s "http://127.0.0.1:$PORT/tk-status?json")
 if command -v jq >/dev/null 2>&1; then
-	check "status json: rules" 17 "$(printf '%s' "$js" | jq '.rules | length')"
+	check "status json: rules" 19 "$(printf '%s' "$js" | jq '.rules | length')"
 	check "status json: zone inserts > 0" true \
 		"$(printf '%s' "$js" | jq ".stores[0].zone.inserts > 0")"
 else
@@ -288,6 +297,43 @@ wait_log /fc/x 2
 check "DEGRADED logged" 2 \
 	"$(awk '($4 == "/fo/x" || $4 == "/fc/x") && $3 == "DEGRADED"' "$ROOT/logs/access.log" | wc -l)"
 check "the other store still works" 429 "$(seq_get 1 /api/x)"
+
+# 16. A store that children cannot open (its zone's file moved away when
+# they start): its rules answer by their fail policy with the library's
+# degraded decision (503 and Retry-After: 1, no quota fields), and each
+# child opens the zone within a second of its return.
+check "late store before" 200 "$(seq_get 1 /lc/x)"
+mv "$TK_SHM_DIR/throttlekit.tk-late" "$ROOT/tk-late.away"
+for c in $(ps -o pid= --ppid "$PID"); do
+	kill -KILL "$c"
+done
+i=0
+until [ "$(ps -o pid= --ppid "$PID" | wc -l)" -ge 4 ] || [ $i -ge 100 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+check "fail=open, zone gone at child start" 200 "$(seq_get 1 /lo/x)"
+r=$(curl -s -o /dev/null -D - "http://127.0.0.1:$PORT/lc/x" | tr -d '\r')
+check "fail=closed, zone gone at child start" 503 \
+	"$(printf '%s\n' "$r" | awk 'NR == 1 { print $2 }')"
+check "its Retry-After" 1 \
+	"$(printf '%s\n' "$r" | awk -F': ' 'tolower($1) == "retry-after" { print $2 }')"
+check "no RateLimit fields without a quota" 0 \
+	"$(printf '%s\n' "$r" | grep -ci '^x\{0,1\}-\{0,1\}ratelimit')"
+case $(curl -s "http://127.0.0.1:$PORT/tk-status") in
+*"store late spec=shm:tk-late"*"open=No such zone"*)
+	say "ok: the status page says the store failed" ;;
+*) fail "the status page does not say the late store failed" ;;
+esac
+check "the error log says why" 1 \
+	"$(grep -c 'ThrottleStore late: cannot open shm:tk-late: No such zone; its rules answer by their fail policy until it opens' "$ROOT/logs/error.log" | awk '{ print ($1 > 0) }')"
+mv "$ROOT/tk-late.away" "$TK_SHM_DIR/throttlekit.tk-late"
+sleep 1.2
+check "fail=closed, zone back" "4 200" \
+	"$(seq_get 4 /lc/x | sort | uniq -c | awk '{ print $1, $2 }')"
+wait_log /lc/x 6
+check "PASSED again" 5 \
+	"$(awk '$4 == "/lc/x" && $3 == "PASSED"' "$ROOT/logs/access.log" | wc -l)"
 
 stop_server
 no_crashes

@@ -88,15 +88,17 @@ fi
 expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate needs the replay's clock, not server_time=1" \
 	"$ctl" simulate --policy gcra:1/s \
 	--store 'redis://u:s3cret@127.0.0.1:1?server_time=1'
-# A password never reaches a message, whatever is wrong with the spec.
+# A password never reaches a message, whatever is wrong with the spec:
+# also one typed with a raw '/' or '?', and a spec missing a '/' of "://".
 for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
 	'redis://:s3cret@127.0.0.1:1/x' 'redis+unix://u:s3cret@/tmp/x?a=b' \
 	'rediss://u:s3cret@127.0.0.1:1?tls_ca=/nonexistent/ca.pem' \
-	'redis://u:s3cret@[::1'; do
+	'redis://u:s3cret@[::1' 'redis://u:s3/cret@127.0.0.1:1' \
+	'redis://u:s3?cret@127.0.0.1:1' 'redis:/u:s3cret@127.0.0.1:1'; do
 	"$ctl" simulate --policy gcra:1/s --store "$spec" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	got=$?
-	if [ "$got" -ne 2 ] || grep -q s3cret "$tmp/err" "$tmp/out" ||
+	if [ "$got" -ne 2 ] || grep -q cret "$tmp/err" "$tmp/out" ||
 		! grep -q "u*:\*\*\*@" "$tmp/err"; then
 		failed "simulate --store $spec: exit $got, stderr:"
 		cat "$tmp/err"
@@ -341,6 +343,17 @@ expect 3 "throttlectl: alice: Incompatible state or zone layout (EPROTO)" \
 	"$ctl" check z alice --policy "$sw" --fail error
 expect 2 "throttlectl: --fail: expected error, open or closed, not \"maybe\"
 $usage_check" "$ctl" check z alice --policy "$sw" --fail maybe
+# A zone that is not there: the error under --fail error, the fail
+# policy's degraded decision under open or closed (tk_limiter_open(3)).
+expect 3 "throttlectl: nozone: No such zone (ENOENT)" \
+	"$ctl" check nozone k --policy gcra:5/1s
+expect 1 "" "$ctl" check nozone k --policy gcra:5/1s --fail closed
+grep -qx '{"allowed":false,"limit":5,"remaining":0,"reset_at":[0-9]*,"retry_after":1000000000,"degraded":true}' \
+	"$tmp/out" || { failed "--fail closed, no zone"; cat "$tmp/out"; }
+expect 0 "" "$ctl" get nozone k --policy gcra:5/1s --fail open
+grep -q '"allowed":true,"limit":5,.*"degraded":true}$' "$tmp/out" ||
+	{ failed "--fail open, no zone"; cat "$tmp/out"; }
+[ -e "$TK_SHM_DIR/throttlekit.nozone" ] && failed "a check created a zone"
 # Normal decisions carry no "degraded" field.
 expect 1 "" "$ctl" get z alice --policy gcra:2/1h --fail open
 grep -q degraded "$tmp/out" && failed "a normal decision says degraded"

@@ -1,0 +1,59 @@
+/*
+ * spec-redact.c - a store spec as messages show it, its password "***".
+ *
+ * - After "://" (or from the start, in a spec without it: mistyped), the
+ *   password is taken to run from the first ':' to the last '@'.  The Redis
+ * spec parser (redis-spec.c) ends the user part at the last '@' before the
+ * first '/' or '?', so this span holds every password it can read, and also
+ * whatever a mistyped password holds past a raw '/', '?' or '@': a spec is
+ * redacted before anyone knows whether the library takes it.
+ * - The cost is hiding too much when an option (key_prefix=) holds '@':
+ *   the host between is hidden as well.  Never too little.
+ * - No snprintf(3): the copy is plain byte moves, so that a signal handler
+ *   or a logger may call it.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+/* Append s[0, n) to the @len bytes of @buf at offset @at, as far as it
+ * fits before the NUL; returns the offset past it had it all fit. */
+static size_t put(char *buf, size_t len, size_t at, const char *s, size_t n)
+{
+	size_t room;
+
+	if (len && at < len - 1) {
+		room = len - 1 - at;
+		memcpy(buf + at, s, n < room ? n : room);
+	}
+	return at + n;
+}
+
+TK_API int tk_spec_redact(const char *spec, char *buf, size_t len)
+{
+	const char *auth, *at = NULL, *colon = NULL;
+	size_t n, total;
+
+	if (!spec || (!buf && len))
+		return -EINVAL;
+	n = strlen(spec);
+	/* The result may be 3 bytes longer than the spec ("u:@h"). */
+	if (n > (size_t)INT_MAX - 3)
+		return -EINVAL;
+	auth = strstr(spec, "://");
+	auth = auth ? auth + 3 : spec;
+	at = strrchr(auth, '@');
+	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (colon) {
+		total = put(buf, len, 0, spec, (size_t)(colon + 1 - spec));
+		total = put(buf, len, total, "***", 3);
+		total = put(buf, len, total, at, strlen(at));
+	} else {
+		total = put(buf, len, 0, spec, n);
+	}
+	if (len)
+		buf[total < len ? total : len - 1] = '\0';
+	return (int)total;
+}
