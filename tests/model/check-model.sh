@@ -93,6 +93,9 @@
 #                                   never-updated keys in both tables
 #   exhaustive, NO=1 NN=1 -DINITK=0 grow-key2: a second key fills T and
 #               -DKEY2              moves to T' with K
+#   exhaustive, N=3 M=2 NO=1 NN=1   grow-shrink: the same into a successor
+#               -DINITK=0 -DKEY2    smaller than T (3 slots to 2), as a
+#                                   shrink moves its keys
 #   must fail:  grow.pml -DPULL_NO_FREEZE (grow-move: R3 reads K's MEM
 #               without freezing: two live states)
 #               grow.pml -DNO_NEXT_CHECK (grow-insert: R1 skipped, an
@@ -272,6 +275,8 @@ expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
 expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
 expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
 	"-m10000 -w23"
+expect_ok grow-shrink grow.pml "-DN=3 -DM=2 -DNO=1 -DNN=1 -DINITK=0 -DKEY2" \
+	"-DCOLLAPSE" "-m10000 -w23"
 expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
 	"-DCOLLAPSE" "-m10000 -w22"
 expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
