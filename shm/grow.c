@@ -565,30 +565,48 @@ static struct tk__zone *source(struct tk__table *t, struct tk__zone *z,
 }
 
 /*
- * A commit of key @fp's insert in @z (rule 7 of "Growing a private
- * table"): 1 if it brings over a key counted in a table before @z, and
- * so is no insert of its own:
- * - the copy of a state frozen in @z's source (pull()): it stays there
- *   until the copy has landed, which takes it (import()), so that a later
- *   insert of the key counts;
- * - a key committed with no state yet whose MEM a table before @z froze
- *   before its first write: this commit takes it.  Such a MEM is frozen
- *   only once its table has a next, so it lies in @z's old or among the
- *   retired; the operation that committed it goes on to insert the key
- *   in a successor, and keeps that table from being freed until then
- *   (and so its entry from being folded: the walk ends at the base).
- * Either way the commit is counted once, where it happens, or not at all:
- * the counters never count a key twice, not even for a moment.
+ * Before a commit of key @fp's insert in @z (rule 7 of "Growing a
+ * private table"): 1 if @z's source holds a state of @fp frozen and not
+ * taken, so that the commit is the copy's (pull()), no insert of its
+ * own.  The frozen state stays there until a copy has landed, which
+ * takes it (import()), so that a later insert of the key counts: read
+ * after the commit, it may be gone already, taken by a copy that landed
+ * in the very slot the commit made (tests/unit/test_table_retire.c
+ * counted such a key twice).  Read before, it says what the commit
+ * brings: the op that inserts @fp in @z pulled it first, which froze its
+ * state in the source if it had one, and a copy that took it since
+ * landed in a MEM of @fp, which the commit would find (no commit).
+ */
+int tk__table_brought(struct tk__zone *z, uint64_t fp)
+{
+	struct tk__table *t = head(z)->table;
+	struct tk__zone_key k = { fp, tk__table_pos(fp) };
+	struct tk__zone *oz = source(t, z, ledger_of(t)->base);
+	uint64_t w[2];
+
+	return oz && frozen_of(oz, &k, 1, w) != NULL;
+}
+
+/*
+ * After a commit of key @fp's insert in @z that brought no state over
+ * (tk__table_brought()): 1 if it brings over a key committed with no
+ * state yet whose MEM a table before @z froze before its first write,
+ * which a table before @z counted: this commit takes it, and counts no
+ * insert.  Such a MEM is frozen only once its table has a next, so it
+ * lies in @z's old or among the retired; the operation that committed it
+ * goes on to insert the key in a successor, and keeps that table from
+ * being freed until then (and so its entry from being folded: the walk
+ * ends at the base).  Either way the commit is counted once, where it
+ * happens, or not at all: the counters never count a key twice, not even
+ * for a moment.
  */
 int tk__table_carry(struct tk__zone *z, uint64_t fp)
 {
 	struct tk__table *t = head(z)->table;
 	struct tk__zone_key k = { fp, tk__table_pos(fp) };
-	uint64_t base = ledger_of(t)->base, w[2], i;
+	uint64_t base = ledger_of(t)->base, i;
 	struct tk__zone *oz = source(t, z, base);
 
-	if (oz && frozen_of(oz, &k, 1, w))
-		return 1;
 	for (i = head(z)->index;; i--) {
 		if (oz && take_carried(oz, &k))
 			return 1;

@@ -132,7 +132,7 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	struct view v;
-	int i, e, confirmed;
+	int i, e, confirmed, brought;
 
 	scan(z, c, fp, 0, &v);
 	if (v.mem >= 0) {
@@ -167,11 +167,13 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 	 * the helper may be reading the key under another one. */
 	fp = tkz_fp(v.w0[e]);
 	/* Counted by whoever commits: once per key inserted (in a table
-	 * that grew, not the keys brought over from its predecessors). */
+	 * that grew, not the keys brought over from its predecessors: a
+	 * copy's, known before the commit, or one carried, taken after). */
+	brought = tk__zone_brought(z, fp);
 	if (tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
 			 tkz_w0(TKZ_MEM, 0, fp),
 			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0) &&
-	    !tk__zone_carry(z, fp))
+	    !brought && !tk__zone_carry(z, fp))
 		tkz_count(z, TKZ_INSERTS);
 }
 

@@ -184,7 +184,8 @@ static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
 			       __ATOMIC_ACQUIRE);
 }
 
-/* grow.c: see tk__zone_carry(). */
+/* grow.c: see tk__zone_brought() and tk__zone_carry(). */
+int tk__table_brought(struct tk__zone *z, uint64_t fp);
 int tk__table_carry(struct tk__zone *z, uint64_t fp);
 
 /* Is @z a private table that grows (grow.c), not a zone? */
@@ -194,12 +195,19 @@ static inline int tk__zone_private_table(struct tk__zone *z)
 }
 
 /*
- * After a commit of key @fp's insert in @z: 1 if it brings over a key
- * that a table @z grew from counted already (the copy of its state, or
- * a key frozen there before its first write), and so counts no insert;
- * else 0 (docs/shm-protocol.md, "Growing a private table", rule 7).  A
- * zone brings nothing over.
+ * Does a commit of key @fp's insert in @z bring over a key that a table
+ * @z grew from counted already, and so count no insert?  Before the
+ * commit, tk__zone_brought() says whether it is the copy of a state
+ * frozen there (read after, a copy that landed in the committed slot may
+ * have taken it); after it, tk__zone_carry() whether it takes a key
+ * frozen there before its first write.  1 or 0 (docs/shm-protocol.md,
+ * "Growing a private table", rule 7).  A zone brings nothing over.
  */
+static inline int tk__zone_brought(struct tk__zone *z, uint64_t fp)
+{
+	return tk__zone_private_table(z) ? tk__table_brought(z, fp) : 0;
+}
+
 static inline int tk__zone_carry(struct tk__zone *z, uint64_t fp)
 {
 	return tk__zone_private_table(z) ? tk__table_carry(z, fp) : 0;
