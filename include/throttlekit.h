@@ -210,6 +210,18 @@ struct tk_stats {
 	 * store's table reuses a dropped key's slot at once).
 	 */
 	uint64_t backlog;
+	/*
+	 * Bytes of memory held for keys' slots and states now: the memory
+	 * store's tables, counting those its growths left behind until they
+	 * are freed; a zone's segment.  0 for Redis.
+	 */
+	uint64_t reserved;
+	/*
+	 * Bytes of those in the tables in use: the memory store's newest, and
+	 * the one its keys move from while it grows; a zone's segment.
+	 * reserved - live is waiting to be freed.
+	 */
+	uint64_t live;
 };
 
 /* A zone's geometry, occupancy and counters, from tk_zone_info(). */

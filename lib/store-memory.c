@@ -17,6 +17,10 @@
  * Expired states are swept by checks, a chunk at a time, and by the
  * reclaimer thread unless TK_OPT_NO_RECLAIMER.
  *
+ * Checks and denials are counted per thread (lib/tally.h: a plain load
+ * and store in a cache line of the thread's own) and summed when the
+ * counters are read, so that a check writes no line other threads write.
+ *
  * Every operation that touches the table runs inside an RCU read-side
  * section (lib/rcu.h): the tables a growth leaves behind are freed by
  * the reclaimer thread, after grace periods (tk__table_reclaim()), never
@@ -28,6 +32,7 @@
 #include "rcu.h"
 #include "reclaimer.h"
 #include "slot-store.h"
+#include "tally.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,10 +44,11 @@
 struct mem_store {
 	struct tk_store base;
 	struct tk__table *table;
-	struct tk__keyhash_key kh; /* the store's random secret, prepared */
-	uint64_t capacity;	   /* most slots; 0: unbounded */
-	uint64_t near_max;	   /* tk__slot_near_max() */
-	_Atomic uint64_t growths;  /* of the table, as far was last set */
+	struct tk__keyhash_key kh;    /* the store's random secret, prepared */
+	uint64_t capacity;	      /* most slots; 0: unbounded */
+	uint64_t near_max;	      /* tk__slot_near_max() */
+	_Atomic uint64_t growths;     /* of the table, as far was last set */
+	struct tk__zone_tally *tally; /* checks and denials */
 	int use_thread;
 	struct tk__reclaimer reclaimer; /* when use_thread */
 };
@@ -88,6 +94,20 @@ static inline void grown(struct mem_store *s)
 			    s->near_max);
 }
 
+/* A check decided (@denied: a denial), counted. */
+static inline void counted(struct mem_store *s, int denied)
+{
+	tk__tally_add(s->tally, denied);
+}
+
+/* A transition's result @rc: counted if it decided the check @flags
+ * names (TK__T_CHECK). */
+static void decided(struct mem_store *s, uint32_t flags, int rc)
+{
+	if (rc >= 0 && (flags & TK__T_CHECK))
+		counted(s, rc == TK__ZONE_KEEP);
+}
+
 static int result(int rc)
 {
 	if (rc == -E2BIG)
@@ -111,6 +131,7 @@ static int memory_apply(struct tk_store *base, const unsigned char *key,
 	sweep(s, &k, now);
 	grown(s);
 	tk__rcu_read_unlock();
+	decided(s, t->flags, rc);
 	return result(rc);
 }
 
@@ -127,7 +148,7 @@ check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
 	struct tk__zone_key k;
 	struct tkz_cand cand;
 	unsigned long *ctr = NULL;
-	int denied, rc;
+	int denied = 0, rc;
 
 	before(s);
 	/* A GCRA state is a word key. */
@@ -155,6 +176,8 @@ out:
 		tk__rcu_light_unlock(ctr);
 	else
 		tk__rcu_read_unlock();
+	if (rc == 0)
+		counted(s, denied);
 	return rc;
 }
 
@@ -199,6 +222,7 @@ static int memory_apply_multi(struct tk_store *base, uint64_t now,
 		sweep(s, &k[i], now);
 	grown(s);
 	tk__rcu_read_unlock();
+	decided(s, m->flags, rc);
 	return result(rc);
 }
 
@@ -228,8 +252,13 @@ static void memory_stats(struct tk_store *base, struct tk_stats *out)
 	tk__rcu_read_lock();
 	out->keys = tk__table_keys(s->table);
 	tk__table_counters(s->table, n);
+	/* Both in the section, live first: no table counted live is freed
+	 * before the count of all, so reserved >= live. */
+	out->live = tk__table_live(s->table);
+	out->reserved = tk__table_reserved(s->table);
 	tk__rcu_read_unlock();
 	out->capacity = s->capacity;
+	tk__tally_sum(s->tally, &out->checks, &out->denies);
 	out->inserts = n[TKZ_INSERTS];
 	out->expirations = n[TKZ_RECLAIMS];
 	out->evictions = n[TKZ_EVICTIONS];
@@ -243,6 +272,7 @@ static void memory_close(struct tk_store *base)
 	if (s->use_thread)
 		tk__reclaimer_destroy(&s->reclaimer);
 	tk__table_free(s->table);
+	free(s->tally);
 	explicit_bzero(&s->kh, sizeof(s->kh));
 	free(s);
 }
@@ -308,9 +338,10 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	s->base.ops = tk__rcu_light() ? &memory_ops : &fenced_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
 	s->near_max = tk__slot_near_max();
+	s->tally = tk__tally_new();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.grace = o->reclaim_grace;
-	rc = tk__clock_read(s->base.clock, &cfg.now);
+	rc = s->tally ? tk__clock_read(s->base.clock, &cfg.now) : -ENOMEM;
 	if (rc == 0)
 		rc = tk__random_bytes(secret, sizeof(secret));
 	if (rc)
@@ -346,6 +377,7 @@ int tk__memory_open(struct tk_store **out, const struct tk_options *o)
 	return 0;
 fail:
 	explicit_bzero(&s->kh, sizeof(s->kh));
+	free(s->tally);
 	free(s);
 	return rc;
 }

@@ -285,6 +285,8 @@ static int stats(void *ctx)
 	c->out->resets = n[TKZ_RESETS];
 	c->out->checks = n[TKZ_CHECKS];
 	c->out->denies = n[TKZ_DENIES];
+	c->out->reserved = tk__zone_geo(c->s->zone)->segment_size;
+	c->out->live = c->out->reserved;
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /*
  * tally.h - a process's counts of checks and denies on a zone, batched
- * before they reach the zone's shared counters.
+ * before they reach the zone's shared counters; and a memory store's
+ * counts, which stay in their batch (the store reads the sum).
  *
  * One batch per zone mapping (zone-registry.c), split in shards of a
  * cache line each.  A thread takes a shard of its own at its first check
@@ -14,7 +15,9 @@
  * mapping when the process reads the counters
  * (tk_store_stats(), tk_zone_info()) or closes a store: each count
  * reaches the zone exactly once, whoever adds it.  A fork() child drops
- * the batch it inherited (its parent still holds and flushes it).
+ * the batch it inherited (its parent still holds and flushes it).  A
+ * memory store's batch is never flushed: its counts are the store's,
+ * and a fork() child keeps them with the copy of its table.
  */
 #ifndef TK_TALLY_H
 #define TK_TALLY_H
@@ -51,6 +54,12 @@ void tk__tally_after_fork(void);
 
 /* Zero @t's shards for fork generation @gen; zone-registry.c. */
 void tk__tally_reset(struct tk__zone_tally *t, uint64_t gen);
+/* A batch of no counts, of this fork generation; NULL if no memory.
+ * Freed with free(). */
+struct tk__zone_tally *tk__tally_new(void);
+/* The checks and denies of every shard of @t (a memory store's). */
+void tk__tally_sum(struct tk__zone_tally *t, uint64_t *checks,
+		   uint64_t *denies);
 
 /* The batch is this process's: a fork() child drops its parent's. */
 static inline void tk__tally_own(struct tk__zone_tally *t)
@@ -62,38 +71,56 @@ static inline void tk__tally_own(struct tk__zone_tally *t)
 		tk__tally_reset(t, gen);
 }
 
+/* Count in shard @i - 1 of @t, this thread's own: no other writer. */
+static inline uint64_t tk__tally_add_own(struct tk__zone_tally *t,
+					 unsigned int i, int denied)
+{
+	struct tk__tally_shard *sh = &t->shard[i - 1];
+	uint64_t c;
+
+	if (denied)
+		tk_atomic_store_u64(
+			&sh->denies,
+			tk_atomic_load_u64(&sh->denies, TK_MO_RELAXED) + 1,
+			TK_MO_RELAXED);
+	c = tk_atomic_load_u64(&sh->checks, TK_MO_RELAXED) + 1;
+	tk_atomic_store_u64(&sh->checks, c, TK_MO_RELAXED);
+	return c;
+}
+
+/* tk__tally_add() for a thread without a shard of its own yet, or with
+ * none free (the shared one, by atomic adds); zone-registry.c. */
+uint64_t tk__tally_add_slow(struct tk__zone_tally *t, int denied);
+
 /*
- * Count one check (@denied: a denial) in this thread's shard.  Returns the
- * shard's index if it is due to be added to the zone, else -1.
+ * Count one check (@denied: a denial) in this thread's shard of @t,
+ * whichever process's batch it is.  Returns the shard's count of checks;
+ * the shard is tk__tally_slot - 1 then.
+ */
+static inline uint64_t tk__tally_add(struct tk__zone_tally *t, int denied)
+{
+	unsigned int i = tk__tally_slot;
+
+	/* One test for both "none yet" (0) and "the shared one". */
+	if (__builtin_expect(i - 1 >= TK__TALLY_SHARDS, 0))
+		return tk__tally_add_slow(t, denied);
+	return tk__tally_add_own(t, i, denied);
+}
+
+/*
+ * Count one check (@denied: a denial) in this process's batch of a
+ * zone.  Returns the shard's index if it is due to be added to the zone,
+ * else -1.
  */
 static inline int tk__tally_count(struct tk__zone_tally *t, int denied)
 {
-	unsigned int i = tk__tally_slot;
-	struct tk__tally_shard *sh;
 	uint64_t c;
 
-	if (__builtin_expect(i == 0, 0))
-		i = tk__tally_take_slot();
 	tk__tally_own(t);
-	sh = &t->shard[i - 1];
-	if (__builtin_expect(i <= TK__TALLY_SHARDS, 1)) {
-		/* Its own: no other writer. */
-		if (denied)
-			tk_atomic_store_u64(
-				&sh->denies,
-				tk_atomic_load_u64(&sh->denies, TK_MO_RELAXED) +
-					1,
-				TK_MO_RELAXED);
-		c = tk_atomic_load_u64(&sh->checks, TK_MO_RELAXED) + 1;
-		tk_atomic_store_u64(&sh->checks, c, TK_MO_RELAXED);
-	} else {
-		if (denied)
-			tk_atomic_add_u64(&sh->denies, 1, TK_MO_RELAXED);
-		c = tk_atomic_add_u64(&sh->checks, 1, TK_MO_RELAXED) + 1;
-	}
+	c = tk__tally_add(t, denied);
 	/* Every TK__TALLY_FLUSH counts of the shard; a flush by anyone
 	 * since only makes this one add less. */
-	return c % TK__TALLY_FLUSH == 0 ? (int)i - 1 : -1;
+	return c % TK__TALLY_FLUSH == 0 ? (int)tk__tally_slot - 1 : -1;
 }
 
 /*

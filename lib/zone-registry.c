@@ -97,6 +97,21 @@ unsigned int tk__tally_take_slot(void)
 	return tk__tally_slot = TK__TALLY_SHARDS + 1;
 }
 
+uint64_t tk__tally_add_slow(struct tk__zone_tally *t, int denied)
+{
+	unsigned int i = tk__tally_slot;
+	struct tk__tally_shard *sh;
+
+	if (i == 0)
+		i = tk__tally_take_slot();
+	if (i <= TK__TALLY_SHARDS)
+		return tk__tally_add_own(t, i, denied);
+	sh = &t->shard[i - 1];
+	if (denied)
+		tk_atomic_add_u64(&sh->denies, 1, TK_MO_RELAXED);
+	return tk_atomic_add_u64(&sh->checks, 1, TK_MO_RELAXED) + 1;
+}
+
 void tk__tally_after_fork(void)
 {
 	unsigned int i = tk__tally_slot;
@@ -117,6 +132,31 @@ void tk__tally_reset(struct tk__zone_tally *t, uint64_t gen)
 		tk_atomic_store_u64(&t->shard[i].denies_out, 0, TK_MO_RELAXED);
 	}
 	tk_atomic_store_u64(&t->gen, gen, TK_MO_RELAXED);
+}
+
+struct tk__zone_tally *tk__tally_new(void)
+{
+	struct tk__zone_tally *t =
+		aligned_alloc(_Alignof(struct tk__zone_tally), sizeof(*t));
+
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	tk_atomic_store_u64(&t->gen, tk__fork_generation(), TK_MO_RELAXED);
+	return t;
+}
+
+void tk__tally_sum(struct tk__zone_tally *t, uint64_t *checks, uint64_t *denies)
+{
+	unsigned int i;
+
+	*checks = *denies = 0;
+	for (i = 0; i <= TK__TALLY_SHARDS; i++) {
+		*checks +=
+			tk_atomic_load_u64(&t->shard[i].checks, TK_MO_RELAXED);
+		*denies +=
+			tk_atomic_load_u64(&t->shard[i].denies, TK_MO_RELAXED);
+	}
 }
 
 /* Add what @count has that has not reached the zone's counter @to. */
@@ -221,20 +261,15 @@ static int add(struct entry **out, const char *name,
 
 	if (!e)
 		return rc;
-	e->tally = aligned_alloc(_Alignof(struct tk__zone_tally),
-				 sizeof(*e->tally));
-	if (e->tally) {
-		memset(e->tally, 0, sizeof(*e->tally));
+	e->tally = tk__tally_new();
+	if (e->tally)
 		rc = tk__zone_attach(&e->zone, name, cfg, flags);
-	}
 	if (rc) {
 		free(e->tally);
 		free(e);
 		return rc;
 	}
 	strcpy(e->name, name);
-	tk_atomic_store_u64(&e->tally->gen, tk__fork_generation(),
-			    TK_MO_RELAXED);
 	atomic_init(&e->refs, 1);
 	cds_list_add_rcu(&e->node, &zones);
 	*out = e;

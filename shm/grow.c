@@ -16,23 +16,38 @@
  *
  * A completed growth retires the old table, and tk__table_reclaim()
  * frees it after two grace periods of the caller's RCU (every operation
- * runs in a read-side section; lib/store-memory.c).  A thread may still
- * read a table it loaded before the growth, and frozen slots send it on;
- * once the successor has lost its old, a new operation finds the retired
- * table only in t->retired[], where a reset (source()) and the counters
- * look.  The first grace period waits for every operation that found the
- * table as its successor's old: after it, no pull of it is in flight (so
- * a reset need not mark its frozen slots gone) and its counters are
- * final.  Its counters are then kept in the table and its entry of
- * retired[] marked gone, which unlinks it from the last place a new
- * operation could find it; the second grace period waits for those that
- * found it before, and then it is freed.  Until then, and without a
- * reclaiming caller until tk__table_free(), retired tables stay
- * allocated: their sizes halve, so together they are smaller than the
- * newest.
+ * runs in a read-side section; lib/store-memory.c):
+ *
+ * - Tables are numbered in the order they grew (their index), and the
+ *   old table of index g is retired as t->retired[g].  A completion
+ *   stores that entry, then counts it in n_retired, then moves cur, then
+ *   clears the successor's old: each step is one CAS or store that anyone
+ *   may repeat, so a completer that stalls holds nobody up, and whatever
+ *   leads to the old table (cur, old) is cleared only once retired[] leads
+ *   to it.  The counters and a reset's search for a key's source
+ *   (source()) never miss it.
+ * - A thread may still read a table it loaded before the growth, and
+ *   frozen slots send it on; once the successor has lost its old, a new
+ *   operation finds the retired table only in retired[].
+ * - The first grace period waits for every operation that found the
+ *   table as its successor's old: after it, no pull of it is in flight
+ *   (so a reset need not mark its frozen slots gone) and its counters are
+ *   final.  Its counters are then kept in the table and its entry marked
+ *   gone, which unlinks it from the last place a new operation could find
+ *   it; the second grace period waits for those that found it before, and
+ *   then it is freed.
+ * - What a pass has unlinked but not freed yet is kept in t->dying[], not
+ *   on the reclaiming thread's stack: a fork() child, which has no such
+ *   thread, frees it in its own first pass (or at tk__table_free()).  The
+ *   frees themselves hold fork() off (pthread_atfork()), so that no child
+ *   inherits a table half freed.
+ * - Until then, and without a reclaiming caller until tk__table_free(),
+ *   retired tables stay allocated: their sizes halve, so together they
+ *   are smaller than the newest.
  */
 #include "word.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,27 +64,64 @@ struct tk__table {
 	struct tk__zone_config cfg;
 	uint64_t seed[2];
 	uint64_t max_capacity;
-	struct tk__zone *retired[TABLES_MAX]; /* or GONE, once freed */
-	/* 1 (ck_pr) once the successor of retired[i] has lost its old. */
+	/* The table of index i once its successor's growth completed
+	 * (__atomic), or GONE once unlinked. */
+	struct tk__zone *retired[TABLES_MAX];
+	/* 1 (__atomic) once the successor of retired[i] has lost its old. */
 	uint8_t unlinked[TABLES_MAX];
-	/* A freed retired[i]'s counters: written before GONE is published
+	/* A GONE retired[i] not freed yet: written before GONE is published
+	 * (release), cleared once freed, under the fork lock (see
+	 * tk__table_reclaim()). */
+	struct tk__zone *dying[TABLES_MAX];
+	/* A GONE retired[i]'s counters: written before GONE is published
 	 * (release), read after it is seen (acquire). */
 	uint64_t gone[TABLES_MAX][TKZ_COUNTERS];
-	uint64_t n_retired; /* ck_pr */
+	uint64_t n_retired; /* __atomic: entries of retired[] stored */
 	uint64_t freed;	    /* ck_pr: retired tables freed */
 	uint64_t growths;   /* ck_pr */
-	uint64_t moved;	    /* ck_pr: states copied to a successor, and
-			     * keys carried over (tk__table_carry()) */
+	uint64_t reserved;  /* ck_pr: bytes of the tables allocated */
 };
+
+/* Held while tables are freed, and by fork(): a child never inherits a
+ * table half freed.  Taken in the child as in the parent, so the child
+ * makes it anew. */
+static pthread_mutex_t freeing = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t freeing_once = PTHREAD_ONCE_INIT;
+
+static void freeing_hold(void)
+{
+	pthread_mutex_lock(&freeing);
+}
+
+static void freeing_release(void)
+{
+	pthread_mutex_unlock(&freeing);
+}
+
+static void freeing_renew(void)
+{
+	pthread_mutex_init(&freeing, NULL);
+}
+
+static void freeing_setup(void)
+{
+	pthread_atfork(freeing_hold, freeing_release, freeing_renew);
+}
 
 static struct tk__zone_head *head(struct tk__zone *z)
 {
 	return (struct tk__zone_head *)(void *)z;
 }
 
+static uint64_t bytes_of(struct tk__zone *z)
+{
+	return tk__zone_geo(z)->segment_size;
+}
+
 /* A table and what it holds. */
 static void drop(struct tk__zone *z)
 {
+	ck_pr_sub_64(&head(z)->table->reserved, bytes_of(z));
 	free(head(z)->moved);
 	tk__zone_detach(z);
 }
@@ -95,7 +147,9 @@ static struct tk__zone *make(struct tk__table *t, uint64_t capacity,
 		return NULL;
 	head(z)->may_grow = capacity < t->max_capacity;
 	head(z)->old = old;
+	head(z)->index = old ? head(old)->index + 1 : 0;
 	head(z)->table = t;
+	ck_pr_add_64(&t->reserved, bytes_of(z));
 	if (old) {
 		head(z)->moved =
 			calloc(tk__zone_geo(old)->capacity / MOVE_CHUNK, 1);
@@ -124,6 +178,7 @@ int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 	t->seed[0] = seed[0];
 	t->seed[1] = seed[1];
 	t->max_capacity = max_capacity;
+	pthread_once(&freeing_once, freeing_setup);
 	t->cur = make(t, capacity, NULL);
 	if (!t->cur) {
 		free(t);
@@ -140,9 +195,14 @@ void tk__table_free(struct tk__table *t)
 
 	if (!t)
 		return;
+	/* An entry unlinked and not freed is in dying[] (a fork() child's
+	 * of a pass its parent had under way), and, in a pass cut off before
+	 * it published GONE, in both. */
 	for (i = 0; i < t->n_retired; i++)
 		if (t->retired[i] && t->retired[i] != GONE)
 			drop(t->retired[i]);
+		else if (t->dying[i])
+			drop(t->dying[i]);
 	for (z = t->cur; z; z = next) {
 		next = tk__zone_next(z);
 		drop(z);
@@ -170,9 +230,28 @@ uint64_t tk__table_freed(struct tk__table *t)
 	return ck_pr_load_64(&t->freed);
 }
 
+uint64_t tk__table_reserved(struct tk__table *t)
+{
+	return ck_pr_load_64(&t->reserved);
+}
+
+uint64_t tk__table_live(struct tk__table *t)
+{
+	struct tk__zone *z = newest(t), *oz = tk__zone_old(z);
+
+	return bytes_of(z) + (oz ? bytes_of(oz) : 0);
+}
+
+/* Entries of retired[] stored: each before it is counted here. */
+static uint64_t retired_count(struct tk__table *t)
+{
+	/* Acquire: pairs with the release of complete()'s CAS. */
+	return __atomic_load_n(&t->n_retired, __ATOMIC_ACQUIRE);
+}
+
 uint64_t tk__table_retired(struct tk__table *t)
 {
-	uint64_t r = ck_pr_load_64(&t->n_retired), i, n = 0;
+	uint64_t r = retired_count(t), i, n = 0;
 	struct tk__zone *z;
 
 	for (i = 0; i < r; i++) {
@@ -182,33 +261,46 @@ uint64_t tk__table_retired(struct tk__table *t)
 	return n;
 }
 
+static void add_counters(uint64_t out[TKZ_COUNTERS],
+			 const uint64_t n[TKZ_COUNTERS])
+{
+	int c;
+
+	for (c = 0; c < TKZ_COUNTERS; c++)
+		out[c] += n[c];
+}
+
 /*
- * A retired table counts either live or as kept when it was freed, never
- * both: its entry says which, and its counters no longer change by then
- * (tk__table_reclaim()).
+ * Every table counts once: those of index below n_retired from
+ * retired[] (live, or kept when it was freed: its entry says which, and
+ * its counters no longer change by then, see tk__table_reclaim()), the
+ * others from the chain of cur.  cur is read first: it moves to a table
+ * only once n_retired counts every table before it (complete()), so the
+ * chain from it reaches every table n_retired does not count.  A key
+ * counts once across growths (tk__table_carry()), and each counter only
+ * grows, so neither does their sum go down.
  */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
 {
-	uint64_t n[TKZ_COUNTERS], r = ck_pr_load_64(&t->n_retired), i;
-	struct tk__zone *z;
-	int c;
+	/* Acquire: pairs with the release of complete()'s CAS of cur. */
+	struct tk__zone *z = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), *r;
+	uint64_t n[TKZ_COUNTERS], count = retired_count(t), i;
 
 	memset(out, 0, TKZ_COUNTERS * sizeof(uint64_t));
-	for (i = 0; i <= r; i++) {
-		z = i < r ? __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE)
-			  : __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
-		for (; z; z = i < r ? NULL : tk__zone_next(z)) {
-			if (z == GONE)
-				memcpy(n, t->gone[i], sizeof(n));
-			else
-				tk__zone_counters(z, n);
-			for (c = 0; c < TKZ_COUNTERS; c++)
-				out[c] += n[c];
-		}
+	for (i = 0; i < count; i++) {
+		r = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
+		if (r == GONE)
+			memcpy(n, t->gone[i], sizeof(n));
+		else
+			tk__zone_counters(r, n);
+		add_counters(out, n);
 	}
-	/* A state copied to a successor was inserted there again, and so
-	 * was a key carried over. */
-	out[TKZ_INSERTS] -= ck_pr_load_64(&t->moved);
+	for (; z; z = tk__zone_next(z)) {
+		if (head(z)->index < count)
+			continue;
+		tk__zone_counters(z, n);
+		add_counters(out, n);
+	}
 }
 
 /*
@@ -287,57 +379,108 @@ static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
 	out[1] = w1;
 }
 
+/*
+ * The frozen MEM of @k in @oz with a state (@state 1) or with none (0):
+ * its slot, and its value in @w; NULL if none.  A key has one MEM at most.
+ */
+static struct tkz_slot *frozen_of(struct tk__zone *oz,
+				  const struct tk__zone_key *k, int state,
+				  uint64_t w[2])
+{
+	struct tkz_slot *slots = tk__zone_slots(oz);
+	struct tkz_cand c;
+	int i;
+
+	tkz_candidates(oz, k, &c);
+	for (i = 0; i < TKZ_CANDIDATES; i++) {
+		tkz_read_slot(&slots[tkz_at(&c, i)], &w[0], &w[1]);
+		if (tkz_frozen(w[0]) && tkz_state(w[0]) == TKZ_MEM &&
+		    !!tkz_has_state(w[0], w[1]) == state &&
+		    tkz_same_key(w[0] & ~TKZ_FROZEN, k->fp))
+			return &slots[tkz_at(&c, i)];
+	}
+	return NULL;
+}
+
+/* Frozen slot @s seen as @w becomes {FROZEN, 0}, a frozen EMPTY: the
+ * only change a frozen slot ever sees.  1 if this made it. */
+static int take(struct tkz_slot *s, const uint64_t w[2])
+{
+	return tkz_cas_slot(s, w[0], w[1], TKZ_FROZEN, 0);
+}
+
 /* Take the carried key @k's frozen MEM of no state in @oz, if any: 1 if
  * this did.  A CAS of the frozen value, so one commit takes it. */
 static int take_carried(struct tk__zone *oz, const struct tk__zone_key *k)
 {
-	struct tkz_slot *slots = tk__zone_slots(oz);
-	struct tkz_cand c;
-	uint64_t w0, w1;
-	int i;
+	struct tkz_slot *s;
+	uint64_t w[2];
 
 	if (!ck_pr_load_64(&head(oz)->carried))
 		return 0;
-	tkz_candidates(oz, k, &c);
-	for (i = 0; i < TKZ_CANDIDATES; i++) {
-		tkz_read_slot(&slots[tkz_at(&c, i)], &w0, &w1);
-		if (tkz_frozen(w0) && tkz_state(w0) == TKZ_MEM &&
-		    !tkz_has_state(w0, w1) &&
-		    tkz_same_key(w0 & ~TKZ_FROZEN, k->fp) &&
-		    tkz_cas_slot(&slots[tkz_at(&c, i)], w0, w1, TKZ_FROZEN,
-				 0)) {
-			ck_pr_dec_64(&head(oz)->carried);
-			return 1;
-		}
-	}
-	return 0;
+	s = frozen_of(oz, k, 0, w);
+	if (!s || !take(s, w))
+		return 0;
+	ck_pr_dec_64(&head(oz)->carried);
+	return 1;
+}
+
+/* Retired table @j, unless unlinked (GONE) or not retired yet. */
+static struct tk__zone *retired_at(struct tk__table *t, uint64_t j)
+{
+	/* Acquire: pairs with the release of complete()'s CAS. */
+	struct tk__zone *z = __atomic_load_n(&t->retired[j], __ATOMIC_ACQUIRE);
+
+	return z == GONE ? NULL : z;
 }
 
 /*
- * An insert of key @fp committed in @z, and counted there: if a table
- * before @z froze a MEM of the key committed with no state yet (its
- * first write went to a successor), the key was counted there, and this
- * insert carries it over: it counts as moved.  Such a MEM is frozen only
- * after @z's predecessor has a next, so it lies in @z's old or in a
- * retired table; the operation that committed it goes on to insert the
- * key in a successor, and keeps that table from being freed until then.
- * Read old (acquire) before n_retired: complete() stores retired[] before
- * it clears old.
+ * The table @z's keys came from, if any: its old while they move, or
+ * else its predecessor among the retired (a pull of it may still be in
+ * flight, until a grace period after @z lost its old: then the
+ * predecessor is unlinked, and a pull of it is over).  complete() stores
+ * retired[] before it clears old (acquire, in tk__zone_old()), so one of
+ * the two leads to it.
  */
-void tk__table_carry(struct tk__zone *z, uint64_t fp)
+static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
+{
+	struct tk__zone *oz = tk__zone_old(z);
+
+	if (oz || head(z)->index == 0)
+		return oz;
+	return retired_at(t, head(z)->index - 1);
+}
+
+/*
+ * A commit of key @fp's insert in @z (rule 7 of "Growing a private
+ * table"): 1 if it brings over a key counted in a table before @z, and
+ * so is no insert of its own:
+ * - the copy of a state frozen in @z's source (pull()): it stays there
+ *   until the copy has landed, which takes it (import()), so that a later
+ *   insert of the key counts;
+ * - a key committed with no state yet whose MEM a table before @z froze
+ *   before its first write: this commit takes it.  Such a MEM is frozen
+ *   only once its table has a next, so it lies in @z's old or among the
+ *   retired; the operation that committed it goes on to insert the key
+ *   in a successor, and keeps that table from being freed until then.
+ * Either way the commit is counted once, where it happens, or not at all:
+ * the counters never count a key twice, not even for a moment.
+ */
+int tk__table_carry(struct tk__zone *z, uint64_t fp)
 {
 	struct tk__table *t = head(z)->table;
 	struct tk__zone_key k = { fp, tk__table_pos(fp) };
-	struct tk__zone *oz = tk__zone_old(z);
-	uint64_t r = ck_pr_load_64(&t->n_retired), i;
-	int took = oz && oz != z && take_carried(oz, &k);
+	struct tk__zone *oz = source(t, z);
+	uint64_t w[2], i;
 
-	for (i = r; !took && i > 0; i--) {
-		oz = __atomic_load_n(&t->retired[i - 1], __ATOMIC_ACQUIRE);
-		took = oz && oz != GONE && oz != z && take_carried(oz, &k);
+	if (oz && frozen_of(oz, &k, 1, w))
+		return 1;
+	for (i = head(z)->index; i > 0; i--) {
+		if (oz && take_carried(oz, &k))
+			return 1;
+		oz = i > 1 ? retired_at(t, i - 2) : NULL;
 	}
-	if (took)
-		ck_pr_inc_64(&t->moved);
+	return 0;
 }
 
 struct import {
@@ -350,10 +493,11 @@ struct import {
 
 /*
  * A moved state is written where the successor has none, and never over
- * one it has: that one is newer.  Nor once a reset has marked its frozen
- * slot gone (see tk__table_reset()): this runs again before every CAS in
- * the successor, after the read that CAS compares with, so a reset that
- * dropped the key after marking is never undone.
+ * one it has: that one is newer.  Nor once its frozen slot is taken (by
+ * a reset, see tk__table_reset(), or by another copy that landed): this
+ * runs again before every CAS in the successor, after the read that CAS
+ * compares with, so a reset that dropped the key after taking it is
+ * never undone.
  */
 static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		     uint64_t *expires)
@@ -367,9 +511,11 @@ static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	return TK__ZONE_PERSIST;
 }
 
+void (*tk__table_copy_hook)(struct tk__zone *nz, const struct tk__zone_key *k);
+
 /* Copy the state of frozen slot @idx of @oz, {@w0, @w1}, to @nz. */
-static int import(struct tk__table *t, struct tk__zone *nz, struct tk__zone *oz,
-		  uint64_t idx, uint64_t w0, uint64_t w1, uint64_t now)
+static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
+		  uint64_t w0, uint64_t w1, uint64_t now)
 {
 	uint64_t words[TKZ_STATE_WORDS_MAX];
 	struct tk__zone_key k;
@@ -389,8 +535,13 @@ static int import(struct tk__table *t, struct tk__zone *nz, struct tk__zone *oz,
 		words[0] = w1;
 	}
 	rc = tk__zone_apply(nz, &k, now, im.n, import_fn, &im);
-	if (rc == TK__ZONE_PERSIST)
-		ck_pr_inc_64(&t->moved);
+	if (rc >= 0 && tk__table_copy_hook)
+		tk__table_copy_hook(nz, &k);
+	/* Copied, or a newer state there: the frozen one goes, so that
+	 * nothing brings it back, and a later insert of the key counts as
+	 * one (tk__table_carry()). */
+	if (rc >= 0)
+		take(im.from, (const uint64_t[2]){ w0, w1 });
 	/* No room even by eviction: the state is lost, as if evicted. */
 	return rc == -ENOSPC ? 0 : rc < 0 ? rc : 0;
 }
@@ -402,8 +553,7 @@ static int import(struct tk__table *t, struct tk__zone *nz, struct tk__zone *oz,
  * may still be on its way to a commit: the freeze makes it fail), then
  * copy the state found, if any.
  */
-static int pull(struct tk__table *t, struct tk__zone *nz,
-		const struct tk__zone_key *k, uint64_t now)
+static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now)
 {
 	struct tk__zone *oz = tk__zone_old(nz);
 	uint64_t idx, w0, w1, v[2], at = 0, fw0 = 0, fw1 = 0;
@@ -437,23 +587,37 @@ static int pull(struct tk__table *t, struct tk__zone *nz,
 	}
 	if (!fw0 || !tkz_has_state(fw0, fw1))
 		return 0;
-	return import(t, nz, oz, at, fw0, fw1, now);
+	return import(nz, oz, at, fw0, fw1, now);
+}
+
+void (*tk__table_complete_hook)(struct tk__table *t, int step);
+
+static void complete_hook(struct tk__table *t, int step)
+{
+	if (tk__table_complete_hook)
+		tk__table_complete_hook(t, step);
 }
 
 /*
- * The end of a growth, once every chunk is moved: the successor becomes
- * where lookups start, the predecessor is retired, and only then does the
- * successor lose its old (a growth of it may start then, and a reset
- * looks for the predecessor among the retired).  Anyone may run it, as
- * often as they like: the thread that moved the last chunk may stall
- * before it.  The one that retired the predecessor says, last, that no
- * new operation finds it as an old any more (tk__table_reclaim()).
+ * The end of a growth, once every chunk is moved: the predecessor @oz
+ * becomes retired[g] (g its index) and is counted in n_retired, the
+ * successor @nz becomes where lookups start, and only then does @nz lose
+ * its old (a growth of it may start then).  Each step is a CAS or store
+ * that anyone may make again, and everyone makes them all, in this
+ * order: the thread that moved the last chunk may stall anywhere in
+ * here, and whoever comes next finishes for it, with nothing that leads
+ * to @oz cleared before retired[] does (the counters and source() look
+ * there).  n_retired is g until this growth completes: @nz's growth began
+ * once @oz had lost its old, after the completion before had counted
+ * g.  A completer that says @oz unlinked has moved cur and cleared old
+ * itself, so nothing but retired[] leads to @oz then.
  */
 static void complete(struct tk__table *t, struct tk__zone *nz,
 		     struct tk__zone *oz)
 {
 	uint64_t chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK, i;
-	struct tk__zone *expect = oz;
+	uint64_t g = head(oz)->index, count = g;
+	struct tk__zone *expect = NULL;
 
 	/* The count lags a mover stalled between marking its chunk and
 	 * counting it: then the marks say whether all are done, so that no
@@ -463,19 +627,27 @@ static void complete(struct tk__table *t, struct tk__zone *nz,
 		for (i = 0; i < chunks; i++)
 			if (!ck_pr_load_8(&head(nz)->moved[i]))
 				return;
+	/* Each CAS releases what came before it, and on failure acquires
+	 * the value another completer stored, so that what this one
+	 * publishes next carries both (pairs with the acquire loads of
+	 * retired[], n_retired and cur).  Failing: stored already (or
+	 * GONE, if a stale completer comes after the reclaimer). */
+	complete_hook(t, 0);
+	__atomic_compare_exchange_n(&t->retired[g], &expect, oz, 0,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	complete_hook(t, 1);
+	__atomic_compare_exchange_n(&t->n_retired, &count, g + 1, 0,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	expect = oz;
+	complete_hook(t, 2);
 	__atomic_compare_exchange_n(&t->cur, &expect, nz, 0, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
-	if (!ck_pr_cas_int(&head(nz)->retired, 0, 1)) {
-		__atomic_store_n(&head(nz)->old, NULL, __ATOMIC_RELEASE);
-		return;
-	}
-	i = ck_pr_faa_64(&t->n_retired, 1);
-	__atomic_store_n(&t->retired[i], oz, __ATOMIC_RELEASE);
+	complete_hook(t, 3);
 	__atomic_store_n(&head(nz)->old, NULL, __ATOMIC_RELEASE);
-	/* Release: after the old's clearing, and after the cur's move, so
-	 * that nothing but retired[] leads to @oz (pairs with the acquire
-	 * in tk__table_reclaim()). */
-	__atomic_store_n(&t->unlinked[i], 1, __ATOMIC_RELEASE);
+	complete_hook(t, 4);
+	/* Release: after this thread's clearing of old and move of cur
+	 * (pairs with the acquire in tk__table_reclaim()). */
+	__atomic_store_n(&t->unlinked[g], 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -498,7 +670,7 @@ static void move_chunk(struct tk__table *t, struct tk__zone *nz,
 			k.pos = tk__table_pos(k.fp);
 			/* A state that found no room stays frozen here, and
 			 * the chunk is moved again later. */
-			failed |= pull(t, nz, &k, now) != 0;
+			failed |= pull(nz, &k, now) != 0;
 		}
 		freeze(oz, i, v);
 	}
@@ -578,7 +750,7 @@ static struct tk__zone *ready(struct tk__table *t, const struct tk__zone_key *k,
 	*rc = 0;
 	if (tk__zone_old(z)) {
 		move_some(t, z, now);
-		*rc = pull(t, z, k, now);
+		*rc = pull(z, k, now);
 	}
 	return z;
 }
@@ -632,7 +804,7 @@ int tk__table_apply_multi(struct tk__table *t, size_t n,
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		z = ready(t, &k[0], now, &rc);
 		for (i = 1; i < n && rc == 0 && tk__zone_old(z); i++)
-			rc = pull(t, z, &k[i], now);
+			rc = pull(z, &k[i], now);
 		if (rc == 0)
 			rc = tk__zone_apply_multi(z, n, k, words, now, fn, ctx);
 		if (!again(t, z, now, &rc))
@@ -642,43 +814,18 @@ int tk__table_apply_multi(struct tk__table *t, size_t n,
 }
 
 /*
- * A change of a frozen slot (the other: tk__table_carry()): a reset
- * marks @k's frozen state in @oz gone ({FROZEN, 0}, as a frozen EMPTY),
- * so that no move in flight brings it back after the reset (import_fn()).
+ * A reset marks @k's frozen state in @oz gone (take()), so that no move
+ * in flight brings it back after the reset (import_fn()).  One of no
+ * state brings nothing back: it stays, carried (tk__table_carry()).
  */
 static void forget(struct tk__zone *oz, const struct tk__zone_key *k)
 {
-	struct tkz_slot *slots = tk__zone_slots(oz);
-	struct tkz_cand c;
-	uint64_t w0, w1;
-	int i;
+	struct tkz_slot *s;
+	uint64_t w[2];
 
-	tkz_candidates(oz, k, &c);
-	for (i = 0; i < TKZ_CANDIDATES; i++) {
-		tkz_read_slot(&slots[tkz_at(&c, i)], &w0, &w1);
-		/* One of no state brings nothing back: it stays, carried
-		 * (tk__table_carry()). */
-		if (tkz_frozen(w0) && tkz_state(w0) == TKZ_MEM &&
-		    tkz_has_state(w0, w1) &&
-		    tkz_same_key(w0 & ~TKZ_FROZEN, k->fp))
-			tkz_cas_slot(&slots[tkz_at(&c, i)], w0, w1, TKZ_FROZEN,
-				     0);
-	}
-}
-
-/* The table the newest's keys came from, if any: the one moving now, or
- * else the last one moved (a pull of it may still be in flight, until a
- * grace period after its successor lost its old: tk__table_reclaim()). */
-static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
-{
-	struct tk__zone *oz = tk__zone_old(z);
-	uint64_t n = ck_pr_load_64(&t->n_retired);
-
-	if (oz || n == 0)
-		return oz;
-	/* A freed one had no pull in flight when it was unlinked. */
-	oz = __atomic_load_n(&t->retired[n - 1], __ATOMIC_ACQUIRE);
-	return oz && oz != GONE && tk__zone_next(oz) == z ? oz : NULL;
+	s = frozen_of(oz, k, 1, w);
+	if (s)
+		take(s, w);
 }
 
 int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
@@ -706,40 +853,49 @@ int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
 /*
  * Free the retired tables that no operation can find any more but
  * through retired[]: two grace periods, see the top of this file.  The
- * tables retired since the last call wait for the next.
+ * tables retired since the last call wait for the next; those a pass cut
+ * off by fork() unlinked without freeing (in dying[]) go with this one.
  */
 uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void))
 {
-	uint64_t n = ck_pr_load_64(&t->n_retired), i, m = 0, k;
-	struct tk__zone *z, *take[TABLES_MAX];
+	uint64_t n = retired_count(t), i, m = 0, k, freed = 0;
+	struct tk__zone *z, *found[TABLES_MAX];
 	uint64_t at[TABLES_MAX];
 
 	for (i = 0; i < n; i++) {
-		/* Acquire: pairs with complete()'s release of the mark. */
-		if (!__atomic_load_n(&t->unlinked[i], __ATOMIC_ACQUIRE))
-			continue;
 		z = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
-		if (z == GONE)
+		freed += z == GONE && t->dying[i];
+		/* Acquire: pairs with complete()'s release of the mark. */
+		if (z == GONE ||
+		    !__atomic_load_n(&t->unlinked[i], __ATOMIC_ACQUIRE))
 			continue;
-		take[m] = z;
+		found[m] = z;
 		at[m++] = i;
 	}
-	if (m == 0)
+	if (m + freed == 0)
 		return 0;
 	/* Every operation that found them as an old is over: no pull of
 	 * them is in flight, their counters are final. */
 	synchronize();
 	for (k = 0; k < m; k++) {
-		tk__zone_counters(take[k], t->gone[at[k]]);
-		/* Release: the counters before the mark (tk__table_counters()
-		 * reads them after it, acquire). */
+		tk__zone_counters(found[k], t->gone[at[k]]);
+		t->dying[at[k]] = found[k];
+		/* Release: the counters and dying[] before the mark
+		 * (tk__table_counters() reads them after it, acquire). */
 		__atomic_store_n(&t->retired[at[k]], GONE, __ATOMIC_RELEASE);
 	}
 	/* Every operation that found them in retired[] is over. */
 	synchronize();
-	for (k = 0; k < m; k++) {
-		drop(take[k]);
-		ck_pr_inc_64(&t->freed);
+	freed = 0;
+	freeing_hold();
+	for (i = 0; i < n; i++) {
+		if (!t->dying[i])
+			continue;
+		drop(t->dying[i]);
+		t->dying[i] = NULL;
+		freed++;
 	}
-	return m;
+	freeing_release();
+	ck_pr_add_64(&t->freed, freed);
+	return freed;
 }

@@ -55,7 +55,7 @@ struct tk__zone {
 	int may_grow;
 	uint64_t move_cursor, move_done;
 	uint8_t *moved;
-	int retired;
+	uint64_t index;
 	struct tk__table *table;
 	uint64_t carried;
 	char name[NAME_MAX_LEN + 1];
@@ -82,8 +82,8 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 			       offsetof(struct tk__zone_head, old) &&
 		       offsetof(struct tk__zone, may_grow) ==
 			       offsetof(struct tk__zone_head, may_grow) &&
-		       offsetof(struct tk__zone, retired) ==
-			       offsetof(struct tk__zone_head, retired) &&
+		       offsetof(struct tk__zone, index) ==
+			       offsetof(struct tk__zone_head, index) &&
 		       offsetof(struct tk__zone, table) ==
 			       offsetof(struct tk__zone_head, table) &&
 		       offsetof(struct tk__zone, carried) ==

@@ -167,13 +167,12 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 	 * the helper may be reading the key under another one. */
 	fp = tkz_fp(v.w0[e]);
 	/* Counted by whoever commits: once per key inserted (in a table
-	 * that grew, less the keys carried over from its predecessors). */
+	 * that grew, not the keys brought over from its predecessors). */
 	if (tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
 			 tkz_w0(TKZ_MEM, 0, fp),
-			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0)) {
+			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0) &&
+	    !tk__zone_carry(z, fp))
 		tkz_count(z, TKZ_INSERTS);
-		tk__zone_carry(z, fp);
-	}
 }
 
 /*
@@ -251,7 +250,12 @@ static enum found tidy(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
  * Judge one slot for reclamation at @now.  Returns 1 if it freed it.
  * A MEM of a real state goes once it has been expired for the grace; a
  * MEM of "no state yet" or an INS is aged by its ref bit, so that only
- * one abandoned by a dead process (two sweeps apart) is freed.
+ * one abandoned by a dead process (two sweeps apart) is freed.  A private
+ * table's threads do not die alone: its MEMs of "no state yet" are left
+ * to their inserters, who write them within microseconds (or see them
+ * frozen and carried by a growth, or give up on an error, and then a
+ * growth carries them); freed under their inserters, they would count an
+ * expiration of no state and a second insert of the key.
  */
 static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 {
@@ -268,6 +272,10 @@ static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
 	}
 	if (tkz_state(w0) == TKZ_INS)
 		return collide(s, w0, w1);
+	/* A private table's "no state yet" is its inserter's to write:
+	 * no process of it can have died. */
+	if (tk__zone_private_table(z))
+		return 0;
 	return drop(z, s, w0, w1, TKZ_RECLAIMS);
 }
 

@@ -111,10 +111,11 @@ struct tk__zone_head {
 	struct tk__zone *old;  /* ThreadSanitizer sees what they publish) */
 	int may_grow;
 	/* While old's keys move here: chunks of old claimed, and done;
-	 * which are done; and whether old has been retired. */
+	 * which are done.  Its place among the tables of its table: 0 for
+	 * the first, its old's + 1 (grow.c). */
 	uint64_t move_cursor, move_done;
 	uint8_t *moved;
-	int retired;
+	uint64_t index;
 	/* A private table's table (a zone has none), and how many of its
 	 * frozen slots are MEMs of "no state yet" whose keys no successor
 	 * has inserted since (ck_pr; see tk__zone_carry()). */
@@ -179,18 +180,24 @@ static inline struct tk__zone *tk__zone_old(struct tk__zone *z)
 }
 
 /* grow.c: see tk__zone_carry(). */
-void tk__table_carry(struct tk__zone *z, uint64_t fp);
+int tk__table_carry(struct tk__zone *z, uint64_t fp);
+
+/* Is @z a private table that grows (grow.c), not a zone? */
+static inline int tk__zone_private_table(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->table != NULL;
+}
 
 /*
- * After a commit of key @fp's insert in @z: if a table @z grew from froze
- * a MEM of @fp committed with no state yet, that key's insert was counted
- * there and this one carries it over (docs/shm-protocol.md, "Growing a
- * private table", rule 7).  A zone has nothing to carry.
+ * After a commit of key @fp's insert in @z: 1 if it brings over a key
+ * that a table @z grew from counted already (the copy of its state, or
+ * a key frozen there before its first write), and so counts no insert;
+ * else 0 (docs/shm-protocol.md, "Growing a private table", rule 7).  A
+ * zone brings nothing over.
  */
-static inline void tk__zone_carry(struct tk__zone *z, uint64_t fp)
+static inline int tk__zone_carry(struct tk__zone *z, uint64_t fp)
 {
-	if (((struct tk__zone_head *)(void *)z)->table)
-		tk__table_carry(z, fp);
+	return tk__zone_private_table(z) ? tk__table_carry(z, fp) : 0;
 }
 
 /*
@@ -445,6 +452,10 @@ uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void));
  * (allocated, or being freed by tk__table_reclaim()). */
 uint64_t tk__table_freed(struct tk__table *t);
 uint64_t tk__table_retired(struct tk__table *t);
+/* Bytes of every table allocated (retired ones not freed yet included),
+ * and of those in use: the newest, and its old while keys move. */
+uint64_t tk__table_reserved(struct tk__table *t);
+uint64_t tk__table_live(struct tk__table *t);
 /* The newest table: where keys are inserted (census, walk, sweeps).
  * Inline: every check of the memory store asks. */
 static inline struct tk__zone *tk__table_zone(struct tk__table *t)
@@ -460,6 +471,12 @@ static inline struct tk__zone *tk__table_zone(struct tk__table *t)
 	return z;
 }
 uint64_t tk__table_growths(struct tk__table *t);
+/* Tests: if set, called by a growth's completion of @t before each of
+ * its steps (@step 0 to 4, see complete() in grow.c), and by a copy of
+ * @k's state to @nz that has landed, before it takes the frozen one. */
+extern void (*tk__table_complete_hook)(struct tk__table *t, int step);
+extern void (*tk__table_copy_hook)(struct tk__zone *nz,
+				   const struct tk__zone_key *k);
 /* The event counters of all its tables, a moved key counted once. */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);
 /* Keys held, in the newest table and not moved yet out of its predecessor:

@@ -46,10 +46,17 @@
  *     (load16): a MEM(k) with a state -> done.  Else, for each slot of T
  *     in order, one step: frozen -> next slot; else CAS it to its frozen
  *     value.  The value V of k's frozen MEM is noted as its slot is frozen
- *     (or found frozen): frozen values never change, so that is what the
- *     note's later read of the frozen MEM reads.  V != 0 -> an apply on T'
- *     of "no state -> V, a state -> keep" (the keep validated by an
- *     untorn re-read, like a denial).  Then the worker's own apply on T'.
+ *     (or found frozen): a frozen value changes only by the take below,
+ *     so that is what the note's later read of the frozen MEM reads until
+ *     then.  V != 0 -> an apply on T' of "no state -> V, a state -> keep"
+ *     (the keep validated by an untorn re-read, like a denial).  Once it
+ *     has installed V or kept a state, the pull takes k's frozen MEM: a
+ *     CAS of the value noted to {FROZEN, 0} (docs rule 6: a later pull
+ *     finds nothing to copy).  The code's copy also checks, before its
+ *     CAS, that the frozen MEM is not taken; here a take follows an
+ *     install, after which T' keeps a state of k (no clock, no evictions),
+ *     so a later install keeps, and the check would change nothing.
+ *     Then the worker's own apply on T'.
  *   - one migrator (R4), started by R2: for each slot of T in order, one
  *     step: a MEM of key k (frozen or not), not yet pulled for this slot:
  *     pull k as in R3 (a pull that cannot install V is tried again MPULLS
@@ -247,6 +254,7 @@
 #define P_MEND 15       /* R4: T'->old = NULL */
 #define P_FIN 16        /* done */
 #define P_DEAD 17       /* stopped for ever */
+#define P_TAKE 18       /* R3: take the frozen MEM(k) whose V was copied */
 
 #define R_OLD 0
 #define R_NEW 1
@@ -364,14 +372,14 @@ inline start_apply(tbl, mode)
 /* R3 from its start */
 inline start_pull()
 {
-	j = N; a = 0; b = 0; pv = 0;
+	j = N; a = 0; b = 0; pv = 0; ps = NONE; pw = 0;
 	phase = P_HAS
 }
 
 /* the pull is over (V installed or kept, or nothing to install) */
 inline pull_over()
 {
-	j = 0; a = 0; b = 0; pv = 0;
+	j = 0; a = 0; b = 0; pv = 0; ps = NONE; pw = 0;
 	if
 	:: role == R_MIG -> mp = 1; phase = P_MIG
 	:: else -> start_apply(1, 0)
@@ -389,14 +397,14 @@ inline apply_over(ok)
 	clear_scan();
 	i = 0;
 	if
-	:: md == 1 && ok -> md = 0; pull_over()
+	:: md == 1 && ok -> md = 0; phase = P_TAKE
 #ifdef PULL_FAIL_ON
 	:: md == 1 && !ok -> md = 0; pull_over()        /* as if installed */
 #endif
 	:: md == 1 && !ok && role == R_MIG && mt > 0 ->
 		/* the migrator must not finish without V in T': pull again */
 		md = 0; mt--; start_pull()
-	:: else -> md = 0; pv = 0; k = 0; phase = P_FIN
+	:: else -> md = 0; pv = 0; ps = NONE; pw = 0; k = 0; phase = P_FIN
 	fi
 }
 
@@ -521,6 +529,8 @@ proctype worker(byte role)
 	bit tb;           /* the apply's table: 0 T, 1 T' */
 	bit md;           /* 0 the worker's update, 1 a pull's install of pv */
 	byte pv;          /* V: the state of k's frozen MEM (0 none) */
+	byte ps = NONE;   /* R3: the slot of T holding that MEM, and its w0 */
+	byte pw;
 	byte tries;
 	byte i;           /* slot being read, collided */
 	byte a, b;        /* words just read (two steps: may be torn) */
@@ -757,13 +767,13 @@ end:
 		if
 		:: FRZ(a) ->
 			if
-			:: ISMEM(a, k) -> pv = b
+			:: ISMEM(a, k) -> pv = b; ps = j; pw = a
 			:: else -> skip
 			fi
 #if defined(PULL_NO_FREEZE)
 		:: else ->
 			if
-			:: ISMEMU(a, k) -> pv = b
+			:: ISMEMU(a, k) -> pv = b; ps = j; pw = a
 			:: else -> skip
 			fi
 #else
@@ -774,7 +784,7 @@ end:
 			w0[j] = FRZ0(a);
 			w1[j] = FRZ1(a, b);
 			if
-			:: ISMEMU(a, k) -> pv = b
+			:: ISMEMU(a, k) -> pv = b; ps = j; pw = w0[j]
 			:: else -> skip
 			fi;
 			printf("P%d freezes slot %d\n", _pid, j);
@@ -782,6 +792,22 @@ end:
 #endif
 		fi;
 		next_frz()
+	   }
+	:: d_step {
+		/* R3, rule 6: the copy landed, or T' had a state: take the
+		 * frozen MEM it copied, {w0, V} -> {FROZEN, 0}, a CAS of the
+		 * value noted (it fails if another pull took it first) */
+		phase == P_TAKE ->
+		if
+		:: FRZ(pw) && w0[ps] == pw && w1[ps] == pv ->
+			w0[ps] = FROZEN;
+			w1[ps] = 0;
+			printf("P%d takes slot %d\n", _pid, ps);
+			show_table();
+			check_inv()
+		:: else -> skip
+		fi;
+		pull_over()
 	   }
 	/* ---- R4, the migrator ---- */
 	:: d_step {
@@ -832,7 +858,8 @@ end:
 	:: d_step {
 		phase < P_FIN ->
 		printf("P%d dies\n", _pid);
-		tb = 0; md = 0; pv = 0; own = NONE; t = 0; pi = NONE; pt = 0;
+		tb = 0; md = 0; pv = 0; ps = NONE; pw = 0; own = NONE; t = 0;
+		pi = NONE; pt = 0;
 		tries = 0; clear_scan(); i = 0; j = 0; mj = 0; mp = 0; k = 0;
 		b = 0;
 		phase = P_DEAD

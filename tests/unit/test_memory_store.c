@@ -502,6 +502,109 @@ static void test_fork_child_uses_limiter(void **state)
 	close_fixture(&f);
 }
 
+/*
+ * Checks and denials counted per thread: exact after N threads made M
+ * checks each on a few keys (one hot enough to be denied), through the
+ * direct path (GCRA), the apply path (fixed window) and a composite's
+ * multi-key path; more threads than shards count in the shared one.  A
+ * fork() child keeps its parent's counts, as it keeps its table.
+ */
+#define COUNTED 1001 /* checks per thread */
+
+struct counting {
+	struct tk_limiter *lim;
+	pthread_mutex_t lock;
+	uint64_t denied;
+	int errors;
+};
+
+static void *counting_main(void *arg)
+{
+	struct counting *c = arg;
+	struct tk_decision d;
+	uint64_t denied = 0;
+	char key[16];
+	int i, errors = 0;
+
+	for (i = 0; i < COUNTED; i++) {
+		int n = snprintf(key, sizeof(key), "k%d", i % 5);
+
+		if (tk_limiter_check(c->lim, key, (size_t)n, 1, &d) != 0)
+			errors++;
+		else
+			denied += !d.allowed;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->denied += denied;
+	c->errors += errors;
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static void counted_exactly(const char *policy, int threads)
+{
+	struct counting c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct fixture f;
+	struct tk_stats st;
+	pthread_t th[24];
+	int i;
+
+	open_fixture(&f, policy, 0, 0, 0);
+	c.lim = f.lim;
+	for (i = 0; i < threads; i++)
+		assert_int_equal(
+			pthread_create(&th[i], NULL, counting_main, &c), 0);
+	for (i = 0; i < threads; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	assert_int_equal(c.errors, 0);
+	assert_true(c.denied > 0);
+	st = stats_of(&f);
+	assert_int_equal(st.checks, (uint64_t)threads * COUNTED);
+	assert_int_equal(st.denies, c.denied);
+	close_fixture(&f);
+}
+
+static void test_checks_and_denies_counted(void **state)
+{
+	(void)state;
+	counted_exactly("gcra:300/1h", 4);
+	counted_exactly("fixed-window:300/1h", 4);
+	counted_exactly("all(fixed-window:300/1h,sliding-window:900/1h)", 4);
+	/* More than lib/tally.h's 16 shards. */
+	counted_exactly("gcra:300/1h", 24);
+}
+
+static void test_fork_child_keeps_counts(void **state)
+{
+	struct counting c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct fixture f;
+	struct tk_stats st;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	open_fixture(&f, "gcra:300/1h", 0, TK_OPT_NO_RECLAIMER, 0);
+	c.lim = f.lim;
+	counting_main(&c);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		counting_main(&c);
+		st = stats_of(&f);
+		_exit(c.errors == 0 && st.checks == 2 * COUNTED &&
+				      st.denies == c.denied
+			      ? 0
+			      : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	st = stats_of(&f);
+	assert_int_equal(st.checks, COUNTED);
+	assert_int_equal(st.denies, c.denied);
+	close_fixture(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +620,8 @@ int main(void)
 		cmocka_unit_test(test_reset_counts),
 		cmocka_unit_test(test_churn_with_eviction),
 		cmocka_unit_test(test_fork_child_uses_limiter),
+		cmocka_unit_test(test_checks_and_denies_counted),
+		cmocka_unit_test(test_fork_child_keeps_counts),
 	};
 
 	return cmocka_run_group_tests_name("memory store", tests, NULL, NULL);

@@ -8,7 +8,9 @@
  * there is the same key carried over, counted once; a rival's insert in
  * the successor carries it instead, an insert after a reset there counts
  * again, and a reset that finds the key only frozen with no state leaves
- * it carried (it counts no reset).
+ * it carried (it counts no reset).  And a sweep between the commit and
+ * the first write leaves the key alone: no expiration of no state, no
+ * second insert.
  *
  * White-box (statically linked): the table has no public interface.
  */
@@ -126,6 +128,47 @@ static struct staging by_mover = { MOVER, 64 }, by_peek = { PEEK, 1024 },
 		      rival = { RIVAL, 1024 }, reset = { RESET, 1024 },
 		      reset_carried = { FORGET, 1024 };
 
+/*
+ * A sweep between a key's commit ("no state yet") and its first write:
+ * in a private table the key is left to its inserter, so the sweep
+ * counts no expiration and the key no second insert; a state that has
+ * expired is reclaimed, and counted, as before.
+ */
+static uint64_t sweep_at;
+
+static void sweep_between(struct tk__zone *z, const struct tk__zone_key *k,
+			  int at, int settled)
+{
+	(void)at;
+	if (!settled || k->fp != st.fp || st.fired)
+		return;
+	st.fired = 1;
+	tk__zone_sweep_all(z, sweep_at);
+}
+
+static void test_sweep_leaves_key_to_inserter(void **state)
+{
+	uint64_t n[TKZ_COUNTERS];
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	st.t = kit_table(1024, 1024, seed, T0);
+	st.fp = key(1).fp;
+	sweep_at = KIT_BASE + UINT64_C(3600000000000);
+	tk__zone_insert_hook = sweep_between;
+	apply_ok(0);
+	apply_ok(1);
+	tk__zone_insert_hook = NULL;
+	assert_true(st.fired);
+	tk__table_counters(st.t, n);
+	/* The sweep took key 0's long expired state, not key 1. */
+	assert_int_equal(n[TKZ_RECLAIMS], 1);
+	assert_int_equal(n[TKZ_INSERTS], 2);
+	assert_int_equal(count(st.t, 1), 1);
+	assert_int_equal(tk__table_keys(st.t), 1);
+	tk__table_free(st.t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -134,6 +177,7 @@ int main(void)
 		cmocka_unit_test_prestate(test_staged, &rival),
 		cmocka_unit_test_prestate(test_staged, &reset),
 		cmocka_unit_test_prestate(test_staged, &reset_carried),
+		cmocka_unit_test(test_sweep_leaves_key_to_inserter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

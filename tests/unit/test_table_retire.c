@@ -356,6 +356,7 @@ static void test_store_reclaimer_frees(void **state)
 {
 	struct timespec ms = { 0, 1000000 };
 	struct tk_store *st = grown_store(0, 5000);
+	struct tk_stats s;
 	struct tk__table *t = tk__memory_table(st);
 	int waited;
 
@@ -368,6 +369,10 @@ static void test_store_reclaimer_frees(void **state)
 	}
 	assert_int_equal(tk__table_freed(t), tk__table_growths(t));
 	assert_int_equal(tk__table_retired(t), 0);
+	/* Nothing held but the table in use. */
+	assert_int_equal(tk_store_stats(st, &s, sizeof(s)), 0);
+	assert_true(s.live > 0);
+	assert_int_equal(s.reserved, s.live);
 	tk_store_close(st);
 }
 
@@ -375,11 +380,16 @@ static void test_store_without_reclaimer_keeps(void **state)
 {
 	struct tk_store *st = grown_store(TK_OPT_NO_RECLAIMER, 5000);
 	struct tk__table *t = tk__memory_table(st);
+	struct tk_stats s;
 
 	(void)state;
 	/* Until close (which frees them: the sanitizers' leak check). */
 	assert_int_equal(tk__table_freed(t), 0);
 	assert_int_equal(tk__table_retired(t), tk__table_growths(t));
+	/* Held, not in use: their sizes halve, so less than the newest. */
+	assert_int_equal(tk_store_stats(st, &s, sizeof(s)), 0);
+	assert_true(s.reserved > s.live);
+	assert_true(s.reserved - s.live < s.live);
 	tk_store_close(st);
 }
 
