@@ -452,29 +452,45 @@ static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
 }
 
 /*
- * A commit of key @fp's insert in @z (rule 7 of "Growing a private
- * table"): 1 if it brings over a key counted in a table before @z, and
- * so is no insert of its own:
- * - the copy of a state frozen in @z's source (pull()): it stays there
- *   until the copy has landed, which takes it (import()), so that a later
- *   insert of the key counts;
- * - a key committed with no state yet whose MEM a table before @z froze
- *   before its first write: this commit takes it.  Such a MEM is frozen
+ * Rule 7 of "Growing a private table": a commit in @z that brings over a
+ * key counted in a table before @z is no insert of its own.  Two kinds:
+ *
+ * - The copy of a state frozen in @z's source (import()), whose INS is
+ *   marked: it commits only while that state is still frozen there, not
+ *   taken, and counts nothing (tk__table_copy_stands(), asked before the
+ *   commit).  The state stays there until a copy has landed, which takes
+ *   it, so that a later insert of the key counts; a reset takes it too.
+ *   Asked after the commit instead, the answer came too late: between the
+ *   two, a second copy could write its state over the new MEM and take
+ *   the frozen one, and the commit counted the key again.
+ * - Any other commit of a key committed with no state yet whose MEM a
+ *   table before @z froze before its first write (tk__table_carry(),
+ *   after the commit): the commit takes that MEM.  Such a MEM is frozen
  *   only once its table has a next, so it lies in @z's old or among the
  *   retired; the operation that committed it goes on to insert the key
  *   in a successor, and keeps that table from being freed until then.
- * Either way the commit is counted once, where it happens, or not at all:
- * the counters never count a key twice, not even for a moment.
+ *
+ * Either way the commit is counted once, where it happens, or not at
+ * all: the counters never count a key twice, not even for a moment.
  */
+int tk__table_copy_stands(struct tk__zone *z, uint64_t fp)
+{
+	struct tk__zone_key k = { fp, tk__table_pos(fp) };
+	/* The copy's operation found the source as @z's old, and keeps it
+	 * from being freed while its INS stands. */
+	struct tk__zone *oz = source(head(z)->table, z);
+	uint64_t w[2];
+
+	return oz && frozen_of(oz, &k, 1, w);
+}
+
 int tk__table_carry(struct tk__zone *z, uint64_t fp)
 {
 	struct tk__table *t = head(z)->table;
 	struct tk__zone_key k = { fp, tk__table_pos(fp) };
 	struct tk__zone *oz = source(t, z);
-	uint64_t w[2], i;
+	uint64_t i;
 
-	if (oz && frozen_of(oz, &k, 1, w))
-		return 1;
 	for (i = head(z)->index; i > 0; i--) {
 		if (oz && take_carried(oz, &k))
 			return 1;
@@ -484,6 +500,8 @@ int tk__table_carry(struct tk__zone *z, uint64_t fp)
 }
 
 struct import {
+	struct tk__zone *nz; /* where to, and the key */
+	const struct tk__zone_key *k;
 	const uint64_t *words;
 	uint32_t n;
 	uint64_t expires;
@@ -497,8 +515,13 @@ struct import {
  * a reset, see tk__table_reset(), or by another copy that landed): this
  * runs again before every CAS in the successor, after the read that CAS
  * compares with, so a reset that dropped the key after taking it is
- * never undone.
+ * never undone.  Where the successor has no slot of the key, the insert
+ * this asks for is a copy's, marked (tk__zone_copy()): it asks again at
+ * its commit, whoever makes it, since the take may come in between.
  */
+void (*tk__table_copy_hook)(struct tk__zone *nz, const struct tk__zone_key *k,
+			    int landed);
+
 static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		     uint64_t *expires)
 {
@@ -506,12 +529,12 @@ static int import_fn(void *ctx, const uint64_t *old, uint64_t *next,
 
 	if (old || ck_pr_load_64(&im->from->w[0]) != im->w0)
 		return TK__ZONE_KEEP;
+	if (tk__table_copy_hook)
+		tk__table_copy_hook(im->nz, im->k, 0);
 	memcpy(next, im->words, im->n * sizeof(uint64_t));
 	*expires = im->expires;
 	return TK__ZONE_PERSIST;
 }
-
-void (*tk__table_copy_hook)(struct tk__zone *nz, const struct tk__zone_key *k);
 
 /* Copy the state of frozen slot @idx of @oz, {@w0, @w1}, to @nz. */
 static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
@@ -519,7 +542,8 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 {
 	uint64_t words[TKZ_STATE_WORDS_MAX];
 	struct tk__zone_key k;
-	struct import im = { words, 1, 0, &tk__zone_slots(oz)[idx], w0, w1 };
+	struct import im = { nz, &k, words, 1, 0, &tk__zone_slots(oz)[idx],
+			     w0, w1 };
 	int rc;
 
 	/* The key keeps the shape its state has, whatever the puller's. */
@@ -534,12 +558,13 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 	} else {
 		words[0] = w1;
 	}
-	rc = tk__zone_apply(nz, &k, now, im.n, import_fn, &im);
+	rc = tk__zone_copy(nz, &k, now, im.n, import_fn, &im);
 	if (rc >= 0 && tk__table_copy_hook)
-		tk__table_copy_hook(nz, &k);
+		tk__table_copy_hook(nz, &k, 1);
 	/* Copied, or a newer state there: the frozen one goes, so that
-	 * nothing brings it back, and a later insert of the key counts as
-	 * one (tk__table_carry()). */
+	 * nothing brings it back, no copy's insert of it commits any more,
+	 * and a later insert of the key counts as one
+	 * (tk__table_copy_stands()). */
 	if (rc >= 0)
 		take(im.from, (const uint64_t[2]){ w0, w1 });
 	/* No room even by eviction: the state is lost, as if evicted. */

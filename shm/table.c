@@ -126,13 +126,26 @@ static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
  * INS(fp) of the caller's previous scan @prev, unchanged (same ticket).
  * Otherwise the caller scans again.  Spin found the duplicate a looser
  * rule allows (tests/model/slots.pml, -DAS_DOCUMENTED).
+ *
+ * In a private table that grows, an INS whose ticket has TKZ_COPY is a
+ * copy's (grow.c): it brings over a key a predecessor counted, so it
+ * counts no insert, and it stands only while the state it copies is
+ * still frozen there (tk__table_copy_stands()).  That is asked here, by
+ * whoever commits, before the commit: from this scan to the commit no
+ * MEM(fp) comes and goes (a commit of another collides this INS first),
+ * and a take of the frozen state follows a state of the key here (a
+ * copy that landed, or a reset's pull), so the answer holds at the
+ * commit (docs/shm-protocol.md, rule 7, says when it does not).  Once
+ * taken, the copy is stale (the key landed by another copy, or was
+ * reset): its INS goes, and leaves neither a count nor a key of "no
+ * state yet" that nobody writes.
  */
 static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 		   const struct view *prev, int own, uint64_t own_ticket)
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	struct view v;
-	int i, e, confirmed;
+	int i, e, confirmed, copy;
 
 	scan(z, c, fp, 0, &v);
 	if (v.mem >= 0) {
@@ -149,6 +162,11 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 		     prev->w1[e] == v.w1[e]);
 	if (!confirmed)
 		return;
+	copy = (v.w1[e] & TKZ_COPY) && tk__zone_private_table(z);
+	if (copy && !tk__table_copy_stands(z, tkz_fp(v.w0[e]))) {
+		collide(&slots[tkz_at(c, e)], v.w0[e], v.w1[e]);
+		return;
+	}
 	for (i = 1; i < v.n_ins; i++) {
 		/* A later one changed: it may have been committed; look
 		 * again. */
@@ -166,14 +184,21 @@ static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 	 * w1 values that never repeat).  The insert keeps its own shape:
 	 * the helper may be reading the key under another one. */
 	fp = tkz_fp(v.w0[e]);
+	if (!tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
+			  tkz_w0(TKZ_MEM, 0, fp),
+			  fp & TKZ_FP_BLOCK
+				  ? TKZ_NOSTATE | (v.w1[e] & ~TKZ_COPY)
+				  : 0))
+		return;
+	if (tk__zone_commit_hook)
+		tk__zone_commit_hook(z, fp);
 	/* Counted by whoever commits: once per key inserted (in a table
 	 * that grew, not the keys brought over from its predecessors). */
-	if (tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
-			 tkz_w0(TKZ_MEM, 0, fp),
-			 fp & TKZ_FP_BLOCK ? TKZ_NOSTATE | v.w1[e] : 0) &&
-	    !tk__zone_carry(z, fp))
+	if (!copy && !tk__zone_carry(z, fp))
 		tkz_count(z, TKZ_INSERTS);
 }
+
+void (*tk__zone_commit_hook)(struct tk__zone *z, uint64_t fp);
 
 /*
  * Empty MEM slot @s seen as {@w0, @w1}, with its block if it has one.
@@ -451,7 +476,8 @@ static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
 
 /*
  * No slot holds @k: get it one (@v is the scan that found none), and say
- * in @own which INS this claimed, if any.  Returns
+ * in @own which INS this claimed, if any; @mark is TKZ_COPY for a copy's
+ * insert (see settle()), else 0.  Returns
  * STEPPED to look again at once (it freed a slot, or committed or helped
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
  * the empty slot first, or changed the victim first, or every candidate
@@ -461,7 +487,7 @@ static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,
-		  const struct view *v, struct claim *own)
+		  const struct view *v, struct claim *own, uint64_t mark)
 {
 	struct tkz_header *h = tk__zone_header(z);
 	uint64_t ticket;
@@ -478,7 +504,8 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		return rc ? rc : STEPPED;
 	}
 	/* A unique ticket per tentative insert: no ABA on INS. */
-	ticket = ck_pr_faa_64(&h->shard[tkz_shard_of(z, k)].tickets, 1) + 1;
+	ticket = (ck_pr_faa_64(&h->shard[tkz_shard_of(z, k)].tickets, 1) + 1) |
+		 mark;
 	/* Claimed with ref set, like a commit: a sweep clears it and only
 	 * a second sweep may take an abandoned claim. */
 	if (!tkz_cas_slot(&tk__zone_slots(z)[tkz_at(c, v->empty)], 0, 0,
@@ -495,8 +522,11 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 	return STEPPED;
 }
 
-int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
-		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
+/* tk__zone_apply(), and with @mark TKZ_COPY tk__zone_copy(): inlined in
+ * both, so that the hot path pays nothing for the copy's mark. */
+static inline __attribute__((always_inline)) int
+apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
+      uint32_t words, tk__zone_fn fn, void *ctx, uint64_t mark)
 {
 	uint64_t next[1], exp;
 	struct tk__blk held;
@@ -530,7 +560,7 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 			     : block	 ? absent_block(fn, ctx)
 					 : fn(ctx, NULL, next, &exp);
 			if (rc == TK__ZONE_PERSIST)
-				rc = insert(z, &c, k, now, &v, &own);
+				rc = insert(z, &c, k, now, &v, &own, mark);
 		}
 		if (rc == STEPPED)
 			continue;
@@ -544,6 +574,18 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 	if (holding)
 		tk__blk_release(z, &held);
 	return rc;
+}
+
+int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
+		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
+{
+	return apply(z, k, now, words, fn, ctx, 0);
+}
+
+int tk__zone_copy(struct tk__zone *z, const struct tk__zone_key *k,
+		  uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
+{
+	return apply(z, k, now, words, fn, ctx, TKZ_COPY);
 }
 
 int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
@@ -573,7 +615,7 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 			rc = -ENOENT;
 			break;
 		}
-		rc = insert(z, &c, k, now, &v, &own);
+		rc = insert(z, &c, k, now, &v, &own, 0);
 		if (rc == STEPPED)
 			continue;
 		if (rc != -EAGAIN)

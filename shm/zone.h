@@ -189,16 +189,25 @@ static inline int tk__zone_private_table(struct tk__zone *z)
 }
 
 /*
- * After a commit of key @fp's insert in @z: 1 if it brings over a key
- * that a table @z grew from counted already (the copy of its state, or
- * a key frozen there before its first write), and so counts no insert;
- * else 0 (docs/shm-protocol.md, "Growing a private table", rule 7).  A
- * zone brings nothing over.
+ * After a commit of key @fp's insert in @z, not a copy's: 1 if it brings
+ * over a key that a table @z grew from counted already (a key frozen
+ * there before its first write), and so counts no insert; else 0
+ * (docs/shm-protocol.md, "Growing a private table", rule 7).  A zone
+ * brings nothing over.
  */
 static inline int tk__zone_carry(struct tk__zone *z, uint64_t fp)
 {
 	return tk__zone_private_table(z) ? tk__table_carry(z, fp) : 0;
 }
+
+/*
+ * grow.c: before a commit of a copy's insert of key @fp in the private
+ * table @z (an INS marked TKZ_COPY, see tk__zone_copy()), 1 if the state
+ * it copies is still frozen in the table @z's keys come from, so that the
+ * commit brings it over (and counts no insert); 0 if that state was taken
+ * (the key landed by another copy, or was reset), and the INS must go.
+ */
+int tk__table_copy_stands(struct tk__zone *z, uint64_t fp);
 
 /*
  * What a private table's operations may return besides a transition's
@@ -288,12 +297,21 @@ struct tk__zone_key {
  */
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
+/* As tk__zone_apply(), for the copy of a state frozen in @z's
+ * predecessor (grow.c): an insert it makes is marked TKZ_COPY, and
+ * commits only while that state is frozen there, counting no insert
+ * (tk__table_copy_stands()).  A private table's only. */
+int tk__zone_copy(struct tk__zone *z, const struct tk__zone_key *k,
+		  uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
 int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k);
 /* Tests: if set, called by an insert of @k with the candidate @at it
  * claimed, before it settles (@settled 0) and after (1). */
 extern void (*tk__zone_insert_hook)(struct tk__zone *z,
 				    const struct tk__zone_key *k, int at,
 				    int settled);
+/* Tests: if set, called by whoever commits an insert of key @fp in @z,
+ * once the commit has landed and before the insert is counted. */
+extern void (*tk__zone_commit_hook)(struct tk__zone *z, uint64_t fp);
 /* The MEM slot of @k (with @create, inserted "no state yet" if absent):
  * its global index and value.  0, -ENOENT, -ENOSPC, -EIO. */
 int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
@@ -473,10 +491,12 @@ static inline struct tk__zone *tk__table_zone(struct tk__table *t)
 uint64_t tk__table_growths(struct tk__table *t);
 /* Tests: if set, called by a growth's completion of @t before each of
  * its steps (@step 0 to 4, see complete() in grow.c), and by a copy of
- * @k's state to @nz that has landed, before it takes the frozen one. */
+ * @k's state to @nz: where @nz has no state of @k, before it writes (and,
+ * with no slot of @k there, inserts) the copy (@landed 0), and once it
+ * has landed, before it takes the frozen state (1). */
 extern void (*tk__table_complete_hook)(struct tk__table *t, int step);
 extern void (*tk__table_copy_hook)(struct tk__zone *nz,
-				   const struct tk__zone_key *k);
+				   const struct tk__zone_key *k, int landed);
 /* The event counters of all its tables, a moved key counted once. */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);
 /* Keys held, in the newest table and not moved yet out of its predecessor:

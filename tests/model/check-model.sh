@@ -83,7 +83,9 @@
 #
 # Growing a private table (T of N=2 slots moved into T' of M=2; old workers
 # apply K on T with R1, new workers pull K (R3) and apply on T', one
-# migrator (R4), R2 at any time; torn reads, SCANS=3, L=2, no clock):
+# migrator (R4), resetters pull K, take its frozen state and drop it in T'
+# (R6), R2 at any time; inserts and removals counted (R7); torn reads,
+# SCANS=3, L=2, no clock):
 #   exhaustive, NO=1 NN=1           grow-move: K's state 1 in T, updated in
 #                                   T by an old worker while it moves
 #   exhaustive, NO=2 -DINITK=0      grow-insert: K absent, two old workers
@@ -93,6 +95,9 @@
 #                                   never-updated keys in both tables
 #   exhaustive, NO=1 NN=1 -DINITK=0 grow-key2: a second key fills T and
 #               -DKEY2              moves to T' with K
+#   exhaustive, NO=0 NN=1 NR=1      grow-reset: K is reset in T' while its
+#                                   copies race (the new worker's, the
+#                                   resetter's and the migrator's)
 #   must fail:  grow.pml -DPULL_NO_FREEZE (grow-move: R3 reads K's MEM
 #               without freezing: two live states)
 #               grow.pml -DNO_NEXT_CHECK (grow-insert: R1 skipped, an
@@ -103,6 +108,14 @@
 #               decided on a torn pair; the default confirms it untorn)
 #               grow.pml -DPULL_FAIL_ON (grow-move: a pull whose install
 #               fails counts as done; the migrator clears T'->old)
+#               grow.pml -DCOUNT_AFTER (grow-reset: a copy's commit asks
+#               after it whether its state is still frozen in T; a second
+#               copy lands and takes it in between: counted twice)
+#               grow.pml -DNO_STALE_CHECK (grow-reset: a copy's INS
+#               commits after a reset took its state: a key counted
+#               nowhere, or left with no state)
+#               grow.pml -DOWNER_CHECK (grow-reset: only the copy's own
+#               apply checks; a helper commits its stale INS)
 # shellcheck disable=SC2086 # the flag lists below are split on purpose
 : "${srcdir:=.}"
 models="$srcdir/tests/model"
@@ -272,6 +285,8 @@ expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
 expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
 expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
 	"-m10000 -w23"
+greset="-DNO=0 -DNN=1 -DNR=1"
+expect_ok grow-reset grow.pml "$greset" "-DCOLLAPSE" "-m10000 -w24"
 expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
 	"-DCOLLAPSE" "-m10000 -w22"
 expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
@@ -281,6 +296,12 @@ expect_violation grow-freeze-one grow.pml "$ginsert -DFREEZE_ONE" \
 expect_violation grow-has-torn grow.pml "$gsweep -DHAS_TORN" \
 	"-DCOLLAPSE" "-m10000 -w22"
 expect_violation grow-pull-fail-on grow.pml "$gmove -DPULL_FAIL_ON" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-count-after grow.pml "$greset -DCOUNT_AFTER" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-no-stale-check grow.pml "$greset -DNO_STALE_CHECK" \
+	"-DCOLLAPSE" "-m10000 -w22"
+expect_violation grow-owner-check grow.pml "$greset -DOWNER_CHECK" \
 	"-DCOLLAPSE" "-m10000 -w22"
 
 echo

@@ -1,6 +1,7 @@
 /*
  * grow.pml -- spin model of growing a private slot table: the move of the
- * keys of a table T into its successor T' (rules R1..R4), on top of the
+ * keys of a table T into its successor T' (rules R1..R4), a reset that
+ * stays made (R6) and the count of inserts across it (R7), on top of the
  * slot protocol of docs/shm-protocol.md that tests/model/slots.pml models.
  * Run by tests/model/check-model.sh (make check); see there for the
  * configurations and the exact spin/pan commands.
@@ -42,6 +43,12 @@
  *     K (R3); then one apply of K on T' (the base protocol, no R1:
  *     T'->next stays NULL by R5).  A worker whose pull cannot finish (T' full,
  *     SCANS spent) drops its request: the real code fails it.
+ *   - NR resetters (default 0), R6: once R2 is done, on T': if T'->old is
+ *     set, pull K (R3); then take K's frozen MEM with a state in T, if
+ *     any (one step: a frozen value changes only by a take), then drop
+ *     K's MEM in T', if any (one step: found and freed by one CAS, the
+ *     removal counted; K's true state becomes "none").  A resetter whose
+ *     pull cannot finish stops there, as the code's reset fails.
  *   - R3, the pull of key k: read T''s slots, each by one untorn read
  *     (load16): a MEM(k) with a state -> done.  Else, for each slot of T
  *     in order, one step: frozen -> next slot; else CAS it to its frozen
@@ -52,11 +59,20 @@
  *     (the keep validated by an untorn re-read, like a denial).  Once it
  *     has installed V or kept a state, the pull takes k's frozen MEM: a
  *     CAS of the value noted to {FROZEN, 0} (docs rule 6: a later pull
- *     finds nothing to copy).  The code's copy also checks, before its
- *     CAS, that the frozen MEM is not taken; here a take follows an
- *     install, after which T' keeps a state of k (no clock, no evictions),
- *     so a later install keeps, and the check would change nothing.
- *     Then the worker's own apply on T'.
+ *     finds nothing to copy).  As the code's copy does, the install keeps
+ *     once that frozen MEM is taken: checked at the end of a scan that
+ *     found no slot of k (so before it claims one) and in the step of its
+ *     CAS (the code checks just before that CAS, after the read the CAS
+ *     compares with; the gap is rule 6's race of word keys, which needs
+ *     a reset, an insert of k into the same slot and a copy in flight,
+ *     and is left out).  Its INS is a copy's, marked in its ticket (+64):
+ *     whoever would commit it first checks, in a step of its own, that
+ *     k's frozen MEM with a state is still in T, and collides the INS if
+ *     not (R7).  Then the worker's own apply on T'.
+ *   - R7, the count: a commit in T counts an insert; a commit of a marked
+ *     INS in T' counts none; any other commit in T' is followed by a step
+ *     that takes k's frozen MEM of no state in T (a key frozen before
+ *     its first write, counted there) or else counts an insert.
  *   - one migrator (R4), started by R2: for each slot of T in order, one
  *     step: a MEM of key k (frozen or not), not yet pulled for this slot:
  *     pull k as in R3 (a pull that cannot install V is tried again MPULLS
@@ -89,6 +105,10 @@
  *     updates, which the model has.  slots.pml checks them against the
  *     base protocol.  The janitor keeps the free of a never-updated key
  *     (it makes "a MEM(k) in T'" come and go during a pull) and COL frees.
+ *     The code no longer frees a MEM of no state in a private table
+ *     (shm/table.c reclaim() leaves it to its inserter), and a copy's
+ *     such MEM is counted nowhere, so once the janitor has freed one the
+ *     counts are no longer compared with what is held (ghost swept).
  *     (An eviction in T' of a pulled key, while T'->old is set, lets a
  *     later pull put back the frozen V: an older state, stricter than the
  *     nothing eviction leaves; the ghosts here would call that a lost
@@ -113,23 +133,32 @@
  *     T' holds a MEM(k) with a state;
  *   - P3, P4: no key in two MEM slots of T' (of T, frozen or not);
  *   - P5: when the migrator sets T'->old = NULL (after which nobody
- *     pulls), T' holds every key's true state (asserted there).
+ *     pulls), T' holds every key's true state (asserted there);
+ *   - R7: ni[k] inserts and nr[k] removals (resets, janitor frees)
+ *     counted: at every count ni[k] <= nr[k] + 1 (never counted twice);
+ *     once every worker is done (a checker process), ni[k] == nr[k] +
+ *     held (a MEM(k) in T', unfrozen in T, or frozen in T and not taken),
+ *     and, unless a worker died or gave up, no MEM(k) of no state in T'
+ *     (nobody would write it: a key that was never inserted).
  *
  * A GAP IN R3 AS WRITTEN, AND THE FIX MODELLED HERE
  *   R3 starts with "if T' holds a MEM(K) with a state, nothing" and does
  *   not say how that is read.  Taken from a scan's torn pair, it is wrong
  *   once T' is swept while the move runs.  -DHAS_TORN models that; with
- *   the configuration grow-sweep spin finds a lost update in 66 steps:
+ *   the configuration grow-sweep spin finds, among others, this lost
+ *   update:
  *       R2.  The migrator (P2) pulls K: freezes T's slot 0 ({MEM|K, 1})
  *            and slot 1, claims T' slot 2 and commits it: {MEM|K, 0}.
  *       The janitor clears its ref bit.
  *       P1 (old worker; K's slot is frozen, so it goes to claim, and R1
  *            sends it to T') starts R3: reads w0 of T' slot 2: MEM(K).
  *       The janitor frees slot 2 (a never-updated key, first sweep).
- *       P2 (its next scan finds K absent) claims slot 2: {INS|K, 2}.
- *       P1 reads w1 of slot 2: 2.  {MEM|K, 2} looks like a state: P1
- *            skips the pull, helps commit slot 2 and admits 0 -> 1,
- *            though K's state (frozen in T) is 1 (limit + 1).
+ *       P2 (its next scan finds K absent) claims slot 2: {INS|K, 66}
+ *            (ticket 2, marked a copy's).
+ *       P1 reads w1 of slot 2: 66.  {MEM|K, 66} looks like a state: P1
+ *            skips the pull, helps commit slot 2 (K's state is still
+ *            frozen in T) and admits 0 -> 1, though that state is 1
+ *            (limit + 1).
  *   FIX (the default): the decision is taken on an untorn read of the
  *   slot (load16), as every read-only decision of the base protocol is
  *   ("Why the races are safe": a torn read only feeds a CAS or a decision
@@ -140,11 +169,14 @@
  * BROKEN VARIANTS (each must be rejected; the trails are check-model.sh's
  * configurations, shortest found by pan -i)
  *   -DPULL_NO_FREEZE  R3 reads k's MEM in T without freezing anything
- *                     (grow-move, 38 steps): R2; P2 (new worker) reads
- *                     T's {MEM|K, 1}, inserts K in T' and installs 1: T
- *                     and T' both hold a live state (P1); P1 (old worker)
- *                     then admits 1 -> 2 in T, and P2 1 -> 2 in T'.
- *   -DNO_NEXT_CHECK   R1 is skipped (grow-insert, 44 steps): R2; P1 and
+ *                     (grow-move, 48 steps): R2; the migrator reads T's
+ *                     {MEM|K, 1} without freezing it; P1 (old worker)
+ *                     admits 1 -> 2 there; the migrator's install finds
+ *                     the value it noted changed and keeps, freezes T and
+ *                     sets T'->old = NULL with K's state only in T (P5).
+ *                     With a new worker's pull instead, T and T' both
+ *                     hold a live state (P1).
+ *   -DNO_NEXT_CHECK   R1 is skipped (grow-insert, 46 steps): R2; P1 and
  *                     P2 (old workers) find K absent and claim slots 0 and
  *                     1; P1 commits slot 0 (its scan read slot 1 before
  *                     P2's claim); the migrator pulls K and freezes slot 0;
@@ -155,31 +187,55 @@
  *                     is invisible to the base protocol's scans: only R1
  *                     keeps inserts out of T.
  *   -DFREEZE_ONE      R3 freezes only the MEM(k) it finds (grow-insert,
- *                     60 steps): P1 claims slot 0; P2 sees that INS in two
+ *                     57 steps): P1 claims slot 0; P2 sees that INS in two
  *                     scans and loads T->next: NULL; R2; P1 loads T->next,
  *                     goes to T' and pulls K: no MEM(K) in T, nothing
- *                     frozen; P1 inserts K in T' and admits 0 -> 1; P2
- *                     commits slot 0 of T: an unfrozen {MEM|K, 0} while
- *                     K's state is 1 (the note's "why freeze every
- *                     candidate").  Not rejected with -DINITK=1 (expected:
- *                     K's MEM stays visible in T until it is frozen, so no
- *                     old worker inserts K there; the race needs K absent).
+ *                     frozen; P1 inserts K in T' (counted); P2 commits
+ *                     slot 0 of T: an unfrozen {MEM|K, 0} beside K in T',
+ *                     counted a second time (R7; left to go on, P1 admits
+ *                     0 -> 1 in T' and P2 0 -> 1 in T: the note's "why
+ *                     freeze every candidate").  Not rejected with
+ *                     -DINITK=1 (expected: K's MEM stays visible in T
+ *                     until it is frozen, so no old worker inserts K
+ *                     there; the race needs K absent).
  *   -DHAS_TORN        above.
  *   -DPULL_FAIL_ON    a pull whose install fails (its apply gives up: the
  *                     code's -EIO) counts as done: the worker goes on to
  *                     its own apply on T', the migrator to the next slot
- *                     (grow-move, 41 steps: R2; the migrator freezes T,
+ *                     (grow-move, 43 steps: R2; the migrator freezes T,
  *                     the claims of its install fail, it sets T'->old =
  *                     NULL with K's state only in the frozen T: P5).  The
  *                     note does not say what a failed pull does; the
  *                     default fails the worker's operation and has the
  *                     migrator pull again (or stall), never go on.
+ *   The three below in grow-reset (a new worker, a resetter, the
+ *   migrator):
+ *   -DCOUNT_AFTER     the first version of R7: nothing is marked, and
+ *                     every commit in T' asks after it whether k's frozen
+ *                     MEM with a state is still in T (a copy's: no count)
+ *                     (47 steps): R2; the resetter's pull freezes T; the
+ *                     new worker's pull claims and commits K in T'; the
+ *                     resetter's pull installs 1 there and takes K's
+ *                     frozen MEM; the new worker asks: not in T, so it
+ *                     counts K a second time.
+ *   -DNO_STALE_CHECK  a marked INS commits without the check (78 steps):
+ *                     R2; the migrator freezes T and decides to install
+ *                     (K has no slot in T'); the resetter's pull installs
+ *                     1 and takes K's frozen MEM, the reset drops K; the
+ *                     migrator claims and commits K (its mark: no count)
+ *                     and keeps (its frozen MEM is taken); the new worker
+ *                     admits 0 -> 1 on that MEM: K held, its insert
+ *                     counted nowhere (and alone, a MEM of no state left).
+ *   -DOWNER_CHECK     only the INS's own apply checks (89 steps): the
+ *                     migrator's stale INS of K is committed by the new
+ *                     worker, as a helper, after the reset: K held and
+ *                     counted nowhere.
  *
  * KNOBS (-D on the spin command line)
  *   N (2..3) slots of T, M (2..3) slots of T', NO old workers, NN new
- *   workers, NOMIG (no migrator), MPULLS, SCANS scans per apply, NJ
- *   janitor actions, L limit, INITK, KEY2, DEATH, NOHIDDEN (for pan
- *   -DBFS); the broken variants above.
+ *   workers, NR resetters, NOMIG (no migrator), MPULLS, SCANS scans per
+ *   apply, NJ janitor actions, L limit, INITK, KEY2, DEATH, NOHIDDEN (for
+ *   pan -DBFS); the broken variants above.
  */
 
 #ifndef N
@@ -210,6 +266,9 @@
 #ifndef MPULLS
 #define MPULLS 1
 #endif
+#ifndef NR
+#define NR 0
+#endif
 
 #define NS (N + M)      /* slots of both tables */
 #define NK 2            /* fingerprints in the ghost arrays */
@@ -221,6 +280,8 @@
 #define S_MEM 2
 #define S_COL 3
 #define FROZEN 128
+#define CPY 64          /* the mark of a copy's INS, in its ticket */
+#define MARKED(t) ((t) >= CPY)
 #define MKW0(st, r, fp) ((st) + 4 * (r) + 8 * (fp))
 #define ST(w) ((w) & 3)
 #define REF(w) (((w) / 4) & 1)
@@ -255,10 +316,17 @@
 #define P_FIN 16        /* done */
 #define P_DEAD 17       /* stopped for ever */
 #define P_TAKE 18       /* R3: take the frozen MEM(k) whose V was copied */
+#define P_STANDS 19     /* R7: a copy's INS: is its frozen MEM(k) untaken? */
+#define P_STALE 20      /* R7: no: collide it */
+#define P_CARRY 21      /* R7: after another commit in T': take a carried
+			 * MEM(k) of T, or count the insert */
+#define P_FORGET 22     /* reset: take k's frozen MEM with a state */
+#define P_RDROP 23      /* reset: drop k's MEM in T' */
 
 #define R_OLD 0
 #define R_NEW 1
 #define R_MIG 2
+#define R_RST 3
 
 byte w0[NS];
 byte w1[NS];
@@ -267,6 +335,11 @@ bit nxt;                /* T->next != NULL */
 bit old = 1;            /* T'->old != NULL */
 byte g[NK + 1];         /* ghost: each key's true state word */
 byte ac[NK + 1];        /* ghost: its admissions */
+byte ni[NK + 1];        /* ghost: its inserts counted */
+byte nr[NK + 1];        /* ghost: its removals counted (resets, frees) */
+byte running;           /* ghost: workers not finished (nor dead) */
+bit quit;               /* ghost: a worker died or gave up */
+bit swept;              /* ghost: the janitor freed a MEM of no state */
 #ifdef NOHIDDEN                 /* for pan -DBFS, which refuses hidden */
 #define SCRATCH byte
 #else
@@ -277,6 +350,7 @@ SCRATCH hk;
 SCRATCH hb;
 SCRATCH ht;
 SCRATCH hp;
+SCRATCH hc;
 
 /* trail printing only: T | T', each slot as state:ref:fp:w1, F = frozen */
 inline show_table()
@@ -343,6 +417,31 @@ inline check_inv()
 	hp = 0
 }
 
+/* R7: an insert of key kk counted; never twice for one live key */
+inline count_insert(kk)
+{
+	ni[kk]++;
+	printf("      insert of %d counted: %d, removals %d\n", kk, ni[kk],
+	       nr[kk]);
+	assert(ni[kk] <= nr[kk] + 1)
+}
+
+/* is k's frozen MEM with a state still in T, not taken?  into hb */
+inline frozen_state(kk)
+{
+	hb = 0;
+	hj = 0;
+	do
+	:: hj < N ->
+		if
+		:: FRZ(w0[hj]) && ISMEM(w0[hj], kk) && w1[hj] != 0 -> hb = 1
+		:: else -> skip
+		fi;
+		hj++
+	:: else -> break
+	od
+}
+
 /* ---- worker helpers; all run inside a d_step ---- */
 
 #define LO (tb -> N : 0)        /* the apply's table: slots LO..HI-1 */
@@ -382,15 +481,23 @@ inline pull_over()
 	j = 0; a = 0; b = 0; pv = 0; ps = NONE; pw = 0;
 	if
 	:: role == R_MIG -> mp = 1; phase = P_MIG
+	:: role == R_RST -> phase = P_FORGET
 	:: else -> start_apply(1, 0)
 	fi
+}
+
+/* the worker is done */
+inline finish()
+{
+	phase = P_FIN;
+	running--
 }
 
 /* the apply is over: ok = admitted, denied, installed or kept */
 inline apply_over(ok)
 {
 	if
-	:: !ok -> printf("P%d gives up (SCANS spent)\n", _pid)
+	:: !ok -> printf("P%d gives up (SCANS spent)\n", _pid); quit = 1
 	:: else -> skip
 	fi;
 	tb = 0; own = NONE; t = 0; pi = NONE; pt = 0; tries = 0;
@@ -404,7 +511,7 @@ inline apply_over(ok)
 	:: md == 1 && !ok && role == R_MIG && mt > 0 ->
 		/* the migrator must not finish without V in T': pull again */
 		md = 0; mt--; start_pull()
-	:: else -> md = 0; pv = 0; ps = NONE; pw = 0; k = 0; phase = P_FIN
+	:: else -> md = 0; pv = 0; ps = NONE; pw = 0; k = 0; finish()
 	fi
 }
 
@@ -460,7 +567,14 @@ inline decide()
 	:: mi == NONE && hi != NONE ->
 		if
 		:: (hi == own && s1[hi] == t + 1) || (hi == pi && s1[hi] == pt + 1) ->
-			next_collide(hi + 1)
+			if
+#if defined(OWNER_CHECK)
+			:: tb && MARKED(s1[hi] - 1) && hi == own -> phase = P_STANDS
+#elif !defined(NO_STALE_CHECK)
+			:: tb && MARKED(s1[hi] - 1) -> phase = P_STANDS
+#endif
+			:: else -> next_collide(hi + 1)
+			fi
 		:: else ->
 			pi = hi; pt = s1[hi] - 1;
 			rescan()
@@ -472,11 +586,19 @@ inline decide()
 		:: else -> skip
 		fi;
 		own = NONE;
+		if
+		:: md == 1 && (w0[ps] != pw || w1[ps] != pv) ->
+			/* the copy's check before it writes (and so before it
+			 * claims): its frozen MEM was taken, keep */
+			printf("P%d: the frozen MEM of %d is taken, keeps\n", _pid, k);
+			apply_over(1)
+		:: else ->
 #ifdef NO_NEXT_CHECK
-		phase = P_CLAIM
+			phase = P_CLAIM
 #else
-		phase = (tb -> P_CLAIM : P_NEXTL)
+			phase = (tb -> P_CLAIM : P_NEXTL)
 #endif
+		fi
 	fi
 }
 
@@ -507,13 +629,20 @@ inline next_mig()
 	fi
 }
 
+/* a copy's INS is marked (R7); the first version marked nothing */
+#ifdef COUNT_AFTER
+#define MARK 0
+#else
+#define MARK (md -> CPY : 0)
+#endif
+
 /* transition 2, claim, CAS {0,0} -> {INS|k,t} on any slot of the apply's
  * table that is EMPTY at the CAS; a fresh ticket per published INS */
 #define CLAIM_OPT(x) \
 	:: d_step { \
 		phase == P_CLAIM && ((x) >= N) == tb && w0[x] == 0 && w1[x] == 0 -> \
 		if \
-		:: t == 0 -> tix++; t = tix \
+		:: t == 0 -> tix++; t = tix + MARK \
 		:: else -> skip \
 		fi; \
 		w0[x] = MKW0(S_INS, 0, k); w1[x] = t; own = x; \
@@ -550,7 +679,7 @@ proctype worker(byte role)
 	d_step {
 		if
 		:: role == R_OLD -> k = K; start_apply(0, 0)
-		:: role == R_NEW -> k = K; phase = P_OLD
+		:: role == R_NEW || role == R_RST -> k = K; phase = P_OLD
 		:: else -> phase = P_WAIT
 		fi
 	}
@@ -602,11 +731,12 @@ end:
 	:: d_step {
 		/* transition 1 on the word read: the worker's update (admitted ->
 		 * CAS, denied -> an untorn re-read), or the pull's install (no
-		 * state -> CAS to pv; a state -> keep, an untorn re-read) */
+		 * state and its frozen MEM not taken -> CAS to pv; else keep,
+		 * an untorn re-read) */
 		phase == P_UPD ->
 		if
 		:: md == 0 && m1 < L -> hb = m1 + 1
-		:: md == 1 && m1 == 0 -> hb = pv
+		:: md == 1 && m1 == 0 && w0[ps] == pw && w1[ps] == pv -> hb = pv
 		:: else -> hb = 0
 		fi;
 		if
@@ -669,7 +799,81 @@ end:
 			w1[hi] = 0;
 			printf("P%d commits INS %d in slot %d\n", _pid, s1[hi] - 1, hi);
 			show_table();
-			check_inv()
+			check_inv();
+			if
+			:: !tb -> count_insert(k)       /* T counts every insert */
+			:: tb && MARKED(s1[hi] - 1) ->  /* a copy's: counted in T */
+				skip
+			:: else -> hc = 1               /* decided after it */
+			fi
+		:: else -> skip
+		fi;
+		pi = NONE; pt = 0;
+		if
+		:: hc -> hc = 0; phase = P_CARRY
+		:: else -> rescan()
+		fi
+	   }
+	:: d_step {
+		/* R7, after a commit in T' (not a copy's): take k's frozen MEM
+		 * of no state in T (a key T froze before its first write,
+		 * counted there), or count the insert.  -DCOUNT_AFTER: the
+		 * first version, where nothing is marked, and a commit whose
+		 * key has a frozen MEM with a state in T is a copy's */
+		phase == P_CARRY ->
+#ifdef COUNT_AFTER
+		frozen_state(k);
+#else
+		hb = 0;
+#endif
+		if
+		:: hb -> printf("P%d: a copy's commit, counted in T\n", _pid)
+		:: else ->
+			hk = NONE;
+			hj = 0;
+			do
+			:: hj < N ->
+				if
+				:: hk == NONE && FRZ(w0[hj]) && ISMEM(w0[hj], k) &&
+				   w1[hj] == 0 -> hk = hj
+				:: else -> skip
+				fi;
+				hj++
+			:: else -> break
+			od;
+			if
+			:: hk != NONE ->
+				w0[hk] = FROZEN;
+				printf("P%d takes the carried slot %d\n", _pid, hk);
+				show_table()
+			:: else -> count_insert(k)
+			fi
+		fi;
+		hb = 0; hk = 0; hj = 0;
+		rescan()
+	   }
+	:: d_step {
+		/* R7: a copy's INS commits only while the state it copies is
+		 * frozen in T, not taken: asked before the commit (before the
+		 * collides, as the code does), by whoever commits */
+		phase == P_STANDS ->
+		frozen_state(k);
+		if
+		:: hb -> next_collide(hi + 1)
+		:: else ->
+			printf("P%d: the copy's INS in slot %d is stale\n", _pid, hi);
+			phase = P_STALE
+		fi;
+		hb = 0; hj = 0
+	   }
+	:: d_step {
+		/* R7: a stale copy's INS goes: {INS|k,t} -> {COL|k,t} */
+		phase == P_STALE ->
+		if
+		:: w0[hi] == MKW0(S_INS, 0, k) && w1[hi] == s1[hi] - 1 ->
+			w0[hi] = MKW0(S_COL, 0, k);
+			printf("P%d collides the stale INS in slot %d\n", _pid, hi);
+			show_table()
 		:: else -> skip
 		fi;
 		pi = NONE; pt = 0;
@@ -711,6 +915,7 @@ end:
 		phase == P_OLD && nxt ->
 		if
 		:: old -> start_pull()
+		:: !old && role == R_RST -> phase = P_FORGET
 		:: else -> start_apply(1, 0)
 		fi
 	   }
@@ -852,7 +1057,52 @@ end:
 			hk++
 		:: else -> break
 		od;
-		phase = P_FIN
+		finish()
+	   }
+	/* ---- a reset of k on T' (after its pull) ---- */
+	:: d_step {
+		/* rule 6: take k's frozen MEM with a state in T, so that no
+		 * copy in flight brings it back */
+		phase == P_FORGET ->
+		hj = 0;
+		do
+		:: hj < N ->
+			if
+			:: FRZ(w0[hj]) && ISMEM(w0[hj], k) && w1[hj] != 0 ->
+				w0[hj] = FROZEN;
+				w1[hj] = 0;
+				printf("P%d (reset) takes slot %d\n", _pid, hj);
+				show_table()
+			:: else -> skip
+			fi;
+			hj++
+		:: else -> break
+		od;
+		phase = P_RDROP
+	   }
+	:: d_step {
+		/* drop k's MEM in T', if any: no state, a removal counted */
+		phase == P_RDROP ->
+		hj = N;
+		do
+		:: hj < NS ->
+			if
+			:: ISMEMU(w0[hj], k) ->
+				w0[hj] = 0;
+				w1[hj] = 0;
+				nr[k]++;
+				g[k] = 0;
+				ac[k] = 0;
+				printf("P%d resets %d in slot %d\n", _pid, k, hj);
+				show_table();
+				check_inv()
+			:: else -> skip
+			fi;
+			hj++
+		:: else -> break
+		od;
+		k = 0;
+		finish()
 	   }
 #ifdef DEATH
 	:: d_step {
@@ -862,7 +1112,9 @@ end:
 		pi = NONE; pt = 0;
 		tries = 0; clear_scan(); i = 0; j = 0; mj = 0; mp = 0; k = 0;
 		b = 0;
-		phase = P_DEAD
+		phase = P_DEAD;
+		running--;
+		quit = 1
 	   }
 #endif
 	od
@@ -935,6 +1187,8 @@ end:
 		if
 		:: w0[i] == a && w1[i] == b ->
 			w0[i] = 0; w1[i] = 0;
+			nr[FP(a)]++;
+			swept = 1;
 			printf("P%d frees MEM (no state) in slot %d\n", _pid, i);
 			show_table();
 			check_inv()
@@ -952,14 +1206,62 @@ end:
 }
 #endif
 
+/*
+ * R7 once every worker is done: each key counted as often as it is held
+ * (inserts less removals; held: a MEM of it in T', unfrozen in T, or
+ * frozen in T and not taken), and, unless a worker died or gave up, no
+ * MEM of "no state yet" left in T' (nobody would write it).
+ */
+proctype checker()
+{
+end:
+	d_step {
+		running == 0 ->
+		hk = 1;
+		do
+		:: hk <= NK ->
+			hb = 0;
+			hp = 0;
+			hj = 0;
+			do
+			:: hj < NS ->
+				if
+				:: ISMEM(w0[hj], hk) -> hb = 1
+				:: else -> skip
+				fi;
+				if
+				:: hj >= N && ISMEMU(w0[hj], hk) && w1[hj] == 0 ->
+					hp = 1
+				:: else -> skip
+				fi;
+				hj++
+			:: else -> break
+			od;
+			printf("checker: key %d inserts %d removals %d held %d\n",
+			       hk, ni[hk], nr[hk], hb);
+			assert(swept || ni[hk] == nr[hk] + hb);
+			assert(quit || !hp);
+			hk++
+		:: else -> break
+		od;
+		hb = 0; hp = 0; hk = 0; hj = 0
+	}
+}
+
 /* the initial tables, then every process */
 init {
 	atomic {
 #if INITK
 		w0[0] = MKW0(S_MEM, 1, K); w1[0] = 1; g[K] = 1; ac[K] = 1;
+		ni[K] = 1;
 #endif
 #ifdef KEY2
 		w0[N - 1] = MKW0(S_MEM, 1, K2); w1[N - 1] = 1; g[K2] = 1; ac[K2] = 1;
+		ni[K2] = 1;
+#endif
+		running = NO + NN + NR;
+#ifndef NOMIG
+		running++;
 #endif
 		hj = 0;
 		do
@@ -972,10 +1274,16 @@ init {
 		:: else -> break
 		od;
 		hj = 0;
+		do
+		:: hj < NR -> run worker(R_RST); hj++
+		:: else -> break
+		od;
+		hj = 0;
 #ifndef NOMIG
 		run worker(R_MIG);
 #endif
 		run starter();
+		run checker();
 #if NJ > 0
 		run janitor();
 #endif

@@ -318,9 +318,10 @@ static void stall_b(struct tk__zone *z, const struct tk__zone_key *k, int at,
 		stall_until_go(&two.b_stalled);
 }
 
-static void stall_a(struct tk__zone *nz, const struct tk__zone_key *k)
+static void stall_a(struct tk__zone *nz, const struct tk__zone_key *k,
+		    int landed)
 {
-	if (nz == victim_to && k->fp == victim.fp && !two.a_landed &&
+	if (nz == victim_to && k->fp == victim.fp && landed && !two.a_landed &&
 	    is_thread(&two.a))
 		stall_until_go(&two.a_landed);
 }
@@ -391,27 +392,18 @@ static void test_reset_between_copies_stays(void **state)
 		reset_between_copies(step);
 }
 
-static int no_hooks(void **state)
-{
-	(void)state;
-	tk__zone_insert_hook = NULL;
-	tk__table_complete_hook = NULL;
-	tk__table_copy_hook = NULL;
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_counters_whole_while_completing,
-					  no_hooks),
+					  kit_no_hooks),
 		cmocka_unit_test_teardown(test_counters_while_key_moves,
-					  no_hooks),
+					  kit_no_hooks),
 		cmocka_unit_test(test_moved_key_inserted_again_counts),
 		cmocka_unit_test_teardown(test_reset_during_completion_stays,
-					  no_hooks),
+					  kit_no_hooks),
 		cmocka_unit_test_teardown(test_reset_between_copies_stays,
-					  no_hooks),
+					  kit_no_hooks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

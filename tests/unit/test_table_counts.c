@@ -12,6 +12,15 @@
  * the first write leaves the key alone: no expiration of no state, no
  * second insert.
  *
+ * And a copy of a key's state to the successor, whose insert there
+ * counts nothing (the key was counted before), in the two races that
+ * used to count the key twice: a second copy that lands on the copy's
+ * MEM and takes the frozen state before the copy's commit asked for it,
+ * and a reset between the copy's decision to write and its insert, which
+ * left the key counted and with no state.  A copy's insert asks before
+ * it commits, and goes once its state is taken; so does a helper's
+ * commit of it.
+ *
  * White-box (statically linked): the table has no public interface.
  */
 #include <stdarg.h>
@@ -169,6 +178,129 @@ static void test_sweep_leaves_key_to_inserter(void **state)
 	tk__table_free(st.t);
 }
 
+/*
+ * A copy of a key's frozen state, made by the pull of a read, and its
+ * insert in the successor (a copy's: it brings over a key counted in the
+ * first table, so it counts no insert), with another operation of the
+ * key in between, staged through the hooks:
+ */
+enum copy_stage {
+	/* Between the copy's commit and its count, a second copy writes
+	 * its state over the copy's MEM of no state and takes the frozen
+	 * one: the commit, asking only then, found no frozen state and
+	 * counted the key again. */
+	COPY_LANDED,
+	/* Between the copy's decision to write (the key had no slot in the
+	 * successor) and its insert, a reset pulls the key (its own copy
+	 * lands and takes the frozen state) and drops it: the copy's insert
+	 * committed the key, counted it, and left it with no state. */
+	COPY_RESET,
+	/* The same reset, then an insert of the key, before the copy
+	 * settles its INS, commits it for the copy (or collides it): the
+	 * insert counts once, and the key holds its state. */
+	COPY_HELPED,
+};
+
+static struct {
+	struct tk__table *t;
+	struct tk__zone *to; /* the successor */
+	struct tk__zone_key k;
+	uint64_t j; /* the key's number */
+	int fired, reset, helped;
+} cs;
+
+static void bump_ok(uint64_t i)
+{
+	struct tk__zone_key k = key(i);
+
+	assert_int_equal(tk__table_apply(cs.t, &k, T0, 1, count_fn, NULL),
+			 TK__ZONE_PERSIST);
+}
+
+/* COPY_LANDED: after the copy's commit in the successor. */
+static void land_second(struct tk__zone *z, uint64_t fp)
+{
+	if (z != cs.to || fp != cs.k.fp || cs.fired)
+		return;
+	cs.fired = 1;
+	/* Its pull finds the copy's MEM of no state, and its own copy
+	 * writes the state there and takes the frozen one. */
+	bump_ok(cs.j);
+}
+
+/* COPY_RESET, COPY_HELPED: the copy has decided to write, and the key
+ * has no slot in the successor. */
+static void reset_first(struct tk__zone *nz, const struct tk__zone_key *k,
+			int landed)
+{
+	if (nz != cs.to || k->fp != cs.k.fp || landed || cs.fired)
+		return;
+	cs.fired = 1;
+	assert_int_equal(tk__table_reset(cs.t, &cs.k, T0), 0);
+	cs.reset = 1;
+}
+
+/* COPY_HELPED: the copy has claimed its INS, after the reset. */
+static void insert_before_settle(struct tk__zone *z,
+				 const struct tk__zone_key *k, int at,
+				 int settled)
+{
+	(void)at;
+	if (z != cs.to || k->fp != cs.k.fp || settled || !cs.reset || cs.helped)
+		return;
+	cs.helped = 1;
+	bump_ok(cs.j);
+}
+
+static void test_copy_staged(void **state)
+{
+	enum copy_stage stage = *(const enum copy_stage *)*state;
+	uint64_t n[TKZ_COUNTERS], i = 0, g, idx, w0, w1;
+	int resets = stage != COPY_LANDED, again = stage == COPY_HELPED;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.t = kit_table(1024, UINT64_C(1) << 20, seed, T0);
+	for (g = tk__table_growths(cs.t); tk__table_growths(cs.t) == g; i++)
+		bump_ok(FILLER + i);
+	cs.to = tk__table_zone(cs.t);
+	/* A key that has not moved yet: the growth's first user moved one
+	 * chunk at most. */
+	for (cs.j = FILLER;; cs.j++) {
+		assert_true(cs.j < FILLER + i);
+		cs.k = key(cs.j);
+		if (tk__zone_locate(tk__zone_old(cs.to), &cs.k, T0, 0, &idx,
+				    &w0, &w1) == 0)
+			break;
+	}
+	if (stage == COPY_LANDED)
+		tk__zone_commit_hook = land_second;
+	else
+		tk__table_copy_hook = reset_first;
+	if (stage == COPY_HELPED)
+		tk__zone_insert_hook = insert_before_settle;
+	assert_int_equal(count(cs.t, cs.j), stage == COPY_LANDED ? 2 : again);
+	tk__zone_commit_hook = NULL;
+	tk__table_copy_hook = NULL;
+	tk__zone_insert_hook = NULL;
+	assert_true(cs.fired);
+	assert_int_equal(cs.helped, again);
+	/* Every key counted once, and the reset one once more if inserted
+	 * again after the reset. */
+	tk__table_counters(cs.t, n);
+	assert_int_equal(n[TKZ_INSERTS], i + again);
+	assert_int_equal(n[TKZ_RESETS], resets);
+	/* Nothing of the key left but what its operations wrote. */
+	assert_int_equal(tk__table_keys(cs.t), i - resets + again);
+	if (resets && !again)
+		assert_int_equal(tk__zone_locate(tk__table_zone(cs.t), &cs.k,
+						 T0, 0, &idx, &w0, &w1),
+				 -ENOENT);
+	tk__table_free(cs.t);
+}
+
+static const enum copy_stage copy_landed = COPY_LANDED, copy_reset = COPY_RESET,
+			     copy_helped = COPY_HELPED;
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +310,15 @@ int main(void)
 		cmocka_unit_test_prestate(test_staged, &reset),
 		cmocka_unit_test_prestate(test_staged, &reset_carried),
 		cmocka_unit_test(test_sweep_leaves_key_to_inserter),
+		cmocka_unit_test_prestate_setup_teardown(test_copy_staged, NULL,
+							 kit_no_hooks,
+							 (void *)&copy_landed),
+		cmocka_unit_test_prestate_setup_teardown(test_copy_staged, NULL,
+							 kit_no_hooks,
+							 (void *)&copy_reset),
+		cmocka_unit_test_prestate_setup_teardown(test_copy_staged, NULL,
+							 kit_no_hooks,
+							 (void *)&copy_helped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
