@@ -11,8 +11,9 @@
  * in blocks of the table's arena; the dimensions of a composite are
  * updated together by one multi-key step.
  *
- * The table starts small and doubles whenever it is full, up to the
- * smallest power of two of slots that holds max_keys (or 2^32 slots when
+ * The table starts small and grows whenever it is full, twice the slots
+ * or twice the arena of blocks, whichever was full, up to the smallest
+ * power of two of slots that holds max_keys (or 2^32 slots when
  * unbounded); at that size it evicts the coldest key, like a zone.
  * Expired states are swept by checks, a chunk at a time, and by the
  * reclaimer thread unless TK_OPT_NO_RECLAIMER.

@@ -4,28 +4,43 @@
  *
  * The zone's slot table in one process's anonymous memory, for its
  * threads.  When a key's windows are full and nothing there has expired,
- * the table doubles instead of evicting: a successor is published as the
- * table's next, and from then on keys are inserted in the successor only
- * (table.c refuses to insert or commit in a table that has a next).
- * Every key moves on its first use in the successor ("pull"), and the
- * threads that use the successor move the rest, a chunk each, until the
- * old table is empty.  A slot moves by being frozen (TKZ_FROZEN: no one
- * changes it again) and its state copied, so an update of the old slot
- * either lands before the freeze, and moves with it, or fails and goes
- * to the successor.  Nobody waits for anybody.
+ * or its arena has no block for a state, the table grows instead of
+ * evicting: a successor is published as the table's next, and from then
+ * on keys are inserted in the successor only (table.c refuses to insert
+ * or commit in a table that has a next).  Every key moves on its first
+ * use in the successor ("pull"), and the threads that use the successor
+ * move the rest, a chunk each, until the old table is empty.  A slot
+ * moves by being frozen (TKZ_FROZEN: no one changes it again) and its
+ * state copied, so an update of the old slot either lands before the
+ * freeze, and moves with it, or fails and goes to the successor.  Nobody
+ * waits for anybody.
+ *
+ * The successor is sized by what was full ("Sizing a successor" in the
+ * protocol):
+ *
+ * - Full windows double the slots; the arena stays, or grows to twice
+ *   the pages the blocks hold.  A full arena doubles the pages; the
+ *   slots stay, unless more than a quarter of them hold keys.  A growth
+ *   never makes either smaller, so growths in a row are at most 26 of
+ *   the slots (64 to 2^32) and 15 of the arena (4 pages to the most).
+ * - A new key inserted in the successor while keys move there takes a
+ *   slot and its block from the successor's budget (set_budget()), which
+ *   leaves the moved keys the room they were counted for: once it is
+ *   spent, a new key first moves every chunk not moved yet.  The move
+ *   always finishes: no copy waits for room that new keys took.
  *
  * A completed growth retires the old table, and tk__table_reclaim()
  * frees it after two grace periods of the caller's RCU (every operation
  * runs in a read-side section; lib/store-memory.c):
  *
  * - Tables are numbered in the order they grew (their index), and the
- *   old table of index g is retired as t->retired[g].  A completion
- *   stores that entry, then counts it in n_retired, then moves cur, then
- *   clears the successor's old: each step is one CAS or store that anyone
- *   may repeat, so a completer that stalls holds nobody up, and whatever
- *   leads to the old table (cur, old) is cleared only once retired[] leads
- *   to it.  The counters and a reset's search for a key's source
- *   (source()) never miss it.
+ *   old table of index g is retired as t->retired[g] (41 growths at most,
+ *   above).  A completion stores that entry, then counts it in n_retired,
+ *   then moves cur, then clears the successor's old: each step is one CAS
+ *   or store that anyone may repeat, so a completer that stalls holds
+ *   nobody up, and whatever leads to the old table (cur, old) is cleared
+ *   only once retired[] leads to it.  The counters and a reset's search
+ *   for a key's source (source()) never miss it.
  * - A thread may still read a table it loaded before the growth, and
  *   frozen slots send it on; once the successor has lost its old, a new
  *   operation finds the retired table only in retired[].
@@ -42,8 +57,8 @@
  *   frees themselves hold fork() off (pthread_atfork()), so that no child
  *   inherits a table half freed.
  * - Until then, and without a reclaiming caller until tk__table_free(),
- *   retired tables stay allocated: their sizes halve, so together they
- *   are smaller than the newest.
+ *   retired tables stay allocated: each has half the slots or half the
+ *   arena of its successor, and they number 41 at most.
  */
 #include "word.h"
 
@@ -52,8 +67,10 @@
 #include <string.h>
 
 #define MOVE_CHUNK 64 /* slots a user of the successor moves per call */
-#define TABLES_MAX 40 /* 64 doubling up to 2^32 slots, and some */
+/* Retired tables: more than the 41 growths there are at most. */
+#define TABLES_MAX 64
 #define ROUNDS_MAX 64
+#define PAGE_BYTES (TKZ_PAGE_CELLS * sizeof(struct tkz_cell))
 
 /* A retired[] entry whose table is freed; its counters are in gone[]. */
 static char gone_mark;
@@ -64,6 +81,7 @@ struct tk__table {
 	struct tk__zone_config cfg;
 	uint64_t seed[2];
 	uint64_t max_capacity;
+	uint64_t min_pages, max_pages; /* of an arena: the first's, the most */
 	/* The table of index i once its successor's growth completed
 	 * (__atomic), or GONE once unlinked. */
 	struct tk__zone *retired[TABLES_MAX];
@@ -78,7 +96,7 @@ struct tk__table {
 	uint64_t gone[TABLES_MAX][TKZ_COUNTERS];
 	uint64_t n_retired; /* __atomic: entries of retired[] stored */
 	uint64_t freed;	    /* ck_pr: retired tables freed */
-	uint64_t growths;   /* ck_pr */
+	uint64_t growths;   /* ck_pr: successors published */
 	uint64_t reserved;  /* ck_pr: bytes of the tables allocated */
 };
 
@@ -126,31 +144,54 @@ static void drop(struct tk__zone *z)
 	tk__zone_detach(z);
 }
 
-static struct tk__zone *make(struct tk__table *t, uint64_t capacity,
+/* What a successor holds: slots, arena pages (0: as the table's
+ * configuration says), and what it is made for, its predecessor's keys
+ * and the arena pages their blocks hold. */
+struct size {
+	uint64_t capacity, pages;
+	uint64_t keys, used;
+};
+
+/*
+ * What new keys may take of a successor @z of size @s while the keys it
+ * is made for move in from @old (afford()): a slot for each chunk of
+ * @old (the pace of a move: a use of @z moves a chunk, and inserts a
+ * key), at most a sixteenth of @z's, or more, up to 5/16 of them with
+ * those keys (a quarter, as the doubling of a large table leaves, and a
+ * sixteenth); and half the cells of the arena pages those keys leave.
+ */
+static void set_budget(struct tk__zone *z, struct tk__zone *old,
+		       const struct size *s)
+{
+	uint64_t pages = tk__zone_geo(z)->pages, slots = s->capacity / 16 * 5;
+	uint64_t pace = tk__zone_geo(old)->capacity / MOVE_CHUNK;
+
+	if (pace > s->capacity / 16)
+		pace = s->capacity / 16;
+	head(z)->budget[0] = slots > s->keys + pace ? slots - s->keys : pace;
+	head(z)->budget[1] =
+		pages > s->used ? (pages - s->used) * TKZ_PAGE_CELLS / 2 : 0;
+}
+
+static struct tk__zone *make(struct tk__table *t, const struct size *s,
 			     struct tk__zone *old)
 {
 	struct tk__zone_config cfg = t->cfg;
 	struct tk__zone *z;
-	uint64_t pages;
 
-	cfg.capacity = capacity;
-	if (old) {
-		/* Twice the predecessor's arena, whatever the per-slot
-		 * default gave it (a floor of TKZ_PAGES_MIN pages would
-		 * otherwise leave the first successors no larger). */
-		pages = 2 * tk__zone_geo(old)->pages;
-		if (pages > TKZ_PAGES_MAX)
-			pages = TKZ_PAGES_MAX;
-		cfg.arena = pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
-	}
+	cfg.capacity = s->capacity;
+	if (s->pages)
+		cfg.arena = s->pages * PAGE_BYTES;
 	if (tk__zone_private(&z, &cfg, t->seed) != 0)
 		return NULL;
-	head(z)->may_grow = capacity < t->max_capacity;
+	head(z)->may_grow_slots = s->capacity < t->max_capacity;
+	head(z)->may_grow = tk__zone_geo(z)->pages < t->max_pages;
 	head(z)->old = old;
 	head(z)->index = old ? head(old)->index + 1 : 0;
 	head(z)->table = t;
 	ck_pr_add_64(&t->reserved, bytes_of(z));
 	if (old) {
+		set_budget(z, old, s);
 		head(z)->moved =
 			calloc(tk__zone_geo(old)->capacity / MOVE_CHUNK, 1);
 		if (!head(z)->moved) {
@@ -164,8 +205,9 @@ static struct tk__zone *make(struct tk__table *t, uint64_t capacity,
 int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 		  uint64_t max_capacity, const uint64_t seed[2])
 {
+	struct size first = { cfg->capacity, 0, 0, 0 };
 	struct tk__table *t;
-	uint64_t capacity = cfg->capacity;
+	uint64_t capacity = cfg->capacity, most;
 
 	if (capacity < TKZ_CAPACITY_MIN || (capacity & (capacity - 1)) ||
 	    max_capacity < capacity || (max_capacity & (max_capacity - 1)) ||
@@ -178,12 +220,19 @@ int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 	t->seed[0] = seed[0];
 	t->seed[1] = seed[1];
 	t->max_capacity = max_capacity;
+	t->max_pages = TKZ_PAGES_MAX;
 	pthread_once(&freeing_once, freeing_setup);
-	t->cur = make(t, capacity, NULL);
+	t->cur = make(t, &first, NULL);
 	if (!t->cur) {
 		free(t);
 		return -ENOMEM;
 	}
+	/* At most the arena that doubling it with the slots gave: what the
+	 * first table has per slot, at the largest size. */
+	t->min_pages = tk__zone_geo(t->cur)->pages;
+	most = t->min_pages * (max_capacity / capacity);
+	t->max_pages = most < TKZ_PAGES_MAX ? most : TKZ_PAGES_MAX;
+	head(t->cur)->may_grow = t->min_pages < t->max_pages;
 	*out = t;
 	return 0;
 }
@@ -576,9 +625,11 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
  * if @nz has no state of @k, freeze every candidate of @k in the
  * predecessor (an insert of @k there that read no next before the growth
  * may still be on its way to a commit: the freeze makes it fail), then
- * copy the state found, if any.
+ * copy the state found, if any.  *@fresh: 1 if neither had a state of
+ * @k (an insert of it in @nz would be a new key's).
  */
-static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now)
+static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now,
+		int *fresh)
 {
 	struct tk__zone *oz = tk__zone_old(nz);
 	uint64_t idx, w0, w1, v[2], at = 0, fw0 = 0, fw1 = 0;
@@ -610,7 +661,8 @@ static int pull(struct tk__zone *nz, const struct tk__zone_key *k, uint64_t now)
 			fw1 = v[1];
 		}
 	}
-	if (!fw0 || !tkz_has_state(fw0, fw1))
+	*fresh = !fw0 || !tkz_has_state(fw0, fw1);
+	if (*fresh)
 		return 0;
 	return import(nz, oz, at, fw0, fw1, now);
 }
@@ -686,7 +738,7 @@ static void move_chunk(struct tk__table *t, struct tk__zone *nz,
 	uint64_t chunks = tk__zone_geo(oz)->capacity / MOVE_CHUNK;
 	uint64_t i, w0, w1, v[2];
 	struct tk__zone_key k;
-	int failed = 0;
+	int failed = 0, fresh;
 
 	for (i = chunk * MOVE_CHUNK; i < (chunk + 1) * MOVE_CHUNK; i++) {
 		tkz_read_slot(&tk__zone_slots(oz)[i], &w0, &w1);
@@ -695,7 +747,7 @@ static void move_chunk(struct tk__table *t, struct tk__zone *nz,
 			k.pos = tk__table_pos(k.fp);
 			/* A state that found no room stays frozen here, and
 			 * the chunk is moved again later. */
-			failed |= pull(nz, &k, now) != 0;
+			failed |= pull(nz, &k, now, &fresh) != 0;
 		}
 		freeze(oz, i, v);
 	}
@@ -707,8 +759,9 @@ static void move_chunk(struct tk__table *t, struct tk__zone *nz,
 /*
  * Move the next chunk of @nz's predecessor nobody has taken, or once all
  * are taken, one not done yet (its mover may be stalled): every use of
- * @nz moves a chunk, so a growth of C slots ends within about C / 32
- * uses, and @nz, twice as large, never fills with new keys before.
+ * @nz moves a chunk, so a move of C slots ends within about C / 64 uses,
+ * each of which inserts a key or a few (the budget, afford(), bounds
+ * what they take of @nz before).
  */
 static void move_some(struct tk__table *t, struct tk__zone *nz, uint64_t now)
 {
@@ -729,8 +782,8 @@ static void move_some(struct tk__table *t, struct tk__zone *nz, uint64_t now)
 		complete(t, nz, oz);
 }
 
-/* @nz is full while its predecessor's keys move: move what is not done
- * yet, whoever took it, so that @nz may grow. */
+/* @nz is full, or its budget spent, while its predecessor's keys move:
+ * move what is not done yet, whoever took it, so that the move ends. */
 static void move_all(struct tk__table *t, struct tk__zone *nz, uint64_t now)
 {
 	struct tk__zone *oz = tk__zone_old(nz);
@@ -745,37 +798,148 @@ static void move_all(struct tk__table *t, struct tk__zone *nz, uint64_t now)
 	complete(t, nz, oz);
 }
 
-/* @z is full: publish a successor of twice its size.  0, or -ENOMEM
- * (the caller's apply fails: @z never evicts, see tk__zone_when_full()). */
-static int grow(struct tk__table *t, struct tk__zone *z)
+/* Pages of @z's arena not in the pool: what its blocks take, with the
+ * room they leave between them. */
+static uint64_t pages_used(struct tk__zone *z)
 {
-	uint64_t capacity = tk__zone_geo(z)->capacity * 2;
-	struct tk__zone *nz = make(t, capacity, z), *none = NULL;
+	const uint64_t *pt = tk__zone_pagetable(z);
+	uint64_t p, n = 0;
+
+	for (p = 0; p < tk__zone_geo(z)->pages; p++)
+		n += (ck_pr_load_64(&pt[p]) &
+		      (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING |
+		       TKZ_PAGE_FORMAT)) != 0;
+	return n;
+}
+
+/* Keys the counters say the tables hold: inserts less those that went. */
+static uint64_t keys_counted(struct tk__table *t)
+{
+	uint64_t n[TKZ_COUNTERS], gone;
+
+	tk__table_counters(t, n);
+	gone = n[TKZ_RECLAIMS] + n[TKZ_EVICTIONS] + n[TKZ_RESETS];
+	return n[TKZ_INSERTS] > gone ? n[TKZ_INSERTS] - gone : 0;
+}
+
+static uint64_t pages_within(const struct tk__table *t, uint64_t pages)
+{
+	if (pages < t->min_pages)
+		pages = t->min_pages;
+	return pages < t->max_pages ? pages : t->max_pages;
+}
+
+/* @z's windows are full: twice the slots, and an arena no smaller, of
+ * twice the pages its blocks take at least. */
+static struct size for_slots(struct tk__table *t, struct tk__zone *z)
+{
+	const struct tkz_geo *g = tk__zone_geo(z);
+	struct size s = { 2 * g->capacity, g->pages, keys_counted(t),
+			  pages_used(z) };
+
+	if (2 * s.used > s.pages)
+		s.pages = pages_within(t, 2 * s.used);
+	return s;
+}
+
+/* @z's arena is full: twice the pages, and the same slots unless more
+ * than a quarter of them hold keys (the slots a move fills stay at most
+ * half full, as a doubling leaves them). */
+static struct size for_arena(struct tk__table *t, struct tk__zone *z)
+{
+	const struct tkz_geo *g = tk__zone_geo(z);
+	struct size s = { g->capacity, pages_within(t, 2 * g->pages),
+			  keys_counted(t), pages_used(z) };
+
+	if (s.keys > g->capacity / 4 && g->capacity < t->max_capacity)
+		s.capacity *= 2;
+	return s;
+}
+
+/* Publish @nz as @z's successor: 1, or 0 (and @nz freed) if another was
+ * first. */
+static int install(struct tk__table *t, struct tk__zone *z, struct tk__zone *nz)
+{
+	struct tk__zone *none = NULL;
+
+	/* Published whole (release): its old before its discovery. */
+	if (__atomic_compare_exchange_n(&head(z)->next, &none, nz, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		ck_pr_inc_64(&t->growths);
+		return 1;
+	}
+	drop(nz);
+	return 0;
+}
+
+/* @z is full (@why: TK__ZONE_GROW_SLOTS, its windows; TK__ZONE_GROW, its
+ * arena): publish a successor sized by what was full (if another thread
+ * has not).  0, or -ENOMEM (the caller's apply fails: @z never evicts,
+ * see tk__zone_when_full()). */
+static int grow(struct tk__table *t, struct tk__zone *z, int why)
+{
+	struct size s =
+		why == TK__ZONE_GROW_SLOTS ? for_slots(t, z) : for_arena(t, z);
+	struct tk__zone *nz = make(t, &s, z);
 
 	if (!nz)
 		return -ENOMEM;
-	/* Published whole (release): its old before its discovery. */
-	if (__atomic_compare_exchange_n(&head(z)->next, &none, nz, 0,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		ck_pr_inc_64(&t->growths);
-	else
-		drop(nz);
+	install(t, z, nz);
 	return 0;
 }
 
 /*
- * The table to run an operation of @k on: the newest, with @k moved to
- * it if its predecessor's keys are moving, and a chunk of them moved.
+ * May a new key @k of @words words (0: an operation that inserts
+ * nothing) be inserted in @z while its predecessor's keys move there?
+ * Its slot and block come out of @z's budget (set_budget()): what the
+ * keys moving in leave of half its slots, and of its arena.  Charged
+ * whether or not the key is written in the end.
+ */
+static int afford(struct tk__zone *z, const struct tk__zone_key *k,
+		  uint32_t words)
+{
+	int64_t cells = 0;
+	int c;
+
+	if (!words)
+		return 1;
+	c = k->fp & TKZ_FP_BLOCK ? tk__blk_class(words) : -1;
+	if (c >= 0)
+		cells = (int64_t)TKZ_CLASS_MIN << c;
+	/* The values before the charge: enough if still >= it. */
+	return (int64_t)ck_pr_faa_64(&head(z)->budget[0], (uint64_t)-1) >= 1 &&
+	       (int64_t)ck_pr_faa_64(&head(z)->budget[1], (uint64_t)-cells) >=
+		       cells;
+}
+
+/* Pull @k into @z (pull()), @words words for a new key that the budget
+ * must afford.  Once it no longer does, end the move first, then look
+ * again (TK__ZONE_MOVED): every chunk not moved yet is moved. */
+static int bring(struct tk__table *t, struct tk__zone *z,
+		 const struct tk__zone_key *k, uint32_t words, uint64_t now)
+{
+	int fresh = 0, rc = pull(z, k, now, &fresh);
+
+	if (rc || !fresh || afford(z, k, words))
+		return rc;
+	move_all(t, z, now);
+	return TK__ZONE_MOVED;
+}
+
+/*
+ * The table to run an operation of @k (@words words to insert, or 0) on:
+ * the newest, with @k moved to it if its predecessor's keys are moving,
+ * and a chunk of them moved.
  */
 static struct tk__zone *ready(struct tk__table *t, const struct tk__zone_key *k,
-			      uint64_t now, int *rc)
+			      uint32_t words, uint64_t now, int *rc)
 {
 	struct tk__zone *z = newest(t);
 
 	*rc = 0;
 	if (tk__zone_old(z)) {
 		move_some(t, z, now);
-		*rc = pull(z, k, now);
+		*rc = bring(t, z, k, words, now);
 	}
 	return z;
 }
@@ -784,13 +948,13 @@ static struct tk__zone *ready(struct tk__table *t, const struct tk__zone_key *k,
  * with *@rc (0). */
 static int again(struct tk__table *t, struct tk__zone *z, uint64_t now, int *rc)
 {
-	if (*rc != TK__ZONE_GROW)
+	if (*rc != TK__ZONE_GROW && *rc != TK__ZONE_GROW_SLOTS)
 		return *rc == TK__ZONE_MOVED;
 	if (tk__zone_old(z)) {
 		move_all(t, z, now);
 		return 1;
 	}
-	*rc = grow(t, z);
+	*rc = grow(t, z, *rc);
 	return *rc == 0;
 }
 
@@ -802,7 +966,7 @@ int tk__table_apply(struct tk__table *t, const struct tk__zone_key *key,
 	int round, rc = -EIO;
 
 	for (round = 0; round < ROUNDS_MAX; round++) {
-		z = ready(t, &k, now, &rc);
+		z = ready(t, &k, words, now, &rc);
 		if (rc == 0)
 			rc = tk__zone_apply(z, &k, now, words, fn, ctx);
 		if (!again(t, z, now, &rc))
@@ -827,9 +991,9 @@ int tk__table_apply_multi(struct tk__table *t, size_t n,
 		k[i].pos = tk__table_pos(key[i].fp);
 	}
 	for (round = 0; round < ROUNDS_MAX; round++) {
-		z = ready(t, &k[0], now, &rc);
+		z = ready(t, &k[0], words[0], now, &rc);
 		for (i = 1; i < n && rc == 0 && tk__zone_old(z); i++)
-			rc = pull(z, &k[i], now);
+			rc = bring(t, z, &k[i], words[i], now);
 		if (rc == 0)
 			rc = tk__zone_apply_multi(z, n, k, words, now, fn, ctx);
 		if (!again(t, z, now, &rc))
@@ -863,7 +1027,7 @@ int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		/* Pulled first, then its frozen state marked gone, then
 		 * dropped: no move brings the old state back after it. */
-		z = ready(t, &k, now, &rc);
+		z = ready(t, &k, 0, now, &rc);
 		oz = source(t, z);
 		if (rc == 0 && oz)
 			forget(oz, &k);

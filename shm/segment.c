@@ -58,6 +58,8 @@ struct tk__zone {
 	uint64_t index;
 	struct tk__table *table;
 	uint64_t carried;
+	int may_grow_slots;
+	uint64_t budget[2];
 	char name[NAME_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
@@ -87,7 +89,11 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, table) ==
 			       offsetof(struct tk__zone_head, table) &&
 		       offsetof(struct tk__zone, carried) ==
-			       offsetof(struct tk__zone_head, carried),
+			       offsetof(struct tk__zone_head, carried) &&
+		       offsetof(struct tk__zone, may_grow_slots) ==
+			       offsetof(struct tk__zone_head, may_grow_slots) &&
+		       offsetof(struct tk__zone, budget) ==
+			       offsetof(struct tk__zone_head, budget),
 	       "struct tk__zone_head");
 
 static const char *zone_dir(void)

@@ -346,7 +346,7 @@ static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 	}
 	if (freed || own)
 		return 0;
-	rc = tk__zone_when_full(z);
+	rc = tk__zone_when_slots_full(z);
 	if (rc)
 		return rc;
 	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
@@ -482,8 +482,8 @@ static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
  * the empty slot first, or changed the victim first, or every candidate
  * holds a key being inserted), -ENOSPC, or for a private table that grows
- * TK__ZONE_GROW (its windows are full) and TK__ZONE_MOVED (it has grown:
- * insert in its successor).
+ * TK__ZONE_GROW_SLOTS (its windows are full) and TK__ZONE_MOVED (it has
+ * grown: insert in its successor).
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,

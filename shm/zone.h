@@ -105,8 +105,8 @@ struct tk__zone_head {
 	struct tkz_slot *slots;
 	/* A private table that grows (grow.c): its successor, set once
 	 * when a growth starts; its predecessor while that one's keys move
-	 * here; and whether full windows ask for a growth.  A zone has
-	 * none of them. */
+	 * here; and whether a full arena asks for a growth (see
+	 * tk__zone_when_full()).  A zone has none of them. */
 	struct tk__zone *next; /* __atomic, acquire and release (not ck_pr: */
 	struct tk__zone *old;  /* ThreadSanitizer sees what they publish) */
 	int may_grow;
@@ -121,6 +121,11 @@ struct tk__zone_head {
 	 * has inserted since (ck_pr; see tk__zone_carry()). */
 	struct tk__table *table;
 	uint64_t carried;
+	/* Whether full windows ask for a growth (tk__zone_when_slots_full());
+	 * and while old's keys move here, what new keys may still take of
+	 * this table: keys, and cells of blocks (ck_pr, signed; grow.c). */
+	int may_grow_slots;
+	uint64_t budget[2];
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
@@ -212,24 +217,34 @@ int tk__table_copy_stands(struct tk__zone *z, uint64_t fp);
 /*
  * What a private table's operations may return besides a transition's
  * results and errors: below every errno, so that no transition's error
- * (a quota's -EOVERFLOW, say) is taken for one.  grow.c acts on them;
- * a zone never returns them.
+ * (a quota's -EOVERFLOW, say) is taken for one.  grow.c acts on them,
+ * and sizes the successor by what was full; a zone never returns them.
  */
-#define TK__ZONE_GROW (-4096 - 1)  /* full: grow the table */
-#define TK__ZONE_MOVED (-4096 - 2) /* it has grown: use its successor */
+#define TK__ZONE_GROW (-4096 - 1)	/* no block for a state: grow */
+#define TK__ZONE_MOVED (-4096 - 2)	/* it has grown: use its successor */
+#define TK__ZONE_GROW_SLOTS (-4096 - 3) /* a key's windows are full: grow */
 
 /*
- * What a full table does instead of evicting: 0 (evict), TK__ZONE_GROW
- * (a private table below its largest size), or TK__ZONE_MOVED (it has
- * grown).  A table that may grow never evicts, so
- * no key is evicted while it moves; the flag is set at creation and never
- * changes.
+ * What a full arena does instead of evicting (blocks.c): 0 (evict),
+ * TK__ZONE_GROW (a private table whose arena is below its largest size),
+ * or TK__ZONE_MOVED (it has grown).  A table that may grow never evicts,
+ * so no key is evicted while it moves; the flag is set at creation and
+ * never changes.
  */
 static inline int tk__zone_when_full(struct tk__zone *z)
 {
 	if (!((struct tk__zone_head *)(void *)z)->may_grow)
 		return 0;
 	return tk__zone_next(z) ? TK__ZONE_MOVED : TK__ZONE_GROW;
+}
+
+/* The same for full windows (table.c), with TK__ZONE_GROW_SLOTS: a
+ * private table of fewer slots than its largest size. */
+static inline int tk__zone_when_slots_full(struct tk__zone *z)
+{
+	if (!((struct tk__zone_head *)(void *)z)->may_grow_slots)
+		return 0;
+	return tk__zone_next(z) ? TK__ZONE_MOVED : TK__ZONE_GROW_SLOTS;
 }
 
 /* Has a fault shown the zone's file truncated?  Then the mapping holds
@@ -453,8 +468,10 @@ static inline uint64_t tk__table_pos(uint64_t fp)
 }
 
 /* A table of @cfg->capacity slots and @cfg->arena bytes of blocks that
- * doubles both (up to @max_capacity slots and TKZ_PAGES_MAX pages) when
- * full, and evicts beyond.  0, -EINVAL, -ENOMEM. */
+ * grows when full (its slots up to @max_capacity, its arena up to the
+ * bytes per slot it starts with at that size, or TKZ_PAGES_MAX pages),
+ * sizing its successor by what was full, and evicts beyond.  0, -EINVAL,
+ * -ENOMEM. */
 int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 		  uint64_t max_capacity, const uint64_t seed[2]);
 /* Frees every table, retired or not.  No operation may run. */

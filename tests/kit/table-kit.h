@@ -26,6 +26,21 @@ static inline struct tk__table *kit_table(uint64_t capacity, uint64_t max,
 	return t;
 }
 
+/* @t's newest table holds @keys keys, each in one slot, and nothing
+ * half done: no insert, no collision, no move under way. */
+static inline void kit_census_clean(struct tk__table *t, uint64_t keys)
+{
+	struct tk__zone_census c;
+
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tk__zone_census(tk__table_zone(t), &c), 0);
+	assert_int_equal(c.violations, 0);
+	assert_int_equal(c.ins + c.col, 0);
+	assert_int_equal(c.mem, keys);
+	assert_null(tk__zone_old(tk__table_zone(t)));
+	assert_int_equal(tk__table_keys(t), keys);
+}
+
 /* Word key @i (algorithm 1), at its place in the table. */
 static inline struct tk__zone_key kit_word_key(uint64_t i)
 {
@@ -83,6 +98,68 @@ static inline uint64_t kit_count(struct tk__table *t, uint64_t i)
 	assert_int_equal(tk__table_apply(t, &k, KIT_T0, 1, kit_read_fn, &n),
 			 TK__ZONE_KEEP);
 	return n;
+}
+
+/* Block key @i (algorithm 2): word key @i's key bits, another shape. */
+static inline struct tk__zone_key kit_block_key(uint64_t i)
+{
+	struct tk__zone_key k = kit_word_key(i);
+
+	k.fp = (k.fp & TKZ_FP_KEY) | TKZ_FP_BLOCK |
+	       UINT64_C(2) << TKZ_FP_ALG_SHIFT;
+	return k;
+}
+
+/*
+ * A count kept in a block state of @words words: word 0 the count, word
+ * j (j > 0) count * j + j, so that a state torn or mixed up with another
+ * key's fails (-EBADMSG).  It expires at KIT_BASE.  @add: 1 to count one
+ * more, 0 to read the count into @seen (UINT64_MAX: no state).
+ */
+struct kit_blk {
+	uint32_t words;
+	int add;
+	uint64_t seen;
+};
+
+static inline int kit_blk_fn(void *ctx, const uint64_t *old, uint64_t *next,
+			     uint64_t *expires)
+{
+	struct kit_blk *b = ctx;
+	uint64_t n = old ? old[0] : 0, j;
+
+	for (j = 1; old && j < b->words; j++)
+		if (old[j] != n * j + j)
+			return -EBADMSG;
+	b->seen = old ? n : UINT64_MAX;
+	if (!b->add)
+		return TK__ZONE_KEEP;
+	next[0] = n + 1;
+	for (j = 1; j < b->words; j++)
+		next[j] = (n + 1) * j + j;
+	*expires = KIT_BASE;
+	return TK__ZONE_PERSIST;
+}
+
+/* Count one more for block key @i of @words words: the apply's result. */
+static inline int kit_blk_bump(struct tk__table *t, uint64_t i, uint32_t words)
+{
+	struct tk__zone_key k = kit_block_key(i);
+	struct kit_blk b = { words, 1, 0 };
+
+	return tk__table_apply(t, &k, KIT_T0, words, kit_blk_fn, &b);
+}
+
+/* Block key @i's count (0: no state), read without a write. */
+static inline uint64_t kit_blk_count(struct tk__table *t, uint64_t i,
+				     uint32_t words)
+{
+	struct tk__zone_key k = kit_block_key(i);
+	struct kit_blk b = { words, 0, 0 };
+
+	assert_int_equal(tk__table_apply(t, &k, KIT_T0, words, kit_blk_fn, &b),
+			 TK__ZONE_KEEP);
+	return b.seen == UINT64_MAX ? 0 : b.seen;
 }
 
 #endif

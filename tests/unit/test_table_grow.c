@@ -121,18 +121,6 @@ static uint64_t bump(struct tk__table *t, uint64_t i, int words, uint64_t limit)
 	return seen;
 }
 
-static void census_clean(struct tk__table *t, uint64_t keys)
-{
-	struct tk__zone_census c;
-
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(tk__zone_census(tk__table_zone(t), &c), 0);
-	assert_int_equal(c.violations, 0);
-	assert_int_equal(c.ins + c.col, 0);
-	assert_int_equal(c.mem, keys);
-	assert_null(tk__zone_old(tk__table_zone(t)));
-}
-
 /* Finish any growth under way: a move advances with every use. */
 static void settle_moves(struct tk__table *t, int words)
 {
@@ -159,7 +147,7 @@ static void every_key_keeps_its_state(int words)
 		assert_int_equal(bump(t, i, words, 0), i % 7 + 1);
 	assert_true(tk__table_growths(t) >= 6); /* 64 -> 8192 at least */
 	assert_true(tk__zone_geo(tk__table_zone(t))->capacity >= 8192);
-	census_clean(t, n);
+	kit_census_clean(t, n);
 	tk__table_free(t);
 }
 
@@ -251,7 +239,7 @@ static void race(int words)
 	}
 	assert_true(tk__table_growths(t) >= 5);
 	settle_moves(t, words);
-	census_clean(t, KEYS);
+	kit_census_clean(t, KEYS);
 	tk__table_free(t);
 }
 
