@@ -16,7 +16,8 @@
  * power of two of slots that holds max_keys (or 2^32 slots when
  * unbounded); at that size it evicts the coldest key, like a zone.
  * Expired states are swept by checks, a chunk at a time, and by the
- * reclaimer thread unless TK_OPT_NO_RECLAIMER.
+ * reclaimer thread unless TK_OPT_NO_RECLAIMER; that thread also shrinks
+ * the table once few keys remain (tk__table_shrink()).
  *
  * Checks and denials are counted per thread (lib/tally.h: a plain load
  * and store in a cache line of the thread's own) and summed when the
@@ -81,7 +82,8 @@ static void sweep(struct mem_store *s, const struct tk__zone_key *k,
 	tk__zone_maybe_sweep(tk__table_zone(s->table), k, now);
 }
 
-/* After an insert may have grown the table: is it far now? */
+/* After an insert may have grown the table, or a pass shrunk it: is it
+ * far now? */
 static inline void grown(struct mem_store *s)
 {
 	uint64_t g = tk__table_growths(s->table);
@@ -311,16 +313,28 @@ static void synchronize(void)
 	tk__rcu_synchronize();
 }
 
-/* The reclaimer thread's pass: expired states, then the tables growths
- * retired (outside any read-side section: it waits for grace periods). */
+/*
+ * The reclaimer thread's pass: the keys a growth left to move, if the
+ * checks have not moved them all; expired states; the tables growths
+ * retired (outside any read-side section: it waits for grace periods);
+ * then, if the table is mostly empty, a smaller one, its keys moved at
+ * once (the next pass frees the table they left).
+ */
 static void sweep_everything(void *arg, uint64_t now)
 {
 	struct mem_store *s = arg;
 
 	tk__rcu_read_lock();
+	(void)tk__table_move(s->table, now);
 	tk__zone_sweep_all(tk__table_zone(s->table), now);
 	tk__rcu_read_unlock();
 	tk__table_reclaim(s->table, synchronize);
+	tk__table_clear(s->table, synchronize);
+	tk__rcu_read_lock();
+	if (tk__table_shrink(s->table) == 1)
+		(void)tk__table_move(s->table, now);
+	grown(s);
+	tk__rcu_read_unlock();
 }
 
 int tk__memory_open(struct tk_store **out, const struct tk_options *o)

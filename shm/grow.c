@@ -1,6 +1,6 @@
 /*
- * grow.c - a private table that grows (docs/shm-protocol.md, "Growing a
- * private table"; tests/model/grow.pml).
+ * grow.c - a private table that grows, and shrinks (docs/shm-protocol.md,
+ * "Growing a private table"; tests/model/grow.pml).
  *
  * The zone's slot table in one process's anonymous memory, for its
  * threads.  When a key's windows are full and nothing there has expired,
@@ -23,6 +23,12 @@
  *   slots stay, unless more than a quarter of them hold keys.  A growth
  *   never makes either smaller, so growths in a row are at most 26 of
  *   the slots (64 to 2^32) and 15 of the arena (4 pages to the most).
+ * - A shrink is a growth into a smaller successor, which the reclaimer
+ *   starts (tk__table_shrink()) when fewer than an eighth of the slots
+ *   hold keys, or of the pages blocks: a quarter of the slots for those
+ *   keys, twice the pages.  It waits for a pass in which no key came in
+ *   while they were counted, so the keys it moves are those it counted,
+ *   and those of the operations in flight.
  * - A new key inserted in the successor while keys move there takes a
  *   slot and its block from the successor's budget (set_budget()), which
  *   leaves the moved keys the room they were counted for: once it is
@@ -34,13 +40,14 @@
  * runs in a read-side section; lib/store-memory.c):
  *
  * - Tables are numbered in the order they grew (their index), and the
- *   old table of index g is retired as t->retired[g] (41 growths at most,
- *   above).  A completion stores that entry, then counts it in n_retired,
- *   then moves cur, then clears the successor's old: each step is one CAS
- *   or store that anyone may repeat, so a completer that stalls holds
- *   nobody up, and whatever leads to the old table (cur, old) is cleared
- *   only once retired[] leads to it.  The counters and a reset's search
- *   for a key's source (source()) never miss it.
+ *   old table of index g is retired as entry g of retired[], which is a
+ *   ring of RING entries (slot g % RING).  A completion stores that
+ *   entry, then counts it in n_retired, then moves cur, then clears the
+ *   successor's old: each step is one CAS or store that anyone may
+ *   repeat, so a completer that stalls holds nobody up, and whatever
+ *   leads to the old table (cur, old) is cleared only once retired[]
+ *   leads to it.  The counters and a reset's search for a key's source
+ *   (source()) never miss it.
  * - A thread may still read a table it loaded before the growth, and
  *   frozen slots send it on; once the successor has lost its old, a new
  *   operation finds the retired table only in retired[].
@@ -51,6 +58,13 @@
  *   gone, which unlinks it from the last place a new operation could find
  *   it; the second grace period waits for those that found it before, and
  *   then it is freed.
+ * - The entries of freed tables are then folded (fold()): their counters
+ *   added to a ledger that readers take instead of those entries, and,
+ *   a grace period later, the entries emptied for the tables retired
+ *   RING growths later.  Only a shrink lets the growths go on past the
+ *   41 a row may have, and the reclaimer starts one only once every
+ *   entry is folded: so no more than 42 entries are ever in use, and an
+ *   entry is empty when its turn comes round again.
  * - What a pass has unlinked but not freed yet is kept in t->dying[], not
  *   on the reclaiming thread's stack: a fork() child, which has no such
  *   thread, frees it in its own first pass (or at tk__table_free()).  The
@@ -58,7 +72,8 @@
  *   inherits a table half freed.
  * - Until then, and without a reclaiming caller until tk__table_free(),
  *   retired tables stay allocated: each has half the slots or half the
- *   arena of its successor, and they number 41 at most.
+ *   arena of its successor, and without shrinks (the reclaimer's) they
+ *   number 41 at most.
  */
 #include "word.h"
 
@@ -67,8 +82,8 @@
 #include <string.h>
 
 #define MOVE_CHUNK 64 /* slots a user of the successor moves per call */
-/* Retired tables: more than the 41 growths there are at most. */
-#define TABLES_MAX 64
+/* Entries of retired[]: more than the 42 ever in use (see the top). */
+#define RING 64
 #define ROUNDS_MAX 64
 #define PAGE_BYTES (TKZ_PAGE_CELLS * sizeof(struct tkz_cell))
 
@@ -76,33 +91,46 @@
 static char gone_mark;
 #define GONE ((struct tk__zone *)(void *)&gone_mark)
 
+/* What the freed tables below entry @base of retired[] counted. */
+struct ledger {
+	uint64_t base;
+	uint64_t sums[TKZ_COUNTERS];
+};
+
 struct tk__table {
 	struct tk__zone *cur; /* first: struct tk__table_head; see newest() */
 	struct tk__zone_config cfg;
 	uint64_t seed[2];
 	uint64_t max_capacity;
 	uint64_t min_pages, max_pages; /* of an arena: the first's, the most */
-	/* The table of index i once its successor's growth completed
-	 * (__atomic), or GONE once unlinked. */
-	struct tk__zone *retired[TABLES_MAX];
-	/* 1 (__atomic) once the successor of retired[i] has lost its old. */
-	uint8_t unlinked[TABLES_MAX];
-	/* A GONE retired[i] not freed yet: written before GONE is published
-	 * (release), cleared once freed, under the fork lock (see
+	/* Entry i, the table of index i once its successor's growth
+	 * completed (__atomic), or GONE once unlinked: slot i % RING. */
+	struct tk__zone *retired[RING];
+	/* 1 (__atomic) once the successor of entry i has lost its old. */
+	uint8_t unlinked[RING];
+	/* A GONE entry's table not freed yet: written before GONE is
+	 * published (release), cleared once freed, under the fork lock (see
 	 * tk__table_reclaim()). */
-	struct tk__zone *dying[TABLES_MAX];
-	/* A GONE retired[i]'s counters: written before GONE is published
+	struct tk__zone *dying[RING];
+	/* A GONE entry's counters: written before GONE is published
 	 * (release), read after it is seen (acquire). */
-	uint64_t gone[TABLES_MAX][TKZ_COUNTERS];
+	uint64_t gone[RING][TKZ_COUNTERS];
+	/* ledger[current] (__atomic) is what readers take for the entries
+	 * below its base; the reclaimer writes the other one (fold()). */
+	struct ledger ledger[2];
+	uint64_t current;
+	uint64_t cleared;   /* the reclaimer's: entries below it are empty */
 	uint64_t n_retired; /* __atomic: entries of retired[] stored */
 	uint64_t freed;	    /* ck_pr: retired tables freed */
-	uint64_t growths;   /* ck_pr: successors published */
+	uint64_t growths;   /* ck_pr: successors published, shrinks too */
+	uint64_t shrinks;   /* ck_pr */
 	uint64_t reserved;  /* ck_pr: bytes of the tables allocated */
 };
 
-/* Held while tables are freed, and by fork(): a child never inherits a
- * table half freed.  Taken in the child as in the parent, so the child
- * makes it anew. */
+/* Held while tables are freed, or a shrink's successor is made and
+ * published, and by fork(): a child never inherits a table half freed,
+ * nor one made for nothing.  Taken in the child as in the parent, so the
+ * child makes it anew. */
 static pthread_mutex_t freeing = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t freeing_once = PTHREAD_ONCE_INIT;
 
@@ -237,6 +265,18 @@ int tk__table_new(struct tk__table **out, const struct tk__zone_config *cfg,
 	return 0;
 }
 
+/* Slot of entry @i of retired[]. */
+static uint64_t ring(uint64_t i)
+{
+	return i % RING;
+}
+
+/* The ledger readers take now (acquire: pairs with fold()'s release). */
+static const struct ledger *ledger_of(struct tk__table *t)
+{
+	return &t->ledger[__atomic_load_n(&t->current, __ATOMIC_ACQUIRE)];
+}
+
 void tk__table_free(struct tk__table *t)
 {
 	struct tk__zone *z, *next;
@@ -246,12 +286,14 @@ void tk__table_free(struct tk__table *t)
 		return;
 	/* An entry unlinked and not freed is in dying[] (a fork() child's
 	 * of a pass its parent had under way), and, in a pass cut off before
-	 * it published GONE, in both. */
-	for (i = 0; i < t->n_retired; i++)
-		if (t->retired[i] && t->retired[i] != GONE)
-			drop(t->retired[i]);
-		else if (t->dying[i])
-			drop(t->dying[i]);
+	 * it published GONE, in both.  Those below the base are freed. */
+	for (i = ledger_of(t)->base; i < t->n_retired; i++) {
+		z = t->retired[ring(i)];
+		if (z && z != GONE)
+			drop(z);
+		else if (t->dying[ring(i)])
+			drop(t->dying[ring(i)]);
+	}
 	for (z = t->cur; z; z = next) {
 		next = tk__zone_next(z);
 		drop(z);
@@ -272,6 +314,11 @@ static struct tk__zone *newest(struct tk__table *t)
 uint64_t tk__table_growths(struct tk__table *t)
 {
 	return ck_pr_load_64(&t->growths);
+}
+
+uint64_t tk__table_shrinks(struct tk__table *t)
+{
+	return ck_pr_load_64(&t->shrinks);
 }
 
 uint64_t tk__table_freed(struct tk__table *t)
@@ -298,13 +345,25 @@ static uint64_t retired_count(struct tk__table *t)
 	return __atomic_load_n(&t->n_retired, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Entry @i of retired[]: its slot holds it from when complete() stores
+ * it until a grace period after a ledger whose base is above @i is
+ * published (fold()), so a caller in a read-side section that took a
+ * ledger whose base is at most @i reads that entry, not a later one.
+ */
+static struct tk__zone *entry(struct tk__table *t, uint64_t i)
+{
+	/* Acquire: pairs with the release of complete()'s CAS. */
+	return __atomic_load_n(&t->retired[ring(i)], __ATOMIC_ACQUIRE);
+}
+
 uint64_t tk__table_retired(struct tk__table *t)
 {
 	uint64_t r = retired_count(t), i, n = 0;
 	struct tk__zone *z;
 
-	for (i = 0; i < r; i++) {
-		z = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
+	for (i = ledger_of(t)->base; i < r; i++) {
+		z = entry(t, i);
 		n += z && z != GONE;
 	}
 	return n;
@@ -320,26 +379,29 @@ static void add_counters(uint64_t out[TKZ_COUNTERS],
 }
 
 /*
- * Every table counts once: those of index below n_retired from
- * retired[] (live, or kept when it was freed: its entry says which, and
- * its counters no longer change by then, see tk__table_reclaim()), the
- * others from the chain of cur.  cur is read first: it moves to a table
- * only once n_retired counts every table before it (complete()), so the
- * chain from it reaches every table n_retired does not count.  A key
- * counts once across growths (tk__table_carry()), and each counter only
- * grows, so neither does their sum go down.
+ * Every table counts once: those below the ledger's base from its sums,
+ * those from there to n_retired from retired[] (live, or kept when it was
+ * freed: its entry says which, and its counters no longer change by then,
+ * see tk__table_reclaim()), the others from the chain of cur.  cur is
+ * read first: it moves to a table only once n_retired counts every table
+ * before it (complete()), so the chain from it reaches every table
+ * n_retired does not count.  The ledger is read before n_retired, which
+ * was at least its base when it was published.  A key counts once across
+ * growths (tk__table_carry()), and each counter only grows, so neither
+ * does their sum go down.
  */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS])
 {
 	/* Acquire: pairs with the release of complete()'s CAS of cur. */
 	struct tk__zone *z = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), *r;
+	const struct ledger *l = ledger_of(t);
 	uint64_t n[TKZ_COUNTERS], count = retired_count(t), i;
 
-	memset(out, 0, TKZ_COUNTERS * sizeof(uint64_t));
-	for (i = 0; i < count; i++) {
-		r = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
+	memcpy(out, l->sums, sizeof(l->sums));
+	for (i = l->base; i < count; i++) {
+		r = entry(t, i);
 		if (r == GONE)
-			memcpy(n, t->gone[i], sizeof(n));
+			memcpy(n, t->gone[ring(i)], sizeof(n));
 		else
 			tk__zone_counters(r, n);
 		add_counters(out, n);
@@ -474,11 +536,12 @@ static int take_carried(struct tk__zone *oz, const struct tk__zone_key *k)
 	return 1;
 }
 
-/* Retired table @j, unless unlinked (GONE) or not retired yet. */
-static struct tk__zone *retired_at(struct tk__table *t, uint64_t j)
+/* Retired table @j, unless freed, unlinked (GONE) or not retired yet;
+ * @base the caller's ledger's (see entry()). */
+static struct tk__zone *retired_at(struct tk__table *t, uint64_t j,
+				   uint64_t base)
 {
-	/* Acquire: pairs with the release of complete()'s CAS. */
-	struct tk__zone *z = __atomic_load_n(&t->retired[j], __ATOMIC_ACQUIRE);
+	struct tk__zone *z = j >= base ? entry(t, j) : NULL;
 
 	return z == GONE ? NULL : z;
 }
@@ -491,13 +554,14 @@ static struct tk__zone *retired_at(struct tk__table *t, uint64_t j)
  * retired[] before it clears old (acquire, in tk__zone_old()), so one of
  * the two leads to it.
  */
-static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
+static struct tk__zone *source(struct tk__table *t, struct tk__zone *z,
+			       uint64_t base)
 {
 	struct tk__zone *oz = tk__zone_old(z);
 
 	if (oz || head(z)->index == 0)
 		return oz;
-	return retired_at(t, head(z)->index - 1);
+	return retired_at(t, head(z)->index - 1, base);
 }
 
 /*
@@ -517,7 +581,8 @@ static struct tk__zone *source(struct tk__table *t, struct tk__zone *z)
  *   after the commit): the commit takes that MEM.  Such a MEM is frozen
  *   only once its table has a next, so it lies in @z's old or among the
  *   retired; the operation that committed it goes on to insert the key
- *   in a successor, and keeps that table from being freed until then.
+ *   in a successor, and keeps that table from being freed until then
+ *   (and so its entry from being folded: the walk ends at the base).
  *
  * Either way the commit is counted once, where it happens, or not at
  * all: the counters never count a key twice, not even for a moment.
@@ -527,7 +592,8 @@ int tk__table_copy_stands(struct tk__zone *z, uint64_t fp)
 	struct tk__zone_key k = { fp, tk__table_pos(fp) };
 	/* The copy's operation found the source as @z's old, and keeps it
 	 * from being freed while its INS stands. */
-	struct tk__zone *oz = source(head(z)->table, z);
+	struct tk__table *t = head(z)->table;
+	struct tk__zone *oz = source(t, z, ledger_of(t)->base);
 	uint64_t w[2];
 
 	return oz && frozen_of(oz, &k, 1, w);
@@ -537,15 +603,16 @@ int tk__table_carry(struct tk__zone *z, uint64_t fp)
 {
 	struct tk__table *t = head(z)->table;
 	struct tk__zone_key k = { fp, tk__table_pos(fp) };
-	struct tk__zone *oz = source(t, z);
-	uint64_t i;
+	uint64_t base = ledger_of(t)->base, i;
+	struct tk__zone *oz = source(t, z, base);
 
-	for (i = head(z)->index; i > 0; i--) {
+	for (i = head(z)->index;; i--) {
 		if (oz && take_carried(oz, &k))
 			return 1;
-		oz = i > 1 ? retired_at(t, i - 2) : NULL;
+		if (i < base + 2)
+			return 0;
+		oz = retired_at(t, i - 2, base);
 	}
-	return 0;
 }
 
 struct import {
@@ -707,10 +774,13 @@ static void complete(struct tk__table *t, struct tk__zone *nz,
 	/* Each CAS releases what came before it, and on failure acquires
 	 * the value another completer stored, so that what this one
 	 * publishes next carries both (pairs with the acquire loads of
-	 * retired[], n_retired and cur).  Failing: stored already (or
-	 * GONE, if a stale completer comes after the reclaimer). */
+	 * retired[], n_retired and cur).  Failing: stored already, or
+	 * GONE, if a stale completer comes after the reclaimer marked it
+	 * (never after the reclaimer emptied the entry: that completer
+	 * found @oz as @nz's old, and the first grace period of the pass
+	 * that freed @oz waited for it). */
 	complete_hook(t, 0);
-	__atomic_compare_exchange_n(&t->retired[g], &expect, oz, 0,
+	__atomic_compare_exchange_n(&t->retired[ring(g)], &expect, oz, 0,
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	complete_hook(t, 1);
 	__atomic_compare_exchange_n(&t->n_retired, &count, g + 1, 0,
@@ -724,7 +794,7 @@ static void complete(struct tk__table *t, struct tk__zone *nz,
 	complete_hook(t, 4);
 	/* Release: after this thread's clearing of old and move of cur
 	 * (pairs with the acquire in tk__table_reclaim()). */
-	__atomic_store_n(&t->unlinked[g], 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->unlinked[ring(g)], 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1028,7 +1098,7 @@ int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
 		/* Pulled first, then its frozen state marked gone, then
 		 * dropped: no move brings the old state back after it. */
 		z = ready(t, &k, 0, now, &rc);
-		oz = source(t, z);
+		oz = source(t, z, ledger_of(t)->base);
 		if (rc == 0 && oz)
 			forget(oz, &k);
 		if (rc == 0)
@@ -1039,33 +1109,187 @@ int tk__table_reset(struct tk__table *t, const struct tk__zone_key *key,
 	return -EIO;
 }
 
+/* Inserts counted in @z itself. */
+static uint64_t inserts_in(struct tk__zone *z)
+{
+	uint64_t n[TKZ_COUNTERS];
+
+	tk__zone_counters(z, n);
+	return n[TKZ_INSERTS];
+}
+
+/*
+ * What @z shrinks to, for @keys keys and the blocks of @came more: a
+ * quarter of the slots for them if fewer than an eighth hold one, and
+ * twice the pages its blocks take (a page for each key that came, and
+ * one for each size class) if fewer than an eighth hold blocks, that
+ * halves them, and the keys fill a quarter of the slots at most; not
+ * below the first table's size.  The eighth and the
+ * quarter keep shrinks and growths apart: the keys must fall by half
+ * again for the next shrink, and double for a growth.
+ */
+static struct size for_keys(struct tk__table *t, struct tk__zone *z,
+			    uint64_t keys, uint64_t came)
+{
+	const struct tkz_geo *g = tk__zone_geo(z);
+	struct size s = { g->capacity, g->pages, keys, pages_used(z) + came };
+	uint64_t c = t->cfg.capacity, p;
+
+	if (keys < g->capacity / 8) {
+		while (c < 4 * keys)
+			c *= 2;
+		s.capacity = c < g->capacity ? c : g->capacity;
+	}
+	/* The keys move too: at a quarter of the slots at most, as ever. */
+	p = pages_within(t, 2 * s.used + TKZ_CLASSES);
+	if (s.used < g->pages / 8 && 2 * p <= g->pages &&
+	    keys <= s.capacity / 4)
+		s.pages = p;
+	return s;
+}
+
+/*
+ * The keys counted are those that move, and those that came in while
+ * they were counted (counted twice, perhaps): a successor is made for
+ * them, and published only if none came in since, so that only the
+ * operations in flight then can still add one (or a composite's few),
+ * which its headroom holds.
+ */
+int tk__table_shrink(struct tk__table *t)
+{
+	struct tk__zone *z = newest(t), *nz;
+	const struct tkz_geo *g = tk__zone_geo(z);
+	uint64_t before, keys, came;
+	struct size s;
+	int rc;
+
+	/* One move at a time; and every entry of retired[] folded, so that
+	 * the growths until the next shrink find theirs empty. */
+	if (tk__zone_old(z) || t->cleared != retired_count(t))
+		return 0;
+	/* A key count scans every slot: not for a table the counters say
+	 * holds too many keys, and blocks, to shrink. */
+	if (keys_counted(t) >= g->capacity / 8 && pages_used(z) >= g->pages / 8)
+		return 0;
+	before = inserts_in(z);
+	keys = count_keys(z, NULL);
+	came = inserts_in(z) - before;
+	s = for_keys(t, z, keys + came, came);
+	if (s.capacity == g->capacity && s.pages == g->pages)
+		return 0;
+	/* No fork() child inherits a successor made and not published:
+	 * it would hold its bytes for good. */
+	freeing_hold();
+	nz = make(t, &s, z);
+	rc = nz ? 0 : -ENOMEM;
+	if (nz && inserts_in(z) != before + came)
+		drop(nz);
+	else if (nz)
+		rc = install(t, z, nz);
+	freeing_release();
+	if (rc == 1)
+		ck_pr_inc_64(&t->shrinks);
+	return rc;
+}
+
+int tk__table_move(struct tk__table *t, uint64_t now)
+{
+	struct tk__zone *z = newest(t);
+
+	move_all(t, z, now);
+	return tk__zone_old(z) != NULL;
+}
+
+/* The ledger readers take now, read by the reclaimer, its one writer. */
+static struct ledger *own(struct tk__table *t)
+{
+	return &t->ledger[__atomic_load_n(&t->current, __ATOMIC_RELAXED)];
+}
+
+/*
+ * Empty the entries below the base for the tables retired RING growths
+ * later.  The caller has waited for a grace period since the ledger
+ * whose base that is was published (fold()): no reader takes one that
+ * counts them from retired[] any more.
+ */
+static void empty(struct tk__table *t)
+{
+	uint64_t base = own(t)->base, i;
+
+	for (i = t->cleared; i < base; i++) {
+		__atomic_store_n(&t->retired[ring(i)], NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->unlinked[ring(i)], 0, __ATOMIC_RELAXED);
+		memset(t->gone[ring(i)], 0, sizeof(t->gone[0]));
+	}
+	t->cleared = base;
+}
+
+void tk__table_clear(struct tk__table *t, void (*synchronize)(void))
+{
+	if (t->cleared == own(t)->base)
+		return;
+	synchronize();
+	empty(t);
+}
+
+/*
+ * Fold the entries of freed tables from the base on into the ledger
+ * readers do not take now, and publish it: its counters the freed
+ * tables', its base past them.  Only once the last one published has
+ * been followed by a grace period (its entries emptied): no reader takes
+ * the other ledger since.
+ */
+static void fold(struct tk__table *t)
+{
+	uint64_t cur = __atomic_load_n(&t->current, __ATOMIC_RELAXED);
+	uint64_t n = retired_count(t), i;
+	struct ledger next = t->ledger[cur];
+
+	if (t->cleared != next.base)
+		return;
+	for (i = next.base; i < n && entry(t, i) == GONE && !t->dying[ring(i)];
+	     i++)
+		add_counters(next.sums, t->gone[ring(i)]);
+	if (i == next.base)
+		return;
+	next.base = i;
+	t->ledger[!cur] = next;
+	/* Release: the ledger before its use (pairs with ledger_of()). */
+	__atomic_store_n(&t->current, !cur, __ATOMIC_RELEASE);
+}
+
 /*
  * Free the retired tables that no operation can find any more but
  * through retired[]: two grace periods, see the top of this file.  The
  * tables retired since the last call wait for the next; those a pass cut
  * off by fork() unlinked without freeing (in dying[]) go with this one.
+ * Then fold the entries of the freed (their emptying waits for the next
+ * grace period: this call's next, or tk__table_clear()).
  */
 uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void))
 {
-	uint64_t n = retired_count(t), i, m = 0, k, freed = 0;
-	struct tk__zone *z, *found[TABLES_MAX];
-	uint64_t at[TABLES_MAX];
+	uint64_t n = retired_count(t), base = own(t)->base, i, m = 0, k;
+	uint64_t freed = 0, at[RING];
+	struct tk__zone *z, *found[RING];
 
-	for (i = 0; i < n; i++) {
-		z = __atomic_load_n(&t->retired[i], __ATOMIC_ACQUIRE);
-		freed += z == GONE && t->dying[i];
+	for (i = base; i < n; i++) {
+		z = entry(t, i);
+		freed += z == GONE && t->dying[ring(i)];
 		/* Acquire: pairs with complete()'s release of the mark. */
 		if (z == GONE ||
-		    !__atomic_load_n(&t->unlinked[i], __ATOMIC_ACQUIRE))
+		    !__atomic_load_n(&t->unlinked[ring(i)], __ATOMIC_ACQUIRE))
 			continue;
 		found[m] = z;
-		at[m++] = i;
+		at[m++] = ring(i);
 	}
-	if (m + freed == 0)
+	if (m + freed == 0) {
+		fold(t);
 		return 0;
+	}
 	/* Every operation that found them as an old is over: no pull of
 	 * them is in flight, their counters are final. */
 	synchronize();
+	empty(t);
 	for (k = 0; k < m; k++) {
 		tk__zone_counters(found[k], t->gone[at[k]]);
 		t->dying[at[k]] = found[k];
@@ -1077,14 +1301,15 @@ uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void))
 	synchronize();
 	freed = 0;
 	freeing_hold();
-	for (i = 0; i < n; i++) {
-		if (!t->dying[i])
+	for (i = base; i < n; i++) {
+		if (!t->dying[ring(i)])
 			continue;
-		drop(t->dying[i]);
-		t->dying[i] = NULL;
+		drop(t->dying[ring(i)]);
+		t->dying[ring(i)] = NULL;
 		freed++;
 	}
 	freeing_release();
 	ck_pr_add_64(&t->freed, freed);
+	fold(t);
 	return freed;
 }

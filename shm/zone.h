@@ -480,9 +480,27 @@ void tk__table_free(struct tk__table *t);
  * Free the tables retired before the call once no operation can reach
  * them; @synchronize waits for a grace period of the RCU the operations'
  * read-side sections belong to.  Returns how many were freed.  Outside
- * any read-side section, and one call at a time; operations run meanwhile.
+ * any read-side section, and one call at a time (of this and of
+ * tk__table_clear() and _shrink(): the reclaimer's); operations run
+ * meanwhile.
  */
 uint64_t tk__table_reclaim(struct tk__table *t, void (*synchronize)(void));
+/* What a reclaim leaves for its next grace period: the entries of the
+ * freed tables made ready for later ones.  As tk__table_reclaim(). */
+void tk__table_clear(struct tk__table *t, void (*synchronize)(void));
+/*
+ * Publish a smaller successor if fewer than an eighth of the newest
+ * table's slots hold keys, or of its arena pages blocks, no key came in
+ * while they were counted, and every retired table is freed and cleared
+ * (tk__table_reclaim(), then tk__table_clear()): 1 if it did, 0 if not,
+ * -ENOMEM.  Its keys move as a growth's do; tk__table_move() moves them
+ * all.  In a read-side section; the reclaimer's, one call at a time.
+ */
+int tk__table_shrink(struct tk__table *t);
+/* Move every key a growth or shrink of the newest table has not moved
+ * yet: 1 if some could not be (no room: they wait), else 0.  In a
+ * read-side section. */
+int tk__table_move(struct tk__table *t, uint64_t now);
 /* Retired tables freed so far, and retired tables still in retired[]
  * (allocated, or being freed by tk__table_reclaim()). */
 uint64_t tk__table_freed(struct tk__table *t);
@@ -505,7 +523,9 @@ static inline struct tk__zone *tk__table_zone(struct tk__table *t)
 		z = n;
 	return z;
 }
+/* Successors published (shrinks included), and shrinks. */
 uint64_t tk__table_growths(struct tk__table *t);
+uint64_t tk__table_shrinks(struct tk__table *t);
 /* Tests: if set, called by a growth's completion of @t before each of
  * its steps (@step 0 to 4, see complete() in grow.c), and by a copy of
  * @k's state to @nz: where @nz has no state of @k, before it writes (and,

@@ -110,6 +110,23 @@ static inline struct tk__zone_key kit_block_key(uint64_t i)
 	return k;
 }
 
+/* The first key from @i on (a block key with @block, else a word key)
+ * whose first candidate in an empty table of @t's newest size lies in
+ * its second half: a move reaches it late. */
+static inline uint64_t kit_late_key(struct tk__table *t, uint64_t i, int block)
+{
+	struct tk__zone *z = tk__table_zone(t);
+	struct tk__zone_key k;
+	struct tkz_cand c;
+
+	for (;; i++) {
+		k = block ? kit_block_key(i) : kit_word_key(i);
+		tkz_candidates(z, &k, &c);
+		if (tkz_at(&c, 0) >= tk__zone_geo(z)->capacity / 2)
+			return i;
+	}
+}
+
 /*
  * A count kept in a block state of @words words: word 0 the count, word
  * j (j > 0) count * j + j, so that a state torn or mixed up with another

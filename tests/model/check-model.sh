@@ -98,6 +98,9 @@
 #   exhaustive, NO=0 NN=1 NR=1      grow-reset: K is reset in T' while its
 #                                   copies race (the new worker's, the
 #                                   resetter's and the migrator's)
+#   exhaustive, N=3 M=2 NO=1 NN=1   grow-shrink: grow-key2 into a successor
+#               -DINITK=0 -DKEY2    smaller than T (3 slots to 2), as a
+#                                   shrink moves its keys
 #   must fail:  grow.pml -DPULL_NO_FREEZE (grow-move: R3 reads K's MEM
 #               without freezing: two live states)
 #               grow.pml -DNO_NEXT_CHECK (grow-insert: R1 skipped, an
@@ -287,6 +290,8 @@ expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
 	"-m10000 -w23"
 greset="-DNO=0 -DNN=1 -DNR=1"
 expect_ok grow-reset grow.pml "$greset" "-DCOLLAPSE" "-m10000 -w24"
+expect_ok grow-shrink grow.pml "-DN=3 -DM=2 -DNO=1 -DNN=1 -DINITK=0 -DKEY2" \
+	"-DCOLLAPSE" "-m10000 -w23"
 expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
 	"-DCOLLAPSE" "-m10000 -w22"
 expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \

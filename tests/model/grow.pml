@@ -231,6 +231,14 @@
  *                     worker, as a helper, after the reset: K held and
  *                     counted nowhere.
  *
+ * A SMALLER SUCCESSOR
+ *   A shrink (docs "Shrinking a private table") moves keys into a T'
+ *   of fewer slots than T, by the same rules: -DN=3 -DM=2 -DKEY2 (the
+ *   configuration grow-shrink) moves K and K2 from three slots into two,
+ *   which they fill.  Nothing in R1..R4 depends on the sizes: a key's
+ *   candidates are a whole table here, and a table of any size in the
+ *   code (its position derives from its fingerprint alone).
+ *
  * KNOBS (-D on the spin command line)
  *   N (2..3) slots of T, M (2..3) slots of T', NO old workers, NN new
  *   workers, NR resetters, NOMIG (no migrator), MPULLS, SCANS scans per

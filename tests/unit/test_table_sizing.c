@@ -137,23 +137,6 @@ static void test_slot_growth_sizes_arena_by_blocks(void **state)
 	tk__table_free(t);
 }
 
-/* A block key whose first candidate in an empty table of @t's newest
- * size lies in its second half, from @i on: moved late. */
-static uint64_t late_key(struct tk__table *t, uint64_t i)
-{
-	struct tk__zone *z = tk__table_zone(t);
-	struct tk__zone_key k;
-	struct tkz_cand c;
-
-	for (;; i++) {
-		k = kit_block_key(i);
-		k.pos = tk__table_pos(k.fp);
-		tkz_candidates(z, &k, &c);
-		if (tkz_at(&c, 0) >= tk__zone_geo(z)->capacity / 2)
-			return i;
-	}
-}
-
 /*
  * Two whole-page states, in the chunks a move reaches last, on a table
  * of 4 pages whose windows fill: the successor has 4 pages too, 2 of
@@ -170,8 +153,8 @@ static void test_new_keys_leave_room_for_moved(void **state)
 	uint64_t old[2], i, w = 1000;
 
 	(void)state;
-	old[0] = late_key(t, 100000);
-	old[1] = late_key(t, old[0] + 1);
+	old[0] = kit_late_key(t, 100000, 1);
+	old[1] = kit_late_key(t, old[0] + 1, 1);
 	for (i = 0; i < 2; i++)
 		assert_int_equal(kit_blk_bump(t, old[i], PAGE),
 				 TK__ZONE_PERSIST);
