@@ -5,9 +5,11 @@
  *   answers every step with that error, which the limiter's fail policy
  *   turns into a degraded decision (fail-policy.c).  tk_store_stats() and
  *   tk_store_ping() return it through failed().
- * - A step at @now tries the open again once @now reaches next_try; the
- *   one caller that moves next_try a second on (CAS) opens, so a failing
- *   store costs one open a second, not one per check.
+ * - A step at @now tries the open again once @now reaches next_try, or
+ *   at once if the clock stepped back to more than a second before the
+ *   last try; the one caller that moves next_try a second on (CAS)
+ *   opens, so a failing store costs one open a second, not one per
+ *   check.
  * - The store opened is published once (CAS from NULL, release) and then
  *   serves every step until the failed store is closed.  An opener that
  *   loses that CAS (an open slower than a second) closes its own.
@@ -55,9 +57,14 @@ static struct tk_store *inner_at(struct failed_store *f, uint64_t now)
 	if (in)
 		return in;
 	due = tk_atomic_load_u64(&f->next_try, TK_MO_RELAXED);
+	/* Not yet, unless the clock stepped back to more than a second
+	 * before the last try (due - RETRY_NS): a store must not stay
+	 * failed until the clock comes back. */
+	if (now < due && due - now <= 2 * RETRY_NS)
+		return NULL;
 	/* relaxed: it only elects one opener per second. */
-	if (now < due || !tk_atomic_cas_u64(&f->next_try, &due, now + RETRY_NS,
-					    TK_MO_RELAXED))
+	if (!tk_atomic_cas_u64(&f->next_try, &due, now + RETRY_NS,
+			       TK_MO_RELAXED))
 		return NULL;
 	rc = tk_store_open(&in, f->spec, &f->o);
 	if (rc) {

@@ -209,6 +209,34 @@ static void test_refused_zone(void **state)
 	assert_rc(tk_zone_destroy("open-to-all"), 0);
 }
 
+/*
+ * The clock steps back an hour after a failed try: the store is tried
+ * again at once, not an hour later; a step back within the second of
+ * the last try still waits for it.
+ */
+static void test_clock_stepped_back(void **state)
+{
+	struct tk_options o;
+	struct tk_limiter *l;
+	struct tk_decision d;
+
+	(void)state;
+	tk_clock_set(clock_, T0);
+	tk_zone_destroy("stepped");
+	options(&o, TK_FAIL_CLOSED);
+	assert_rc(tk_limiter_open(&l, "gcra:1/s", "shm:stepped", &o), 0);
+	create("stepped");
+	tk_clock_set(clock_, T0 - SEC / 2);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_degraded(&d, false, 1);
+	tk_clock_set(clock_, T0 - 3600 * SEC);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_false(d.degraded);
+	assert_true(d.allowed);
+	tk_limiter_close(l);
+	assert_rc(tk_zone_destroy("stepped"), 0);
+}
+
 /* The caller's own errors are never a failed store. */
 static void test_caller_errors_are_errors(void **state)
 {
@@ -236,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_limiter_recovers),
 		cmocka_unit_test(test_shared_store),
 		cmocka_unit_test(test_refused_zone),
+		cmocka_unit_test(test_clock_stepped_back),
 		cmocka_unit_test(test_caller_errors_are_errors),
 	};
 	int rc;
