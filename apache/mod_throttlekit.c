@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mod_throttlekit.c - the module record and its process hooks.
  *

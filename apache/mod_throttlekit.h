@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mod_throttlekit.h - shared declarations of the Apache httpd module.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * request.c - decide one request under the rules of its Throttle.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * status.c - SetHandler throttlekit-status: the stores, the rules and the
  * counters of each zone, as text or (with the query "json") as JSON.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/apache.sh BUILDDIR - requests per second of a static file served
 # by a real httpd (event MPM) without and with mod_throttlekit's check, in
 # the same run and the same server: /plain/ has no Throttle, /limited/ a

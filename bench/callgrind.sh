@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/callgrind.sh BUILDDIR - instructions per check on the hot paths,
 # counted by valgrind's callgrind (what `make bench-callgrind` runs).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * clock.c - what a clock read costs: tk_clock_now() on the system clock
  * (CLOCK_REALTIME) and on the coarse clock (CLOCK_REALTIME_COARSE), in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/clock.sh BUILDDIR - what a read of the system and of the coarse
 # clock costs (what `make bench-clock` runs): see clock.c.
 set -eu

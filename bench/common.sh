@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/common.sh - sourced by run.sh and callgrind.sh (POSIX sh).
 #
 # bench_setup BUILDDIR sets: bench (this directory), src (the source tree),

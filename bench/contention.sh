@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/contention.sh BUILDDIR - two workers on one hot key, against the
 # floor's own two-worker figure, repeated (what `make bench-contention`
 # runs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * driver.c - tk-bench's driver: the configuration, running one case
  * (workers as threads or processes, rounds at a barrier, callgrind mode)

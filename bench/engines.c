@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engines.c - the engines a case runs on: the harness, the floor, the
  * zone and the memory store, and the baselines users would pick instead.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * flood.c - what a flood of unique keys costs in memory: N new keys
  * (default 10 million) through a store bounded to 100,000 keys, with one

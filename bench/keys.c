@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * keys.c - key sets and request streams: sizes, uniform and Zipf-skewed
  * index streams, built once per run.

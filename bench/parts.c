@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parts.c - what the parts of a zone check cost, measured side by side
  * (`make bench-parts`): one thread, one hot key and 100k keys, 7

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/parts.sh BUILDDIR - what the parts of a zone check cost, side by
 # side (what `make bench-parts` runs, after building bench/parts): see
 # parts.c.

@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 // ns per check from PHP, in one run: the extension on a zone and on the
 // memory store, next to the GCRA PHP users write on APCu (apcu_fetch +
 // apcu_cas, retried), on the same policy and keys; with a Redis server,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # ns per check from PHP (make php-bench; not part of make check):
 #   sh bench/php.sh BUILDDIR [CHECKS [ROUNDS]]
 # The extension built in BUILDDIR, on a zone and on the memory store, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/plot.gp - the chart of a tk-bench run.
 #
 #   gnuplot -e "datadir='bench/results'" bench/plot.gp

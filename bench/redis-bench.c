@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-bench - the Redis store over loopback, next to the two scripts
  * users write by hand, in one run (bench/redis.sh starts the server).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The Redis store over loopback, and the two scripts users write by hand,
 # in one run (part of make bench; also on its own):
 #   sh bench/redis.sh BUILDDIR [ROUNDS [ROUND_MS]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * report.c - the output: the table, the targets judged met or missed,
  * JSON and gnuplot data files.

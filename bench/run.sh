@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/run.sh BUILDDIR - build tk-bench against BUILDDIR's library and run
 # the default matrix (what `make bench` runs).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * scenarios.c - what is measured: the matrix of key sets, policies,
  * paths and workers, the admission experiment and bytes per key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tk-bench.h - shared by the files of tk-bench (driver, keys, engines,
  * scenarios, report): what a check costs, next to the floor and the designs

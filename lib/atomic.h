@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * atomic.h - the one place where atomic operations are spelled out.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * calendar.c - quota periods: civil days, weeks and months at a fixed UTC
  * offset, and fixed-length periods from an anchor.

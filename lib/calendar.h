@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * calendar.h - the periods of a quota: civil days, weeks and months at a
  * fixed UTC offset, or fixed-length periods from an anchor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * client-key.c - the rate-limit key of a client address: its network.
  *

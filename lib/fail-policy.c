@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fail-policy.c - what a limiter answers when its store or clock cannot
  * decide (TK_FAIL_ERROR, TK_FAIL_OPEN, TK_FAIL_CLOSED).

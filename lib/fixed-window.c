@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fixed-window.c - epoch-aligned fixed windows, and the window counting
  * that calendar quotas share.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gcra.c - the Generic Cell Rate Algorithm (the default policy), and the
  * token bucket, which is the same algorithm spelled differently.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gcra.h - the pure steps of GCRA and the token bucket (gcra.c), inline,
  * so that a store may decide a check in place (lib/store-shm.c's direct

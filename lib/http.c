@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http.c - the header fields that answer a decision: RateLimit-Policy and
  * RateLimit (draft-ietf-httpapi-ratelimit-headers-11), the legacy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * internal.h - contracts between the parts of libthrottlekit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * keyhash.c - the stores' keyed hash of a store key (tk__keyhash).
  *

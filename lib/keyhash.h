@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * keyhash.h - tk__keyhash() with its commonest cases inlined: a key of 8
  * to 16 bytes hashed with AES-NI, and a store that hashes with

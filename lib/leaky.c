@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * leaky.c - the leaky-bucket shaper: it delays instead of denying.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * limiter.c - the front door: policy + store + clock + key prefix.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse.h - the pieces policy strings are made of, and their canonical
  * spelling.  Every parse function leaves ps->pos after what it read, or

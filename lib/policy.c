@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * policy.c - policy strings: "ALGORITHM:ARGUMENTS", or all(...)/any(...)
  * of several, parsed once into an immutable struct tk_policy.

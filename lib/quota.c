@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * quota.c - calendar quotas: L units per civil month, week or day at a
  * fixed UTC offset, or per fixed period P counted from an anchor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rcu.c - the liburcu flavour, and surviving fork() without exec().
  *

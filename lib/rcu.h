@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rcu.h - read-side critical sections and grace periods (urcu-bp).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reclaimer.c - the periodic sweeping thread the stores share.
  */

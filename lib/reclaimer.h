@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reclaimer.h - a background thread that sweeps a store periodically.
  *

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- redis-check.lua - one check on the Redis store, atomically: read the
 -- states of a check's keys (one per dimension of a composite or group),
 -- decide, write the new states with their TTLs.  The client recomputes

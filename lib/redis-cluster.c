@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-cluster.c - the slot map of a Redis Cluster and a connection pool
  * per node.

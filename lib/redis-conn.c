@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-conn.c - one hiredis connection per thread, typed errors.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-pipeline.c - a batch of checks on the Redis store in one round
  * trip per node (tk_limiter_check_many()).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-scripts.c - what the Redis store's check script needs of a
  * policy, and how a state is spelled on the server (see redis-check.lua,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-store.h - what store-redis.c shares with redis-pipeline.c and
  * redis-xslot.c: the store, one check as the script and the client both

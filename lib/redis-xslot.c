@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-xslot.c - a check over keys of several hash slots of a Redis
  * Cluster (tk_limiter_check_keys(), tk_limiter_check_group()), where one

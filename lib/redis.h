@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis.h - the parts of the Redis store (redis:// specs).
  *

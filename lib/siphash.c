@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * siphash.c - SipHash, a keyed hash for untrusted keys.
  *

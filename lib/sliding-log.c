@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sliding-log.c - the exact sliding window: one timestamp per admitted
  * unit.  A unit stamped t counts while now < t + W.

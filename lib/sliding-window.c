@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sliding-window.c - the sliding window, estimated from S sub-buckets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * slot-store.h - what the two stores on the slot table share: the zone
  * store (store-shm.c, a zone in shared memory) and the memory store

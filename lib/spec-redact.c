@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * spec-redact.c - a store spec as messages show it, its password "***".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-failed.c - a store that could not be opened (TK_OPT_RETRY_OPEN).
  *

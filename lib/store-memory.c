@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-memory.c - the in-process store: lock-free, multithreaded.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-redis-none.c - the Redis store of a build without hiredis
  * (configure --without-redis, or no libhiredis-dev): every redis spec is

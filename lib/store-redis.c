@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-redis.c - the Redis store: state on a Redis server, shared by
  * every host that opens the same spec.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-shm.c - the zone store ("shm:NAME"): keys of every process on a
  * host in one lock-free table in shared memory (shm/).

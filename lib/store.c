@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store.c - open a store from its spec string; the store-level API.
  *

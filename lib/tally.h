@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tally.h - a process's counts of checks and denies on a zone, batched
  * before they reach the zone's shared counters; and a memory store's

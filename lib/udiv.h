@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * udiv.h - division by a divisor fixed at policy parse time, with a
  * multiply instead of a divide instruction (a 64-bit div costs 10 to 90

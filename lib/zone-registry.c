@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * zone-registry.c - the zones this process has mapped, shared by every
  * store that opens the same name.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * zone.c - the administrative face of zones: create, inspect, verify,
  * walk, sweep and destroy them by name (what throttlectl's zone commands

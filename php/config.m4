@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-2-Clause
 dnl config.m4 - the phpize build of the throttlekit extension:
 dnl   phpize && ./configure [--with-throttlekit=PREFIX] && make
 dnl PREFIX is where libthrottlekit is installed; without one, pkg-config.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * decision.c - ThrottleKit\Decision: one tk_decision, read-only.
  *

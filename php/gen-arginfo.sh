@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Regenerate throttlekit_arginfo.h from throttlekit.stub.php with PHP's own
 # gen_stub.php, offline: gen_stub.php would download PHP-Parser, so it runs
 # from a copy beside Debian's php-parser package (apt-get install

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * limiter.c - ThrottleKit\Limiter: options in, decisions out.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * php_throttlekit.h - the PHP extension "throttlekit": shared declarations.
  *
@@ -17,6 +18,8 @@
 #include "zend_exceptions.h"
 
 #define PHP_THROTTLEKIT_VERSION TK_VERSION_STRING
+/* SPDX identifier of the license, shown by phpinfo(). */
+#define PHP_THROTTLEKIT_LICENSE "BSD-2-Clause"
 
 extern zend_module_entry throttlekit_module_entry;
 #define phpext_throttlekit_ptr &throttlekit_module_entry

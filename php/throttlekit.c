@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlekit.c - the module: INI settings, classes, phpinfo() and errors.
  *
@@ -102,6 +103,7 @@ static PHP_MINFO_FUNCTION(throttlekit)
 	php_info_print_table_row(2, "library version (run time)", tk_version());
 	php_info_print_table_row(2, "library version (built with)",
 				 TK_VERSION_STRING);
+	php_info_print_table_row(2, "license", PHP_THROTTLEKIT_LICENSE);
 	tkphp_cache_info();
 	php_info_print_table_end();
 	DISPLAY_INI_ENTRIES();

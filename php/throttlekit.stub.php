@@ -1,6 +1,7 @@
 <?php
 
 /**
+ * SPDX-License-Identifier: BSD-2-Clause
  * @generate-class-entries
  * The PHP API of libthrottlekit; docs/php.md describes it.
  */

@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: ef85206500491dc844433d3acc86ef6ab383c470 */
+ * Stub hash: 66caf56efefe9617cf80a184887f0640d37d9824 */
 
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_ThrottleKit_Limiter___construct, 0, 0, 1)
 	ZEND_ARG_TYPE_INFO(0, policy, IS_STRING, 0)

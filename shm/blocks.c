@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * blocks.c - the arena of state blocks: states of more than one word
  * (docs/shm-protocol.md, "State blocks").

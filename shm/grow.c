@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * grow.c - a private table that grows, and shrinks (docs/shm-protocol.md,
  * "Growing a private table"; tests/model/grow.pml).

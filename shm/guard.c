@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * guard.c - contained faults on zone mappings: a SIGBUS handler that
  * turns a zone truncated under us into an error of the calls that meet

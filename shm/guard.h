@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * guard.h - survive a zone file that shrinks under its mappings.
  *

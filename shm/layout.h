@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * layout.h - the bytes of a zone, exactly (see docs/shm-protocol.md).
  *

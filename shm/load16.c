@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * load16.c - whether this CPU reads 16 aligned bytes atomically with one
  * SSE load (load16.h), decided once when the library is loaded.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * load16.h - an untorn read of an aligned 16-byte pair, shared by the
  * zone's slots (slot.h) and the memory store's cells (lib/atomic.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mcas.c - one atomic step over several keys of a zone: the dimensions of
  * a composite policy (docs/shm-protocol.md, "Multi-key updates").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * segment.c - creating, attaching to and destroying zones.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * slot.h - the atomic steps every part of the zone protocol is made of.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table.c - the lock-free slot protocol of a zone (docs/shm-protocol.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * word.h - a key's candidate slots, and the update of a word key in
  * place: the slot protocol's hot path (docs/shm-protocol.md, transition

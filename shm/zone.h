@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * zone.h - the shared-memory zone as the rest of the library sees it.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs one cmocka test binary for automake's TAP driver.  cmocka 1.1.5
 # prints a skipped test as "not ok N # SKIP", which TAP consumers count as
 # a failure; this reports it as the skip it is and keeps the exit status.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The demo, from a fresh Debian 12 machine: installs what is missing,
 # builds, then shows a policy at work through throttlectl simulate, and
 # two processes sharing one limit through a zone.

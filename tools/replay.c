@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * replay.c - a strict reader for the replay format: one flat JSON object
  * per line whose members are "t", "key", "cost" and "op".  Unknown

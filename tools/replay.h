@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * replay.h - one line of the replay format:
  *   {"t": <ns>, "key": "<string>", "cost": <int>, "op": "check"|"peek"|"reset"}

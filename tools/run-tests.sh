@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Every test, from a fresh Debian 12 machine: installs what is missing,
 # then builds out of tree three times and runs the whole suite in each:
 #   build/plain   -Werror, make check and make distcheck

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install what building and testing throttlekit needs on Debian 12, and
 # nothing that is already there.  Safe to run again.
 set -eu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlectl ping STORE: what serves a store, and how fast.  Prints
  * store=, server=, version=, engine= and rtt_ns= lines; a store spec's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlectl simulate - replay a timeline through a policy offline.
  *

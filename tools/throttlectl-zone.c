@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlectl zone commands: create, info, ls, get, check, reset, stats,
  * verify, destroy.  Output is key=value lines (or --json, --prometheus),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlectl - the admin tool.  It uses only the public API, which makes
  * it the library's first client.  Exit codes: 0 ok (for checks: allowed),

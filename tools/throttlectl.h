@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* throttlectl.h - shared by the subcommands of the admin tool. */
 #ifndef TK_THROTTLECTL_H
 #define TK_THROTTLECTL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * baselines.h - what the library is measured against, in the same run.
  *

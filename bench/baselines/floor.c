@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * floor.c - the physical floor of one check, and the harness loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mutex-table.c - the design users pick today for a shared limit: a hash
  * table in shared memory behind a process-shared mutex, as nginx's

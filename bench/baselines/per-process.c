@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * per-process.c - the other design users pick: every process keeps its
  * own table (per-child Apache modules, a limiter linked into each worker).

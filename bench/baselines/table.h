@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table.h - the hash table both table baselines use: open addressing with
  * linear probing over 32-byte entries that hold the key in full (as

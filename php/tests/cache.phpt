@@ -4,6 +4,7 @@ The per-process cache: one library limiter per set of arguments, at most 256; pa
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 function cached(): string {
     ob_start();
     phpinfo(INFO_MODULES);

@@ -4,6 +4,7 @@ Limiter::check(): burst, cost, remaining, retryAfter and resetAt
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
 
 $l = new Limiter("gcra:1/1h,burst=5");

@@ -4,6 +4,7 @@ Limiter::checkMany(): keys and requests, the input's keys kept
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 $l = new ThrottleKit\Limiter("gcra:1/1h,burst=3");
 $r = $l->checkMany(["a", "b", "x" => ["key" => "a", "cost" => 2], 7 => ["key" => "a"]]);
 var_dump(array_keys($r));

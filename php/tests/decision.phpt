@@ -4,6 +4,7 @@ Decision: readonly ints, retryAfterSeconds() rounded up, not constructible, clon
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 $l = new ThrottleKit\Limiter("gcra:1/1h,burst=1");
 $l->check("k");
 $d = $l->check("k");

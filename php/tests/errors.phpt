@@ -4,6 +4,7 @@ Errors: ThrottleKit\Exception (an InvalidArgumentException) with the library's m
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
 
 function t(callable $f) {

@@ -8,6 +8,7 @@ throttlekit
 throttlekit.fail=closed
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
 
 $zone = "failtest" . getmypid();

@@ -6,6 +6,7 @@ throttlekit
 <?php if (!getenv("TK_SHM_DIR")) die("skip TK_SHM_DIR not set (run through make check)"); ?>
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
 
 // A zone file this process's trust rules refuse: writable by every user.

@@ -6,6 +6,7 @@ throttlekit
 <?php if (!function_exists("pcntl_fork")) die("skip no pcntl"); ?>
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 $policy = "gcra:1/1h,burst=5";
 $l = new ThrottleKit\Limiter($policy);
 for ($i = 0; $i < 3; $i++) $l->check("k");

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # fpm.sh's pool on a Redis store: a real php-fpm (pm = static, 4 workers
 # as www-data) and a redis-server this test starts (with a password), both
 # on free ports of 127.0.0.1:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # A real php-fpm (pm = static, 4 workers running as www-data) on 127.0.0.1,
 # driven with cgi-fcgi, shares one limit through a zone:
 #  1. a zone created by root for www-data (throttlekit.zone_owner) is used

@@ -4,6 +4,7 @@ Decision::headers(): RateLimit fields (ietf), X-RateLimit (legacy), both, and Re
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 $l = new ThrottleKit\Limiter("gcra:1/1h,burst=2", "memory", ["prefix" => "api:"]);
 $d = $l->check("k");
 foreach (["ietf", "legacy", "both"] as $style) {

@@ -9,6 +9,7 @@ throttlekit.fail=sometimes
 <?php if (!getenv("TK_SHM_DIR")) die("skip TK_SHM_DIR not set (run through make check)"); ?>
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 var_dump(ini_get("throttlekit.default_store"), ini_get("throttlekit.fail"), ini_get("throttlekit.zone_owner"));
 $l = new ThrottleKit\Limiter("gcra:1/1h,burst=2");
 $l->check("k");

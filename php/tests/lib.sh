@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shell functions for the PHP tests (sourced): the sanitizer skip, and a
 # throwaway php-fpm with one static pool of www-data workers on 127.0.0.1,
 # loading the extension from the build tree, and requests through

@@ -4,6 +4,7 @@ Limiter::peek() consumes nothing; Limiter::reset() forgets the key
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 $l = new ThrottleKit\Limiter("gcra:1/1h,burst=2", "memory", ["prefix" => "pr:"]);
 var_dump($l->peek("k")->remaining);
 $l->check("k");

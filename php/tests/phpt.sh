@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Run the extension's .phpt tests with PHP's run-tests.php against the
 # extension in the build tree.  run-tests.php writes its results beside the
 # tests, so they run from a copy (the source tree may be read-only, as in

@@ -13,6 +13,7 @@ try {
 ?>
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
 
 // A port nothing listens on: bound, then closed.

@@ -15,6 +15,7 @@ try {
 zend.exception_ignore_args=0
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
 
 function t(string $store) {

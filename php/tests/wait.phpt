@@ -4,6 +4,7 @@ Limiter::wait(): sleeps the shaper's delay, refuses a full queue, bounded by tim
 throttlekit
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 // 10 per second: departures 100 ms apart, at most 3 queued.
 $l = new ThrottleKit\Limiter("leaky:10/s,max-queue=300ms");
 $t = hrtime(true);

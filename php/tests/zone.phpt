@@ -6,6 +6,7 @@ throttlekit
 <?php if (!getenv("TK_SHM_DIR") || !getenv("TK_PHP_EXT")) die("skip TK_SHM_DIR or TK_PHP_EXT not set (run through make check)"); ?>
 --FILE--
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 $zone = "zonetest" . getmypid();
 $policy = "gcra:1/1h,burst=10";
 for ($i = 0; $i < 200; $i++)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # cluster.sh - mod_throttlekit on a real 3-master Redis Cluster that this
 # test starts on 127.0.0.1 (free ports below 55535, bus ports free too,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # configtest.sh - "apache2 -t" refuses a bad ThrottleStore, ThrottleRule
 # or Throttle with the file and the line, accepts a good configuration,

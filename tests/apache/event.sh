@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # event.sh - mod_throttlekit in a real httpd with the event MPM (2
 # children of 8 threads): exact counts across children and threads, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # lib.sh - helpers of the Apache module's tests, sourced by them.
 #
 # Each test starts a real httpd (APACHE_HTTPD, modules from

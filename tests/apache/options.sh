@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # options.sh - the options of ThrottleRule and the places of Throttle in
 # a real httpd (prefork, 4 children): status=503 on a refusal, exactly

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # prefork.sh - mod_throttlekit in a real httpd with the prefork MPM (4
 # children): exact counts across children, the header fields, restarts,

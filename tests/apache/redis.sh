@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # redis.sh - mod_throttlekit on a Redis store, in a real httpd with the
 # prefork MPM (4 children) and a real redis-server that this test starts

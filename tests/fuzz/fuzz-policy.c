@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz-policy.c - libFuzzer harness for the policy parser.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz-zone-contents.c - libFuzzer harness for the contents of a zone:
  * slots, block references, block headers and cells, descriptors of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz-zone.c - libFuzzer harness for attaching to a zone file.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Build the libFuzzer harnesses with clang (AddressSanitizer and UBSan on)
 # and run each for a short while from its seed corpus.  Skips without
 # clang.  Usage: tests/fuzz/run.sh BUILDDIR [SECONDS]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * algo-kit.c - the fixture of the per-algorithm tests: a limiter on a
  * private memory store and a manual clock, and decision helpers.

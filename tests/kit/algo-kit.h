@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * algo-kit.h - what the per-algorithm tests share: a limiter on a private
  * memory store with a manual clock, decision helpers, and the reference

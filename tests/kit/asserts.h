@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * asserts.h - time units and decision assertions shared by the unit
  * tests (include after <cmocka.h> and <throttlekit.h>).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * json.c - a small, strict JSON reader for the test suite (see json.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * json.h - a small, strict JSON reader for the test suite.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse-kit.c - policy strings that must not parse (see parse-kit.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse-kit.h - policy strings that must not parse (include after <cmocka.h>
  * and <throttlekit.h>).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-kit.c - see redis-kit.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * redis-kit.h - a real redis-server for the Redis store's tests: started
  * on 127.0.0.1 with a free port in a fresh temporary directory (no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rnd.h - a tiny seeded generator for the property tests, so that a
  * failure reproduces exactly from its seed, and the arithmetic their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-api-kit.c - the store conformance kit through the public API (see
  * store-api-kit.h).

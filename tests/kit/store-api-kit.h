@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store-api-kit.h - the store conformance kit through the public API.
  *

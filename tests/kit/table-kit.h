@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table-kit.h - a private table that grows (shm/grow.c) for the
  * white-box table tests: every word of its configuration but the sizes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * turn-proxy.c - see turn-proxy.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * turn-proxy.h - a TCP relay on 127.0.0.1 between the library and a
  * real redis-server, counting round trips ("turns").

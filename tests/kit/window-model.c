@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * window-model.c - reference models of fixed window, sliding window,
  * sliding log and quota, written from shared/design/semantics.md alone

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * workers.c - forked processes for the zone tests (see workers.h).
  */

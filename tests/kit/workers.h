@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * workers.h - forked processes for the zone tests: a page they share,
  * a start barrier, their exit codes, and the directory zones live in.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Every dynamic symbol libthrottlekit exports is a tk_ function, and each
 # TK_API function of the header is exported.
 : "${srcdir:=.}"

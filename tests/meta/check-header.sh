@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The public header stands alone and compiles as C99, C11 and C++.
 : "${srcdir:=.}"
 : "${CC:=cc}"

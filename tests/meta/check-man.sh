@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 #
 # check-man.sh - meta test for the hand-written man pages in man/.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # throttlectl on a real redis-server (on a unix socket in a temporary
 # directory): simulate gives byte-identical output to the memory store
 # on generated timelines, for policies of every algorithm, alone and in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # throttlectl: exit codes and messages on standard error, and simulate's
 # output byte for byte.
 : "${top_builddir:=.}"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc.pml -- spin model of the "full" verdict of docs/shm-protocol.md
  * ("Finding a free block"; shm/blocks.c full_turn()).  Run by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * blocks.pml -- spin model of the state-block protocol of
  * docs/shm-protocol.md ("State blocks").  Run by tests/model/check-model.sh

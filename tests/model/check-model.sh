@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Model-checks the shared-memory slot protocol, the state-block protocol,
 # the multi-key update protocol (docs/shm-protocol.md) and the growth of a
 # private slot table with spin: tests/model/slots.pml, blocks.pml, mcas.pml

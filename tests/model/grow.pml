@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * grow.pml -- spin model of growing a private slot table: the move of the
  * keys of a table T into its successor T' (rules R1..R4), a reset that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mcas.pml -- spin model of the multi-key update protocol of
  * docs/shm-protocol.md ("Multi-key updates", with the block collector of

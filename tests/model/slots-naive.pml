@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * slots-naive.pml -- a deliberately broken slot protocol that spin must
  * reject (tests/model/check-model.sh fails if it finds no error).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * slots.pml -- spin model of the shared-memory slot protocol of
  * docs/shm-protocol.md ("Slots", "Transitions", "An apply (check) runs").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_block_claims.c - finding a free state block, whatever the arena's
  * history: a claim says "full" only when its class has no free block,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_block_class.c - the size class of a block state (white-box,
  * linked statically).

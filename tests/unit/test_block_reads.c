@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_block_reads.c - a block state is read only if every cell of it
  * carries the block's gen.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_calendar.c - civil date conversion and quota periods.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_check_clock.c - when a check reads its clock (lib/slot-store.h):
  * in a table that fits a core's cache ("near"), before the key is hashed;

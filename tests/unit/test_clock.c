@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_clock.c - the injected clocks. */
 #include <stdarg.h>
 #include <stddef.h>

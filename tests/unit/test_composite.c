@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_composite.c - all(...) and any(...): no partial consumption, the
  * representative decision, and atomicity under threads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_direct_path.c - a zone's direct path for GCRA and the token bucket
  * (lib/store-shm.c's check_gcra, shm/word.h) decides exactly as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_errors.c - error text, names and the version. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_fail_api.c - the fail policy as bindings call it: tk_fail_parse(),
  * tk_error_is_caller() and tk_decision_degraded(), and that the decision

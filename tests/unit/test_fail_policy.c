@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_fail_policy.c - what a check answers when its store or clock
  * cannot decide: the error (TK_FAIL_ERROR), or a degraded admission or

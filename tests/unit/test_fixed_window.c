@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_fixed_window.c - fixed window decisions, by hand and against
  * the reference model.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_gcra.c - GCRA decisions through the public API.
  *

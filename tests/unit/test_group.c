@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_group.c - tk_limiter_check_group(): several limiters on one store
  * decided as one all(): nothing consumed unless every limiter admits, the

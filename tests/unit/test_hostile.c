@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_hostile.c - the library used as a careless operator or a hostile
  * local user would: zones destroyed or replaced under their users, times

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_http.c - the HTTP helpers: client keys and the header fields of
  * draft-ietf-httpapi-ratelimit-headers-11.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_key_paths.c - a single policy's check composes its store key
  * without the generic step (lib/limiter.c, check_single()), while peek,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_keyhash.c - the stores' key hash (lib/keyhash.c): AES-128 against
  * FIPS-197, AES-CMAC against RFC 4493 (subkeys and all four examples)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_keyhash_choice.c - which key hash a store uses (lib/keyhash.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_limiter.c - options, store ownership, key composition and error
  * propagation of the limiter front door.  (GCRA math is in test_gcra.)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_load16.c - the untorn 16-byte read (shm/load16.h) that confirms a
  * denial on a zone slot or a memory-store cell.

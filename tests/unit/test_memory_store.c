@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_memory_store.c - the in-process store under threads, floods,
  * expiry and fork().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_peek.c - tk_limiter_peek() on every algorithm: it reports
  * what a check would, and changes nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_policy.c - policy strings: the exact canonical string of every
  * algorithm, with and without its optional parts, and exact error

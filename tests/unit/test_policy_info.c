@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_policy_info.c - tk_policy_info(): each dimension's algorithm, its
  * limit (the limit its decisions report), whether it shapes, and the

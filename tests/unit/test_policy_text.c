@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_policy_text.c - policy strings of the window algorithms:
  * parse errors and format/parse round trips.

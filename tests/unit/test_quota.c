@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_quota.c - calendar and anchored quota decisions, by hand
  * and against the reference model.

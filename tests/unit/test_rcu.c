@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_rcu.c - the library's inlined RCU read side (lib/rcu.h) against
  * liburcu-bp's grace periods: a grace period waits for every read-side

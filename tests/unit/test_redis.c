@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis.c - the Redis store against a real redis-server that the
  * test starts itself (tests/kit/redis-kit.c): spec parsing, decisions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_conformance.c - the store conformance kit through the public
  * API (tests/kit/store-api-kit.c) on every store: the memory store, a

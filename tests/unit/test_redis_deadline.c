@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_deadline.c - a check on the Redis store never blocks longer
  * than the spec's timeout plus its connect_timeout, however many round

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_pipeline.c - tk_limiter_check_many() on the Redis store:
  * one pipeline per node, against real redis-servers that the test starts

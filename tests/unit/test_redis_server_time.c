@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_server_time.c - server_time=1 on the Redis store: one round
  * trip per check, also for the policies whose script arguments need the

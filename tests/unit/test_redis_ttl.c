@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_ttl.c - every state the Redis store writes carries a TTL:
  * its expiry plus the grace, so Redis memory stays bounded by the live

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_xslot.c - checks over keys of several hash slots on a real
  * 3-master Redis Cluster (lib/redis-xslot.c: one script per slot, consumed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_siphash.c - SipHash-2-4 against the vectors of its paper
  * (key 00..0f, message 00..len-1), SipHash-1-3 against vectors of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_sliding_log.c - sliding log decisions, by hand and against the
  * reference model.

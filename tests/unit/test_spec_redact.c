@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_spec_redact.c - tk_spec_redact(): a password never reaches the
  * text, whatever the spec holds (an '@', '/' or '?' in the password,

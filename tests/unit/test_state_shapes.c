@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_state_shapes.c - a key's state is read only as what wrote it.
  *

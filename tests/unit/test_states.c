@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_states.c - every algorithm's transitions on the states a store may
  * hand back, called directly (white-box, linked statically).

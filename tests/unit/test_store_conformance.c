@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_conformance.c - the store conformance kit on every store
  * this build has: the memory store, and a zone (whose probe states, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_ping.c - tk_store_ping() against real redis-servers that the
  * test starts itself (tests/kit/redis-kit.c): the version is the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_retry.c - a store that cannot be opened (TK_OPT_RETRY_OPEN,
  * and tk_limiter_open() under fail open or closed): its limiters answer

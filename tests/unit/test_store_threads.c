@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_threads.c - no store starts a thread in the process that
  * opens it, counted in /proc/self/task: a Redis server (redis://) and a

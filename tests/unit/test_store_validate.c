@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_validate.c - tk_store_validate(): the error tk_store_open()
  * gives a spec's text, with the reason as a sentence that never quotes a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_complete.c - what a private table's growth (shm/grow.c)
  * shows while it completes, staged by hand with the completion and

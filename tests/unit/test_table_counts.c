@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_counts.c - a private table's insert counter across a growth
  * (shm/grow.c), in the race that used to count a key twice, staged by

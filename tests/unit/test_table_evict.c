@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_evict.c - which key a full table evicts (shm/table.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_fork.c - a fork() during a pass of tk__table_reclaim()
  * (shm/grow.c): the child has no thread running the pass, and its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_grow.c - a private table that grows (shm/grow.c) loses no
  * key and no update while it doubles under threads that keep using it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_inserts.c - inserts of one key that race leave nothing
  * behind (shm/table.c).  An inserter whose rival's earlier INS was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_moves.c - a private table's growth (shm/grow.c) in the
  * states a race leaves it in, staged by hand:

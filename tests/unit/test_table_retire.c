@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_retire.c - the tables a private table's growths retire are
  * freed after grace periods (shm/grow.c, tk__table_reclaim()):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_token_bucket.c - token bucket decisions: literal numbers, and
  * equality with GCRA on generated timelines.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_udiv.c - division by a fixed divisor with a multiply (lib/udiv.h)
  * gives the divide instruction's quotient for every divisor and dividend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_vectors.c - replay the golden decision vectors of ThrottleKit 1.5.2.
  *

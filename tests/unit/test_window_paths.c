@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_window_paths.c - the window algorithms' short cuts against the
  * long way round (white-box, linked statically).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone.c - the shared-memory store across processes: exact counts
  * with forked workers, kill -9 chaos, and refusal of bad segments.

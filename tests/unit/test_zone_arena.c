@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_arena.c - the arena of state blocks when it is full: eviction
  * of blocks by second chance, pages going back to a common pool when they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_backoff.c - an update of a zone's key that keeps losing its
  * slot to rivals backs off for real time before it gives up with -EIO:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_counters.c - a zone's checks and denies stay exact while each
  * thread batches its own (lib/tally.h): after N threads made M checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_hugepage.c - a zone of 2 MiB or more is mapped with
  * MADV_HUGEPAGE (its area shows "hg" in /proc/self/smaps), works as any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_security.c - zones under hostile local users: the trust rules
  * that decide which zone files a process attaches (shm/segment.c).

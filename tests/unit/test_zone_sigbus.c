@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_sigbus.c - a zone file truncated under its users: every call
  * that meets it returns -EPROTO, the process lives on, and SIGBUS that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_sweep.c - a full sweep (tk_zone_sweep()) collects every state
  * block that a dead process left behind, wherever the arena's sweep cursor

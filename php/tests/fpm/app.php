@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 // The request handler of fpm.sh: one operation on one key of the pool's
 // default store (throttlekit.default_store, set per pool), answered as
 // "pid=... allowed=... remaining=..." so the driver can count.  (In fpm/:

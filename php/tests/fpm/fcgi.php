@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: BSD-2-Clause
 // A FastCGI client that sends many requests over one kept-alive
 // connection (FCGI_KEEP_CONN), so that one php-fpm worker serves them all:
 //   php fcgi.php HOST:PORT SCRIPT COUNT:QUERY...
