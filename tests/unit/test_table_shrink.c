@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_shrink.c - a private table that holds few keys shrinks
  * (shm/grow.c, tk__table_shrink(); "Shrinking a private table" in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_table_sizing.c - a private table's successor is sized by what was
  * full (shm/grow.c, "Sizing a successor" in docs/shm-protocol.md):
