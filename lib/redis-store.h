@@ -10,12 +10,12 @@
 
 #include "internal.h"
 #include "redis.h"
+#include "store-key.h"
 
 #include <hiredis/hiredis.h>
 
-/* A Redis key: the spec's key_prefix, "{", the store key, "}", a byte. */
-#define TK__REDIS_KEY_MAX                                                      \
-	(TK__REDIS_KEY_PREFIX_MAX + 2 + 3 + TK_PREFIX_MAX + TK_KEY_MAX)
+/* A Redis key: the spec's key_prefix, "{", the store key, "}". */
+#define TK__REDIS_KEY_MAX (TK__REDIS_KEY_PREFIX_MAX + 2 + TK__STORE_KEY_MAX)
 
 struct tk__redis_store {
 	struct tk_store base;

@@ -32,6 +32,7 @@
 #include "internal.h"
 #include "redis.h"
 #include "redis-store.h"
+#include "store-key.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,36 +47,35 @@
 #define KEY_MAX TK__REDIS_KEY_MAX
 
 /*
- * The Redis key: the spec's key_prefix, then "{", the limiter's key, "}".
- * A composite's dimension has its index in the limiter's key (limiter.c,
- * compose_key(): [0x80 | prefix length, 2 bytes][prefix][index][key]);
- * it moves after the "}", so that every dimension of one key shares the
- * hash tag and a composite is one script on one node of a cluster.  An
- * index (0 to 7) is never '}', so no two keys meet.
+ * The Redis key: the spec's key_prefix, then "{", the store key, "}".  A
+ * composite's dimension has its index inside the store key
+ * (store-key.h); it moves after the "}", so that every dimension of one
+ * key shares the hash tag and a composite is one script on one node of a
+ * cluster.  An index (0 to 7) is never '}', so no two keys meet.
  */
 static int redis_key(const struct tk__redis_store *s, const unsigned char *key,
 		     size_t len, char *buf, size_t *out)
 {
-	size_t n = s->spec.key_prefix_len, dim = len; /* len: no index */
+	struct tk__store_key_parts k;
+	size_t n = s->spec.key_prefix_len;
+	int rc;
 
 	if (len < 2 || len + 2 > KEY_MAX - n)
 		return -ENAMETOOLONG;
-	if (key[0] & 0x80) {
-		dim = 2 + ((size_t)(key[0] & 0x7f) << 8 | key[1]);
-		if (dim >= len)
-			return -EINVAL;
-	}
+	rc = tk__store_key_decode(key, len, &k);
+	if (rc)
+		return rc;
 	memcpy(buf, s->spec.key_prefix, n);
 	buf[n++] = '{';
-	memcpy(buf + n, key, dim);
-	n += dim;
-	if (dim < len) {
-		memcpy(buf + n, key + dim + 1, len - dim - 1);
-		n += len - dim - 1;
+	memcpy(buf + n, key, k.dim_at);
+	n += k.dim_at;
+	if (k.dim != TK__STORE_KEY_SINGLE) {
+		memcpy(buf + n, key + k.dim_at + 1, len - k.dim_at - 1);
+		n += len - k.dim_at - 1;
 	}
 	buf[n++] = '}';
-	if (dim < len)
-		buf[n++] = (char)key[dim];
+	if (k.dim != TK__STORE_KEY_SINGLE)
+		buf[n++] = (char)k.dim;
 	*out = n;
 	return 0;
 }
