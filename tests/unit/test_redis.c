@@ -33,7 +33,7 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "internal.h"
-#include "redis.h"
+#include "redis/conn.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 

@@ -1,5 +1,5 @@
 /*
- * store-redis-none.c - the Redis store of a build without hiredis
+ * store-none.c - the Redis store of a build without hiredis
  * (configure --without-redis, or no libhiredis-dev): every redis spec is
  * a backend this build lacks.
  */

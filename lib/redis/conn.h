@@ -1,10 +1,10 @@
 /*
- * redis.h - the parts of the Redis store (redis:// specs).
+ * conn.h - the parts of the Redis store (redis:// specs).
  *
- * redis-spec.c parses a spec, redis-conn.c keeps one hiredis connection
- * per thread and maps every failure to a typed errno, redis-scripts.c
- * holds the server-side transitions, store-redis.c binds them to the
- * store interface, redis-pipeline.c sends a batch of checks as one
+ * spec.c parses a spec, conn.c keeps one hiredis connection
+ * per thread and maps every failure to a typed errno, scripts.c
+ * holds the server-side transitions, store.c binds them to the
+ * store interface, pipeline.c sends a batch of checks as one
  * pipeline per node.  Only these files include hiredis.
  */
 #ifndef TK_REDIS_H
@@ -62,7 +62,7 @@ struct tk__redis_spec {
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			 char *why, size_t why_len);
 
-/* One thread's connection; see redis-conn.c. */
+/* One thread's connection; see conn.c. */
 struct tk__redis_conn;
 
 struct tk__redis_pool {
@@ -136,10 +136,10 @@ int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
 #define TK__REDIS_ASK (-EXFULL)
 const char *tk__redis_conn_redirect(struct tk__redis_conn *c);
 
-/* redis-cluster.c: the hash slot of a key, as Redis computes it. */
+/* cluster.c: the hash slot of a key, as Redis computes it. */
 unsigned int tk__redis_slot(const char *key, size_t len);
 
-/* redis-cluster.c: the slot map and a pool per node of a cluster spec. */
+/* cluster.c: the slot map and a pool per node of a cluster spec. */
 struct tk__redis_cluster;
 /* @spec must outlive the cluster; nothing is sent before the first use. */
 int tk__redis_cluster_init(struct tk__redis_cluster **out,
@@ -183,7 +183,7 @@ struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
 /* The spec @c connects with: the store's, or a cluster node's. */
 const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c);
 
-/* redis-scripts.c: the check script and its arguments. */
+/* scripts.c: the check script and its arguments. */
 struct tk__policy;
 extern const char tk__redis_check_lua[];
 /* Does the check script know @p's algorithm? */
@@ -203,7 +203,7 @@ void tk__redis_span(const struct tk__policy *p, uint64_t now, uint64_t *lo,
 int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
 /*
  * A dimension's seven arguments after ALG USABLE for @cost units of @p at
- * @now, as decimal strings (see redis-check.lua); @cost must be one @p
+ * @now, as decimal strings (see check.lua); @cost must be one @p
  * admits (no -ERANGE).  Returns 0 or -ENOTSUP.
  */
 int tk__redis_check_args(const struct tk__policy *p, uint64_t now,

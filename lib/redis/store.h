@@ -1,6 +1,6 @@
 /*
- * redis-store.h - what store-redis.c shares with redis-pipeline.c and
- * redis-xslot.c: the store, one check as the script and the client both
+ * store.h - what store.c shares with pipeline.c and
+ * xslot.c: the store, one check as the script and the client both
  * see it, the steps of a check that a pipeline or a cross-slot check
  * runs apart (build the command, name the script, judge the reply), and
  * the routing of a call to a cluster's nodes.
@@ -9,7 +9,7 @@
 #define TK_REDIS_STORE_H
 
 #include "internal.h"
-#include "redis.h"
+#include "redis/conn.h"
 #include "store-key.h"
 
 #include <hiredis/hiredis.h>
@@ -31,7 +31,7 @@ struct tk__redis_store {
 	 * server_time=1: the server's clock less the limiter's, as last
 	 * seen (TIME, or the time a script decided at), with its lowest bit
 	 * set; 0 while none was seen.  Relaxed: a stale estimate costs a
-	 * second round trip, never a decision (see store-redis.c).
+	 * second round trip, never a decision (see store.c).
 	 */
 	tk_atomic_u64 skew;
 };
@@ -153,12 +153,12 @@ int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
 		    tk__redis_on_node_fn *fn, void *arg);
 
 /*
- * redis-xslot.c: a check over keys of several slots of a cluster, one
+ * xslot.c: a check over keys of several slots of a cluster, one
  * script per slot (see there).  As apply_multi().
  */
 int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q);
 
-/* redis-pipeline.c: the store's apply_batch(). */
+/* pipeline.c: the store's apply_batch(). */
 void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 			   struct tk__batch_item *items, size_t n);
 

@@ -1,5 +1,5 @@
 /*
- * redis-spec.c - parse the specs of the Redis store:
+ * spec.c - parse the specs of the Redis store:
  *
  *   redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]
  *   redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]
@@ -17,7 +17,7 @@
  */
 #include "internal.h"
 #include "parse.h"
-#include "redis.h"
+#include "redis/conn.h"
 
 #include <errno.h>
 #include <stdio.h>

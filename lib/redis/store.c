@@ -1,8 +1,8 @@
 /*
- * store-redis.c - the Redis store: state on a Redis server, shared by
+ * store.c - the Redis store: state on a Redis server, shared by
  * every host that opens the same spec.
  *
- * A check is one script on the server (redis-check.lua: a Redis 7
+ * A check is one script on the server (check.lua: a Redis 7
  * function called by FCALL, or EVALSHA on older servers; loaded on a
  * connection's first check and again whenever the server lost it: after
  * a restart, a failover, FUNCTION FLUSH or SCRIPT FLUSH).  The script
@@ -16,12 +16,12 @@
  * for bit, by construction.
  *
  * A batch (tk_limiter_check_many()) sends the same scripts, one pipeline
- * per node: redis-pipeline.c, through the steps redis-store.h declares.
+ * per node: pipeline.c, through the steps store.h declares.
  * A check over keys of several slots of a cluster is one script per
- * slot, with refunds: redis-xslot.c, through the same steps.
+ * slot, with refunds: xslot.c, through the same steps.
  *
  * A peek or forecast is a plain GET (MGET).  A state is a string of
- * decimal fields, the algorithm's id first (redis-scripts.c): one of
+ * decimal fields, the algorithm's id first (scripts.c): one of
  * another algorithm answers -EPROTO, as on the local stores.
  *
  * Every algorithm runs, alone, in composites and in groups.  With
@@ -30,8 +30,8 @@
  * (server_clock()).
  */
 #include "internal.h"
-#include "redis.h"
-#include "redis-store.h"
+#include "redis/conn.h"
+#include "redis/store.h"
 #include "store-key.h"
 
 #include <errno.h>
@@ -670,7 +670,7 @@ int tk__redis_req_slot(const struct tk__redis_store *s,
 		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
 			return -ENOTSUP;
 	/* One script runs on one node: a check over keys of several slots
-	 * (a group of several keys) is one script per slot (redis-xslot.c). */
+	 * (a group of several keys) is one script per slot (xslot.c). */
 	for (i = 0; s->cluster && i < q->n; i++)
 		if (i == 0)
 			*slot = tk__redis_slot(q->key[0], q->klen[0]);
