@@ -18,7 +18,7 @@
  * fork() leaves the child nothing held.
  */
 #include "internal.h"
-#include "redis/conn.h"
+#include "redis/cluster.h"
 
 #include <errno.h>
 #include <stdlib.h>

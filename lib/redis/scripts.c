@@ -19,7 +19,7 @@
  * from the state the script read, on the client.
  */
 #include "internal.h"
-#include "redis/conn.h"
+#include "redis/scripts.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
  */
 #include "internal.h"
 #include "parse.h"
-#include "redis/conn.h"
+#include "redis/spec.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,9 @@
 #define TK_REDIS_STORE_H
 
 #include "internal.h"
+#include "redis/cluster.h"
 #include "redis/conn.h"
+#include "redis/scripts.h"
 #include "store-key.h"
 
 #include <hiredis/hiredis.h>

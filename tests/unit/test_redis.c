@@ -33,7 +33,8 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "internal.h"
-#include "redis/conn.h"
+#include "redis/cluster.h"
+#include "redis/spec.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 

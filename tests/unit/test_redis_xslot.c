@@ -34,7 +34,7 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "internal.h"
-#include "redis/conn.h"
+#include "redis/cluster.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
