@@ -69,7 +69,7 @@ static void need_cluster(void)
 
 /*
  * The Redis key of dimension @dim of @key for a limiter without a prefix
- * in a group or composite: "{" 0x80 0x00 KEY "}" DIM (lib/redis/store.c).
+ * in a group or composite: "{" 0x80 0x00 KEY "}" DIM (lib/redis/keys.c).
  */
 static size_t dim_key(const char *key_prefix, const char *key, int dim,
 		      char *buf)
