@@ -7,7 +7,7 @@
  * (tk_limiter_check_group(): every rule admits, and then every one
  * consumes, or nothing changes; on a Redis Cluster whose slots the keys
  * span, one script per slot with refunds, never admitting more than a
- * rule's limit: lib/redis-xslot.c).  Groups are decided in the order their
+ * rule's limit: lib/redis/xslot.c).  Groups are decided in the order their
  * first rule appears in Throttle; the first group that denies ends the
  * request, and later groups are not asked, so they consume nothing, while
  * the groups before it have consumed (stores are independent: no

@@ -21,7 +21,7 @@ skip() {
 	exit 77
 }
 command -v redis-server >/dev/null || skip "no redis-server"
-grep -q '^#am__append_[0-9]* = lib/store-redis-none.c' "$build/Makefile" ||
+grep -q '^#am__append_[0-9]* = lib/redis/store-none.c' "$build/Makefile" ||
 	skip "the library in $build has no Redis store"
 hiredis=$(pkg-config --cflags --libs hiredis 2>/dev/null) || skip "no hiredis"
 san=$(sed -n 's/^SAN_CFLAGS = //p' "$build/Makefile")

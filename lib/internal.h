@@ -414,7 +414,7 @@ int tk__shm_open(struct tk_store **out, const char *name,
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 
 /*
- * store-redis.c: a redis://, redis+unix://, redis+cluster:// or rediss://
+ * redis/store.c: a redis://, redis+unix://, redis+cluster:// or rediss://
  * spec; on -EINVAL or -ENOTSUP a sentence in @why (@why_len bytes, may be
  * 0), never quoting a password.
  */

@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "atomic.h"
 #include "gcra.h"
+#include "store-key.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,14 +49,8 @@ struct tk_limiter {
 	unsigned char head[2 + TK_PREFIX_MAX];
 };
 
-/*
- * The store key is [prefix length: 2 bytes][prefix][key], so that no two
- * (prefix, key) pairs can produce the same bytes ("a" + "b:c" differs from
- * "a:b" + "c").  A composite's dimension i keeps its state under
- * [0x80 | prefix length high byte][low byte][prefix][i][key].
- */
-#define TK__STORE_KEY_MAX (3 + TK_PREFIX_MAX + TK_KEY_MAX)
-#define SINGLE (-1)
+/* The store key's format, and why: store-key.h. */
+#define SINGLE TK__STORE_KEY_SINGLE
 
 static int key_error(const char *key, size_t key_len)
 {
@@ -67,22 +62,12 @@ static int key_error(const char *key, size_t key_len)
 static int compose_key(const struct tk_limiter *l, int dim, const char *key,
 		       size_t key_len, unsigned char *buf, size_t *len)
 {
-	size_t n = 0;
 	int rc = key_error(key, key_len);
 
 	if (rc)
 		return rc;
-	buf[n++] = (unsigned char)((l->prefix_len >> 8) |
-				   (dim == SINGLE ? 0 : 0x80));
-	buf[n++] = (unsigned char)l->prefix_len;
-	if (l->prefix_len) { /* most limiters have none: no call for it */
-		memcpy(buf + n, l->prefix, l->prefix_len);
-		n += l->prefix_len;
-	}
-	if (dim != SINGLE)
-		buf[n++] = (unsigned char)dim;
-	memcpy(buf + n, key, key_len);
-	*len = n + key_len;
+	*len = tk__store_key_encode(buf, l->prefix, l->prefix_len, dim, key,
+				    key_len);
 	return 0;
 }
 
@@ -538,10 +523,8 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		memcpy(l->prefix, o.prefix, l->prefix_len);
 	}
 	/* compose_key()'s bytes for a single policy, up to the key. */
-	l->head[0] = (unsigned char)(l->prefix_len >> 8);
-	l->head[1] = (unsigned char)l->prefix_len;
-	memcpy(l->head + 2, l->prefix, l->prefix_len);
-	l->head_len = 2 + l->prefix_len;
+	l->head_len =
+		tk__store_key_head(l->head, l->prefix, l->prefix_len, SINGLE);
 	if (o.store) {
 		l->store = o.store;
 	} else {
@@ -704,7 +687,8 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 		rc[i] = reqs[i].cost ? key_error(reqs[i].key, reqs[i].key_len)
 				     : -EINVAL;
 		if (rc[i] == 0)
-			total += dims * (3 + l->prefix_len + reqs[i].key_len);
+			total += dims * tk__store_key_size(l->prefix_len, 0,
+							   reqs[i].key_len);
 	}
 	br = malloc(n * sizeof(*br));
 	items = malloc(n * sizeof(*items));
@@ -731,7 +715,8 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 			composite_multi(l, reqs[i].key, reqs[i].key_len, NULL,
 					&br[m].s, keys + at, &br[m].u.m);
 			items[m].m = &br[m].u.m;
-			at += dims * (3 + l->prefix_len + reqs[i].key_len);
+			at += dims * tk__store_key_size(l->prefix_len, 0,
+							reqs[i].key_len);
 		}
 		m++;
 	}

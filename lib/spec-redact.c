@@ -4,7 +4,7 @@
  *
  * - After "://" (or from the start, in a spec without it: mistyped), the
  *   password is taken to run from the first ':' to the last '@'.  The Redis
- * spec parser (redis-spec.c) ends the user part at the last '@' before the
+ * spec parser (redis/spec.c) ends the user part at the last '@' before the
  * first '/' or '?', so this span holds every password it can read, and also
  * whatever a mistyped password holds past a raw '/', '?' or '@': a spec is
  * redacted before anyone knows whether the library takes it.

@@ -3,8 +3,8 @@
  * store.c - open a store from its spec string; the store-level API.
  *
  * A spec names a backend: "memory" is the in-process store, "shm:NAME"
- * a zone, "redis://..." a Redis server (store-redis.c; without hiredis,
- * store-redis-none.c answers -ENOTSUP).  Backends
+ * a zone, "redis://..." a Redis server (redis/store.c; without hiredis,
+ * redis/store-none.c answers -ENOTSUP).  Backends
  * implement tk__store_ops and nothing else; all rate-limiting math stays
  * in the algorithms.
  */

@@ -14,15 +14,10 @@ fi
 out="$build/fuzz"
 mkdir -p "$out"
 libs="$(pkg-config --libs liburcu-bp liburcu-cds) -lck -lpthread"
-# The library without its Redis store (which needs hiredis and a
-# generated script): the harnesses reach no server.
-lib_sources=
-for f in "$src"/lib/*.c; do
-	case $f in
-	*/store-redis.c | */redis-*.c) ;;
-	*) lib_sources="$lib_sources $f" ;;
-	esac
-done
+# The library with the Redis store of a build without hiredis (the
+# real one needs hiredis and a generated script): the harnesses reach no
+# server.
+lib_sources=$(echo "$src"/lib/*.c "$src"/lib/redis/store-none.c)
 for h in "$src"/tests/fuzz/fuzz-*.c; do
 	name=$(basename "$h" .c)
 	corpus="$out/corpus-${name#fuzz-}"

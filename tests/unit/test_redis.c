@@ -34,7 +34,8 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "internal.h"
-#include "redis.h"
+#include "redis/cluster.h"
+#include "redis/spec.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 

@@ -36,7 +36,7 @@
 #include "rnd.h"
 #include "turn-proxy.h"
 #include "internal.h"
-#include "redis.h"
+#include "redis/cluster.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 #define BATCH 64

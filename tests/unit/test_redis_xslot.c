@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_redis_xslot.c - checks over keys of several hash slots on a real
- * 3-master Redis Cluster (lib/redis-xslot.c: one script per slot, consumed
+ * 3-master Redis Cluster (lib/redis/xslot.c: one script per slot, consumed
  * in slot order, refunded when a later slot refuses).
  *
  * - Without races the decisions are the memory store's, field for field,
@@ -35,7 +35,7 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "internal.h"
-#include "redis.h"
+#include "redis/cluster.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
@@ -70,7 +70,7 @@ static void need_cluster(void)
 
 /*
  * The Redis key of dimension @dim of @key for a limiter without a prefix
- * in a group or composite: "{" 0x80 0x00 KEY "}" DIM (store-redis.c).
+ * in a group or composite: "{" 0x80 0x00 KEY "}" DIM (lib/redis/keys.c).
  */
 static size_t dim_key(const char *key_prefix, const char *key, int dim,
 		      char *buf)

@@ -108,6 +108,7 @@ static void test_rediss(void **state)
 
 	(void)state;
 #ifndef TK_HAVE_REDIS
+	(void)why;
 	skip();
 #elif !defined(TK_HAVE_HIREDIS_SSL)
 	agree("rediss://u:s3cret@127.0.0.1:6380", -ENOTSUP, why, sizeof(why));

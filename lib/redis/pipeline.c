@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-pipeline.c - a batch of checks on the Redis store in one round
+ * pipeline.c - a batch of checks on the Redis store in one round
  * trip per node (tk_limiter_check_many()).
  *
  * Each check is the same script, with the same arguments, as apply() or
- * apply_multi() sends alone (store-redis.c); the batch only queues them
+ * apply_multi() sends alone (store.c); the batch only queues them
  * on the connection of the node that serves their slot (one server off
  * a cluster), sends every node's queue, then reads the replies.  A
  * server runs the commands of one connection in the order sent, and
@@ -22,7 +22,7 @@
  *   send that request again alone, after the pipelines, by the single
  *   check's path (which follows redirects);
  * - a check over keys of several slots of a cluster is made alone too,
- *   after the pipelines (redis-xslot.c: one script per slot, in order);
+ *   after the pipelines (xslot.c: one script per slot, in order);
  * - a connection that fails mid-pipeline (reset, timeout) answers every
  *   request not yet answered with its error (-ECONNRESET, -ETIMEDOUT),
  *   which the limiter's fail policy then handles request by request.
@@ -35,8 +35,8 @@
  * it began), its requests not answered by then -ETIMEDOUT.
  */
 #include "internal.h"
-#include "redis.h"
-#include "redis-store.h"
+#include "redis/conn.h"
+#include "redis/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@
 #include <time.h>
 
 #define ROUNDS 3     /* a script lost, loaded, lost again: give up */
-#define NODES_MAX 64 /* as redis-cluster.c */
+#define NODES_MAX 64 /* as cluster.c */
 
 enum { TODO, SENT, REDIRECT, DONE };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-cluster.c - the slot map of a Redis Cluster and a connection pool
+ * cluster.c - the slot map of a Redis Cluster and a connection pool
  * per node.
  *
  * Redis Cluster puts a key in one of 16384 slots: the CRC16/XMODEM of its
@@ -12,14 +12,14 @@
  * the servers send while slots migrate.
  *
  * A node is a spec (the store's, with the node's host and port) and the
- * per-thread pool of redis-conn.c.  The table of nodes only grows (a
+ * per-thread pool of conn.c.  The table of nodes only grows (a
  * cluster that moves to new addresses adds nodes; 64 at most): a node is
  * added by one CAS on the first empty entry, and every thread walks the
  * entries in the same order, so no address is added twice.  No lock: a
  * fork() leaves the child nothing held.
  */
 #include "internal.h"
-#include "redis.h"
+#include "redis/cluster.h"
 
 #include <errno.h>
 #include <stdlib.h>

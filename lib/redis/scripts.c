@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-scripts.c - what the Redis store's check script needs of a
- * policy, and how a state is spelled on the server (see redis-check.lua,
+ * scripts.c - what the Redis store's check script needs of a
+ * policy, and how a state is spelled on the server (see check.lua,
  * embedded here at build time).
  *
  * The script holds two transitions.  The one-word policies share one:
@@ -20,14 +20,14 @@
  * from the state the script read, on the client.
  */
 #include "internal.h"
-#include "redis.h"
+#include "redis/scripts.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 const char tk__redis_check_lua[] =
-#include "redis-check-lua.inc"
+#include "redis/check-lua.inc"
 	;
 
 /*

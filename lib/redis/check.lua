@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: BSD-2-Clause
--- redis-check.lua - one check on the Redis store, atomically: read the
+-- check.lua - one check on the Redis store, atomically: read the
 -- states of a check's keys (one per dimension of a composite or group),
 -- decide, write the new states with their TTLs.  The client recomputes
 -- the decision from the states read here with the algorithms themselves
@@ -60,7 +60,7 @@
 -- in its slot).  A state of another S or w is another policy's.  It
 -- expires at (its highest tick + 1 + S) * w.
 --
--- Refund (redis-xslot.c: an all() over keys of several cluster slots
+-- Refund (xslot.c: an all() over keys of several cluster slots
 -- that one slot refused gives back what the others consumed):
 -- ARGV "refund" N, then for each of the N KEYS: PRE (the state the
 -- consume read, "" for none), POST (the state it wrote), COST, NOW (the

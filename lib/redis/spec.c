@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-spec.c - parse the specs of the Redis store:
+ * spec.c - parse the specs of the Redis store:
  *
  *   redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]
  *   redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]
@@ -18,7 +18,7 @@
  */
 #include "internal.h"
 #include "parse.h"
-#include "redis.h"
+#include "redis/spec.h"
 
 #include <errno.h>
 #include <stdio.h>

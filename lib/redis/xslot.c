@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-xslot.c - a check over keys of several hash slots of a Redis
+ * xslot.c - a check over keys of several hash slots of a Redis
  * Cluster (tk_limiter_check_keys(), tk_limiter_check_group()), where one
  * script cannot run: every key a script touches must be in one slot.
  *
@@ -16,7 +16,7 @@
  *      are read (MGET, nothing written), so that the decision is the one
  *      a single script would give on those states; then every part
  *      already consumed is refunded by the refund script
- *      (redis-check.lua): a key still at POST gets PRE back exactly; a key
+ *      (check.lua): a key still at POST gets PRE back exactly; a key
  *      written since keeps those writes, and a window's count gets the
  *      cost back, a sliding log loses cost stamps of the check's time, a
  *      sliding window's bucket the cost (counts and stamps commute, so
@@ -55,7 +55,7 @@
  * check's), or, without an estimate yet, at TIME read first; every other
  * part decides at the time the first decided at.
  */
-#include "redis-store.h"
+#include "redis/store.h"
 
 #include <errno.h>
 #include <stdio.h>

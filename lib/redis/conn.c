@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-conn.c - one hiredis connection per thread, typed errors.
+ * conn.c - one hiredis connection per thread, typed errors.
  *
  * A hiredis context is not thread-safe, so each thread takes a connection
  * of its own from the store's pool: a push-only list of connections, each
@@ -33,7 +33,7 @@
  * error, so an outage costs the caller no time once it is known.
  */
 #include "internal.h"
-#include "redis.h"
+#include "redis/conn.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -500,7 +500,7 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 }
 
 /*
- * Pipelining (redis-pipeline.c): commands are queued by append, sent
+ * Pipelining (pipeline.c): commands are queued by append, sent
  * together by flush, and their replies read in order by next_reply.  A
  * failure drops the connection as a command's does; every reply still
  * expected then answers the same error.

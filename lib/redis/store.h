@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * redis-store.h - what store-redis.c shares with redis-pipeline.c and
- * redis-xslot.c: the store, one check as the script and the client both
- * see it, the steps of a check that a pipeline or a cross-slot check
- * runs apart (build the command, name the script, judge the reply), and
- * the routing of a call to a cluster's nodes.
+ * store.h - the Redis store's own parts, which its files share: the
+ * store, one check as the script and the client both see it, and the
+ * steps of a check, each declared under the file that defines it.  A
+ * pipeline (pipeline.c) and a cross-slot check (xslot.c) run the same
+ * steps apart: build the command, name the script, judge the reply.
  */
 #ifndef TK_REDIS_STORE_H
 #define TK_REDIS_STORE_H
 
 #include "internal.h"
-#include "redis.h"
+#include "redis/cluster.h"
+#include "redis/conn.h"
+#include "redis/scripts.h"
+#include "store-key.h"
 
 #include <hiredis/hiredis.h>
 
-/* A Redis key: the spec's key_prefix, "{", the store key, "}", a byte. */
-#define TK__REDIS_KEY_MAX                                                      \
-	(TK__REDIS_KEY_PREFIX_MAX + 2 + 3 + TK_PREFIX_MAX + TK_KEY_MAX)
+/* A Redis key: the spec's key_prefix, "{", the store key, "}". */
+#define TK__REDIS_KEY_MAX (TK__REDIS_KEY_PREFIX_MAX + 2 + TK__STORE_KEY_MAX)
 
 struct tk__redis_store {
 	struct tk_store base;
@@ -32,7 +34,7 @@ struct tk__redis_store {
 	 * server_time=1: the server's clock less the limiter's, as last
 	 * seen (TIME, or the time a script decided at), with its lowest bit
 	 * set; 0 while none was seen.  Relaxed: a stale estimate costs a
-	 * second round trip, never a decision (see store-redis.c).
+	 * second round trip, never a decision (see clock.c).
 	 */
 	tk_atomic_u64 skew;
 };
@@ -54,6 +56,15 @@ struct tk__redis_req {
 	const struct tk__multi *m;     /* several */
 };
 
+/* keys.c */
+
+/*
+ * The Redis key of store key @key (@len bytes) into @buf, which holds
+ * TK__REDIS_KEY_MAX bytes; its length in *@out.  0, -ENAMETOOLONG, or
+ * -EINVAL for a dimension's key without its index.
+ */
+int tk__redis_key(const struct tk__redis_store *s, const unsigned char *key,
+		  size_t len, char *buf, size_t *out);
 /*
  * @q for apply() of @t on @key (@len bytes), or for apply_multi() of @m,
  * at @now: 0, or -ENAMETOOLONG, -EINVAL.
@@ -74,10 +85,15 @@ int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
  */
 int tk__redis_req_slot(const struct tk__redis_store *s,
 		       const struct tk__redis_req *q, unsigned int *slot);
+
+/* store.c */
+
 /* @q alone, as apply() runs it: routed, redirects followed; keys of
  * several slots by tk__redis_xslot() (a peek of them: -ENOTSUP). */
 int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 		   uint32_t flags);
+
+/* call.c */
 
 #define TK__REDIS_ARGS_MAX (3 + 4 + 10 * TK__MULTI_MAX)
 
@@ -98,6 +114,21 @@ struct tk__redis_call {
 int tk__redis_call_build(const struct tk__redis_store *s,
 			 const struct tk__redis_req *q,
 			 struct tk__redis_call *call);
+
+/* engine.c */
+
+/*
+ * The Functions library of the check script into @s (its name and its
+ * function's, from a hash of the script): 0 or -ENOMEM.
+ */
+int tk__redis_library_make(struct tk__redis_store *s);
+/*
+ * FUNCTION LOAD of @s's library on @c, which learns @c's engine: 0 (a
+ * server without Functions too: it is left to EVALSHA), or the load's
+ * error.
+ */
+int tk__redis_function_load(struct tk__redis_store *s,
+			    struct tk__redis_conn *c);
 /*
  * Name the script in @call as @c's server runs it (FCALL or EVALSHA),
  * loading it first if @c has not (a new connection, or one that met
@@ -120,8 +151,39 @@ int tk__redis_asking(struct tk__redis_conn *c);
  * tk__redis_call_target().
  */
 void tk__redis_script_lost(struct tk__redis_conn *c);
+
+/* verdict.c */
+
+/*
+ * The words of one step: every key's old state, the limiter's new one and
+ * the script's, zeroed (a sliding log writes only the stamps it holds).
+ */
+struct tk__redis_bufs {
+	const uint64_t *old[TK__MULTI_MAX];
+	uint64_t *was[TK__MULTI_MAX], *next[TK__MULTI_MAX];
+	uint64_t *made[TK__MULTI_MAX];
+	uint64_t *heap; /* the caller frees it */
+	uint64_t local[3 * 8];
+};
+
+/* @b for @q: 0 or -ENOMEM. */
+int tk__redis_bufs_init(struct tk__redis_bufs *b,
+			const struct tk__redis_req *q);
+/* A reply's state of key @i into @b: none, or the words it decodes to. */
+int tk__redis_take_old(struct tk__redis_bufs *b, const struct tk__redis_req *q,
+		       size_t i, const redisReply *r);
+/* The limiter's transition on @old (NULL: none); persist[i] set as it
+ * writes key i. */
+int tk__redis_transition(const struct tk__redis_req *q,
+			 const uint64_t *const *old, uint64_t *const *next,
+			 int *persist);
 /* The script's reply @r to @q, judged as apply() does: its result. */
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
+
+/* clock.c */
+
+/* TIME's reply @r, seconds and microseconds, in ns: 0 or -EPROTO. */
+int tk__redis_time_of(const redisReply *r, uint64_t *now);
 /*
  * Is @r the script's answer that the server's TIME lay outside the span
  * of @q's arguments?  Then 1, and @q is now the check at that time (the
@@ -140,6 +202,20 @@ void tk__redis_learn(struct tk__redis_store *s, uint64_t server,
 		     uint64_t local);
 /* The server's clock (TIME), in ns. */
 int tk__redis_server_now(struct tk__redis_conn *c, uint64_t *now);
+/*
+ * server_time=1: the time @q's check is sent at: the script's TIME where
+ * its arguments need none, else the estimate, else TIME read first on @c.
+ */
+int tk__redis_server_clock(struct tk__redis_store *s, struct tk__redis_conn *c,
+			   struct tk__redis_req *q);
+
+/* peek.c */
+
+/* A peek or forecast of @q on @c (after ASKING if @asking): as apply(). */
+int tk__redis_peek(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   struct tk__redis_req *q, int asking);
+
+/* route.c */
 
 /* What one node does for a call; @asking: after ASK. */
 typedef int tk__redis_on_node_fn(struct tk__redis_store *s,
@@ -153,13 +229,16 @@ typedef int tk__redis_on_node_fn(struct tk__redis_store *s,
 int tk__redis_route(struct tk__redis_store *s, unsigned int slot,
 		    tk__redis_on_node_fn *fn, void *arg);
 
+/* ping.c: the store's ping(). */
+int tk__redis_ping(struct tk_store *base, struct tk_store_ping *out);
+
 /*
- * redis-xslot.c: a check over keys of several slots of a cluster, one
+ * xslot.c: a check over keys of several slots of a cluster, one
  * script per slot (see there).  As apply_multi().
  */
 int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q);
 
-/* redis-pipeline.c: the store's apply_batch(). */
+/* pipeline.c: the store's apply_batch(). */
 void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 			   struct tk__batch_item *items, size_t n);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * store-redis-none.c - the Redis store of a build without hiredis
+ * store-none.c - the Redis store of a build without hiredis
  * (configure --without-redis, or no libhiredis-dev): every redis spec is
  * a backend this build lacks.
  */

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cluster.h - a Redis Cluster (cluster.c): the hash slot of a key, the
+ * slot map, and a connection pool per node.
+ */
+#ifndef TK_REDIS_CLUSTER_H
+#define TK_REDIS_CLUSTER_H
+
+#include <stddef.h>
+
+#include "redis/conn.h"
+#include "redis/spec.h"
+
+/* The hash slot of a key, as Redis computes it. */
+unsigned int tk__redis_slot(const char *key, size_t len);
+
+/* The slot map and a pool per node of a cluster spec. */
+struct tk__redis_cluster;
+/* @spec must outlive the cluster; nothing is sent before the first use. */
+int tk__redis_cluster_init(struct tk__redis_cluster **out,
+			   const struct tk__redis_spec *spec);
+void tk__redis_cluster_destroy(struct tk__redis_cluster *cl);
+/*
+ * This thread's connection to the master of @slot (the map discovered by
+ * CLUSTER SLOTS first if the slot is not known): the errors of
+ * tk__redis_conn_get(), and -EAGAIN while no master serves the slot.
+ */
+int tk__redis_cluster_conn(struct tk__redis_cluster *cl, unsigned int slot,
+			   struct tk__redis_conn **out);
+/* The same in two steps: the index of @slot's master, then this
+ * thread's connection to it. */
+int tk__redis_cluster_node(struct tk__redis_cluster *cl, unsigned int slot);
+int tk__redis_cluster_node_conn(struct tk__redis_cluster *cl, int node,
+				struct tk__redis_conn **out);
+/*
+ * After TK__REDIS_MOVED (@moved: the map is corrected) or TK__REDIS_ASK
+ * on @c: this thread's connection to the node named.
+ */
+int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
+			     struct tk__redis_conn *c, int moved,
+			     struct tk__redis_conn **out);
+/* After TK__REDIS_MOVED on @c: the map corrected, nothing connected. */
+int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
+			    struct tk__redis_conn *c);
+
+#endif /* TK_REDIS_CLUSTER_H */

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * conn.h - connections to a Redis server (conn.c): one per thread from a
+ * pool, commands and pipelines with every failure a typed errno, and one
+ * deadline per call of the store.  Only the files of lib/redis/ include
+ * hiredis.
+ */
+#ifndef TK_REDIS_CONN_H
+#define TK_REDIS_CONN_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atomic.h"
+#include "redis/spec.h"
+
+/* One thread's connection; see conn.c. */
+struct tk__redis_conn;
+
+struct tk__redis_pool {
+	const struct tk__redis_spec *spec;
+	void *tls;	   /* rediss://: the hiredis_ssl context; else NULL */
+	tk_atomic_ptr all; /* every conn this pool made, a push-only list */
+	pthread_key_t key; /* this thread's conn */
+};
+
+/*
+ * 0, -ENOMEM, or for rediss:// -EINVAL with a message in @why (a CA,
+ * certificate or key hiredis_ssl cannot load); @why may be NULL.
+ */
+int tk__redis_pool_init(struct tk__redis_pool *pool,
+			const struct tk__redis_spec *spec, char *why,
+			size_t why_len);
+/* Frees every connection; no thread may use the pool any more. */
+void tk__redis_pool_destroy(struct tk__redis_pool *pool);
+
+/*
+ * This thread's connection, connected (AUTH and SELECT done), or a
+ * negative errno: -ETIMEDOUT, -ECONNREFUSED (also while backing off after
+ * failed connects), -EACCES (authentication), -ENOMEM, -EPROTO.
+ */
+int tk__redis_conn_get(struct tk__redis_pool *pool,
+		       struct tk__redis_conn **out);
+
+/*
+ * Run one command; on success *reply is a hiredis reply of a type other
+ * than ERROR (free it with tk__redis_reply_free()).  An error reply is
+ * mapped: NOSCRIPT and "Function not found" -ENOENT (the caller loads
+ * the script), an unknown command -ENOSYS and an existing library -EEXIST
+ * (the caller picks its engine), OOM -ENOMEM, NOAUTH/WRONGPASS/NOPERM
+ * -EACCES, others ("TKPROTO" too) -EPROTO.
+ * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection.
+ */
+int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
+		      const size_t *lens, void **reply);
+
+/*
+ * One deadline for a call of the store on this thread: the spec's
+ * timeout plus its connect_timeout from now, which every connect and
+ * command until tk__redis_deadline_end() waits at most what is left of
+ * (then -ETIMEDOUT).  A call within a call keeps the outer deadline.
+ * Returns what tk__redis_deadline_end() takes back.
+ */
+uint64_t tk__redis_deadline_begin(const struct tk__redis_spec *spec);
+void tk__redis_deadline_end(uint64_t was);
+
+/*
+ * Pipelining: queue a command (nothing is sent), send every queued one,
+ * read the next reply, as tk__redis_command() answers it.  @deadline
+ * (monotonic ns, 0: none) shortens the spec's timeout for this read, as
+ * the call's deadline does (at least 1 ms is left to read what came).  A
+ * failure drops the connection; the replies still expected then answer
+ * its error.
+ */
+int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
+		     const size_t *lens);
+int tk__redis_flush(struct tk__redis_conn *c);
+int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
+			 void **reply);
+
+/*
+ * Cluster redirections, as tk__redis_command() answers them: MOVED and
+ * ASK leave their target ("HOST:PORT") in tk__redis_conn_redirect();
+ * TRYAGAIN (keys of one slot half migrated) and CLUSTERDOWN are -EAGAIN.
+ * Internal codes: the store never returns the first two.
+ */
+#define TK__REDIS_MOVED (-EREMCHG)
+#define TK__REDIS_ASK (-EXFULL)
+const char *tk__redis_conn_redirect(struct tk__redis_conn *c);
+
+/* A reply of tk__redis_command() or tk__redis_next_reply(), freed. */
+void tk__redis_reply_free(void *reply);
+
+/* How a connection's server runs the check script; reset on reconnect. */
+struct tk__redis_engine {
+	int kind;     /* TK__ENGINE_*: unknown until the first check */
+	char sha[41]; /* EVALSHA: the script's SHA-1 ("": not loaded) */
+};
+
+#define TK__ENGINE_UNKNOWN 0
+#define TK__ENGINE_FUNCTION 1 /* Redis 7 Functions: FCALL */
+#define TK__ENGINE_EVALSHA 2  /* older servers */
+
+struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
+/* The spec @c connects with: the store's, or a cluster node's. */
+const struct tk__redis_spec *tk__redis_conn_spec(struct tk__redis_conn *c);
+
+#endif /* TK_REDIS_CONN_H */

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * engine.c - how a connection's server runs the check script, and
+ * calling it there.
+ *
+ * A server with Functions (Redis 7) gets the script as a library of its
+ * own name, by FUNCTION LOAD, and runs it by FCALL; an older one by
+ * SCRIPT LOAD and EVALSHA.  Which one a server is, is learnt on each
+ * connection's first check (a connection may be to another server after
+ * a failover); the script is loaded then, and again whenever the server
+ * lost it: after a restart, a failover, FUNCTION FLUSH or SCRIPT FLUSH.
+ */
+#include "internal.h"
+#include "redis/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+static int load_script(struct tk__redis_conn *c)
+{
+	const char *argv[3] = { "SCRIPT", "LOAD", tk__redis_check_lua };
+	size_t lens[3] = { 6, 4, strlen(tk__redis_check_lua) };
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 3, argv, lens, (void **)&r);
+	if (rc)
+		return rc;
+	if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+		tk__redis_reply_free(r);
+		return -EPROTO;
+	}
+	memcpy(e->sha, r->str, 40);
+	e->sha[40] = '\0';
+	tk__redis_reply_free(r);
+	return 0;
+}
+
+/*
+ * FUNCTION LOAD of the script as the library of this version; a server
+ * without Functions (before Redis 7) is left to EVALSHA.
+ */
+int tk__redis_function_load(struct tk__redis_store *s, struct tk__redis_conn *c)
+{
+	const char *argv[3] = { "FUNCTION", "LOAD", s->library };
+	size_t lens[3] = { 8, 4, strlen(s->library) };
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	redisReply *r;
+	int rc;
+
+	rc = tk__redis_command(c, 3, argv, lens, (void **)&r);
+	if (rc == 0)
+		tk__redis_reply_free(r);
+	if (rc == 0 || rc == -EEXIST)
+		e->kind = TK__ENGINE_FUNCTION;
+	else if (rc == -ENOSYS)
+		e->kind = TK__ENGINE_EVALSHA;
+	return rc == -EEXIST || rc == -ENOSYS ? 0 : rc;
+}
+
+/* ASK: the next command is for a slot this node is importing. */
+int tk__redis_asking(struct tk__redis_conn *c)
+{
+	const char *argv[1] = { "ASKING" };
+	size_t lens[1] = { 6 };
+	redisReply *r;
+	int rc = tk__redis_command(c, 1, argv, lens, (void **)&r);
+
+	if (rc == 0)
+		tk__redis_reply_free(r);
+	return rc;
+}
+
+int tk__redis_call_target(struct tk__redis_store *s, struct tk__redis_conn *c,
+			  struct tk__redis_call *call)
+{
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+	int rc = 0;
+
+	if (e->kind == TK__ENGINE_UNKNOWN)
+		rc = tk__redis_function_load(s, c);
+	else if (e->kind == TK__ENGINE_EVALSHA && !e->sha[0])
+		rc = load_script(c);
+	if (rc)
+		return rc;
+	if (e->kind == TK__ENGINE_FUNCTION) {
+		call->argv[0] = "FCALL";
+		call->argv[1] = s->function;
+	} else {
+		call->argv[0] = "EVALSHA";
+		call->argv[1] = e->sha;
+	}
+	call->lens[0] = strlen(call->argv[0]);
+	call->lens[1] = strlen(call->argv[1]);
+	return 0;
+}
+
+void tk__redis_script_lost(struct tk__redis_conn *c)
+{
+	struct tk__redis_engine *e = tk__redis_conn_engine(c);
+
+	/* Load it again: a function by LOAD, a script too. */
+	if (e->kind == TK__ENGINE_FUNCTION)
+		e->kind = TK__ENGINE_UNKNOWN;
+	e->sha[0] = '\0';
+}
+
+/*
+ * The check script, by FCALL where the server has Functions, else by
+ * EVALSHA; a function or script the server lost (a restart, a failover,
+ * FUNCTION FLUSH, SCRIPT FLUSH) is loaded again.
+ */
+int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
+		   struct tk__redis_call *call, redisReply **r, int asking)
+{
+	int rc, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		rc = tk__redis_call_target(s, c, call);
+		if (rc == 0 && asking)
+			rc = tk__redis_asking(c);
+		if (rc == 0)
+			rc = tk__redis_command(c, call->argc, call->argv,
+					       call->lens, (void **)r);
+		if (rc != -ENOENT)
+			return rc;
+		tk__redis_script_lost(c);
+	}
+	return -EPROTO;
+}
+
+int tk__redis_library_make(struct tk__redis_store *s)
+{
+	static const uint64_t key[2] = { 0x7468726f74746c65, 0x6b6974 };
+	static const char head[] = "#!lua name=throttlekit_%016llx\n"
+				   "redis.register_function('%s',\n"
+				   "function(KEYS, ARGV)\n";
+	static const char tail[] = "\nend)\n";
+	size_t len = strlen(tk__redis_check_lua);
+	uint64_t h = tk__siphash(key, tk__redis_check_lua, len);
+	int n;
+
+	snprintf(s->function, sizeof(s->function), "tk_check_%016llx",
+		 (unsigned long long)h);
+	s->library = malloc(sizeof(head) + 64 + len + sizeof(tail));
+	if (!s->library)
+		return -ENOMEM;
+	n = sprintf(s->library, head, (unsigned long long)h, s->function);
+	memcpy(s->library + n, tk__redis_check_lua, len);
+	memcpy(s->library + n + len, tail, sizeof(tail));
+	return 0;
+}

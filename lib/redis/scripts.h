@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * scripts.h - the check script (check.lua, embedded by scripts.c) and
+ * what it needs of a policy: its arguments, and a state as the server
+ * spells it.
+ */
+#ifndef TK_REDIS_SCRIPTS_H
+#define TK_REDIS_SCRIPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tk__policy;
+
+extern const char tk__redis_check_lua[];
+/* Does the check script know @p's algorithm? */
+int tk__redis_supported(const struct tk__policy *p);
+/* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */
+int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word);
+/* Do @p's script arguments depend on the time (a window, a tick)? */
+int tk__redis_needs_now(const struct tk__policy *p);
+/*
+ * The times [*lo, *hi) at which @p's script arguments are those at @now
+ * (now's window, or its sliding window's tick; all of them for a policy
+ * whose arguments need no time).
+ */
+void tk__redis_span(const struct tk__policy *p, uint64_t now, uint64_t *lo,
+		    uint64_t *hi);
+/* Can @p ever admit @cost (is it not -ERANGE)?  The script's USABLE. */
+int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
+/*
+ * A dimension's seven arguments after ALG USABLE for @cost units of @p at
+ * @now, as decimal strings (see check.lua); @cost must be one @p
+ * admits (no -ERANGE).  Returns 0 or -ENOTSUP.
+ */
+int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
+			 uint64_t cost, char args[7][24]);
+/*
+ * A state as the server spells it (@len bytes at @s) into @p's
+ * p->state_words words; -EPROTO for one of another algorithm or policy,
+ * or not the library's.
+ */
+int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
+		     uint64_t *words);
+
+#endif /* TK_REDIS_SCRIPTS_H */

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * verdict.c - the client's side of a check: the algorithms run on the
+ * states the server read, and the script's verdict checked against them.
+ *
+ * The script returns the states it read and wrote.  The client runs the
+ * limiter's transition (the algorithms themselves) on the states read:
+ * it fills the decision, and it must reach the same verdict and the same
+ * new states as the script, or the call fails with -EPROTO; so a Redis
+ * decision is the memory store's, bit for bit, by construction.
+ */
+#include "internal.h"
+#include "redis/store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+int tk__redis_transition(const struct tk__redis_req *q,
+			 const uint64_t *const *old, uint64_t *const *next,
+			 int *persist)
+{
+	uint64_t expires[TK__MULTI_MAX];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < q->n; i++)
+		persist[i] = 0;
+	if (q->t) {
+		rc = q->t->fn(q->t->ctx, old[0], next[0], &expires[0]);
+		persist[0] = rc == TK__PERSIST;
+		return rc;
+	}
+	rc = q->m->fn(q->m->ctx, old, next, persist, expires);
+	if (rc != TK__PERSIST)
+		for (i = 0; i < q->n; i++)
+			persist[i] = 0;
+	return rc;
+}
+
+int tk__redis_bufs_init(struct tk__redis_bufs *b, const struct tk__redis_req *q)
+{
+	size_t i, total = 0, at = 0;
+	uint64_t *w = b->local;
+
+	for (i = 0; i < q->n; i++)
+		total += q->pol[i]->state_words;
+	b->heap = NULL;
+	if (3 * total > sizeof(b->local) / sizeof(b->local[0])) {
+		w = b->heap = calloc(3 * total, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+	} else {
+		memset(b->local, 0, sizeof(b->local));
+	}
+	for (i = 0; i < q->n; i++) {
+		b->old[i] = NULL;
+		b->was[i] = w + at;
+		b->next[i] = w + total + at;
+		b->made[i] = w + 2 * total + at;
+		at += q->pol[i]->state_words;
+	}
+	return 0;
+}
+
+int tk__redis_take_old(struct tk__redis_bufs *b, const struct tk__redis_req *q,
+		       size_t i, const redisReply *r)
+{
+	b->old[i] = NULL;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	b->old[i] = b->was[i];
+	if (r->type != REDIS_REPLY_STRING)
+		return -EPROTO;
+	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
+}
+
+/* The script's verdict, checked against the algorithms' own. */
+static int verdict(const redisReply *r, const struct tk__redis_req *q,
+		   struct tk__redis_bufs *b)
+{
+	int persist[TK__MULTI_MAX], wrote[TK__MULTI_MAX], rc = 0, admitted;
+	const redisReply *e;
+	size_t i, n = q->n;
+	uint64_t at;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 2 * n ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER)
+		return -EPROTO;
+	admitted = r->element[0]->integer == 1;
+	e = r->element[1 + 2 * n];
+	if (e->type != REDIS_REPLY_STRING ||
+	    tk__redis_parse_u64(e->str, e->len, &at) || at >= TK__NOW_LIMIT ||
+	    (!q->on_server && at != q->now))
+		return -EPROTO;
+	/* The algorithms decide at the time the script decided at. */
+	*q->decide_at = at;
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = tk__redis_take_old(b, q, i, r->element[1 + i]);
+		e = r->element[1 + n + i];
+		wrote[i] = e->type != REDIS_REPLY_NIL;
+		if (rc == 0 && wrote[i])
+			rc = e->type == REDIS_REPLY_STRING
+				     ? tk__redis_decode(q->pol[i], e->str,
+							e->len, b->made[i])
+				     : -EPROTO;
+	}
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++)
+		memset(b->next[i], 0,
+		       q->pol[i]->state_words * sizeof(b->next[i][0]));
+	rc = tk__redis_transition(q, b->old, b->next, persist);
+	if (rc < 0)
+		return rc;
+	if ((rc == TK__PERSIST) != admitted)
+		return -EPROTO;
+	for (i = 0; i < n; i++)
+		if (persist[i] != wrote[i] ||
+		    (wrote[i] &&
+		     memcmp(b->next[i], b->made[i],
+			    q->pol[i]->state_words * sizeof(b->next[i][0]))))
+			return -EPROTO;
+	return rc;
+}
+
+int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
+{
+	struct tk__redis_bufs b;
+	int rc = tk__redis_bufs_init(&b, q);
+
+	if (rc == 0)
+		rc = verdict(r, q, &b);
+	free(b.heap);
+	return rc;
+}
