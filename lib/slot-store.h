@@ -1,15 +1,19 @@
 /*
- * slot-store.h - what the two stores on the slot table share: the zone
- * store (store-shm.c, a zone in shared memory) and the memory store
- * (store-memory.c, a private table that grows): a key's fingerprint, the
- * kind of slot a transition needs, and the direct GCRA check on a word
- * slot.
+ * slot-store.h - the store on the slot table (store-slot.c), which the
+ * zone store (store-shm.c, a zone in shared memory) and the memory store
+ * (store-memory.c, a private table that grows) both are: its handle, the
+ * operations it runs for both, and the inline steps of its hot path (a
+ * key's fingerprint, the kind of slot a transition needs, the direct
+ * check on a word slot).  Each store file keeps only what differs: how
+ * it opens, counts its keys and closes.
  */
 #ifndef TK_SLOT_STORE_H
 #define TK_SLOT_STORE_H
 
 #include "internal.h"
 #include "gcra.h"
+#include "keyhash.h"
+#include "reclaimer.h"
 #include "../shm/word.h"
 
 #include <stdatomic.h>
@@ -136,5 +140,72 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 	}
 	return TK__DIRECT_NO;
 }
+
+/* The tables a slot store runs on (struct tk__slot_store's kind). */
+#define TK__SLOT_ZONE 0	 /* a zone: every touch under its fault guard */
+#define TK__SLOT_TABLE 1 /* a private table: every touch under RCU */
+
+/* Ns between the reclaimer thread's sweeps unless the options say. */
+#define TK__SLOT_RECLAIM_INTERVAL UINT64_C(1000000000)
+
+struct tk__slot_store {
+	struct tk_store base;
+	int kind;		      /* TK__SLOT_* */
+	struct tk__zone *zone;	      /* TK__SLOT_ZONE */
+	struct tk__table *table;      /* TK__SLOT_TABLE */
+	struct tk__keyhash_key kh;    /* the secret, prepared */
+	struct tk__zone_tally *tally; /* checks and denials */
+	uint64_t near_max;	      /* tk__slot_near_max() */
+	_Atomic uint64_t growths;     /* of the table, as far was last set */
+	int use_thread;
+	struct tk__reclaimer reclaimer; /* when use_thread */
+};
+
+/*
+ * What every slot store sets as it opens, once its table is there: the
+ * clock (@o's, else the system's), far for its table's size, and the
+ * reclaimer thread (if @use_thread; started by the first apply) sweeping
+ * every @o->reclaim_interval ns or TK__SLOT_RECLAIM_INTERVAL.
+ */
+void tk__slot_init(struct tk__slot_store *s, const struct tk_options *o,
+		   int use_thread);
+/* Stop the reclaimer thread, if the store has one (close). */
+void tk__slot_stop(struct tk__slot_store *s);
+
+/*
+ * The operations both stores share (struct tk__store_ops), one instance
+ * per kind of table, each compiled for it: the zone's, and the private
+ * table's with RCU sections that are light (tk__rcu_light()) or fenced.
+ */
+int tk__slot_zone_apply(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now,
+			const struct tk__transform *t);
+int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
+			 size_t len, uint64_t now,
+			 const struct tk__transform *t);
+int tk__slot_zone_check(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now, const struct tk__policy *p,
+			uint64_t cost, struct tk_decision *d);
+int tk__slot_zone_check_far(struct tk_store *s, const unsigned char *key,
+			    size_t len, struct tk__when *now,
+			    const struct tk__policy *p, uint64_t cost,
+			    struct tk_decision *d);
+int tk__slot_table_check(struct tk_store *s, const unsigned char *key,
+			 size_t len, uint64_t now, const struct tk__policy *p,
+			 uint64_t cost, struct tk_decision *d);
+int tk__slot_table_check_far(struct tk_store *s, const unsigned char *key,
+			     size_t len, struct tk__when *now,
+			     const struct tk__policy *p, uint64_t cost,
+			     struct tk_decision *d);
+int tk__slot_fenced_check(struct tk_store *s, const unsigned char *key,
+			  size_t len, uint64_t now, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d);
+int tk__slot_fenced_check_far(struct tk_store *s, const unsigned char *key,
+			      size_t len, struct tk__when *now,
+			      const struct tk__policy *p, uint64_t cost,
+			      struct tk_decision *d);
+int tk__slot_apply_multi(struct tk_store *s, uint64_t now,
+			 const struct tk__multi *m);
+int tk__slot_reset(struct tk_store *s, const unsigned char *key, size_t len);
 
 #endif /* TK_SLOT_STORE_H */
