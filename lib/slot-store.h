@@ -46,14 +46,15 @@ static inline int tk__slot_block(const struct tk__transform *t)
 }
 
 /*
- * When a check reads its clock: before hashing its key (check_gcra(),
- * the limiter reads it), or after, with the key's slot prefetched
- * (check_gcra_far(), the store reads it).  The clock's ordered TSC read
+ * When a check reads its clock: before hashing its key (the limiter
+ * reads it and hands try_check() the time), or after, with the key's slot
+ * prefetched (try_check() reads it).  The clock's ordered TSC read
  * waits for the instructions before it, so a hash before it (ten AES
  * rounds) adds to every check; but a table larger than a core's cache
  * misses on most slots, and a prefetch issued before the clock read
  * overlaps the miss with it, which is worth more (bench/README.md,
- * "2026-11-26").  A store sets its @far while its table is that large.
+ * "2026-11-26").  A store sets its @far while its table is that large
+ * (tk__store_reads_clock()).
  */
 static inline __attribute__((always_inline)) int
 tk__slot_prefetch_then_read(struct tk__zone *z, const struct tk__zone_key *k,
@@ -98,7 +99,7 @@ static inline void tk__slot_wrote(const struct tk__zone_word *w, uint64_t word)
  * found in @z (shm/word.h), the algorithm's own step on its word (gcra.h),
  * the slot updated by the CAS the table's apply would make.  Returns 0
  * with the decision in *@d (*@denied set for a denial), a negative errno,
- * or TK__DIRECT_NO before anything is written for anything but the plain
+ * or TK__NOT_HERE before anything is written for anything but the plain
  * case (no slot yet, an insert of the key under way, a sweep due, a state
  * of another shape or that does not validate, the slot changed twice under
  * us): the limiter then runs the store's apply, which decides as it
@@ -119,7 +120,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 	for (round = 0; round < TK__SLOT_DIRECT_ROUNDS; round++) {
 		if (!tk__zone_word_find(z, k, cand, now, &w) ||
 		    !tk__gcra_valid(p, 1, &w.w1))
-			return TK__DIRECT_NO;
+			return TK__NOT_HERE;
 		rc = tk__gcra_step(p, &w.w1, now, cost, &step);
 		if (rc < 0)
 			return rc;
@@ -138,7 +139,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 		*denied = rc == TK__KEEP;
 		return 0;
 	}
-	return TK__DIRECT_NO;
+	return TK__NOT_HERE;
 }
 
 /* The tables a slot store runs on (struct tk__slot_store's kind). */
@@ -183,27 +184,18 @@ int tk__slot_zone_apply(struct tk_store *s, const unsigned char *key,
 int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
 			 size_t len, uint64_t now,
 			 const struct tk__transform *t);
-int tk__slot_zone_check(struct tk_store *s, const unsigned char *key,
-			size_t len, uint64_t now, const struct tk__policy *p,
-			uint64_t cost, struct tk_decision *d);
-int tk__slot_zone_check_far(struct tk_store *s, const unsigned char *key,
-			    size_t len, struct tk__when *now,
-			    const struct tk__policy *p, uint64_t cost,
-			    struct tk_decision *d);
-int tk__slot_table_check(struct tk_store *s, const unsigned char *key,
-			 size_t len, uint64_t now, const struct tk__policy *p,
-			 uint64_t cost, struct tk_decision *d);
-int tk__slot_table_check_far(struct tk_store *s, const unsigned char *key,
-			     size_t len, struct tk__when *now,
-			     const struct tk__policy *p, uint64_t cost,
-			     struct tk_decision *d);
-int tk__slot_fenced_check(struct tk_store *s, const unsigned char *key,
-			  size_t len, uint64_t now, const struct tk__policy *p,
-			  uint64_t cost, struct tk_decision *d);
-int tk__slot_fenced_check_far(struct tk_store *s, const unsigned char *key,
-			      size_t len, struct tk__when *now,
-			      const struct tk__policy *p, uint64_t cost,
-			      struct tk_decision *d);
+int tk__slot_zone_try(struct tk_store *s, const unsigned char *key, size_t len,
+		      uint64_t now, struct tk__when *late,
+		      const struct tk__policy *p, uint64_t cost,
+		      struct tk_decision *d);
+int tk__slot_table_try(struct tk_store *s, const unsigned char *key, size_t len,
+		       uint64_t now, struct tk__when *late,
+		       const struct tk__policy *p, uint64_t cost,
+		       struct tk_decision *d);
+int tk__slot_fenced_try(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now, struct tk__when *late,
+			const struct tk__policy *p, uint64_t cost,
+			struct tk_decision *d);
 int tk__slot_apply_multi(struct tk_store *s, uint64_t now,
 			 const struct tk__multi *m);
 int tk__slot_reset(struct tk_store *s, const unsigned char *key, size_t len);

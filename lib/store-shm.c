@@ -104,8 +104,7 @@ static void shm_close(struct tk_store *base)
 static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = tk__slot_zone_apply,
-	.check_gcra = tk__slot_zone_check,
-	.check_gcra_far = tk__slot_zone_check_far,
+	.try_check = tk__slot_zone_try,
 	.apply_multi = tk__slot_apply_multi,
 	.reset = tk__slot_reset,
 	.stats = shm_stats,

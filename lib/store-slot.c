@@ -208,15 +208,16 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
 }
 
 /*
- * A check of a GCRA state (a word key) in place: at @now->ns if read, or
- * else at the time read from @now after the key's slot is prefetched
- * (slot-store.h).  TK__DIRECT_NO where the direct check does not decide,
- * or while a private table's keys move to a new one (apply() pulls them
- * first).  @light: the RCU section's kind.
+ * try_check() (struct tk__store_ops): a check of a word key in place, at
+ * @now, or, with @late, at the time read from @late once the key's slot
+ * is prefetched (slot-store.h).  TK__NOT_HERE where the direct check does
+ * not decide, or while a private table's keys move to a new one (apply()
+ * pulls them first).  @light: the RCU section's kind.
  */
 ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
-		 struct tk__when *now, const struct tk__policy *p,
-		 uint64_t cost, struct tk_decision *d, int kind, int light)
+		 uint64_t now, struct tk__when *late,
+		 const struct tk__policy *p, uint64_t cost,
+		 struct tk_decision *d, int kind, int light)
 {
 	struct tk__slot_store *s = slot_of(base);
 	struct tk__zone *z;
@@ -230,39 +231,54 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 	ctr = section(kind, light);
 	z = zone_of(s, kind);
 	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {
-		rc = TK__DIRECT_NO;
-	} else if (!now->clock) {
-		rc = direct(s, kind, z, &k, NULL, now->ns, p, cost, d);
+		rc = TK__NOT_HERE;
+	} else if (!late) {
+		rc = direct(s, kind, z, &k, NULL, now, p, cost, d);
 	} else {
-		rc = tk__slot_prefetch_then_read(z, &k, &cand, now);
+		rc = tk__slot_prefetch_then_read(z, &k, &cand, late);
 		if (rc == 0)
-			rc = direct(s, kind, z, &k, &cand, now->ns, p, cost, d);
+			rc = direct(s, kind, z, &k, &cand, late->ns, p, cost,
+				    d);
 	}
 	section_end(kind, light, ctr);
 	return rc;
 }
 
-/* The near and far checks of one kind and section (slot-store.h). */
-#define CHECKS(name, kind, light)                                              \
-	int name(struct tk_store *s, const unsigned char *key, size_t len,     \
-		 uint64_t now, const struct tk__policy *p, uint64_t cost,      \
-		 struct tk_decision *d)                                        \
-	{                                                                      \
-		struct tk__when at = { NULL, -1, now };                        \
-                                                                               \
-		return check(s, key, len, &at, p, cost, d, kind, light);       \
-	}                                                                      \
-	int name##_far(struct tk_store *s, const unsigned char *key,           \
-		       size_t len, struct tk__when *now,                       \
-		       const struct tk__policy *p, uint64_t cost,              \
-		       struct tk_decision *d)                                  \
-	{                                                                      \
-		return check(s, key, len, now, p, cost, d, kind, light);       \
-	}
+/* check() compiled apart for either time, so that neither carries the
+ * other's registers and branches. */
+ALWAYS int check_at(struct tk_store *s, const unsigned char *key, size_t len,
+		    uint64_t now, struct tk__when *late,
+		    const struct tk__policy *p, uint64_t cost,
+		    struct tk_decision *d, int kind, int light)
+{
+	if (late)
+		return check(s, key, len, 0, late, p, cost, d, kind, light);
+	return check(s, key, len, now, NULL, p, cost, d, kind, light);
+}
 
-CHECKS(tk__slot_zone_check, TK__SLOT_ZONE, 0)
-CHECKS(tk__slot_table_check, TK__SLOT_TABLE, 1)
-CHECKS(tk__slot_fenced_check, TK__SLOT_TABLE, 0)
+int tk__slot_zone_try(struct tk_store *s, const unsigned char *key, size_t len,
+		      uint64_t now, struct tk__when *late,
+		      const struct tk__policy *p, uint64_t cost,
+		      struct tk_decision *d)
+{
+	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_ZONE, 0);
+}
+
+int tk__slot_table_try(struct tk_store *s, const unsigned char *key, size_t len,
+		       uint64_t now, struct tk__when *late,
+		       const struct tk__policy *p, uint64_t cost,
+		       struct tk_decision *d)
+{
+	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_TABLE, 1);
+}
+
+int tk__slot_fenced_try(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now, struct tk__when *late,
+			const struct tk__policy *p, uint64_t cost,
+			struct tk_decision *d)
+{
+	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_TABLE, 0);
+}
 
 ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,
 		       const struct tk__multi *m)
