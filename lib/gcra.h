@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gcra.h - the pure steps of GCRA and the token bucket (gcra.c), inline,
- * so that a store may decide a check in place (lib/store-shm.c's direct
- * path) with the algorithm's own code rather than through its table.
+ * so that a store's fast path may decide a check in place
+ * (lib/store-slot.c) with the algorithm's own code rather than through
+ * its table: the math stays here, and the store only calls it.
  * The algorithm and its overflow argument are described in gcra.c.
  */
 #ifndef TK_GCRA_H

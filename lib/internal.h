@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -252,8 +253,8 @@ struct tk__transform {
 	uint64_t *now;
 };
 
-/* check_gcra(): not decided in place; run apply(). */
-#define TK__DIRECT_NO 2
+/* try_check(): not decided here; the caller runs apply(). */
+#define TK__NOT_HERE 2
 
 /*
  * The time a check decides at, read when the store asks (tk__when_read):
@@ -332,29 +333,25 @@ struct tk__store_ops {
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
 	/*
-	 * Optional: a check by GCRA or the token bucket (a state of one
-	 * word, its own expiry: policy @p, @cost units) decided in place
-	 * with the algorithm's own steps (gcra.h), without a transition.
-	 * Returns 0 with the decision in *@d; TK__DIRECT_NO where this is
-	 * not the plain case (nothing written to the store or to @d: the
-	 * caller runs apply() instead); or a negative errno.  The same
-	 * results, decisions and stored states as apply() in every case.
-	 */
-	int (*check_gcra)(struct tk_store *s, const unsigned char *key,
-			  size_t len, uint64_t now, const struct tk__policy *p,
-			  uint64_t cost, struct tk_decision *d);
-	/*
-	 * Optional, with check_gcra(): the same check at the time it reads
-	 * from @now (tk__when_read()), after hashing the key and
+	 * Optional: the fast path of a check of @cost units by policy @p,
+	 * one whose algorithm has in-place steps (gcra.h: GCRA and the
+	 * token bucket, a state of one word that is its own expiry), as
+	 * uv_try_write() is to a write: it decides here or says "not here".
+	 * Returns 0 with the decision in *@d, after the same writes to the
+	 * store as apply() would make; TK__NOT_HERE where this is not the
+	 * plain case, having written nothing to the store or to @d (the
+	 * caller runs apply() instead); or a negative errno.
+	 * It decides at @now, or, if @late is not NULL (while
+	 * tk__store_reads_clock()), at the time it reads from @late when it
+	 * is ready for it (tk__when_read()): after hashing the key and
 	 * prefetching its slot, so that a miss overlaps the clock read
-	 * (lib/slot-store.h).  The limiter calls it while the store's @far
-	 * is set.  As check_gcra(); the caller's apply() then runs at the
-	 * time read, and a failed reading returns the clock's error.
+	 * (lib/slot-store.h).  A failed reading returns the clock's error;
+	 * after TK__NOT_HERE @late may still be unread.
 	 */
-	int (*check_gcra_far)(struct tk_store *s, const unsigned char *key,
-			      size_t len, struct tk__when *now,
-			      const struct tk__policy *p, uint64_t cost,
-			      struct tk_decision *d);
+	int (*try_check)(struct tk_store *s, const unsigned char *key,
+			 size_t len, uint64_t now, struct tk__when *late,
+			 const struct tk__policy *p, uint64_t cost,
+			 struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);
@@ -383,12 +380,23 @@ struct tk_store {
 	/* States found invalid by this process's checks (tk_stats.corrupt). */
 	_Atomic uint64_t corrupt;
 	/* 1 while the store's table is larger than a core's cache, so that
-	 * a check calls check_gcra_far() (lib/slot-store.h). */
+	 * try_check() reads the clock itself (lib/slot-store.h). */
 	_Atomic int far;
 };
 
+/*
+ * Does a check on @s hand try_check() its clock unread?  While @s is far,
+ * or while this thread's last in-place write met a rival writer (struct
+ * tk__last_write): the store says both; the limiter only follows.
+ */
+static inline int tk__store_reads_clock(struct tk_store *s)
+{
+	return atomic_load_explicit(&s->far, memory_order_relaxed) ||
+	       tk__last_write.rival;
+}
+
 /* limiter.c: checks of @l by the store's apply() alone, never its
- * check_gcra() (tests compare the two). */
+ * try_check() (tests compare the two). */
 void tk__limiter_generic(struct tk_limiter *l);
 
 /* store.c.  Tests: if not zero, a store opened takes one less than this

@@ -4,14 +4,17 @@
  *
  * The limiter reads the clock exactly once per call (a batch included),
  * joins prefix and key in the one place that does so, and hands the
- * store a pure transition built from the policy.  Each dimension of a
+ * store a pure transition built from the policy (step.c).  A single
+ * policy's check is first offered to the store's fast path, if it has
+ * one (try_check(): decided there, or "not here").  Each dimension of a
  * composite policy keeps its state under its own store key (the same key
  * for every dimension of tk_limiter_check()), and the store's multi-key
- * step (apply_multi) decides them together, atomically.
+ * step (apply_multi) decides them together, atomically.  The whole path
+ * of a check: docs/architecture.md.
  */
 #include "internal.h"
-#include "atomic.h"
 #include "gcra.h"
+#include "step.h"
 #include "store-key.h"
 
 #include <errno.h>
@@ -30,21 +33,17 @@ struct tk_limiter {
 	char prefix[TK_PREFIX_MAX];
 	/*
 	 * A single policy's checks, bound at open (check_single()): its
-	 * dimension and algorithm, the store's check_gcra for GCRA and the
-	 * token bucket if it has one (else NULL), and the store key's head
-	 * [prefix length: 2 bytes][prefix].  NULL for a composite.
+	 * dimension, the store's fast path if it has one and the policy's
+	 * algorithm has in-place steps (gcra.h; else NULL), and the store
+	 * key's head [prefix length: 2 bytes][prefix].  NULL for a
+	 * composite.
 	 */
 	const struct tk__policy *single;
-	int (*direct)(struct tk_store *s, const unsigned char *key, size_t len,
-		      uint64_t now, const struct tk__policy *p, uint64_t cost,
-		      struct tk_decision *d);
-	/* The store's check_gcra_far(): while the store is far, or this
-	 * thread met a rival writer (struct tk__last_write). */
-	int (*direct_far)(struct tk_store *s, const unsigned char *key,
-			  size_t len, struct tk__when *now,
-			  const struct tk__policy *p, uint64_t cost,
-			  struct tk_decision *d);
-	uint32_t flags; /* TK__T_* of a check */
+	int (*try_check)(struct tk_store *s, const unsigned char *key,
+			 size_t len, uint64_t now, struct tk__when *late,
+			 const struct tk__policy *p, uint64_t cost,
+			 struct tk_decision *d);
+	uint32_t flags; /* tk__step_flags() of its checks */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX];
 };
@@ -71,197 +70,21 @@ static int compose_key(const struct tk_limiter *l, int dim, const char *key,
 	return 0;
 }
 
-enum op { OP_CHECK, OP_FORECAST };
-
-struct step {
-	const struct tk_policy *policy;
-	/* A composite or group: its dimensions, their number and kind. */
-	const struct tk__policy *const *group; /* NULL: policy->dim[] */
-	size_t n;
-	enum tk__composite kind;
-	struct tk_decision *dims; /* NULL, or one decision per dimension */
-	size_t ndims;
-	enum op op;
-	uint64_t now;
-	uint64_t cost; /* 0 with OP_FORECAST: a peek */
-	struct tk_decision d;
-	int corrupt; /* the last run met a state that did not validate */
-};
-
-static const uint64_t zeros[TK__STATE_WORDS_MAX];
-
-/*
- * The representative decision of a composite (semantics: all() reports
- * the tightest admitting or the longest-waiting denying dimension, any()
- * the loosest admitting or the soonest-ready denying one; ties go to the
- * first dimension).  @usable[i] is 0 for a dimension that failed.  A
- * shaper that admits queues the request whichever dimension reports, so
- * the delay is the longest of the admitting dimensions.
- */
-static void represent(enum tk__composite kind, size_t n,
-		      const struct tk_decision *dd, const int *usable,
-		      int allowed, struct tk_decision *out)
-{
-	size_t i, best = n;
-
-	for (i = 0; i < n; i++) {
-		if (!usable[i] || dd[i].allowed != allowed)
-			continue;
-		if (best == n) {
-			best = i;
-		} else if (allowed) {
-			if (kind == TK__ALL
-				    ? dd[i].remaining < dd[best].remaining
-				    : dd[i].remaining > dd[best].remaining)
-				best = i;
-		} else {
-			if (kind == TK__ALL
-				    ? dd[i].retry_after > dd[best].retry_after
-				    : dd[i].retry_after < dd[best].retry_after)
-				best = i;
-		}
-	}
-	*out = dd[best];
-	for (i = 0; allowed && i < n; i++)
-		if (usable[i] && dd[i].allowed && dd[i].delay > out->delay)
-			out->delay = dd[i].delay;
-}
-
-/*
- * One dimension: its algorithm on its state.  A state that does not
- * validate (a corrupt zone; another policy of this algorithm and size) is
- * taken as no state, so a key never crashes or wedges its reader: the
- * next write replaces it, and the store counts it (tk_stats.corrupt).
- */
-static int run_dim(struct step *s, const struct tk__policy *p,
-		   const uint64_t *state, uint64_t *next, struct tk_decision *d)
-{
-	memset(d, 0, sizeof(*d));
-	if (state && !p->alg->valid(p, p->state_words, state)) {
-		s->corrupt = 1;
-		state = NULL;
-	}
-	if (!state)
-		state = zeros;
-	if (s->op == OP_CHECK)
-		return p->alg->check(p, state, s->now, s->cost, next, d);
-	return p->alg->forecast(p, state, s->now, s->cost, d);
-}
-
-/* The expiry of @next, just written by a check of @cost decided as @d. */
-static inline uint64_t expiry(const struct tk__policy *p, const uint64_t *next,
-			      uint64_t cost, const struct tk_decision *d)
-{
-	return p->alg->expires_at_reset && cost > 0 ? d->reset_at
-						    : p->alg->expires(p, next);
-}
-
-static int step_fn(void *ctx, const uint64_t *old, uint64_t *next,
-		   uint64_t *expires_at)
-{
-	struct step *s = ctx;
-	const struct tk__policy *p = &s->policy->dim[0];
-	int rc;
-
-	s->corrupt = 0;
-	rc = run_dim(s, p, old, next, &s->d);
-
-	if (rc == TK__PERSIST)
-		*expires_at = expiry(p, next, s->cost, &s->d);
-	return rc;
-}
-
-static const struct tk__policy *dim_of(const struct step *s, size_t i)
-{
-	return s->group ? s->group[i] : &s->policy->dim[i];
-}
-
-/* Dimension @p's decision had it not been charged: a peek. */
-static void unconsumed(struct step *s, const struct tk__policy *p,
-		       const uint64_t *state, struct tk_decision *d)
-{
-	struct step peek = *s;
-
-	peek.op = OP_FORECAST;
-	peek.cost = 0;
-	run_dim(&peek, p, state, NULL, d);
-}
-
-/*
- * A composite over one state per dimension.  all() consumes in every
- * dimension or in none; any() only in those that admit.
- */
-static int composite_fn(void *ctx, const uint64_t *const *old,
-			uint64_t *const *next, int *persist,
-			uint64_t *expires_at)
-{
-	struct step *s = ctx;
-	struct tk_decision dd[TK__MULTI_MAX];
-	int rc[TK__MULTI_MAX], usable[TK__MULTI_MAX];
-	size_t i, admitted = 0, failed = 0;
-	int first_err = 0, allowed;
-
-	s->corrupt = 0;
-	for (i = 0; i < s->n; i++) {
-		rc[i] = run_dim(s, dim_of(s, i), old[i], next[i], &dd[i]);
-		usable[i] = rc[i] >= 0;
-		if (rc[i] < 0 && !failed++)
-			first_err = rc[i];
-		if (rc[i] >= 0 && dd[i].allowed)
-			admitted++;
-	}
-	if ((s->kind == TK__ALL && failed) || failed == s->n)
-		return first_err;
-	allowed = s->kind == TK__ALL ? admitted == s->n : admitted > 0;
-	represent(s->kind, s->n, dd, usable, allowed, &s->d);
-	for (i = 0; s->dims && i < s->n && i < s->ndims; i++) {
-		/* A refused all() consumed nowhere: report what is left. */
-		if (s->op == OP_CHECK && !allowed && usable[i] && dd[i].allowed)
-			unconsumed(s, dim_of(s, i), old[i], &dd[i]);
-		s->dims[i] = dd[i];
-	}
-	if (s->op != OP_CHECK || !allowed)
-		return TK__KEEP;
-	for (i = 0; i < s->n; i++) {
-		persist[i] = rc[i] == TK__PERSIST;
-		if (persist[i])
-			expires_at[i] = dim_of(s, i)->alg->expires(dim_of(s, i),
-								   next[i]);
-	}
-	return TK__PERSIST;
-}
-
-/* A simple policy's transform: one key, one state. */
-static void single_transform(struct step *s, struct tk__transform *t)
-{
-	const struct tk__policy *p = &s->policy->dim[0];
-
-	*t = (struct tk__transform){
-		.fn = step_fn,
-		.ctx = s,
-		.words = p->state_words,
-		.flags = (s->op == OP_CHECK ? TK__T_CHECK : 0) |
-			 (p->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0),
-		.alg = p->alg->id,
-		.policy = p,
-		.cost = s->cost,
-		.now = &s->now,
-	};
-}
-
-/* A simple policy: one key, one state, one apply. */
+/* A simple policy's step at @now, other than a check: one key, one apply. */
 static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
-		      struct step *s)
+		      struct tk__step *s, enum tk__op op, uint64_t now,
+		      uint64_t cost)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	struct tk__transform t;
 	size_t len;
 	int rc;
 
-	single_transform(s, &t);
+	tk__step_single(s, op, &l->policy->dim[0],
+			tk__step_flags(op, &l->policy->dim[0]), now, cost, &t);
 	rc = compose_key(l, SINGLE, key, key_len, buf, &len);
 	if (rc == 0)
-		rc = l->store->ops->apply(l->store, buf, len, s->now, &t);
+		rc = l->store->ops->apply(l->store, buf, len, now, &t);
 	return rc;
 }
 
@@ -272,7 +95,7 @@ static int run_single(struct tk_limiter *l, const char *key, size_t key_len,
  */
 static int composite_multi(struct tk_limiter *l, const char *key,
 			   size_t key_len, const struct tk_key *keys,
-			   struct step *s, unsigned char *buf,
+			   struct tk__step *s, unsigned char *buf,
 			   struct tk__multi *m)
 {
 	const struct tk_policy *pol = s->policy;
@@ -280,9 +103,10 @@ static int composite_multi(struct tk_limiter *l, const char *key,
 	int rc = 0;
 
 	*m = (struct tk__multi){ .n = pol->n,
-				 .fn = composite_fn,
+				 .fn = tk__composite_fn,
 				 .ctx = s,
-				 .flags = s->op == OP_CHECK ? TK__T_CHECK : 0,
+				 .flags = s->op == TK__OP_CHECK ? TK__T_CHECK
+								: 0,
 				 .cost = s->cost,
 				 .kind = pol->kind,
 				 .now = &s->now };
@@ -298,46 +122,6 @@ static int composite_multi(struct tk_limiter *l, const char *key,
 		m->alg[i] = pol->dim[i].alg->id;
 		m->policy[i] = &pol->dim[i];
 	}
-	return rc;
-}
-
-/*
- * A check of a single policy, with everything that does not change from
- * one check to the next bound at open: the same store key, the same
- * transition and the same decision as run_single() with OP_CHECK, in
- * fewer layers.  @out is written only on success.
- */
-struct fast {
-	const struct tk__policy *p;
-	uint64_t now;
-	uint64_t cost;
-	struct tk_decision d;
-	int corrupt;
-};
-
-static int fast_fn(void *ctx, const uint64_t *old, uint64_t *next,
-		   uint64_t *expires_at)
-{
-	struct fast *f = ctx;
-	const struct tk__policy *p = f->p;
-	int rc;
-
-	memset(&f->d, 0, sizeof(f->d));
-	f->corrupt = 0;
-	rc = TK__INVALID;
-	if (old && p->alg->check_unvalidated)
-		rc = p->alg->check_unvalidated(p, old, f->now, f->cost, next,
-					       &f->d);
-	else if (old && p->alg->valid(p, p->state_words, old))
-		rc = p->alg->check(p, old, f->now, f->cost, next, &f->d);
-	else if (!old)
-		rc = p->alg->check(p, zeros, f->now, f->cost, next, &f->d);
-	if (rc == TK__INVALID) {
-		f->corrupt = 1;
-		rc = p->alg->check(p, zeros, f->now, f->cost, next, &f->d);
-	}
-	if (rc == TK__PERSIST)
-		*expires_at = expiry(p, next, f->cost, &f->d);
 	return rc;
 }
 
@@ -385,114 +169,74 @@ single_key(const struct tk_limiter *l, const char *key, size_t key_len,
 	return (long)(l->head_len + key_len);
 }
 
-/* A single policy's check by the store's apply(), at @now. */
-static inline __attribute__((always_inline)) int
-single_apply(struct tk_limiter *l, const unsigned char *buf, size_t len,
-	     uint64_t now, uint64_t cost, struct tk_decision *out)
-{
-	const struct tk__policy *p = l->single;
-	struct fast f;
-	struct tk__transform t;
-	int rc;
-
-	f.p = p;
-	f.now = now;
-	f.cost = cost;
-	f.corrupt = 0;
-	t = (struct tk__transform){
-		.fn = fast_fn,
-		.ctx = &f,
-		.words = p->state_words,
-		.flags = l->flags,
-		.alg = p->alg->id,
-		.policy = p,
-		.cost = cost,
-		.now = &f.now,
-	};
-	rc = l->store->ops->apply(l->store, buf, len, now, &t);
-	if (f.corrupt)
-		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
-	if (rc < 0)
-		return rc;
-	*out = f.d;
-	return 0;
-}
-
-static inline __attribute__((always_inline)) int
-check_single(struct tk_limiter *l, const char *key, size_t key_len,
-	     uint64_t now, uint64_t cost, struct tk_decision *out)
-{
-	unsigned char buf[TK__STORE_KEY_MAX];
-	long len = single_key(l, key, key_len, buf);
-	int rc;
-
-	if (len < 0)
-		return (int)len;
-	if (l->direct) {
-		rc = l->direct(l->store, buf, (size_t)len, now, l->single, cost,
-			       out);
-		if (rc != TK__DIRECT_NO) /* 0 or an error, as documented */
-			return rc;
-	}
-	return single_apply(l, buf, (size_t)len, now, cost, out);
-}
-
 /*
- * check_single() on a far store (lib/slot-store.h): the store reads the
- * clock from @now after hashing the key; the key is judged before.
+ * A check of a single policy, everything that does not change from one
+ * check to the next bound at open: the store's fast path decides it if
+ * it can (try_check()), else its apply() runs the policy's transition.
+ * At @now, or, with @late, at the time read from @late (by the store,
+ * once it has hashed the key).  @out is written only on success.
  */
 static inline __attribute__((always_inline)) int
-check_single_far(struct tk_limiter *l, const char *key, size_t key_len,
-		 struct tk__when *now, uint64_t cost, struct tk_decision *out)
+check_single(struct tk_limiter *l, const char *key, size_t key_len,
+	     uint64_t now, struct tk__when *late, uint64_t cost,
+	     struct tk_decision *out)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	long len = single_key(l, key, key_len, buf);
+	struct tk__transform t;
+	struct tk__step s;
 	int rc;
 
 	if (len < 0)
 		return (int)len;
-	rc = l->direct_far(l->store, buf, (size_t)len, now, l->single, cost,
-			   out);
-	if (rc != TK__DIRECT_NO)
-		return rc;
-	rc = tk__when_read(now);
-	if (rc)
-		return rc;
-	return single_apply(l, buf, (size_t)len, now->ns, cost, out);
+	if (l->try_check) {
+		rc = l->try_check(l->store, buf, (size_t)len, now, late,
+				  l->single, cost, out);
+		if (rc != TK__NOT_HERE) /* 0 or an error, as documented */
+			return rc;
+		if (late) {
+			rc = tk__when_read(late);
+			if (rc)
+				return rc;
+			now = late->ns;
+		}
+	}
+	tk__step_single(&s, TK__OP_CHECK, l->single, l->flags, now, cost, &t);
+	rc = l->store->ops->apply(l->store, buf, (size_t)len, now, &t);
+	return tk__step_done(l->store, &s, rc, out);
 }
 
 /* A composite: one key per dimension (@keys, or @key for all). */
 static int run_composite(struct tk_limiter *l, const char *key, size_t key_len,
-			 const struct tk_key *keys, struct step *s)
+			 const struct tk_key *keys, struct tk__step *s,
+			 enum tk__op op, uint64_t now, uint64_t cost)
 {
 	unsigned char buf[TK__MULTI_MAX * TK__STORE_KEY_MAX];
 	struct tk__multi m;
-	int rc = composite_multi(l, key, key_len, keys, s, buf, &m);
+	int rc;
 
+	*s = (struct tk__step){
+		.policy = l->policy, .op = op, .now = now, .cost = cost
+	};
+	rc = composite_multi(l, key, key_len, keys, s, buf, &m);
 	if (rc == 0)
 		rc = l->store->ops->apply_multi(l->store, s->now, &m);
 	return rc;
 }
 
-/* @keys: one per dimension, or NULL for @key in every dimension. */
+/* Any step but a single policy's check, at @now.  @keys: one per
+ * dimension, or NULL for @key in every dimension. */
 static int run(struct tk_limiter *l, const char *key, size_t key_len,
-	       const struct tk_key *keys, enum op op, uint64_t now,
+	       const struct tk_key *keys, enum tk__op op, uint64_t now,
 	       uint64_t cost, struct tk_decision *out)
 {
-	struct step s = {
-		.policy = l->policy, .op = op, .now = now, .cost = cost
-	};
+	struct tk__step s;
 	int rc;
 
 	rc = l->policy->kind == TK__SINGLE
-		     ? run_single(l, key, key_len, &s)
-		     : run_composite(l, key, key_len, keys, &s);
-	if (s.corrupt)
-		tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
-	if (rc < 0)
-		return rc;
-	*out = s.d;
-	return 0;
+		     ? run_single(l, key, key_len, &s, op, now, cost)
+		     : run_composite(l, key, key_len, keys, &s, op, now, cost);
+	return tk__step_done(l->store, &s, rc, out);
 }
 
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
@@ -546,13 +290,9 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 	}
 	if (l->policy->kind == TK__SINGLE) {
 		l->single = &l->policy->dim[0];
-		if (tk__gcra_family(l->single)) {
-			l->direct = l->store->ops->check_gcra;
-			l->direct_far = l->store->ops->check_gcra_far;
-		}
-		l->flags =
-			TK__T_CHECK |
-			(l->single->word_is_expiry ? TK__T_WORD_IS_EXPIRY : 0);
+		if (tk__gcra_family(l->single))
+			l->try_check = l->store->ops->try_check;
+		l->flags = tk__step_flags(TK__OP_CHECK, l->single);
 	}
 	*out = l;
 	return 0;
@@ -564,8 +304,7 @@ fail:
 
 void tk__limiter_generic(struct tk_limiter *l)
 {
-	l->direct = NULL;
-	l->direct_far = NULL;
+	l->try_check = NULL;
 }
 
 /*
@@ -597,34 +336,35 @@ static int keys_error(size_t n, const char *key, size_t key_len,
 	return keys ? rc : key_error(key, key_len);
 }
 
-/* One clock reading, one step: the common body of the single calls
- * (inlined: a check's operation and keys are then constants). */
+/*
+ * One clock reading, one step: the common body of the single calls
+ * (inlined: a check's operation and keys are then constants).  The clock
+ * is read first, unless the store's fast path reads it itself once it
+ * has hashed the key (tk__store_reads_clock()).
+ */
 static inline __attribute__((always_inline)) int
 run_now(struct tk_limiter *l, const char *key, size_t key_len,
-	const struct tk_key *keys, enum op op, uint64_t cost,
+	const struct tk_key *keys, enum tk__op op, uint64_t cost,
 	struct tk_decision *out)
 {
-	struct tk__when far;
+	struct tk__when late;
 	uint64_t now = 0;
 	int rc;
 
 	if (!l || !out)
 		return -EINVAL;
-	/* A far store, or a hot key a rival core writes too (struct
-	 * tk__last_write): the far order. */
-	if (op == OP_CHECK && l->direct_far &&
-	    (atomic_load_explicit(&l->store->far, memory_order_relaxed) ||
-	     tk__last_write.rival)) {
-		far = (struct tk__when){ l->clock, l->clock_id, 0 };
-		rc = check_single_far(l, key, key_len, &far, cost, out);
-		now = far.ns;
+	if (op == TK__OP_CHECK && l->try_check &&
+	    tk__store_reads_clock(l->store)) {
+		late = (struct tk__when){ l->clock, l->clock_id, 0 };
+		rc = check_single(l, key, key_len, 0, &late, cost, out);
+		now = late.ns;
 	} else {
 		rc = l->clock_id >= 0 ? tk__clock_gettime(l->clock_id, &now)
 				      : tk__clock_read(l->clock, &now);
 		if (rc == 0)
-			rc = l->single && op == OP_CHECK
-				     ? check_single(l, key, key_len, now, cost,
-						    out)
+			rc = l->single && op == TK__OP_CHECK
+				     ? check_single(l, key, key_len, now, NULL,
+						    cost, out)
 				     : run(l, key, key_len, keys, op, now, cost,
 					   out);
 		else if (l->fail != TK_FAIL_ERROR)
@@ -639,21 +379,21 @@ TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
 			    size_t key_len, uint64_t cost,
 			    struct tk_decision *out)
 {
-	return cost ? run_now(l, key, key_len, NULL, OP_CHECK, cost, out)
+	return cost ? run_now(l, key, key_len, NULL, TK__OP_CHECK, cost, out)
 		    : -EINVAL;
 }
 
 TK_API int tk_limiter_peek(struct tk_limiter *l, const char *key,
 			   size_t key_len, struct tk_decision *out)
 {
-	return run_now(l, key, key_len, NULL, OP_FORECAST, 0, out);
+	return run_now(l, key, key_len, NULL, TK__OP_FORECAST, 0, out);
 }
 
 TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 			       size_t key_len, uint64_t cost,
 			       struct tk_decision *out)
 {
-	return cost ? run_now(l, key, key_len, NULL, OP_FORECAST, cost, out)
+	return cost ? run_now(l, key, key_len, NULL, TK__OP_FORECAST, cost, out)
 		    : -EINVAL;
 }
 
@@ -663,7 +403,7 @@ TK_API int tk_limiter_forecast(struct tk_limiter *l, const char *key,
 /* One request of a batch: its step and what the store runs. */
 struct batch_req {
 	size_t req; /* its index in the batch */
-	struct step s;
+	struct tk__step s;
 	union {
 		struct tk__transform t;
 		struct tk__multi m;
@@ -699,19 +439,21 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 		if (rc[i])
 			continue;
 		br[m].req = i;
-		br[m].s = (struct step){ .policy = l->policy,
-					 .op = OP_CHECK,
-					 .now = now,
-					 .cost = reqs[i].cost };
 		items[m] = (struct tk__batch_item){ .rc = 0 };
-		if (l->policy->kind == TK__SINGLE) {
-			single_transform(&br[m].s, &br[m].u.t);
+		if (l->single) {
+			tk__step_single(&br[m].s, TK__OP_CHECK, l->single,
+					l->flags, now, reqs[i].cost,
+					&br[m].u.t);
 			compose_key(l, SINGLE, reqs[i].key, reqs[i].key_len,
 				    keys + at, &items[m].len);
 			items[m].key = keys + at;
 			items[m].t = &br[m].u.t;
 			at += items[m].len;
 		} else {
+			br[m].s = (struct tk__step){ .policy = l->policy,
+						     .op = TK__OP_CHECK,
+						     .now = now,
+						     .cost = reqs[i].cost };
 			composite_multi(l, reqs[i].key, reqs[i].key_len, NULL,
 					&br[m].s, keys + at, &br[m].u.m);
 			items[m].m = &br[m].u.m;
@@ -722,13 +464,9 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 	}
 	if (m)
 		l->store->ops->apply_batch(l->store, now, items, m);
-	for (i = 0; i < m; i++) {
-		if (br[i].s.corrupt)
-			tk_atomic_add_u64(&l->store->corrupt, 1, TK_MO_RELAXED);
-		rc[br[i].req] = items[i].rc < 0 ? items[i].rc : 0;
-		if (items[i].rc >= 0)
-			out[br[i].req] = br[i].s.d;
-	}
+	for (i = 0; i < m; i++)
+		rc[br[i].req] = tk__step_done(l->store, &br[i].s, items[i].rc,
+					      &out[br[i].req]);
 	free(keys);
 	free(items);
 	free(br);
@@ -765,12 +503,13 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 			     : clock_rc
 				     ? key_error(reqs[i].key, reqs[i].key_len)
 					       ?: clock_rc
-			     : l->single ? check_single(l, reqs[i].key,
-							reqs[i].key_len, now,
-							reqs[i].cost, &out[i])
-					 : run(l, reqs[i].key, reqs[i].key_len,
-					       NULL, OP_CHECK, now,
-					       reqs[i].cost, &out[i]);
+			     : l->single
+				     ? check_single(l, reqs[i].key,
+						    reqs[i].key_len, now, NULL,
+						    reqs[i].cost, &out[i])
+				     : run(l, reqs[i].key, reqs[i].key_len,
+					   NULL, TK__OP_CHECK, now,
+					   reqs[i].cost, &out[i]);
 		}
 		rc = fail_policy(l->fail, l->policy, now, rc, &out[i]);
 		if (rcs)
@@ -790,7 +529,7 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 	if (l->policy->kind == TK__SINGLE)
 		return tk_limiter_check(l, keys[0].key, keys[0].key_len, cost,
 					out);
-	return run_now(l, NULL, 0, keys, OP_CHECK, cost, out);
+	return run_now(l, NULL, 0, keys, TK__OP_CHECK, cost, out);
 }
 
 _Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
@@ -815,11 +554,11 @@ static unsigned int group_fail(struct tk_limiter *const *ls, size_t n)
  * states are the same in every group.
  */
 static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
-		     size_t n, uint64_t now, struct step *s)
+		     size_t n, uint64_t now, struct tk__step *s)
 {
 	unsigned char buf[TK__MULTI_MAX][TK__STORE_KEY_MAX];
 	const struct tk__policy *dims[TK__MULTI_MAX];
-	struct tk__multi m = { .fn = composite_fn,
+	struct tk__multi m = { .fn = tk__composite_fn,
 			       .ctx = s,
 			       .flags = TK__T_CHECK,
 			       .cost = s->cost,
@@ -848,10 +587,7 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	/* One any() limiter alone is its own composite. */
 	s->kind = ls[0]->policy->kind == TK__ANY ? TK__ANY : TK__ALL;
 	s->now = now;
-	rc = ls[0]->store->ops->apply_multi(ls[0]->store, now, &m);
-	if (s->corrupt)
-		tk_atomic_add_u64(&ls[0]->store->corrupt, 1, TK_MO_RELAXED);
-	return rc;
+	return ls[0]->store->ops->apply_multi(ls[0]->store, now, &m);
 }
 
 TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
@@ -859,10 +595,10 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 				  uint64_t cost, struct tk_decision *out,
 				  struct tk_decision *dims, size_t ndims)
 {
-	struct step s = { .op = OP_CHECK,
-			  .cost = cost,
-			  .dims = dims,
-			  .ndims = dims ? ndims : 0 };
+	struct tk__step s = { .op = TK__OP_CHECK,
+			      .cost = cost,
+			      .dims = dims,
+			      .ndims = dims ? ndims : 0 };
 	size_t i, total = 0;
 	uint64_t now = 0;
 	int rc;
@@ -882,11 +618,10 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 		return -EINVAL;
 	rc = tk__clock_read(ls[0]->clock, &now);
 	if (rc == 0)
-		rc = run_group(ls, keys, n, now, &s);
-	if (rc >= 0) {
-		*out = s.d;
+		rc = tk__step_done(ls[0]->store, &s,
+				   run_group(ls, keys, n, now, &s), out);
+	if (rc == 0)
 		return 0;
-	}
 	return fail_policy(group_fail(ls, n), ls[0]->policy, now, rc, out);
 }
 

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * slot-store.h - what the two stores on the slot table share: the zone
- * store (store-shm.c, a zone in shared memory) and the memory store
- * (store-memory.c, a private table that grows): a key's fingerprint, the
- * kind of slot a transition needs, and the direct GCRA check on a word
- * slot.
+ * slot-store.h - the store on the slot table (store-slot.c), which the
+ * zone store (store-shm.c, a zone in shared memory) and the memory store
+ * (store-memory.c, a private table that grows) both are: its handle, the
+ * operations it runs for both, and the inline steps of its hot path (a
+ * key's fingerprint, the kind of slot a transition needs, the direct
+ * check on a word slot).  Each store file keeps only what differs: how
+ * it opens, counts its keys and closes.
  */
 #ifndef TK_SLOT_STORE_H
 #define TK_SLOT_STORE_H
 
 #include "internal.h"
 #include "gcra.h"
+#include "keyhash.h"
+#include "reclaimer.h"
 #include "../shm/word.h"
 
 #include <stdatomic.h>
@@ -43,14 +47,15 @@ static inline int tk__slot_block(const struct tk__transform *t)
 }
 
 /*
- * When a check reads its clock: before hashing its key (check_gcra(),
- * the limiter reads it), or after, with the key's slot prefetched
- * (check_gcra_far(), the store reads it).  The clock's ordered TSC read
+ * When a check reads its clock: before hashing its key (the limiter
+ * reads it and hands try_check() the time), or after, with the key's slot
+ * prefetched (try_check() reads it).  The clock's ordered TSC read
  * waits for the instructions before it, so a hash before it (ten AES
  * rounds) adds to every check; but a table larger than a core's cache
  * misses on most slots, and a prefetch issued before the clock read
  * overlaps the miss with it, which is worth more (bench/README.md,
- * "2026-11-26").  A store sets its @far while its table is that large.
+ * "2026-11-26").  A store sets its @far while its table is that large
+ * (tk__store_reads_clock()).
  */
 static inline __attribute__((always_inline)) int
 tk__slot_prefetch_then_read(struct tk__zone *z, const struct tk__zone_key *k,
@@ -95,7 +100,7 @@ static inline void tk__slot_wrote(const struct tk__zone_word *w, uint64_t word)
  * found in @z (shm/word.h), the algorithm's own step on its word (gcra.h),
  * the slot updated by the CAS the table's apply would make.  Returns 0
  * with the decision in *@d (*@denied set for a denial), a negative errno,
- * or TK__DIRECT_NO before anything is written for anything but the plain
+ * or TK__NOT_HERE before anything is written for anything but the plain
  * case (no slot yet, an insert of the key under way, a sweep due, a state
  * of another shape or that does not validate, the slot changed twice under
  * us): the limiter then runs the store's apply, which decides as it
@@ -116,7 +121,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 	for (round = 0; round < TK__SLOT_DIRECT_ROUNDS; round++) {
 		if (!tk__zone_word_find(z, k, cand, now, &w) ||
 		    !tk__gcra_valid(p, 1, &w.w1))
-			return TK__DIRECT_NO;
+			return TK__NOT_HERE;
 		rc = tk__gcra_step(p, &w.w1, now, cost, &step);
 		if (rc < 0)
 			return rc;
@@ -135,7 +140,65 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 		*denied = rc == TK__KEEP;
 		return 0;
 	}
-	return TK__DIRECT_NO;
+	return TK__NOT_HERE;
 }
+
+/* The tables a slot store runs on (struct tk__slot_store's kind). */
+#define TK__SLOT_ZONE 0	 /* a zone: every touch under its fault guard */
+#define TK__SLOT_TABLE 1 /* a private table: every touch under RCU */
+
+/* Ns between the reclaimer thread's sweeps unless the options say. */
+#define TK__SLOT_RECLAIM_INTERVAL UINT64_C(1000000000)
+
+struct tk__slot_store {
+	struct tk_store base;
+	int kind;		      /* TK__SLOT_* */
+	struct tk__zone *zone;	      /* TK__SLOT_ZONE */
+	struct tk__table *table;      /* TK__SLOT_TABLE */
+	struct tk__keyhash_key kh;    /* the secret, prepared */
+	struct tk__zone_tally *tally; /* checks and denials */
+	uint64_t near_max;	      /* tk__slot_near_max() */
+	_Atomic uint64_t growths;     /* of the table, as far was last set */
+	int use_thread;
+	struct tk__reclaimer reclaimer; /* when use_thread */
+};
+
+/*
+ * What every slot store sets as it opens, once its table is there: the
+ * clock (@o's, else the system's), far for its table's size, and the
+ * reclaimer thread (if @use_thread; started by the first apply) sweeping
+ * every @o->reclaim_interval ns or TK__SLOT_RECLAIM_INTERVAL.
+ */
+void tk__slot_init(struct tk__slot_store *s, const struct tk_options *o,
+		   int use_thread);
+/* Stop the reclaimer thread, if the store has one (close). */
+void tk__slot_stop(struct tk__slot_store *s);
+
+/*
+ * The operations both stores share (struct tk__store_ops), one instance
+ * per kind of table, each compiled for it: the zone's, and the private
+ * table's with RCU sections that are light (tk__rcu_light()) or fenced.
+ */
+int tk__slot_zone_apply(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now,
+			const struct tk__transform *t);
+int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
+			 size_t len, uint64_t now,
+			 const struct tk__transform *t);
+int tk__slot_zone_try(struct tk_store *s, const unsigned char *key, size_t len,
+		      uint64_t now, struct tk__when *late,
+		      const struct tk__policy *p, uint64_t cost,
+		      struct tk_decision *d);
+int tk__slot_table_try(struct tk_store *s, const unsigned char *key, size_t len,
+		       uint64_t now, struct tk__when *late,
+		       const struct tk__policy *p, uint64_t cost,
+		       struct tk_decision *d);
+int tk__slot_fenced_try(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now, struct tk__when *late,
+			const struct tk__policy *p, uint64_t cost,
+			struct tk_decision *d);
+int tk__slot_apply_multi(struct tk_store *s, uint64_t now,
+			 const struct tk__multi *m);
+int tk__slot_reset(struct tk_store *s, const unsigned char *key, size_t len);
 
 #endif /* TK_SLOT_STORE_H */

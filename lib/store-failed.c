@@ -14,8 +14,8 @@
  * - The store opened is published once (CAS from NULL, release) and then
  *   serves every step until the failed store is closed.  An opener that
  *   loses that CAS (an open slower than a second) closes its own.
- * - The limiter binds no direct GCRA path to this store (it has none), so
- *   a recovered store runs every check through apply(): the same
+ * - The limiter binds no fast path to this store (it has no try_check()),
+ *   so a recovered store runs every check through apply(): the same
  *   decisions by the same algorithms, a little slower.
  */
 #include "internal.h"

@@ -21,11 +21,13 @@
  * file is truncated under us, the call returns -EPROTO instead of dying of
  * SIGBUS, and the zone is broken for good (every later call of every store
  * on it returns -EPROTO at once; a new open maps the file afresh).
+ *
+ * The operations themselves are the slot store's (store-slot.c), which
+ * the memory store shares; this file attaches the zone, reads its
+ * counters and detaches.
  */
 #include "internal.h"
-#include "atomic.h"
 #include "keyhash.h"
-#include "reclaimer.h"
 #include "slot-store.h"
 #include "tally.h"
 
@@ -33,240 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ck_pr.h>
-
-struct shm_store {
-	struct tk_store base;
-	struct tk__zone *zone;
-	struct tk__keyhash_key kh;	/* the zone's secret, prepared */
-	struct tk__zone_tally *tally;	/* the mapping's, shared */
-	int want_thread;		/* TK_OPT_ZONE_RECLAIMER */
-	struct tk__reclaimer reclaimer; /* when want_thread */
-};
-
-struct sweep_call {
-	struct tk__zone *zone;
-	uint64_t now;
-};
-
-static int sweep_all(void *ctx)
+static struct tk__slot_store *shm_of(struct tk_store *base)
 {
-	struct sweep_call *c = ctx;
-
-	tk__zone_sweep_all(c->zone, c->now);
-	return 0;
-}
-
-/* The reclaimer thread's sweep: a broken zone is left alone. */
-static void sweep_zone(void *arg, uint64_t now)
-{
-	struct shm_store *s = arg;
-	struct sweep_call c = { s->zone, now };
-
-	tk__zone_run(s->zone, sweep_all, &c);
-}
-
-/*
- * One keyed hash gives both: the fingerprint is its low 56 bits (and the
- * shape of the state: its kind and algorithm @alg), the position a
- * bijective mix of all 64 (so two keys that share a window still differ
- * in ~56 fingerprint bits, and positions stay as secret as the hash).
- */
-static inline __attribute__((always_inline)) void
-key_of(const struct shm_store *s, const unsigned char *key, size_t len,
-       int block, uint32_t alg, struct tk__zone_key *k)
-{
-	uint64_t h = tk__keyhash_fast(&s->kh, key, len);
-
-	k->fp = tk__slot_fp(h, block, alg);
-	k->pos = tk__zone_mix(h);
-}
-
-/* Under a guard (tk__zone_run()), as everything below that touches the
- * zone. */
-static inline __attribute__((always_inline)) void tally(struct shm_store *s,
-							int denied)
-{
-	int due = tk__tally_count(s->tally, denied);
-
-	if (due >= 0)
-		tk__tally_flush(s->zone, s->tally, due);
-}
-
-struct apply_call {
-	struct shm_store *s;
-	const struct tk__zone_key *k;
-	uint64_t now;
-	const struct tk__transform *t;
-};
-
-static int apply(void *ctx)
-{
-	struct apply_call *c = ctx;
-	int rc;
-
-	rc = tk__zone_apply(c->s->zone, c->k, c->now, c->t->words, c->t->fn,
-			    c->t->ctx);
-	tk__zone_maybe_sweep(c->s->zone, c->k, c->now);
-	if (rc >= 0 && (c->t->flags & TK__T_CHECK))
-		tally(c->s, rc == TK__ZONE_KEEP);
-	return rc;
-}
-
-struct direct_call {
-	struct shm_store *s;
-	const struct tk__zone_key *k;
-	const struct tkz_cand *cand; /* the key's candidates, or NULL */
-	uint64_t now;
-	const struct tk__policy *p;
-	uint64_t cost;
-	struct tk_decision *d;
-};
-
-/* slot-store.h's direct check, counted like any other. */
-static inline __attribute__((always_inline)) int direct(void *ctx)
-{
-	struct direct_call *c = ctx;
-	int denied, rc;
-
-	rc = tk__slot_direct(c->s->zone, c->k, c->cand, c->now, c->p, c->cost,
-			     c->d, &denied);
-	if (rc == 0)
-		tally(c->s, denied);
-	return rc;
-}
-
-static int shm_apply(struct tk_store *base, const unsigned char *key,
-		     size_t len, uint64_t now, const struct tk__transform *t)
-{
-	struct shm_store *s = (struct shm_store *)base;
-	struct tk__zone_key k;
-	struct apply_call c = { s, &k, now, t };
-	int rc;
-
-	if (s->want_thread)
-		tk__reclaimer_ensure(&s->reclaimer);
-	key_of(s, key, len, tk__slot_block(t), t->alg, &k);
-	rc = tk__zone_run(s->zone, apply, &c);
-	if (rc < 0)
-		return rc;
-	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
-}
-
-/* Both checks of a GCRA state (a word key): at @now, or, with @far, at
- * the time read from @far after the key's slot is prefetched. */
-static inline __attribute__((always_inline)) int
-check_gcra(struct tk_store *base, const unsigned char *key, size_t len,
-	   uint64_t now, struct tk__when *far, const struct tk__policy *p,
-	   uint64_t cost, struct tk_decision *d)
-{
-	struct shm_store *s = (struct shm_store *)base;
-	struct tk__zone_key k;
-	struct tkz_cand cand;
-	struct direct_call c = { s, &k, NULL, now, p, cost, d };
-	int rc;
-
-	if (s->want_thread)
-		tk__reclaimer_ensure(&s->reclaimer);
-	/* A GCRA state is a word key. */
-	key_of(s, key, len, 0, p->alg->id, &k);
-	if (far) {
-		rc = tk__slot_prefetch_then_read(s->zone, &k, &cand, far);
-		if (rc)
-			return rc;
-		c.cand = &cand;
-		c.now = far->ns;
-	}
-	return tk__zone_run(s->zone, direct, &c);
-}
-
-static int shm_check_gcra(struct tk_store *base, const unsigned char *key,
-			  size_t len, uint64_t now, const struct tk__policy *p,
-			  uint64_t cost, struct tk_decision *d)
-{
-	return check_gcra(base, key, len, now, NULL, p, cost, d);
-}
-
-static int shm_check_gcra_far(struct tk_store *base, const unsigned char *key,
-			      size_t len, struct tk__when *now,
-			      const struct tk__policy *p, uint64_t cost,
-			      struct tk_decision *d)
-{
-	return check_gcra(base, key, len, 0, now, p, cost, d);
-}
-
-struct multi_call {
-	struct shm_store *s;
-	const struct tk__zone_key *k;
-	uint64_t now;
-	const struct tk__multi *m;
-};
-
-static int apply_multi(void *ctx)
-{
-	struct multi_call *c = ctx;
-	size_t i;
-	int rc;
-
-	rc = tk__zone_apply_multi(c->s->zone, c->m->n, c->k, c->m->words,
-				  c->now, c->m->fn, c->m->ctx);
-	for (i = 0; i < c->m->n; i++)
-		tk__zone_maybe_sweep(c->s->zone, &c->k[i], c->now);
-	if (rc >= 0 && (c->m->flags & TK__T_CHECK))
-		tally(c->s, rc == TK__ZONE_KEEP);
-	return rc;
-}
-
-/* Composites: every dimension's state in a block, one atomic step over
- * all of them (shm/mcas.c). */
-static int shm_apply_multi(struct tk_store *base, uint64_t now,
-			   const struct tk__multi *m)
-{
-	struct shm_store *s = (struct shm_store *)base;
-	struct tk__zone_key k[TK__ZONE_MULTI_MAX];
-	struct multi_call c = { s, k, now, m };
-	size_t i;
-	int rc;
-
-	if (m->n > TK__ZONE_MULTI_MAX)
-		return -ENOTSUP;
-	if (s->want_thread)
-		tk__reclaimer_ensure(&s->reclaimer);
-	for (i = 0; i < m->n; i++)
-		key_of(s, m->key[i], m->len[i], 1, m->alg[i], &k[i]);
-	rc = tk__zone_run(s->zone, apply_multi, &c);
-	if (rc == -E2BIG)
-		return -ENOTSUP;
-	if (rc < 0)
-		return rc;
-	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
-}
-
-struct reset_call {
-	struct tk__zone *zone;
-	struct tk__zone_key k;
-};
-
-static int reset(void *ctx)
-{
-	struct reset_call *c = ctx;
-
-	/* Slots match by key, whatever the shape of the state they hold. */
-	return tk__zone_reset(c->zone, &c->k);
-}
-
-static int shm_reset(struct tk_store *base, const unsigned char *key,
-		     size_t len)
-{
-	struct shm_store *s = (struct shm_store *)base;
-	struct reset_call c = { .zone = s->zone };
-
-	key_of(s, key, len, 0, TK__ALG_GCRA, &c.k);
-	return tk__zone_run(s->zone, reset, &c);
+	return (struct tk__slot_store *)base;
 }
 
 struct stats_call {
-	struct shm_store *s;
+	struct tk__slot_store *s;
 	struct tk_stats *out;
 };
 
@@ -293,7 +68,7 @@ static int stats(void *ctx)
 
 static void shm_stats(struct tk_store *base, struct tk_stats *out)
 {
-	struct shm_store *s = (struct shm_store *)base;
+	struct tk__slot_store *s = shm_of(base);
 	struct stats_call c = { s, out };
 
 	/* After a fault the counters are not the zone's: tk_store_stats()
@@ -306,14 +81,12 @@ static void shm_stats(struct tk_store *base, struct tk_stats *out)
 /* A zone truncated under this process: every call fails from then on. */
 static int shm_failed(struct tk_store *base)
 {
-	struct shm_store *s = (struct shm_store *)base;
-
-	return tk__zone_broken(s->zone) ? -EPROTO : 0;
+	return tk__zone_broken(shm_of(base)->zone) ? -EPROTO : 0;
 }
 
 static int flush_call(void *ctx)
 {
-	struct shm_store *s = ctx;
+	struct tk__slot_store *s = ctx;
 
 	tk__tally_flush(s->zone, s->tally, -1);
 	return 0;
@@ -321,10 +94,9 @@ static int flush_call(void *ctx)
 
 static void shm_close(struct tk_store *base)
 {
-	struct shm_store *s = (struct shm_store *)base;
+	struct tk__slot_store *s = shm_of(base);
 
-	if (s->want_thread)
-		tk__reclaimer_destroy(&s->reclaimer);
+	tk__slot_stop(s);
 	tk__zone_run(s->zone, flush_call, s);
 	tk__zone_close_shared(s->zone);
 	free(s);
@@ -332,11 +104,10 @@ static void shm_close(struct tk_store *base)
 
 static const struct tk__store_ops shm_ops = {
 	.name = "shm",
-	.apply = shm_apply,
-	.check_gcra = shm_check_gcra,
-	.check_gcra_far = shm_check_gcra_far,
-	.apply_multi = shm_apply_multi,
-	.reset = shm_reset,
+	.apply = tk__slot_zone_apply,
+	.try_check = tk__slot_zone_try,
+	.apply_multi = tk__slot_apply_multi,
+	.reset = tk__slot_reset,
 	.stats = shm_stats,
 	.failed = shm_failed,
 	.close = shm_close,
@@ -376,7 +147,7 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o)
 {
 	struct tk__zone_config cfg;
-	struct shm_store *s;
+	struct tk__slot_store *s;
 	int rc;
 
 	rc = tk__zone_config_from(o, &cfg);
@@ -399,14 +170,8 @@ int tk__shm_open(struct tk_store **out, const char *name,
 				  ? TK__KEYHASH_SIP13
 				  : TK__KEYHASH_CMAC);
 	s->base.ops = &shm_ops;
-	s->base.clock = o->clock ? o->clock : tk_clock_system();
-	s->want_thread = !!(o->flags & TK_OPT_ZONE_RECLAIMER);
-	tk__slot_far_update(&s->base, tk__zone_geo(s->zone)->capacity,
-			    tk__slot_near_max());
-	if (s->want_thread)
-		tk__reclaimer_init(&s->reclaimer, sweep_zone, s, s->base.clock,
-				   o->reclaim_interval ? o->reclaim_interval
-						       : UINT64_C(1000000000));
+	s->kind = TK__SLOT_ZONE;
+	tk__slot_init(s, o, !!(o->flags & TK_OPT_ZONE_RECLAIMER));
 	*out = &s->base;
 	return 0;
 }

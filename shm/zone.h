@@ -257,6 +257,26 @@ static inline int tk__zone_broken(const struct tk__zone *z)
 }
 
 /*
+ * tk__zone_run() in two halves, for a caller whose code between them is
+ * inline rather than a callback: tk__zone_enter() returns -EPROTO if the
+ * zone is broken already (then run nothing and skip the leave), else 0;
+ * tk__zone_leave() returns @rc, or -EPROTO if a fault broke the zone
+ * meanwhile.
+ */
+static inline int tk__zone_enter(struct tk__zone *z)
+{
+	return tk__zone_broken(z) ? -EPROTO : 0;
+}
+
+static inline int tk__zone_leave(struct tk__zone *z, int rc)
+{
+	/* Pairs with the store fence of the SIGBUS handler (guard.c): a
+	 * call that read its zero pages sees the mark. */
+	ck_pr_fence_load();
+	return tk__zone_broken(z) ? -EPROTO : rc;
+}
+
+/*
  * Run @fn(@ctx), which touches @z's mapping: a fault on it (the file was
  * truncated: SIGBUS) lets @fn finish on zero pages instead of killing the
  * process, and makes this return -EPROTO; so does a zone broken before
@@ -266,15 +286,9 @@ static inline int tk__zone_broken(const struct tk__zone *z)
 static inline int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx),
 			       void *ctx)
 {
-	int rc;
+	int rc = tk__zone_enter(z);
 
-	if (tk__zone_broken(z))
-		return -EPROTO;
-	rc = fn(ctx);
-	/* Pairs with the store fence of the SIGBUS handler (guard.c): a
-	 * call that read its zero pages sees the mark. */
-	ck_pr_fence_load();
-	return tk__zone_broken(z) ? -EPROTO : rc;
+	return rc ? rc : tk__zone_leave(z, fn(ctx));
 }
 uint64_t *tk__zone_pagetable(struct tk__zone *z);
 struct tkz_cell *tk__zone_cells(struct tk__zone *z);

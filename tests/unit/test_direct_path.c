@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_direct_path.c - a zone's direct path for GCRA and the token bucket
- * (lib/store-shm.c's check_gcra, shm/word.h) decides exactly as the
+ * (try_check() in lib/store-slot.c, shm/word.h) decides exactly as the
  * generic apply() with its transition callback.
  *
  * Two zones start as byte-identical copies of one file (one secret, so
@@ -404,8 +404,9 @@ static void test_same_as_generic(void **state)
 		timeline(seeds[i], 1);
 }
 
-/* The memory store's direct path (lib/store-memory.c) likewise, on
- * decisions: eviction, expiry and clock steps, single-threaded. */
+/* The memory store's direct path (the same, on a private table)
+ * likewise, on decisions: eviction, expiry and clock steps,
+ * single-threaded. */
 static void test_memory_same_as_generic(void **state)
 {
 	static const uint64_t seeds[] = { 3, 0xfeed, 777 };

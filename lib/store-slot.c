@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * store-slot.c - the store on the slot table, written once for both
+ * tables it runs on: a zone in shared memory (store-shm.c) and a private
+ * table that grows (store-memory.c).
+ *
+ * - A key is its fingerprint: the low 56 bits of its keyed hash
+ *   (tk__keyhash(), lib/keyhash.c) under the store's secret, and the
+ *   shape of its state (tk__slot_fp()).  A zone places it by a mix of the
+ *   whole hash; a private table by a mix of the fingerprint alone, so
+ *   that a growth can move it without the key (shm/grow.c).
+ * - A state of one word that is its own expiry time lives in the key's
+ *   slot; larger states in blocks; a composite's dimensions are block
+ *   keys updated together by one multi-key step (shm/mcas.c).
+ * - Every touch of a zone runs under its fault guard (tk__zone_enter(),
+ *   _leave()): a file truncated under us gives -EPROTO, not SIGBUS.
+ *   Every touch of a private table runs in an RCU read-side section
+ *   (lib/rcu.h), since a growth frees the tables it leaves behind after
+ *   grace periods.  These and the table's own calls are where the two
+ *   kinds differ; each operation is compiled once per kind (the kind a
+ *   constant), so that neither pays for the other on its hot path.
+ * - Checks and denials are counted per thread (lib/tally.h); a zone's
+ *   counts reach the zone's shared counters in batches.
+ */
+#include "internal.h"
+#include "rcu.h"
+#include "slot-store.h"
+#include "tally.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define ALWAYS static inline __attribute__((always_inline))
+
+static struct tk__slot_store *slot_of(struct tk_store *base)
+{
+	return (struct tk__slot_store *)base;
+}
+
+/*
+ * Start the reclaimer thread if the store has one and this process does
+ * not run it yet.  The test made first is the one that settles it on
+ * each kind's default: a memory store has a thread (is it running?), a
+ * zone none (does it want one?).
+ */
+ALWAYS void before(struct tk__slot_store *s, int kind)
+{
+	if (kind == TK__SLOT_TABLE) {
+		if (caa_likely(tk__reclaimer_running(&s->reclaimer)))
+			return;
+		if (s->use_thread)
+			tk__reclaimer_start(&s->reclaimer);
+	} else if (s->use_thread) {
+		tk__reclaimer_ensure(&s->reclaimer);
+	}
+}
+
+ALWAYS void key_of(const struct tk__slot_store *s, int kind,
+		   const unsigned char *key, size_t len, int block,
+		   uint32_t alg, struct tk__zone_key *k)
+{
+	uint64_t h = tk__keyhash_fast(&s->kh, key, len);
+
+	k->fp = tk__slot_fp(h, block, alg);
+	/* A zone's position mixes all 64 bits, so that two keys sharing a
+	 * window still differ in ~56 fingerprint bits. */
+	k->pos = kind == TK__SLOT_ZONE ? tk__zone_mix(h) : tk__table_pos(k->fp);
+}
+
+/* Enter and leave a private table's RCU section (@light: the hot path's
+ * light one, tk__rcu_light()); a zone needs none. */
+ALWAYS unsigned long *section(int kind, int light)
+{
+	if (kind == TK__SLOT_ZONE)
+		return NULL;
+	if (light)
+		return tk__rcu_light_lock();
+	tk__rcu_read_lock();
+	return NULL;
+}
+
+ALWAYS void section_end(int kind, int light, unsigned long *ctr)
+{
+	if (kind == TK__SLOT_ZONE)
+		return;
+	if (light)
+		tk__rcu_light_unlock(ctr);
+	else
+		tk__rcu_read_unlock();
+}
+
+/* Enter and leave a zone's fault guard; a private table needs none.
+ * guard() returns 0 or the zone's -EPROTO (then skip guard_end()). */
+ALWAYS int guard(const struct tk__slot_store *s, int kind)
+{
+	return kind == TK__SLOT_ZONE ? tk__zone_enter(s->zone) : 0;
+}
+
+ALWAYS int guard_end(const struct tk__slot_store *s, int kind, int rc)
+{
+	return kind == TK__SLOT_ZONE ? tk__zone_leave(s->zone, rc) : rc;
+}
+
+/* The table keys are inserted in (in a section, as everything below). */
+ALWAYS struct tk__zone *zone_of(struct tk__slot_store *s, int kind)
+{
+	return kind == TK__SLOT_ZONE ? s->zone : tk__table_zone(s->table);
+}
+
+/* A check decided (@denied: a denial), counted; a zone's batch reaches
+ * its shared counters every TK__TALLY_FLUSH checks. */
+ALWAYS void counted(struct tk__slot_store *s, int kind, int denied)
+{
+	int due;
+
+	if (kind == TK__SLOT_TABLE) {
+		tk__tally_add(s->tally, denied);
+		return;
+	}
+	due = tk__tally_count(s->tally, denied);
+	if (due >= 0)
+		tk__tally_flush(s->zone, s->tally, due);
+}
+
+/* After an insert may have grown a private table, or a pass shrunk it:
+ * is it far now? */
+ALWAYS void grown(struct tk__slot_store *s, int kind)
+{
+	uint64_t g;
+
+	if (kind == TK__SLOT_ZONE)
+		return;
+	g = tk__table_growths(s->table);
+	/* One load when nothing changed: applies come here by the million. */
+	if (g == atomic_load_explicit(&s->growths, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&s->growths, g, memory_order_relaxed);
+	tk__slot_far_update(&s->base, tk__zone_geo(zone_of(s, kind))->capacity,
+			    s->near_max);
+}
+
+/* What a table's step @rc (counted if it decided a check, @flags having
+ * TK__T_CHECK) means to the limiter. */
+ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc)
+{
+	if (rc >= 0 && (flags & TK__T_CHECK))
+		counted(s, kind, rc == TK__ZONE_KEEP);
+	if (rc == -E2BIG)
+		return -ENOTSUP; /* a state larger than a block holds */
+	if (rc < 0)
+		return rc;
+	return rc == TK__ZONE_PERSIST ? TK__PERSIST : TK__KEEP;
+}
+
+ALWAYS int apply(struct tk_store *base, const unsigned char *key, size_t len,
+		 uint64_t now, const struct tk__transform *t, int kind)
+{
+	struct tk__slot_store *s = slot_of(base);
+	struct tk__zone_key k;
+	unsigned long *ctr;
+	int rc;
+
+	before(s, kind);
+	key_of(s, kind, key, len, tk__slot_block(t), t->alg, &k);
+	ctr = section(kind, 0);
+	rc = guard(s, kind);
+	if (rc == 0) {
+		rc = kind == TK__SLOT_ZONE
+			     ? tk__zone_apply(s->zone, &k, now, t->words, t->fn,
+					      t->ctx)
+			     : tk__table_apply(s->table, &k, now, t->words,
+					       t->fn, t->ctx);
+		tk__zone_maybe_sweep(zone_of(s, kind), &k, now);
+		grown(s, kind);
+		rc = result(s, kind, t->flags, rc);
+		rc = guard_end(s, kind, rc);
+	}
+	section_end(kind, 0, ctr);
+	return rc;
+}
+
+int tk__slot_zone_apply(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now, const struct tk__transform *t)
+{
+	return apply(s, key, len, now, t, TK__SLOT_ZONE);
+}
+
+int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
+			 size_t len, uint64_t now,
+			 const struct tk__transform *t)
+{
+	return apply(s, key, len, now, t, TK__SLOT_TABLE);
+}
+
+/* The direct check (slot-store.h) on @z, under the guard, counted. */
+ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
+		  const struct tk__zone_key *k, const struct tkz_cand *cand,
+		  uint64_t now, const struct tk__policy *p, uint64_t cost,
+		  struct tk_decision *d)
+{
+	int denied = 0, rc = guard(s, kind);
+
+	if (rc)
+		return rc;
+	rc = tk__slot_direct(z, k, cand, now, p, cost, d, &denied);
+	if (rc == 0)
+		counted(s, kind, denied);
+	return guard_end(s, kind, rc);
+}
+
+/*
+ * try_check() (struct tk__store_ops): a check of a word key in place, at
+ * @now, or, with @late, at the time read from @late once the key's slot
+ * is prefetched (slot-store.h).  TK__NOT_HERE where the direct check does
+ * not decide, or while a private table's keys move to a new one (apply()
+ * pulls them first).  @light: the RCU section's kind.
+ */
+ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
+		 uint64_t now, struct tk__when *late,
+		 const struct tk__policy *p, uint64_t cost,
+		 struct tk_decision *d, int kind, int light)
+{
+	struct tk__slot_store *s = slot_of(base);
+	struct tk__zone *z;
+	struct tk__zone_key k;
+	struct tkz_cand cand;
+	unsigned long *ctr;
+	int rc;
+
+	before(s, kind);
+	key_of(s, kind, key, len, 0, p->alg->id, &k);
+	ctr = section(kind, light);
+	z = zone_of(s, kind);
+	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {
+		rc = TK__NOT_HERE;
+	} else if (!late) {
+		rc = direct(s, kind, z, &k, NULL, now, p, cost, d);
+	} else {
+		rc = tk__slot_prefetch_then_read(z, &k, &cand, late);
+		if (rc == 0)
+			rc = direct(s, kind, z, &k, &cand, late->ns, p, cost,
+				    d);
+	}
+	section_end(kind, light, ctr);
+	return rc;
+}
+
+/* check() compiled apart for either time, so that neither carries the
+ * other's registers and branches. */
+ALWAYS int check_at(struct tk_store *s, const unsigned char *key, size_t len,
+		    uint64_t now, struct tk__when *late,
+		    const struct tk__policy *p, uint64_t cost,
+		    struct tk_decision *d, int kind, int light)
+{
+	if (late)
+		return check(s, key, len, 0, late, p, cost, d, kind, light);
+	return check(s, key, len, now, NULL, p, cost, d, kind, light);
+}
+
+int tk__slot_zone_try(struct tk_store *s, const unsigned char *key, size_t len,
+		      uint64_t now, struct tk__when *late,
+		      const struct tk__policy *p, uint64_t cost,
+		      struct tk_decision *d)
+{
+	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_ZONE, 0);
+}
+
+int tk__slot_table_try(struct tk_store *s, const unsigned char *key, size_t len,
+		       uint64_t now, struct tk__when *late,
+		       const struct tk__policy *p, uint64_t cost,
+		       struct tk_decision *d)
+{
+	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_TABLE, 1);
+}
+
+int tk__slot_fenced_try(struct tk_store *s, const unsigned char *key,
+			size_t len, uint64_t now, struct tk__when *late,
+			const struct tk__policy *p, uint64_t cost,
+			struct tk_decision *d)
+{
+	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_TABLE, 0);
+}
+
+ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,
+		       const struct tk__multi *m)
+{
+	struct tk__zone_key k[TK__ZONE_MULTI_MAX];
+	unsigned long *ctr;
+	size_t i;
+	int rc;
+
+	if (m->n > TK__ZONE_MULTI_MAX)
+		return -ENOTSUP;
+	before(s, kind);
+	for (i = 0; i < m->n; i++)
+		key_of(s, kind, m->key[i], m->len[i], 1, m->alg[i], &k[i]);
+	ctr = section(kind, 0);
+	rc = guard(s, kind);
+	if (rc == 0) {
+		rc = kind == TK__SLOT_ZONE
+			     ? tk__zone_apply_multi(s->zone, m->n, k, m->words,
+						    now, m->fn, m->ctx)
+			     : tk__table_apply_multi(s->table, m->n, k,
+						     m->words, now, m->fn,
+						     m->ctx);
+		for (i = 0; i < m->n; i++)
+			tk__zone_maybe_sweep(zone_of(s, kind), &k[i], now);
+		grown(s, kind);
+		rc = guard_end(s, kind, result(s, kind, m->flags, rc));
+	}
+	section_end(kind, 0, ctr);
+	return rc;
+}
+
+/* Composites: every dimension's state in a block, one atomic step over
+ * all of them. */
+int tk__slot_apply_multi(struct tk_store *base, uint64_t now,
+			 const struct tk__multi *m)
+{
+	struct tk__slot_store *s = slot_of(base);
+
+	return s->kind == TK__SLOT_ZONE
+		       ? apply_multi(s, TK__SLOT_ZONE, now, m)
+		       : apply_multi(s, TK__SLOT_TABLE, now, m);
+}
+
+int tk__slot_reset(struct tk_store *base, const unsigned char *key, size_t len)
+{
+	struct tk__slot_store *s = slot_of(base);
+	struct tk__zone_key k;
+	int rc;
+
+	/* Slots match by key, whatever the shape of the state they hold.
+	 * A reset judges nothing by time (a move it makes reads every
+	 * state as live): no clock. */
+	key_of(s, s->kind, key, len, 0, TK__ALG_GCRA, &k);
+	if (s->kind == TK__SLOT_ZONE) {
+		rc = tk__zone_enter(s->zone);
+		return rc ? rc
+			  : tk__zone_leave(s->zone,
+					   tk__zone_reset(s->zone, &k));
+	}
+	tk__rcu_read_lock();
+	rc = tk__table_reset(s->table, &k, 0);
+	tk__rcu_read_unlock();
+	return rc;
+}
+
+static void synchronize(void)
+{
+	tk__rcu_synchronize();
+}
+
+/*
+ * The reclaimer thread's pass: expired states (a broken zone is left
+ * alone).  Of a private table, first the keys a growth left to move, if
+ * the checks have not moved them all; after the states, the tables
+ * growths retired (outside any section: it waits for grace periods);
+ * then, if the table is mostly empty, a smaller one, its keys moved at
+ * once (the next pass frees the table they left).
+ */
+static void sweep_everything(void *arg, uint64_t now)
+{
+	struct tk__slot_store *s = arg;
+
+	if (s->kind == TK__SLOT_ZONE) {
+		if (tk__zone_enter(s->zone) == 0) {
+			tk__zone_sweep_all(s->zone, now);
+			tk__zone_leave(s->zone, 0);
+		}
+		return;
+	}
+	tk__rcu_read_lock();
+	(void)tk__table_move(s->table, now);
+	tk__zone_sweep_all(tk__table_zone(s->table), now);
+	tk__rcu_read_unlock();
+	tk__table_reclaim(s->table, synchronize);
+	tk__table_clear(s->table, synchronize);
+	tk__rcu_read_lock();
+	if (tk__table_shrink(s->table) == 1)
+		(void)tk__table_move(s->table, now);
+	grown(s, TK__SLOT_TABLE);
+	tk__rcu_read_unlock();
+}
+
+void tk__slot_init(struct tk__slot_store *s, const struct tk_options *o,
+		   int use_thread)
+{
+	struct tk__zone *z =
+		s->kind == TK__SLOT_ZONE ? s->zone : tk__table_zone(s->table);
+
+	s->base.clock = o->clock ? o->clock : tk_clock_system();
+	s->near_max = tk__slot_near_max();
+	tk__slot_far_update(&s->base, tk__zone_geo(z)->capacity, s->near_max);
+	s->use_thread = use_thread;
+	if (use_thread)
+		tk__reclaimer_init(
+			&s->reclaimer, sweep_everything, s, s->base.clock,
+			o->reclaim_interval ? o->reclaim_interval
+					    : TK__SLOT_RECLAIM_INTERVAL);
+}
+
+void tk__slot_stop(struct tk__slot_store *s)
+{
+	if (s->use_thread)
+		tk__reclaimer_destroy(&s->reclaimer);
+}
