@@ -54,16 +54,23 @@ static void memory_stats(struct tk_store *base, struct tk_stats *out)
 {
 	struct mem_store *s = (struct mem_store *)base;
 	struct tk__table *t = s->slot.table;
-	uint64_t n[TKZ_COUNTERS];
+	uint64_t n[TKZ_COUNTERS], now;
 
 	memset(out, 0, sizeof(*out));
 	tk__rcu_read_lock();
-	out->keys = tk__table_keys(t);
 	tk__table_counters(t, n);
 	/* Both in the section, live first: no table counted live is freed
 	 * before the count of all, so reserved >= live. */
 	out->live = tk__table_live(t);
 	out->reserved = tk__table_reserved(t);
+	/* Keys a move copies behind the scan of its table would count
+	 * nowhere (tk__table_keys()), and the reclaimer thread moves while
+	 * the application reads: the reader finishes the move first, as
+	 * any check would help it (after the sizes, which the move's end
+	 * would change: its table retired, not freed yet). */
+	if (tk__clock_read(base->clock, &now) == 0)
+		(void)tk__table_move(t, now);
+	out->keys = tk__table_keys(t);
 	tk__rcu_read_unlock();
 	out->capacity = s->capacity;
 	tk__tally_sum(s->slot.tally, &out->checks, &out->denies);
