@@ -35,7 +35,7 @@
  * on this machine.  Linked statically, for the internal hash.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "siphash.h"
 #include "keyhash.h"
 
 #include "../bench/bench.h"

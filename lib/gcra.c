@@ -25,7 +25,7 @@
  *
  * References: ITU-T I.371 (the virtual scheduling algorithm).
  */
-#include "internal.h"
+#include "algo.h"
 #include "gcra.h"
 #include "parse.h"
 

@@ -9,9 +9,13 @@
 #ifndef TK_GCRA_H
 #define TK_GCRA_H
 
-#include "internal.h"
+#include "algo.h"
 
 #include <errno.h>
+
+/* gcra.c: the GCRA core that token-bucket shares. */
+int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
+		  uint64_t burst);
 
 /* Largest burst tolerance a policy may have (ns). */
 #define TK__GCRA_TAU_MAX (UINT64_C(1) << 62)

@@ -38,7 +38,8 @@
  * Nothing is allocated and no clock is read; a call either fills every
  * field it returns or fails leaving @fields untouched and @buf empty.
  */
-#include "internal.h"
+#include "algo.h"
+#include "error.h"
 #include "calendar.h"
 #include "parse.h"
 

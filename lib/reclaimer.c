@@ -2,6 +2,8 @@
 /*
  * reclaimer.c - the periodic sweeping thread the stores share.
  */
+#include "clock.h"
+#include "fork.h"
 #include "reclaimer.h"
 
 #include <time.h>

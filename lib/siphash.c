@@ -15,7 +15,8 @@
  * keys are hashed with AES-CMAC); why 1-3 is enough where the hash is
  * never revealed: lib/keyhash.c.
  */
-#include "internal.h"
+#include "siphash.h"
+#include "keyhash.h"
 
 #include <endian.h>
 #include <errno.h>

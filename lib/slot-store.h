@@ -11,7 +11,9 @@
 #ifndef TK_SLOT_STORE_H
 #define TK_SLOT_STORE_H
 
-#include "internal.h"
+#include "algo.h"
+#include "store-ops.h"
+#include "clock.h"
 #include "gcra.h"
 #include "keyhash.h"
 #include "reclaimer.h"

@@ -34,7 +34,12 @@
  * the zone store shares; this file opens the table, reads its counters
  * and closes it.
  */
-#include "internal.h"
+#include "store-ops.h"
+#include "clock.h"
+#include "siphash.h"
+#include "keyhash.h"
+#include "test-hooks.h"
+#include "fork.h"
 #include "rcu.h"
 #include "slot-store.h"
 #include "tally.h"
@@ -91,6 +96,7 @@ static void memory_close(struct tk_store *base)
 	free(s);
 }
 
+#if TK_TEST_HOOKS /* test-hooks.h */
 const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *base)
 {
 	return &((struct mem_store *)base)->slot.kh;
@@ -102,6 +108,7 @@ struct tk__table *tk__memory_table(struct tk_store *base)
 }
 
 uint64_t tk__memory_secret[2];
+#endif
 
 /* The store's ops with the fast path @try_check. */
 #define MEMORY_OPS(try)                                                        \

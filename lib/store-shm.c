@@ -26,7 +26,9 @@
  * the memory store shares; this file attaches the zone, reads its
  * counters and detaches.
  */
-#include "internal.h"
+#include "store-ops.h"
+#include "clock.h"
+#include "fork.h"
 #include "keyhash.h"
 #include "slot-store.h"
 #include "tally.h"

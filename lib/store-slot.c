@@ -22,7 +22,10 @@
  * - Checks and denials are counted per thread (lib/tally.h); a zone's
  *   counts reach the zone's shared counters in batches.
  */
-#include "internal.h"
+#include "algo.h"
+#include "store-ops.h"
+#include "clock.h"
+#include "keyhash.h"
 #include "rcu.h"
 #include "slot-store.h"
 #include "tally.h"

@@ -19,7 +19,8 @@
  * for its zone (tally.h), so that every store on the mapping, and
  * tk_zone_info() on the name, folds the same batch.
  */
-#include "internal.h"
+#include "store-ops.h"
+#include "fork.h"
 #include "atomic.h"
 #include "rcu.h"
 #include "tally.h"

@@ -6,7 +6,10 @@
  * (shm/segment.c) and touches it only under a fault guard
  * (tk__zone_run()), so a zone truncated meanwhile gives -EPROTO.
  */
-#include "internal.h"
+#include "algo.h"
+#include "store-ops.h"
+#include "error.h"
+#include "options.h"
 #include "tally.h"
 #include "../shm/zone.h"
 

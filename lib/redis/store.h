@@ -9,7 +9,8 @@
 #ifndef TK_REDIS_STORE_H
 #define TK_REDIS_STORE_H
 
-#include "internal.h"
+#include "policy.h"
+#include "store-ops.h"
 #include "redis/cluster.h"
 #include "redis/conn.h"
 #include "redis/scripts.h"

@@ -33,7 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "store-ops.h"
+#include "test-hooks.h"
 
 #include "asserts.h"
 #include "rnd.h"

@@ -21,7 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "siphash.h"
+#include "test-hooks.h"
 #include "keyhash.h"
 
 /* RFC 4493 section 4: the key and the 64-byte message of its examples. */

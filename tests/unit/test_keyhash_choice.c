@@ -31,7 +31,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "store-ops.h"
+#include "siphash.h"
+#include "test-hooks.h"
 #include "keyhash.h"
 #include "../shm/zone.h"
 

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "store-ops.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define SEC UINT64_C(1000000000)
