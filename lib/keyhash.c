@@ -369,6 +369,7 @@ static TARGET_AES uint64_t keyhash_hw(const struct tk__keyhash_key *k,
 	return tk__siphash13(k->sip, p, len);
 }
 
+#if TK_TEST_HOOKS /* tk__aes128(), tk__aes_cmac() */
 static TARGET_AES void aes_hw_block(const struct tk__keyhash_key *k,
 				    const unsigned char in[16],
 				    unsigned char out[16])
@@ -383,6 +384,7 @@ static TARGET_AES void cmac_hw_tag(const struct tk__keyhash_key *k,
 {
 	_mm_storeu_si128((__m128i *)tag, cmac_hw(k, p, len));
 }
+#endif
 
 static int have_aesni(void)
 {
