@@ -12,15 +12,15 @@
  * step (apply_multi) decides them together, atomically.  The whole path
  * of a check: docs/architecture.md.
  */
-#include "algo.h"
-#include "store-ops.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "clock.h"
 #include "test-hooks.h"
 #include "error.h"
 #include "options.h"
-#include "gcra.h"
+#include "algo/gcra.h"
 #include "step.h"
-#include "store-key.h"
+#include "store/store-key.h"
 
 #include <errno.h>
 #include <stdlib.h>

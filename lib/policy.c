@@ -10,7 +10,7 @@
  * expected there.  tk_policy_format() writes the canonical form, which
  * parses back to the same policy.
  */
-#include "algo.h"
+#include "algo/algo.h"
 #include "error.h"
 #include "parse.h"
 

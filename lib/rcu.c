@@ -21,7 +21,7 @@
 #include "fork.h"
 #include "atomic.h"
 #include "rcu.h"
-#include "tally.h"
+#include "store/tally.h"
 
 #include <pthread.h>
 

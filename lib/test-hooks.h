@@ -15,7 +15,7 @@
 
 #include <throttlekit.h>
 
-#include "keyhash.h"
+#include "hash/keyhash.h"
 
 #if TK_TEST_HOOKS
 /* limiter.c: checks of @l by the store's apply() alone, never its
@@ -23,7 +23,8 @@
 void tk__limiter_generic(struct tk_limiter *l);
 
 /* store.c.  Tests: if not zero, a store opened takes one less than this
- * for the most slots a table of it in the cache has (lib/slot-store.h). */
+ * for the most slots a table of it in the cache has (lib/store/slot-store.h).
+ */
 extern uint64_t tk__slot_near_test;
 
 /* The key hash of memory store @s, as prepared (tests). */

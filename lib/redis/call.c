@@ -7,8 +7,8 @@
  * A check that no state could admit (-ERANGE) is answered here, by the
  * algorithms, and costs no round trip.
  */
-#include "algo.h"
-#include "store-ops.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "redis/store.h"
 
 #include <stdio.h>

@@ -9,8 +9,8 @@
  * new states as the script, or the call fails with -EPROTO; so a Redis
  * decision is the memory store's, bit for bit, by construction.
  */
-#include "algo.h"
-#include "store-ops.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "clock.h"
 #include "redis/store.h"
 

@@ -17,7 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "store-ops.h"
+#include "store/store-ops.h"
 
 struct store_kit_target {
 	const char *name;

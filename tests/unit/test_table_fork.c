@@ -28,7 +28,7 @@
 #include <throttlekit.h>
 
 #include "../../shm/word.h"
-#include "store-ops.h"
+#include "store/store-ops.h"
 #include "test-hooks.h"
 #include "fork.h"
 #include "rcu.h"

@@ -34,7 +34,7 @@
 #include <throttlekit.h>
 
 #include "../../shm/word.h"
-#include "store-ops.h"
+#include "store/store-ops.h"
 #include "test-hooks.h"
 #include "rcu.h"
 #include "table-kit.h"

@@ -10,9 +10,9 @@
  * before 2^63 (calendar.h), and valid() holds a state's count to L and its
  * start to a period start, so the counting never wraps.
  */
-#include "algo.h"
-#include "window.h"
-#include "calendar.h"
+#include "algo/algo.h"
+#include "algo/window.h"
+#include "algo/calendar.h"
 #include "parse.h"
 
 #include <errno.h>

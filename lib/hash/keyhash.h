@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "siphash.h"
+#include "hash/siphash.h"
 
 /*
  * keyhash.c: the stores' keyed hash of a store key, one of two functions

@@ -16,8 +16,8 @@
  * below 2^63, and W is at most 2^62, so start + W never wraps; valid()
  * holds every state read to that and to a count of at most L.
  */
-#include "algo.h"
-#include "window.h"
+#include "algo/algo.h"
+#include "algo/window.h"
 #include "clock.h"
 #include "parse.h"
 

@@ -10,7 +10,7 @@
  *                         little-endian 64-bit integer;
  *   keys of 33 bytes or more: SipHash-1-3 under K' = the first 16 bytes
  *                         of AES_K("tk keyhash sip13") as two little-
- *                         endian words (lib/siphash.c).
+ *                         endian words (lib/hash/siphash.c).
  * TK__KEYHASH_SIP13:
  *   every key:            SipHash-1-3 under K as two little-endian words.
  *
@@ -91,8 +91,8 @@
  * timing observer on the same host could learn about K; such an observer
  * usually can read the zone's secret, or the memory store's, anyway.
  */
-#include "siphash.h"
-#include "keyhash.h"
+#include "hash/siphash.h"
+#include "hash/keyhash.h"
 #include "test-hooks.h"
 
 #include <endian.h>
@@ -310,7 +310,7 @@ aes_hw(const struct tk__keyhash_key *k, __m128i x)
  * The last 0..16 bytes of a message as CMAC's last block: padded with
  * 10* when short.  Reads only [p, p + n): with 8 bytes or more, the
  * second word is the last 8 bytes shifted down; else the bytes as 0..2
- * overlapping loads, as lib/siphash.c reads its tail.
+ * overlapping loads, as lib/hash/siphash.c reads its tail.
  */
 static inline __attribute__((always_inline)) TARGET_AES __m128i
 last_block(const unsigned char *p, size_t n)

@@ -18,8 +18,8 @@
  *   so a recovered store runs every check through apply(): the same
  *   decisions by the same algorithms, a little slower.
  */
-#include "policy.h"
-#include "store-ops.h"
+#include "algo/policy.h"
+#include "store/store-ops.h"
 #include "clock.h"
 #include "atomic.h"
 

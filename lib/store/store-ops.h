@@ -16,7 +16,7 @@
 
 #include <throttlekit.h>
 
-#include "algo.h"
+#include "algo/algo.h"
 #include "clock.h"
 
 /*
@@ -46,7 +46,7 @@ struct tk__transform {
 #define TK__NOT_HERE 2
 
 /*
- * What this thread's last direct check (lib/slot-store.h) wrote: the
+ * What this thread's last direct check (lib/store/slot-store.h) wrote: the
  * slot, the word, and whether that check found a rival's word where this
  * thread's last one had been.  A thread that shares a hot key with a
  * writer on another core then checks in the far order, the slot
@@ -122,8 +122,8 @@ struct tk__store_ops {
 	 * tk__store_reads_clock()), at the time it reads from @late when it
 	 * is ready for it (tk__when_read()): after hashing the key and
 	 * prefetching its slot, so that a miss overlaps the clock read
-	 * (lib/slot-store.h).  A failed reading returns the clock's error;
-	 * after TK__NOT_HERE @late may still be unread.
+	 * (lib/store/slot-store.h).  A failed reading returns the clock's
+	 * error; after TK__NOT_HERE @late may still be unread.
 	 */
 	int (*try_check)(struct tk_store *s, const unsigned char *key,
 			 size_t len, uint64_t now, struct tk__when *late,
@@ -157,7 +157,7 @@ struct tk_store {
 	/* States found invalid by this process's checks (tk_stats.corrupt). */
 	_Atomic uint64_t corrupt;
 	/* 1 while the store's table is larger than a core's cache, so that
-	 * try_check() reads the clock itself (lib/slot-store.h). */
+	 * try_check() reads the clock itself (lib/store/slot-store.h). */
 	_Atomic int far;
 };
 

@@ -4,7 +4,7 @@
  */
 #include "clock.h"
 #include "fork.h"
-#include "reclaimer.h"
+#include "store/reclaimer.h"
 
 #include <time.h>
 

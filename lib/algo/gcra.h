@@ -2,14 +2,14 @@
 /*
  * gcra.h - the pure steps of GCRA and the token bucket (gcra.c), inline,
  * so that a store's fast path may decide a check in place
- * (lib/store-slot.c) with the algorithm's own code rather than through
+ * (lib/store/store-slot.c) with the algorithm's own code rather than through
  * its table: the math stays here, and the store only calls it.
  * The algorithm and its overflow argument are described in gcra.c.
  */
 #ifndef TK_GCRA_H
 #define TK_GCRA_H
 
-#include "algo.h"
+#include "algo/algo.h"
 
 #include <errno.h>
 

@@ -18,7 +18,7 @@
 #include <throttlekit.h>
 
 #include "clock.h" /* TK__NOW_LIMIT */
-#include "policy.h"
+#include "algo/policy.h"
 
 /* What a transition asks of the store. */
 #define TK__KEEP 0    /* leave the state as it was */

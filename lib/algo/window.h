@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "algo.h"
+#include "algo/algo.h"
 
 /*
  * fixed-window.c: counting in a window [start, end), shared by quota.c.

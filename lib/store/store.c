@@ -8,11 +8,11 @@
  * implement tk__store_ops and nothing else; all rate-limiting math stays
  * in the algorithms.
  */
-#include "store-ops.h"
+#include "store/store-ops.h"
 #include "test-hooks.h"
 #include "error.h"
 #include "options.h"
-#include "slot-store.h"
+#include "store/slot-store.h"
 
 #include <errno.h>
 #include <stdatomic.h>
