@@ -10,7 +10,7 @@
  * nothing themselves: the driver reads CLOCK_MONOTONIC around batches of
  * BENCH_CALLS checks, never around one call.
  *
- * The baselines run the library's GCRA (lib/gcra.c) in integers: a key's
+ * The baselines run the library's GCRA (lib/algo/gcra.c) in integers: a key's
  * state is its theoretical arrival time (TAT, ns since the epoch; 0 for a
  * key never seen), and a request of one unit is admitted iff
  * max(TAT, now) + T <= now + tau.

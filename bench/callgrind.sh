@@ -12,7 +12,7 @@
 # under valgrind, which makes the clock a system call there).
 #
 # Valgrind's emulated CPU reports a 256 KiB level 2 cache, so a store
-# counts a table of more than 16384 slots as far (lib/slot-store.h) and
+# counts a table of more than 16384 slots as far (lib/store/slot-store.h) and
 # hashes before reading the clock, where the machines we time on (2 MiB)
 # read the clock first up to 131072 slots.  So that the hot-key cases
 # count the path they take there, zones here are opened with 16384 slots

@@ -15,7 +15,7 @@
  *           on a table that fits a core's cache does
  *   prefetch  the same, hashing first and prefetching the slot before
  *           the clock read, as a check on a larger table does
- *           (lib/slot-store.h): the miss overlaps the clock read
+ *           (lib/store/slot-store.h): the miss overlaps the clock read
  *   sip13   "keyed" with SipHash-1-3 as the keyed hash (what a CPU
  *           without AES-NI hashes with)
  *   zone    tk_limiter_check() on a zone (GCRA, allow path) of 2^16
@@ -35,8 +35,8 @@
  * on this machine.  Linked statically, for the internal hash.
  */
 #define _GNU_SOURCE
-#include "internal.h"
-#include "keyhash.h"
+#include "hash/siphash.h"
+#include "hash/keyhash.h"
 
 #include "../bench/bench.h"
 #include "../bench/baselines/table.h"

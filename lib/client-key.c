@@ -16,7 +16,7 @@
  * names an interface of this host, not a part of the client's address,
  * and servers (APR among them) append it to link-local peers.
  */
-#include "internal.h"
+#include "error.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -10,7 +10,8 @@
  * Readings must stay below 2^63 ns (year 2262) so that differences of two
  * times always fit in an int64_t.
  */
-#include "internal.h"
+#include "clock.h"
+#include "error.h"
 #include "atomic.h"
 
 #include <errno.h>

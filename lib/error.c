@@ -6,7 +6,7 @@
  * documented codes pass; anything else becomes -EIO, so a caller can rely
  * on the ERRORS section of the man pages being complete.
  */
-#include "internal.h"
+#include "error.h"
 
 #include <errno.h>
 

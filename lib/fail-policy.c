@@ -12,7 +12,7 @@
  *   denial asks for a retry after one second, so that clients neither
  *   hammer a failing store nor wait for a quota's whole window.
  */
-#include "internal.h"
+#include "algo/policy.h"
 
 #include <errno.h>
 #include <string.h>

@@ -38,8 +38,9 @@
  * Nothing is allocated and no clock is read; a call either fills every
  * field it returns or fails leaving @fields untouched and @buf empty.
  */
-#include "internal.h"
-#include "calendar.h"
+#include "algo/algo.h"
+#include "error.h"
+#include "algo/calendar.h"
 #include "parse.h"
 
 #include <errno.h>

@@ -12,10 +12,15 @@
  * step (apply_multi) decides them together, atomically.  The whole path
  * of a check: docs/architecture.md.
  */
-#include "internal.h"
-#include "gcra.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
+#include "clock.h"
+#include "test-hooks.h"
+#include "error.h"
+#include "options.h"
+#include "algo/gcra.h"
 #include "step.h"
-#include "store-key.h"
+#include "store/store-key.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -302,10 +307,12 @@ fail:
 	return tk__rc(rc);
 }
 
+#if TK_TEST_HOOKS /* test-hooks.h */
 void tk__limiter_generic(struct tk_limiter *l)
 {
 	l->try_check = NULL;
 }
+#endif
 
 /*
  * The fail policy (fail-policy.c): a store or clock that cannot decide is

@@ -8,7 +8,7 @@
  * not know are all zero, so a request for a feature we lack is refused
  * rather than ignored.
  */
-#include "internal.h"
+#include "options.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
 /*
  * parse.c - durations, rates and options of policy strings.
  */
-#include "internal.h"
+#include "config.h"
 #include "parse.h"
 
 #include <errno.h>

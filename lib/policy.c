@@ -10,7 +10,8 @@
  * expected there.  tk_policy_format() writes the canonical form, which
  * parses back to the same policy.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "error.h"
 #include "parse.h"
 
 #include <errno.h>

@@ -18,10 +18,10 @@
  * load, that it now lives in a child (threads to restart, flags held by a
  * thread the child does not have).
  */
-#include "internal.h"
+#include "fork.h"
 #include "atomic.h"
 #include "rcu.h"
-#include "tally.h"
+#include "store/tally.h"
 
 #include <pthread.h>
 

@@ -13,11 +13,13 @@
  * - No snprintf(3): the copy is plain byte moves, so that a signal handler
  *   or a logger may call it.
  */
-#include "internal.h"
+#include "config.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+
+#include <throttlekit.h>
 
 /* Append s[0, n) to the @len bytes of @buf at offset @at, as far as it
  * fits before the NUL; returns the offset past it had it all fit. */

@@ -15,7 +15,8 @@
  *   only the last run's decision and corrupt mark count, and the limiter
  *   reads them once the store is done (tk__step_done()).
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "step.h"
 
 #include <string.h>

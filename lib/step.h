@@ -9,7 +9,8 @@
 #ifndef TK_STEP_H
 #define TK_STEP_H
 
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "atomic.h"
 
 enum tk__op { TK__OP_CHECK, TK__OP_FORECAST };

@@ -6,8 +6,11 @@
  * (shm/segment.c) and touches it only under a fault guard
  * (tk__zone_run()), so a zone truncated meanwhile gives -EPROTO.
  */
-#include "internal.h"
-#include "tally.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
+#include "error.h"
+#include "options.h"
+#include "store/tally.h"
 #include "../shm/zone.h"
 
 #include <errno.h>

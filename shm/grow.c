@@ -38,7 +38,7 @@
  *
  * A completed growth retires the old table, and tk__table_reclaim()
  * frees it after two grace periods of the caller's RCU (every operation
- * runs in a read-side section; lib/store-memory.c):
+ * runs in a read-side section; lib/store/store-memory.c):
  *
  * - Tables are numbered in the order they grew (their index), and the
  *   old table of index g is retired as entry g of retired[], which is a

@@ -25,7 +25,7 @@
  * Header flags, set by the creator and never changed.  REFUSE_FULL: a
  * full table answers -ENOSPC instead of evicting.  SIPHASH: keys hash
  * with SipHash-1-3 under the seed, not AES-CMAC (the creator had no
- * AES-NI; lib/keyhash.c); every attacher hashes as the flag says.  A
+ * AES-NI; lib/hash/keyhash.c); every attacher hashes as the flag says.  A
  * header with any other bit is refused: it means what this build does not
  * know.
  */

@@ -3,7 +3,7 @@
  * word.h - a key's candidate slots, and the update of a word key in
  * place: the slot protocol's hot path (docs/shm-protocol.md, transition
  * 1), inline for table.c and for a caller that decides a check itself
- * (the slot store's fast path, lib/store-slot.c), which then needs no
+ * (the slot store's fast path, lib/store/store-slot.c), which then needs no
  * transition callback.  It handles only the plain case, a MEM slot of the
  * key's own shape; whatever else it meets (no slot, INS or COL of the key, a
  * sweep due) it leaves to tk__zone_apply(), which it never contradicts: it

@@ -45,13 +45,13 @@ static struct tk_options trust_of(const struct zone_args *a)
 	return o;
 }
 
-/* A zone refused: say why, as the library judges it. */
 /* get, check and reset take a store spec (redis://...) for a zone name. */
 static int is_spec(const char *name)
 {
 	return strstr(name, "://") != NULL;
 }
 
+/* A zone refused: say why, as the library judges it. */
 static int fail_zone(int rc, const struct zone_args *a)
 {
 	struct tk_options o = trust_of(a);

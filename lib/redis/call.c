@@ -7,7 +7,8 @@
  * A check that no state could admit (-ERANGE) is answered here, by the
  * algorithms, and costs no round trip.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "redis/store.h"
 
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * first check of the store), TIME is read first.  A peek (peek.c) sends
  * TIME in one pipeline with its read.
  */
-#include "internal.h"
+#include "clock.h"
 #include "redis/store.h"
 
 #include <errno.h>

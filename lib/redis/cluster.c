@@ -18,7 +18,7 @@
  * entries in the same order, so no address is added twice.  No lock: a
  * fork() leaves the child nothing held.
  */
-#include "internal.h"
+#include "config.h"
 #include "redis/cluster.h"
 
 #include <errno.h>

@@ -32,7 +32,7 @@
  * connects keep failing; until then calls fail at once with the last
  * error, so an outage costs the caller no time once it is known.
  */
-#include "internal.h"
+#include "config.h"
 #include "redis/conn.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
  * a failover); the script is loaded then, and again whenever the server
  * lost it: after a restart, a failover, FUNCTION FLUSH or SCRIPT FLUSH.
  */
-#include "internal.h"
+#include "hash/siphash.h"
 #include "redis/store.h"
 
 #include <errno.h>

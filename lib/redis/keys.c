@@ -9,8 +9,9 @@
  * key shares the hash tag and a composite is one script on one node of a
  * cluster.  An index (0 to 7) is never '}', so no two keys meet.
  */
-#include "internal.h"
-#include "store-key.h"
+#include "algo/policy.h"
+#include "store/store-ops.h"
+#include "store/store-key.h"
 #include "redis/store.h"
 
 #include <errno.h>

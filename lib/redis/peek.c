@@ -6,7 +6,7 @@
  * first (scripts.c): one of another algorithm answers -EPROTO, as on the
  * local stores.
  */
-#include "internal.h"
+#include "store/store-ops.h"
 #include "redis/store.h"
 
 #include <errno.h>

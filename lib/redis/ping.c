@@ -4,7 +4,7 @@
  * version and engine, and one round trip timed.  A cluster answers for
  * the master of slot 0.
  */
-#include "internal.h"
+#include "store/store-ops.h"
 #include "redis/store.h"
 
 #include <errno.h>

@@ -34,7 +34,8 @@
  * by the call's deadline (the spec's timeout plus connect_timeout after
  * it began), its requests not answered by then -ETIMEDOUT.
  */
-#include "internal.h"
+#include "store/store-ops.h"
+#include "hash/siphash.h"
 #include "redis/conn.h"
 #include "redis/store.h"
 

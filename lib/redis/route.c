@@ -7,7 +7,7 @@
  * A script redirected was not run, so following never counts a check
  * twice.  The slot map itself, and a pool per node, are cluster.c's.
  */
-#include "internal.h"
+#include "config.h"
 #include "redis/store.h"
 
 #include <errno.h>

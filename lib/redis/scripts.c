@@ -19,7 +19,10 @@
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "algo/window.h"
+#include "clock.h"
+#include "hash/siphash.h"
 #include "redis/scripts.h"
 
 #include <errno.h>

@@ -16,7 +16,7 @@
  * Every error names the byte offset and what was expected there; none
  * quotes the spec, so a password never reaches a message.
  */
-#include "internal.h"
+#include "config.h"
 #include "parse.h"
 #include "redis/spec.h"
 

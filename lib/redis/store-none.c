@@ -5,7 +5,7 @@
  * is a backend this build lacks; one that does not is the caller's error,
  * as in a build with hiredis.
  */
-#include "internal.h"
+#include "store/store-ops.h"
 #include "redis/spec.h"
 
 #include <errno.h>

@@ -23,7 +23,8 @@
  * script, which arguments computed at an estimate of it must fit
  * (clock.c).
  */
-#include "internal.h"
+#include "algo/policy.h"
+#include "store/store-ops.h"
 #include "redis/store.h"
 
 #include <errno.h>

@@ -9,11 +9,12 @@
 #ifndef TK_REDIS_STORE_H
 #define TK_REDIS_STORE_H
 
-#include "internal.h"
+#include "algo/policy.h"
+#include "store/store-ops.h"
 #include "redis/cluster.h"
 #include "redis/conn.h"
 #include "redis/scripts.h"
-#include "store-key.h"
+#include "store/store-key.h"
 
 #include <hiredis/hiredis.h>
 

@@ -9,7 +9,9 @@
  * new states as the script, or the call fails with -EPROTO; so a Redis
  * decision is the memory store's, bit for bit, by construction.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
+#include "clock.h"
 #include "redis/store.h"
 
 #include <errno.h>

@@ -17,8 +17,8 @@ libs="$(pkg-config --libs liburcu-bp liburcu-cds) -lck -lpthread"
 # The library with the Redis store of a build without hiredis (the
 # real one needs hiredis and a generated script): the harnesses reach no
 # server.
-lib_sources=$(echo "$src"/lib/*.c "$src"/lib/redis/spec.c \
-	"$src"/lib/redis/store-none.c)
+lib_sources=$(echo "$src"/lib/*.c "$src"/lib/algo/*.c "$src"/lib/store/*.c \
+	"$src"/lib/hash/*.c "$src"/lib/redis/spec.c "$src"/lib/redis/store-none.c)
 for h in "$src"/tests/fuzz/fuzz-*.c; do
 	name=$(basename "$h" .c)
 	corpus="$out/corpus-${name#fuzz-}"

@@ -17,7 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "store/store-ops.h"
 
 struct store_kit_target {
 	const char *name;

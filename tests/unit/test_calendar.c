@@ -16,7 +16,7 @@
 #include <inttypes.h>
 #include <time.h>
 
-#include "calendar.h"
+#include "algo/calendar.h"
 
 #define NS UINT64_C(1000000000)
 #define HOUR INT32_C(3600)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_check_clock.c - when a check reads its clock (lib/slot-store.h):
+ * test_check_clock.c - when a check reads its clock (lib/store/slot-store.h):
  * in a table that fits a core's cache ("near"), before the key is hashed;
  * in a larger one ("far"), after the key is hashed and its slot
  * prefetched.  Either way a check reads the clock exactly once, and a
@@ -26,7 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "store/store-ops.h"
+#include "test-hooks.h"
 
 #include "asserts.h"
 #include "workers.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_direct_path.c - a zone's direct path for GCRA and the token bucket
- * (try_check() in lib/store-slot.c, shm/word.h) decides exactly as the
+ * (try_check() in lib/store/store-slot.c, shm/word.h) decides exactly as the
  * generic apply() with its transition callback.
  *
  * Two zones start as byte-identical copies of one file (one secret, so
@@ -33,7 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "store/store-ops.h"
+#include "test-hooks.h"
 
 #include "asserts.h"
 #include "rnd.h"
@@ -423,7 +424,7 @@ static void test_memory_same_as_generic(void **state)
 }
 
 /*
- * Both again with every table "far" (lib/slot-store.h): the key hashed
+ * Both again with every table "far" (lib/store/slot-store.h): the key hashed
  * and its slot prefetched before the clock is read.
  */
 static void test_far_same_as_generic(void **state)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_keyhash.c - the stores' key hash (lib/keyhash.c): AES-128 against
+ * test_keyhash.c - the stores' key hash (lib/hash/keyhash.c): AES-128 against
  * FIPS-197, AES-CMAC against RFC 4493 (subkeys and all four examples)
  * and against OpenSSL's CMAC for the short lengths a store key has, each
  * by both implementations (AES-NI and the software AES) and by the
@@ -21,8 +21,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "internal.h"
-#include "keyhash.h"
+#include "hash/siphash.h"
+#include "test-hooks.h"
+#include "hash/keyhash.h"
 
 /* RFC 4493 section 4: the key and the 64-byte message of its examples. */
 static const unsigned char rfc_key[16] = {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_keyhash_choice.c - which key hash a store uses (lib/keyhash.c).
+ * test_keyhash_choice.c - which key hash a store uses (lib/hash/keyhash.c).
  *
  * A memory store hashes with AES-CMAC where the CPU has AES-NI, else
  * with SipHash-1-3 under its secret, for every key length.  A zone's
@@ -31,8 +31,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "keyhash.h"
+#include "store/store-ops.h"
+#include "hash/siphash.h"
+#include "test-hooks.h"
+#include "hash/keyhash.h"
 #include "../shm/zone.h"
 
 #include "asserts.h"

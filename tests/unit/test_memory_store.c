@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "store/store-ops.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define SEC UINT64_C(1000000000)
@@ -571,7 +571,7 @@ static void test_checks_and_denies_counted(void **state)
 	counted_exactly("gcra:300/1h", 4);
 	counted_exactly("fixed-window:300/1h", 4);
 	counted_exactly("all(fixed-window:300/1h,sliding-window:900/1h)", 4);
-	/* More than lib/tally.h's 16 shards. */
+	/* More than lib/store/tally.h's 16 shards. */
 	counted_exactly("gcra:300/1h", 24);
 }
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "config.h"
 #include "rcu.h"
 
 struct reader {

@@ -33,7 +33,8 @@
 #include "asserts.h"
 #include "redis-kit.h"
 #include "rnd.h"
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
 #include "redis/cluster.h"
 #include "redis/spec.h"
 

@@ -35,7 +35,7 @@
 #include "redis-kit.h"
 #include "rnd.h"
 #include "turn-proxy.h"
-#include "internal.h"
+#include "config.h"
 #include "redis/cluster.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)

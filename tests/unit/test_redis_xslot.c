@@ -34,7 +34,7 @@
 #include "asserts.h"
 #include "redis-kit.h"
 #include "rnd.h"
-#include "internal.h"
+#include "store/store-ops.h"
 #include "redis/cluster.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)

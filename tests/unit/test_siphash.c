@@ -16,7 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "hash/siphash.h"
 
 static const uint64_t ref_key[2] = { UINT64_C(0x0706050403020100),
 				     UINT64_C(0x0f0e0d0c0b0a0908) };

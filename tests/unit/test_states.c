@@ -4,7 +4,7 @@
  * hand back, called directly (white-box, linked statically).
  *
  * A store returns whatever words it holds: a corrupt zone, another policy
- * of the same algorithm and size.  The contract (lib/internal.h) is that
+ * of the same algorithm and size.  The contract (lib/algo/algo.h) is that
  * valid() bounds everything check(), forecast() and expires() rely on, so
  *   - every state either fails valid() or is handled without undefined
  *     behaviour (run under the ASan+UBSan build, where UB is fatal), and
@@ -36,7 +36,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "algo/algo.h"
+#include "algo/window.h"
+#include "clock.h"
 
 #include "asserts.h"
 #include "rnd.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_store_key.c - the store key codec (lib/store-key.h) writes the
+ * test_store_key.c - the store key codec (lib/store/store-key.h) writes the
  * bytes its comment defines, reads back what it wrote, and refuses a
  * dimension's key too short to hold its index.  The limiter composes
  * every store key with it and the Redis store reads them with it, so a
@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "store-key.h"
+#include "store/store-key.h"
 
 static size_t encode(unsigned char *buf, const char *prefix, int dim,
 		     const char *key)

@@ -28,7 +28,9 @@
 #include <throttlekit.h>
 
 #include "../../shm/word.h"
-#include "internal.h"
+#include "store/store-ops.h"
+#include "test-hooks.h"
+#include "fork.h"
 #include "rcu.h"
 #include "table-kit.h"
 

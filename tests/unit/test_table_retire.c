@@ -34,7 +34,8 @@
 #include <throttlekit.h>
 
 #include "../../shm/word.h"
-#include "internal.h"
+#include "store/store-ops.h"
+#include "test-hooks.h"
 #include "rcu.h"
 #include "table-kit.h"
 

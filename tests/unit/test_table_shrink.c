@@ -38,7 +38,9 @@
 #include <throttlekit.h>
 
 #include "../../shm/word.h"
-#include "internal.h"
+#include "store/store-ops.h"
+#include "test-hooks.h"
+#include "fork.h"
 #include "rcu.h"
 #include "table-kit.h"
 
@@ -91,7 +93,7 @@ static uint64_t count_of(struct tk__table *t, uint64_t i, uint64_t base)
 	return n ? n + KIT_BASE - base : 0;
 }
 
-/* A reclaimer's pass at @now, alone (as lib/store-memory.c's): finish a
+/* A reclaimer's pass at @now, alone (as lib/store/store-memory.c's): finish a
  * move, sweep, free, and shrink the table if it holds few keys.  Whether
  * it shrank. */
 static int pass(struct tk__table *t, uint64_t now)

@@ -4,7 +4,7 @@
  * long way round (white-box, linked statically).
  *
  * A check of a fixed or sliding window takes short cuts the contract in
- * lib/internal.h allows but does not spell out:
+ * lib/algo/algo.h allows but does not spell out:
  *   - the sliding window's divisions are multiplies by reciprocals made at
  *     parse, its ring-slot test of valid() a multiply by an inverse, and
  *     its copy of the state into the next one happens while it sums it;
@@ -33,7 +33,9 @@
 
 #include <throttlekit.h>
 
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
+#include "clock.h"
 
 #include "rnd.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_zone_counters.c - a zone's checks and denies stay exact while each
- * thread batches its own (lib/tally.h): after N threads made M checks
+ * thread batches its own (lib/store/tally.h): after N threads made M checks
  * each, tk_zone_info() and tk_store_stats() in the process that counted
  * report N * M checks and every denial, with the store still open; more
  * threads than shards still count exactly, and so do threads whose
@@ -11,7 +11,7 @@
  * does not have; a second process's counts reach the zone when it closes its
  * store, and a fork() child does not add its parent's batch again.
  *
- * White-box (statically linked) for the shards' owners (lib/tally.h).
+ * White-box (statically linked) for the shards' owners (lib/store/tally.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,7 +29,7 @@
 
 #include "asserts.h"
 #include "workers.h"
-#include "../../lib/tally.h"
+#include "../../lib/store/tally.h"
 
 #define T0 UINT64_C(1700000000000000000)
 #define M 1001 /* checks per thread: no multiple of the batch size */

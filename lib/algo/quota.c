@@ -10,8 +10,9 @@
  * before 2^63 (calendar.h), and valid() holds a state's count to L and its
  * start to a period start, so the counting never wraps.
  */
-#include "internal.h"
-#include "calendar.h"
+#include "algo/algo.h"
+#include "algo/window.h"
+#include "algo/calendar.h"
 #include "parse.h"
 
 #include <errno.h>
@@ -47,7 +48,7 @@ int tk__quota_period(const struct tk__policy *p, uint64_t t, uint64_t *start,
 }
 
 /*
- * @state as {period start, count}, packed or not (see internal.h).
+ * @state as {period start, count}, packed or not (see window.h).
  * Returns 0, or -1 for a state no check of @p writes (then st[1] = 0).
  */
 static int unpack(const struct tk__policy *p, const uint64_t *state,

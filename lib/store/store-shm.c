@@ -5,7 +5,7 @@
  *
  * This file turns keys into what shm/ understands: a fingerprint and a
  * position hash, both from one keyed hash under the zone's own secret
- * (tk__keyhash(), lib/keyhash.c: AES-CMAC, or SipHash-1-3 in a zone whose
+ * (tk__keyhash(), lib/hash/keyhash.c: AES-CMAC, or SipHash-1-3 in a zone whose
  * creator had no AES-NI, as its header's TKZ_FLAG_SIPHASH records), and
  * a transition over a state.  A state of one word that is its own expiry
  * time (GCRA, token bucket, leaky shaper) lives in the key's slot, because
@@ -26,10 +26,12 @@
  * the memory store shares; this file attaches the zone, reads its
  * counters and detaches.
  */
-#include "internal.h"
-#include "keyhash.h"
-#include "slot-store.h"
-#include "tally.h"
+#include "store/store-ops.h"
+#include "clock.h"
+#include "fork.h"
+#include "hash/keyhash.h"
+#include "store/slot-store.h"
+#include "store/tally.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -134,7 +136,7 @@ int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c)
 	c->flags =
 		o->flags & TK_OPT_ZONE_REFUSE_FULL ? TKZ_FLAG_REFUSE_FULL : 0;
 	/* The key hash of a zone this creates: AES-CMAC where this CPU
-	 * has AES-NI, else SipHash-1-3 (lib/keyhash.c). */
+	 * has AES-NI, else SipHash-1-3 (lib/hash/keyhash.c). */
 	if (!tk__keyhash_aesni())
 		c->flags |= TKZ_FLAG_SIPHASH;
 	c->grace = o->reclaim_grace;

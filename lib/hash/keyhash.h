@@ -15,10 +15,56 @@
 #ifndef TK_KEYHASH_H
 #define TK_KEYHASH_H
 
-#include "internal.h"
+#include "config.h"
 
 #include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "hash/siphash.h"
+
+/*
+ * keyhash.c: the stores' keyed hash of a store key, one of two functions
+ * chosen per store (never per key):
+ *   TK__KEYHASH_CMAC: keys of at most TK__KEYHASH_CMAC_MAX bytes: the
+ *     first 8 bytes of AES-CMAC under the store's 128-bit secret,
+ *     little-endian; longer keys: SipHash-1-3 under a key derived from
+ *     the secret by AES.  Chosen where the CPU has AES-NI.
+ *   TK__KEYHASH_SIP13: SipHash-1-3 of every key under the secret itself
+ *     (two little-endian words); no AES at all.  Chosen without AES-NI,
+ *     where the software AES would cost 3.6 times as much.
+ * The definition and why it resists HashDoS: keyhash.c.
+ */
+#define TK__KEYHASH_CMAC_MAX 32 /* bytes */
+#define TK__KEYHASH_CMAC 0
+#define TK__KEYHASH_SIP13 1
+
+/* A secret prepared once per store: never changed after setup. */
+struct tk__keyhash_key {
+	unsigned char rk[11][16] __attribute__((aligned(16))); /* AES-128 */
+	unsigned char k1[16] __attribute__((aligned(16))); /* CMAC subkeys */
+	unsigned char k2[16] __attribute__((aligned(16)));
+	uint64_t sip[2]; /* SipHash-1-3 key: long keys, or all (SIP13) */
+	int kind;	 /* TK__KEYHASH_* */
+	int hw;		 /* 1: CMAC by AES-NI; 0: software AES, or SIP13 */
+};
+
+/*
+ * tk__keyhash_aesni() - 1 if this CPU has AES-NI (and the test hook
+ * below does not hide it), else 0: which kind a new store chooses.
+ *
+ * tk__keyhash_setup() - prepare @k of @kind from the 16 bytes at
+ * @secret: for CMAC the round keys, CMAC subkeys, the SipHash key and
+ * AES-NI if tk__keyhash_aesni() (else the software AES, same bits); for
+ * SIP13 the SipHash key only.  tk__keyhash() - the hash of @len bytes at
+ * @data under @k.  Pure functions of their arguments (and the CPU, for
+ * speed only): safe from any thread; @k is read-only once set up.
+ */
+int tk__keyhash_aesni(void);
+void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret, int kind);
+uint64_t tk__keyhash(const struct tk__keyhash_key *k, const void *data,
+		     size_t len);
 
 #if defined(__x86_64__)
 #include <emmintrin.h>

@@ -10,13 +10,15 @@
  * window early.  Allow on equality (count + cost == L).
  *
  * Windows of 2^24 ns or more with limits below 2^24 keep the state packed
- * in one word (see internal.h), which a zone holds in the key's slot.
+ * in one word (see window.h), which a zone holds in the key's slot.
  *
  * Overflow: a start a check writes is a window's start at a clock reading,
  * below 2^63, and W is at most 2^62, so start + W never wraps; valid()
  * holds every state read to that and to a count of at most L.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "algo/window.h"
+#include "clock.h"
 #include "parse.h"
 
 #include <errno.h>

@@ -19,7 +19,8 @@
  * back may lie anywhere after now (the clock stepped back), and only its
  * difference to now is ever formed.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "clock.h"
 #include "parse.h"
 
 #include <errno.h>

@@ -23,7 +23,7 @@
 #ifndef TK_TALLY_H
 #define TK_TALLY_H
 
-#include "internal.h"
+#include "fork.h"
 #include "atomic.h"
 
 #define TK__TALLY_SHARDS 16

@@ -11,11 +11,13 @@
 #ifndef TK_SLOT_STORE_H
 #define TK_SLOT_STORE_H
 
-#include "internal.h"
-#include "gcra.h"
-#include "keyhash.h"
-#include "reclaimer.h"
-#include "../shm/word.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
+#include "clock.h"
+#include "algo/gcra.h"
+#include "hash/keyhash.h"
+#include "store/reclaimer.h"
+#include "../../shm/word.h"
 
 #include <stdatomic.h>
 #include <string.h>

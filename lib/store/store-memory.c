@@ -6,7 +6,7 @@
  * (shm/grow.c: a private table), the same lock-free protocol as a zone
  * (docs/shm-protocol.md), for this process's threads.  A key is its
  * fingerprint, the low 56 bits of tk__keyhash() (AES-CMAC with AES-NI,
- * else SipHash-1-3; lib/keyhash.c) under a random secret of the store, so
+ * else SipHash-1-3; lib/hash/keyhash.c) under a random secret of the store, so
  * keys are told apart the way a zone tells them apart.  A state of one
  * word that is its own expiry time lives in the key's slot; larger states
  * in blocks of the table's arena; the dimensions of a composite are
@@ -20,7 +20,7 @@
  * reclaimer thread unless TK_OPT_NO_RECLAIMER; that thread also shrinks
  * the table once few keys remain (tk__table_shrink()).
  *
- * Checks and denials are counted per thread (lib/tally.h: a plain load
+ * Checks and denials are counted per thread (lib/store/tally.h: a plain load
  * and store in a cache line of the thread's own) and summed when the
  * counters are read, so that a check writes no line other threads write.
  *
@@ -34,10 +34,15 @@
  * the zone store shares; this file opens the table, reads its counters
  * and closes it.
  */
-#include "internal.h"
+#include "store/store-ops.h"
+#include "clock.h"
+#include "hash/siphash.h"
+#include "hash/keyhash.h"
+#include "test-hooks.h"
+#include "fork.h"
 #include "rcu.h"
-#include "slot-store.h"
-#include "tally.h"
+#include "store/slot-store.h"
+#include "store/tally.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -91,6 +96,7 @@ static void memory_close(struct tk_store *base)
 	free(s);
 }
 
+#if TK_TEST_HOOKS /* test-hooks.h */
 const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *base)
 {
 	return &((struct mem_store *)base)->slot.kh;
@@ -102,6 +108,7 @@ struct tk__table *tk__memory_table(struct tk_store *base)
 }
 
 uint64_t tk__memory_secret[2];
+#endif
 
 /* The store's ops with the fast path @try_check. */
 #define MEMORY_OPS(try)                                                        \
@@ -142,7 +149,7 @@ static int table_open(struct mem_store *s, const struct tk_options *o)
 	cfg.capacity = most < INITIAL_SLOTS ? most : INITIAL_SLOTS;
 	rc = tk__table_new(&s->slot.table, &cfg, most, secret);
 	/* Private to this process: AES-CMAC only where AES-NI makes it
-	 * cheaper than SipHash-1-3 (lib/keyhash.c). */
+	 * cheaper than SipHash-1-3 (lib/hash/keyhash.c). */
 	tk__keyhash_setup(&s->slot.kh, (const unsigned char *)secret,
 			  tk__keyhash_aesni() ? TK__KEYHASH_CMAC
 					      : TK__KEYHASH_SIP13);

@@ -10,7 +10,7 @@
  *                         little-endian 64-bit integer;
  *   keys of 33 bytes or more: SipHash-1-3 under K' = the first 16 bytes
  *                         of AES_K("tk keyhash sip13") as two little-
- *                         endian words (lib/siphash.c).
+ *                         endian words (lib/hash/siphash.c).
  * TK__KEYHASH_SIP13:
  *   every key:            SipHash-1-3 under K as two little-endian words.
  *
@@ -91,7 +91,9 @@
  * timing observer on the same host could learn about K; such an observer
  * usually can read the zone's secret, or the memory store's, anyway.
  */
-#include "internal.h"
+#include "hash/siphash.h"
+#include "hash/keyhash.h"
+#include "test-hooks.h"
 
 #include <endian.h>
 #include <string.h>
@@ -308,7 +310,7 @@ aes_hw(const struct tk__keyhash_key *k, __m128i x)
  * The last 0..16 bytes of a message as CMAC's last block: padded with
  * 10* when short.  Reads only [p, p + n): with 8 bytes or more, the
  * second word is the last 8 bytes shifted down; else the bytes as 0..2
- * overlapping loads, as lib/siphash.c reads its tail.
+ * overlapping loads, as lib/hash/siphash.c reads its tail.
  */
 static inline __attribute__((always_inline)) TARGET_AES __m128i
 last_block(const unsigned char *p, size_t n)
@@ -367,6 +369,7 @@ static TARGET_AES uint64_t keyhash_hw(const struct tk__keyhash_key *k,
 	return tk__siphash13(k->sip, p, len);
 }
 
+#if TK_TEST_HOOKS /* tk__aes128(), tk__aes_cmac() */
 static TARGET_AES void aes_hw_block(const struct tk__keyhash_key *k,
 				    const unsigned char in[16],
 				    unsigned char out[16])
@@ -381,6 +384,7 @@ static TARGET_AES void cmac_hw_tag(const struct tk__keyhash_key *k,
 {
 	_mm_storeu_si128((__m128i *)tag, cmac_hw(k, p, len));
 }
+#endif
 
 static int have_aesni(void)
 {
@@ -395,7 +399,9 @@ static int have_aesni(void)
 }
 #endif
 
+#if TK_TEST_HOOKS /* test-hooks.h */
 int tk__keyhash_no_aesni;
+#endif
 
 int tk__keyhash_aesni(void)
 {
@@ -438,6 +444,7 @@ uint64_t tk__keyhash(const struct tk__keyhash_key *k, const void *data,
 	return keyhash_sw(k, data, len);
 }
 
+#if TK_TEST_HOOKS /* test-hooks.h */
 void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],
 		unsigned char out[16])
 {
@@ -461,3 +468,4 @@ void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
 #endif
 	cmac_sw(k, data, len, tag);
 }
+#endif

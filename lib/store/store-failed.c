@@ -18,7 +18,9 @@
  *   so a recovered store runs every check through apply(): the same
  *   decisions by the same algorithms, a little slower.
  */
-#include "internal.h"
+#include "algo/policy.h"
+#include "store/store-ops.h"
+#include "clock.h"
 #include "atomic.h"
 
 #include <errno.h>

@@ -28,7 +28,8 @@
  * most L (one bucket never holds more than the estimate it was admitted
  * under), so sums of S + 1 of them do not wrap.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "clock.h"
 #include "parse.h"
 
 #include <errno.h>

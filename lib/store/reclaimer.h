@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #include "atomic.h"
-#include "internal.h"
+#include "config.h"
 
 struct tk__reclaimer {
 	void (*sweep)(void *arg, uint64_t now);

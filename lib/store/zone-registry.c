@@ -19,12 +19,13 @@
  * for its zone (tally.h), so that every store on the mapping, and
  * tk_zone_info() on the name, folds the same batch.
  */
-#include "internal.h"
+#include "store/store-ops.h"
+#include "fork.h"
 #include "atomic.h"
 #include "rcu.h"
-#include "tally.h"
-#include "../shm/guard.h"
-#include "../shm/zone.h"
+#include "store/tally.h"
+#include "../../shm/guard.h"
+#include "../../shm/zone.h"
 
 #include <errno.h>
 #include <pthread.h>

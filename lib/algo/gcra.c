@@ -25,8 +25,8 @@
  *
  * References: ITU-T I.371 (the virtual scheduling algorithm).
  */
-#include "internal.h"
-#include "gcra.h"
+#include "algo/algo.h"
+#include "algo/gcra.h"
 #include "parse.h"
 
 #include <errno.h>

@@ -14,7 +14,8 @@
  * Overflow: stamps are clock readings, below 2^63, and W is at most
  * 2^62, so t + W never wraps; valid() holds every state read to that.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "clock.h"
 #include "parse.h"
 
 #include <errno.h>

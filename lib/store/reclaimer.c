@@ -2,7 +2,9 @@
 /*
  * reclaimer.c - the periodic sweeping thread the stores share.
  */
-#include "reclaimer.h"
+#include "clock.h"
+#include "fork.h"
+#include "store/reclaimer.h"
 
 #include <time.h>
 

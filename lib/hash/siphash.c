@@ -13,9 +13,10 @@
  * tk__siphash13 is SipHash-1-3, about half the rounds, for the store keys
  * of more than 32 bytes under a key tk__keyhash derives (shorter store
  * keys are hashed with AES-CMAC); why 1-3 is enough where the hash is
- * never revealed: lib/keyhash.c.
+ * never revealed: lib/hash/keyhash.c.
  */
-#include "internal.h"
+#include "hash/siphash.h"
+#include "hash/keyhash.h"
 
 #include <endian.h>
 #include <errno.h>

@@ -2,16 +2,20 @@
 /*
  * gcra.h - the pure steps of GCRA and the token bucket (gcra.c), inline,
  * so that a store's fast path may decide a check in place
- * (lib/store-slot.c) with the algorithm's own code rather than through
+ * (lib/store/store-slot.c) with the algorithm's own code rather than through
  * its table: the math stays here, and the store only calls it.
  * The algorithm and its overflow argument are described in gcra.c.
  */
 #ifndef TK_GCRA_H
 #define TK_GCRA_H
 
-#include "internal.h"
+#include "algo/algo.h"
 
 #include <errno.h>
+
+/* gcra.c: the GCRA core that token-bucket shares. */
+int tk__gcra_init(struct tk__policy *p, uint64_t limit, uint64_t period,
+		  uint64_t burst);
 
 /* Largest burst tolerance a policy may have (ns). */
 #define TK__GCRA_TAU_MAX (UINT64_C(1) << 62)

@@ -5,7 +5,7 @@
  * table that grows (store-memory.c).
  *
  * - A key is its fingerprint: the low 56 bits of its keyed hash
- *   (tk__keyhash(), lib/keyhash.c) under the store's secret, and the
+ *   (tk__keyhash(), lib/hash/keyhash.c) under the store's secret, and the
  *   shape of its state (tk__slot_fp()).  A zone places it by a mix of the
  *   whole hash; a private table by a mix of the fingerprint alone, so
  *   that a growth can move it without the key (shm/grow.c).
@@ -19,13 +19,16 @@
  *   grace periods.  These and the table's own calls are where the two
  *   kinds differ; each operation is compiled once per kind (the kind a
  *   constant), so that neither pays for the other on its hot path.
- * - Checks and denials are counted per thread (lib/tally.h); a zone's
+ * - Checks and denials are counted per thread (lib/store/tally.h); a zone's
  *   counts reach the zone's shared counters in batches.
  */
-#include "internal.h"
+#include "algo/algo.h"
+#include "store/store-ops.h"
+#include "clock.h"
+#include "hash/keyhash.h"
 #include "rcu.h"
-#include "slot-store.h"
-#include "tally.h"
+#include "store/slot-store.h"
+#include "store/tally.h"
 
 #include <errno.h>
 #include <stdatomic.h>

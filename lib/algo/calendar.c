@@ -25,7 +25,7 @@
  * int64_t sums below are far from their limits; the results are checked
  * against [0, 2^63) before they are scaled back to ns.
  */
-#include "calendar.h"
+#include "algo/calendar.h"
 
 #include <errno.h>
 

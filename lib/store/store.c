@@ -8,8 +8,11 @@
  * implement tk__store_ops and nothing else; all rate-limiting math stays
  * in the algorithms.
  */
-#include "internal.h"
-#include "slot-store.h"
+#include "store/store-ops.h"
+#include "test-hooks.h"
+#include "error.h"
+#include "options.h"
+#include "store/slot-store.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -137,7 +140,9 @@ TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
 	return 0;
 }
 
+#if TK_TEST_HOOKS /* test-hooks.h */
 uint64_t tk__slot_near_test;
+#endif
 
 __thread struct tk__last_write tk__last_write
 	__attribute__((tls_model("initial-exec")));

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * algo.h - the algorithm contract.
+ *
+ * An algorithm is a set of pure transitions over a fixed number of 64-bit
+ * state words; a store runs one such transition atomically per key
+ * (apply, store-ops.h); the limiter reads the clock once and binds the two.
+ * No store contains rate-limiting math and no algorithm touches a store
+ * or a clock.  Internal non-static symbols are prefixed tk__.
+ */
+#ifndef TK_ALGO_H
+#define TK_ALGO_H
+
+#include "config.h"
+
+#include <stdint.h>
+
+#include <throttlekit.h>
+
+#include "clock.h" /* TK__NOW_LIMIT */
+#include "algo/policy.h"
+
+/* What a transition asks of the store. */
+#define TK__KEEP 0    /* leave the state as it was */
+#define TK__PERSIST 1 /* write the new state */
+#define TK__INVALID 3 /* check_unvalidated(): valid() refuses the state */
+
+/* Most 64-bit state words one key may hold (composites add up). */
+#define TK__STATE_WORDS_MAX 1024
+
+struct tk__parser;
+struct tk__fmt;
+
+/*
+ * An algorithm: pure functions over a fixed number of state words.  A key
+ * with no state is handed all-zero words, which every algorithm treats as
+ * "never seen"; stale state is harmless too (a past TAT, an old window),
+ * so expiry is only ever a memory optimisation.
+ */
+struct tk__algorithm {
+	const char *name;
+	/*
+	 * TK__ALG_*: every store records it with each state an algorithm
+	 * writes, so that a key read under another algorithm is -EPROTO
+	 * rather than words misread.
+	 */
+	unsigned int id;
+	/* Parse the text after "NAME:"; fills everything but .alg. */
+	int (*parse)(struct tk__policy *p, struct tk__parser *ps);
+	void (*format)(const struct tk__policy *p, struct tk__fmt *f);
+	/*
+	 * check() - consume @cost at @now.  Returns TK__PERSIST (and fills
+	 * @next), TK__KEEP (a denial: nothing changes) or -ERANGE.
+	 */
+	int (*check)(const struct tk__policy *p, const uint64_t *state,
+		     uint64_t now, uint64_t cost, uint64_t *next,
+		     struct tk_decision *d);
+	/*
+	 * forecast() - what check() would say, without consuming.  @cost 0
+	 * is a peek: about one unit, with remaining = units available now.
+	 */
+	int (*forecast)(const struct tk__policy *p, const uint64_t *state,
+			uint64_t now, uint64_t cost, struct tk_decision *d);
+	/* From when on @state is equivalent to no state (ns). */
+	uint64_t (*expires)(const struct tk__policy *p, const uint64_t *state);
+	/*
+	 * 1 if, whenever check() returns TK__PERSIST for a @cost of 1 or
+	 * more, expires(@next) equals the decision's reset_at: a caller may
+	 * then take that rather than call expires() on the state just made.
+	 */
+	int expires_at_reset;
+	/*
+	 * check_unvalidated() - optional: valid(p, p->state_words, @state),
+	 * then check() if it holds, without decoding the state twice.
+	 * Returns TK__INVALID (@next and @d untouched) where valid()
+	 * refuses, else what check() returns.
+	 */
+	int (*check_unvalidated)(const struct tk__policy *p,
+				 const uint64_t *state, uint64_t now,
+				 uint64_t cost, uint64_t *next,
+				 struct tk_decision *d);
+	/*
+	 * valid() - could this algorithm have written @state, @words words
+	 * long?  Stores hand back whatever bytes they hold (a corrupt zone,
+	 * another policy of the same algorithm and size), so every count,
+	 * index and size that check(), forecast() and expires() rely on is
+	 * bounded here first.  @p is NULL when the policy is unknown
+	 * (verify): then only what @words determines is checked.  Returns 1
+	 * if valid.
+	 */
+	int (*valid)(const struct tk__policy *p, uint32_t words,
+		     const uint64_t *state);
+};
+
+/* Algorithm ids: 3 bits in a zone slot, so 1..7 (0: none). */
+#define TK__ALG_GCRA 1
+#define TK__ALG_TOKEN_BUCKET 2
+#define TK__ALG_FIXED_WINDOW 3
+#define TK__ALG_SLIDING_WINDOW 4
+#define TK__ALG_SLIDING_LOG 5
+#define TK__ALG_QUOTA 6
+#define TK__ALG_LEAKY 7
+#define TK__ALG_MAX 7
+
+/* The algorithm of id @id, or NULL. */
+const struct tk__algorithm *tk__algorithm_of(unsigned int id);
+
+extern const struct tk__algorithm tk__gcra, tk__token_bucket, tk__fixed_window,
+	tk__sliding_window, tk__sliding_log, tk__quota, tk__leaky;
+
+#endif /* TK_ALGO_H */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fork.h - rcu.c's setup of liburcu, and the count of forks that
+ * per-process state (reclaimers, tally shards) compares against.
+ */
+#ifndef TK_FORK_H
+#define TK_FORK_H
+
+#include "config.h"
+
+#include <stdint.h>
+
+/* rcu.c: the liburcu flavour and fork handling, in one place. */
+void tk__rcu_setup(void);
+uint64_t tk__fork_generation(void);
+
+#endif /* TK_FORK_H */

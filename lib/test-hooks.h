@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test-hooks.h - what the tests reach into: every variable a test sets
+ * to steer the library, and every function only a test calls.  The
+ * library defines them when TK_TEST_HOOKS is 1 (config.h; configure
+ * --disable-test-hooks sets 0 for a production build without them, and
+ * the library then behaves as with every hook left at 0).
+ */
+#ifndef TK_TEST_HOOKS_H
+#define TK_TEST_HOOKS_H
+
+#include "config.h"
+
+#include <stdint.h>
+
+#include <throttlekit.h>
+
+#include "hash/keyhash.h"
+
+#if TK_TEST_HOOKS
+/* limiter.c: checks of @l by the store's apply() alone, never its
+ * try_check() (tests compare the two). */
+void tk__limiter_generic(struct tk_limiter *l);
+
+/* store.c.  Tests: if not zero, a store opened takes one less than this
+ * for the most slots a table of it in the cache has (lib/store/slot-store.h).
+ */
+extern uint64_t tk__slot_near_test;
+
+/* The key hash of memory store @s, as prepared (tests). */
+struct tk__keyhash_key;
+const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *s);
+/* The table of memory store @s (tests). */
+struct tk__table;
+struct tk__table *tk__memory_table(struct tk_store *s);
+/* Tests: if not zero, the secret of every memory store opened, so that
+ * two stores place and evict keys alike. */
+extern uint64_t tk__memory_secret[2];
+/* Test hook: non-zero makes tk__keyhash_aesni() answer 0, as on a CPU
+ * without AES-NI.  Set before opening stores; never by the library. */
+extern int tk__keyhash_no_aesni;
+/* The primitives under a CMAC key, for the FIPS-197 and RFC 4493
+ * vectors (tests): one AES-128 block, and the full 16-byte AES-CMAC of
+ * any length, each by @k's implementation. */
+void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],
+		unsigned char out[16]);
+void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
+		  unsigned char tag[16]);
+#else
+#define tk__slot_near_test ((uint64_t)0)
+#define tk__memory_secret ((const uint64_t[2]){ 0, 0 })
+#define tk__keyhash_no_aesni 0
+#endif
+
+#endif /* TK_TEST_HOOKS_H */
