@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "apr_lib.h"
 #include "apr_strings.h"
@@ -380,6 +381,14 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 			err = "expected a positive duration (e.g. 500ms, 2s)";
 		else
 			r->delay = t;
+	} else if ((v = option(w, "phase")) != NULL) {
+		if (strcmp(v, "early") == 0)
+			r->late = 0;
+		else if (strcmp(v, "late") == 0)
+			r->late = 1;
+		else
+			err = "expected early or late";
+		r->phase_set = 1;
 	} else if (strcmp(w, "dry-run") == 0) {
 		r->dry_run = 1;
 	} else {
@@ -394,9 +403,44 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 	return NULL;
 }
 
+/*
+ * Whether a key expression reads what access control and authentication
+ * set: the user (REMOTE_USER), the scheme (AUTH_TYPE), notes and the
+ * request's environment (auth modules publish there, e.g. AUTHENTICATE_*
+ * of mod_authnz_ldap), which header_parser would see empty or unset.
+ * A plain scan of the text: a false match only checks the rule later.
+ */
+static int key_needs_auth(const char *text)
+{
+	static const char *const words[] = { "REMOTE_USER", "AUTH_TYPE",
+					     "%{ENV:", "note", "env" };
+	size_t i, n;
+	const char *p;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		n = strlen(words[i]);
+		for (p = text; *p; p++) {
+			if (strncasecmp(p, words[i], n) != 0)
+				continue;
+			if (words[i][0] == '%' || apr_isupper(words[i][0]))
+				return 1;
+			/* A function: note(...), env(...), reqenv(...). */
+			p += n;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p == '(' || *p == '\'' || *p == '"')
+				return 1;
+			p--;
+		}
+	}
+	return 0;
+}
+
 /* Defaults, and the checks that need all of a rule's options. */
 static const char *rule_finish(cmd_parms *cmd, struct tk_mod_rule *r)
 {
+	if (!r->phase_set && r->key_text)
+		r->late = key_needs_auth(r->key_text);
 	if (!r->store) {
 		if (registry->stores->nelts != 1)
 			return apr_psprintf(cmd->pool,
@@ -435,7 +479,8 @@ static const char *cmd_rule(cmd_parms *cmd, void *dummy, const char *args)
 			       "ThrottleRule: expected NAME POLICY "
 			       "[store=NAME] [key=EXPR] [status=429|503] "
 			       "[headers=ietf|legacy|both|none] "
-			       "[fail=open|closed] [dry-run] [delay=DURATION]",
+			       "[fail=open|closed] [dry-run] [delay=DURATION] "
+			       "[phase=early|late]",
 			       &args, &r->name, &r->policy_text, rule_taken)) ||
 	    (err = rule_policy(cmd, r)) ||
 	    (err = options(cmd, &args, r, rule_option)) ||
@@ -551,7 +596,7 @@ const command_rec tk_mod_cmds[] = {
 	AP_INIT_RAW_ARGS("ThrottleRule", cmd_rule, NULL, RSRC_CONF,
 			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
 			 "[headers=ietf|legacy|both|none] [fail=open|closed] "
-			 "[dry-run] [delay=DURATION]"),
+			 "[dry-run] [delay=DURATION] [phase=early|late]"),
 	AP_INIT_RAW_ARGS("Throttle", cmd_throttle, NULL,
 			 RSRC_CONF | ACCESS_CONF | OR_LIMIT,
 			 "RULE [RULE...] | off: the rules requests here must "

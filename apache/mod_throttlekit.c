@@ -226,29 +226,44 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 	}
 }
 
-static const char *status_env(request_rec *r, const char *v)
+/*
+ * Where rules are checked:
+ *   - header_parser, first, for the main request and each internal
+ *     redirect (a RewriteRule): the early rules of the place asked, before
+ *     any authentication work, so that a refused client costs little;
+ *   - the handler phase, really first, for every request that is served
+ *     (main requests, internal redirects, fast redirects, subrequests that
+ *     run): the rules of the place the request ends up that were not
+ *     counted yet, and the late ones, whose keys need authentication.
+ *     mod_dir's DirectoryIndex probes candidates with subrequests that are
+ *     never run, then swaps the chosen one's configuration into the
+ *     request in its fixups: only a later hook sees the final place, and
+ *     a probed file never counts.
+ * request.c counts each rule once per client request, and never in a
+ * request made to answer an error (an ErrorDocument).
+ */
+static int check(request_rec *r, int late)
 {
-	apr_table_setn(r->subprocess_env, TK_MOD_ENV, v);
-	return v;
+	struct tk_mod_dir *d;
+
+	d = ap_get_module_config(r->per_dir_config, &throttlekit_module);
+	if (!d->rules || !d->rules->nelts) {
+		/* An ErrorDocument or redirect keeps the verdict for the log.
+		 */
+		tk_mod_request_status(r);
+		return DECLINED;
+	}
+	return tk_mod_request(r, d->rules, late);
 }
 
 static int header_parser(request_rec *r)
 {
-	struct tk_mod_dir *d;
-	const char *v;
+	return check(r, 0);
+}
 
-	/* An internal redirect (an ErrorDocument) is never counted again,
-	 * but keeps the verdict for the access log. */
-	if (!ap_is_initial_req(r)) {
-		if (!r->main && r->prev &&
-		    (v = apr_table_get(r->prev->subprocess_env, TK_MOD_ENV)))
-			status_env(r, v);
-		return DECLINED;
-	}
-	d = ap_get_module_config(r->per_dir_config, &throttlekit_module);
-	if (!d->rules || !d->rules->nelts)
-		return DECLINED;
-	return tk_mod_request(r, d->rules);
+static int late_check(request_rec *r)
+{
+	return check(r, 1);
 }
 
 static int status_handler(request_rec *r)
@@ -266,6 +281,7 @@ static void register_hooks(apr_pool_t *p)
 	ap_hook_post_config(post_config, NULL, NULL, APR_HOOK_MIDDLE);
 	ap_hook_child_init(child_init, NULL, NULL, APR_HOOK_MIDDLE);
 	ap_hook_header_parser(header_parser, NULL, NULL, APR_HOOK_FIRST);
+	ap_hook_handler(late_check, NULL, NULL, APR_HOOK_REALLY_FIRST);
 	ap_hook_handler(status_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 

@@ -71,6 +71,13 @@ struct tk_mod_rule {
 	unsigned int fail;	/* TK_FAIL_OPEN or TK_FAIL_CLOSED */
 	int dry_run;
 	apr_interval_time_t delay; /* us; 0: no delay= */
+	/*
+	 * Checked after authentication (the handler phase) rather than in
+	 * header_parser: phase=late, or a key= that reads what access and
+	 * authentication set (REMOTE_USER, AUTH_TYPE, notes, environment).
+	 */
+	int late;
+	int phase_set; /* phase= was given */
 	const char *file;
 	unsigned int line;
 	int index;		    /* in the registry's rules */
@@ -98,8 +105,15 @@ void tk_mod_registry_reset(apr_pool_t *pconf);
 void *tk_mod_dir_create(apr_pool_t *p, char *dir);
 void *tk_mod_dir_merge(apr_pool_t *p, void *base, void *add);
 
-/* request.c: decide a request under @rules (struct tk_mod_rule *). */
-int tk_mod_request(request_rec *r, apr_array_header_t *rules);
+/*
+ * request.c: decide a request under those of @rules (struct tk_mod_rule *)
+ * that its client request has not counted yet: the early ones in
+ * header_parser (@late 0), all of them in the handler phase (@late 1).
+ * Returns DECLINED (admitted) or the HTTP status of a refusal.
+ */
+int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late);
+/* request.c: set THROTTLE_STATUS of @r from its client request's verdict. */
+void tk_mod_request_status(request_rec *r);
 
 /* status.c: the throttlekit-status handler. */
 int tk_mod_status_handler(request_rec *r, unsigned int generation,

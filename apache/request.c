@@ -21,8 +21,17 @@
  * key space ("a:" and "k:" prefixes), so that clients without the header
  * never share one bucket.
  *
- * The verdict goes to THROTTLE_STATUS for the access log, the header
- * fields to err_headers_out (kept on error responses and ErrorDocuments).
+ * Counted once: a client request may pass through several request_recs
+ * (internal redirects, subrequests) and be checked in two phases (early
+ * in header_parser, late in the handler phase: mod_throttlekit.c).  A
+ * note in its first request_rec's request_config (struct note) marks
+ * each rule decided for it, by rule index, and every later check skips
+ * those; a request made to answer an error (an ErrorDocument) is never
+ * checked.
+ *
+ * The verdict of all the checks of one client request goes to
+ * THROTTLE_STATUS for the access log, the header fields to
+ * err_headers_out (kept on error responses and ErrorDocuments).
  */
 #include "mod_throttlekit.h"
 
@@ -50,6 +59,19 @@ struct verdict {
 	const char *status; /* THROTTLE_STATUS of a denial */
 	int degraded, delayed, dry_run;
 	apr_interval_time_t sleep; /* us, the longest shaper delay */
+};
+
+/*
+ * What one client request has counted, kept in the request_config of its
+ * first request_rec (client_request()): each rule is counted once however
+ * many internal redirects and subrequests the request takes, and the
+ * verdict of all its checks is its THROTTLE_STATUS.
+ */
+struct note {
+	char *counted; /* by rule index: decided for this client request */
+	int rules;     /* entries of counted */
+	int decided;   /* some rule was decided */
+	struct verdict v;
 };
 
 static void client_key(request_rec *r, struct tk_key *k)
@@ -277,15 +299,98 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 	add_fields(r, g, &d, dims, 0);
 }
 
-int tk_mod_request(request_rec *r, apr_array_header_t *rules)
+/*
+ * The client request of @r: its first request_rec, the one read from the
+ * connection.  A subrequest points to its parent (r->main), an internal
+ * redirect to the request it replaces (r->prev); an internal fast
+ * redirect (mod_dir) keeps the request_rec.  All share its pool.
+ */
+static request_rec *client_request(request_rec *r)
+{
+	for (;;) {
+		if (r->main)
+			r = r->main;
+		else if (r->prev)
+			r = r->prev;
+		else
+			return r;
+	}
+}
+
+/* A request made to answer an error (an ErrorDocument), or part of one. */
+static int error_response(const request_rec *r)
+{
+	for (; r; r = r->main ? r->main : r->prev)
+		if (r->prev && ap_is_HTTP_ERROR(r->prev->status))
+			return 1;
+	return 0;
+}
+
+/* The note of @r's client request; created when @create. */
+static struct note *note_of(request_rec *r, int create)
+{
+	request_rec *c = client_request(r);
+	struct note *n;
+	int rules;
+
+	n = ap_get_module_config(c->request_config, &throttlekit_module);
+	if (n || !create)
+		return n;
+	rules = tk_mod_registry()->rules->nelts;
+	n = apr_pcalloc(c->pool, sizeof(*n));
+	n->rules = rules;
+	n->counted = apr_pcalloc(c->pool, rules > 0 ? (apr_size_t)rules : 1);
+	ap_set_module_config(c->request_config, &throttlekit_module, n);
+	return n;
+}
+
+void tk_mod_request_status(request_rec *r)
+{
+	const struct note *n = note_of(r, 0);
+	const struct verdict *v;
+	const char *status;
+
+	if (!n || !n->decided)
+		return;
+	v = &n->v;
+	if (v->deny)
+		status = v->status;
+	else if (v->degraded)
+		status = "DEGRADED";
+	else if (v->delayed)
+		status = "DELAYED";
+	else if (v->dry_run)
+		status = "DRY_RUN";
+	else
+		status = "PASSED";
+	apr_table_setn(r->subprocess_env, TK_MOD_ENV, status);
+}
+
+/* Whether @rule is left out of this call: counted, or not yet due. */
+static int skipped(const struct note *n, const struct tk_mod_rule *rule,
+		   int late)
+{
+	if (rule->index >= n->rules)
+		return 1;
+	return n->counted[rule->index] || (rule->late && !late);
+}
+
+int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 {
 	struct tk_mod_rule **all = (struct tk_mod_rule **)rules->elts;
 	char *done = apr_pcalloc(r->pool, (apr_size_t)rules->nelts);
+	struct note *n;
 	struct verdict v;
 	struct group g;
-	const char *status;
 	int i, j;
 
+	if (error_response(r)) {
+		tk_mod_request_status(r);
+		return DECLINED;
+	}
+	n = note_of(r, 1);
+	for (i = 0; i < rules->nelts; i++)
+		done[i] = (char)skipped(n, all[i], late);
 	memset(&v, 0, sizeof(v));
 	for (i = 0; i < rules->nelts && !v.deny; i++) {
 		if (done[i])
@@ -301,23 +406,22 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules)
 			    g.dims + all[j]->dims > TK_GROUP_DIMENSIONS_MAX)
 				continue;
 			done[j] = 1;
+			n->counted[all[j]->index] = 1;
 			g.rules[g.n] = all[j];
 			g.off[g.n++] = g.dims;
 			g.dims += all[j]->dims;
 		}
 		decide(r, &g, &v);
+		n->decided = 1;
 	}
-	if (v.deny)
-		status = v.status;
-	else if (v.degraded)
-		status = "DEGRADED";
-	else if (v.delayed)
-		status = "DELAYED";
-	else if (v.dry_run)
-		status = "DRY_RUN";
-	else
-		status = "PASSED";
-	apr_table_setn(r->subprocess_env, TK_MOD_ENV, status);
+	if (v.deny) {
+		n->v.deny = v.deny;
+		n->v.status = v.status;
+	}
+	n->v.degraded |= v.degraded;
+	n->v.delayed |= v.delayed;
+	n->v.dry_run |= v.dry_run;
+	tk_mod_request_status(r);
 	if (v.deny)
 		return v.deny;
 	if (v.sleep)

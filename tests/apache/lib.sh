@@ -196,7 +196,8 @@ port_free()
 	[ $? -eq 7 ]
 }
 
-# start_server MPM BODY: start httpd; BODY may use @PORT@.
+# start_server MPM BODY: start httpd; BODY may use @PORT@, @ROOT@ (the
+# ServerRoot) and @MODULES@ (APACHE_MODULES).
 start_server()
 {
 	tries=0
@@ -204,7 +205,8 @@ start_server()
 		tries=$((tries + 1))
 		PORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
 		port_free "$PORT" || continue
-		write_conf "$1" "$PORT" "$(printf '%s\n' "$2" | sed "s/@PORT@/$PORT/g")"
+		write_conf "$1" "$PORT" "$(printf '%s\n' "$2" |
+			sed "s|@PORT@|$PORT|g; s|@ROOT@|$ROOT|g; s|@MODULES@|$APACHE_MODULES|g")"
 		rm -f "$PIDFILE"
 		# A port taken since port_free: the error goes to stderr when
 		# httpd gives up before it opens its error log.
