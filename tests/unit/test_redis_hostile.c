@@ -29,13 +29,9 @@
 
 static struct redis_kit kit;
 
-/* The server, started by the first test (skipped without redis-server). */
 static void need_server(void)
 {
-	if (!kit.pid && !redis_kit_available())
-		skip();
-	if (!kit.pid && redis_kit_start(&kit, NULL) != 0)
-		fail_msg("redis-server did not start");
+	redis_kit_need(&kit);
 }
 
 static int stop_server(void **state)
