@@ -139,6 +139,9 @@ local function max(a, b)
 	return cmp(a, b) < 0 and b or a
 end
 
+-- 2^63: every time in a state lies below it.
+local HALF = { 9223372036, 854775808 }
+
 -- A dimension's decision on @value (nil: none): admitted, the new value,
 -- and when that expires; or nil and why the state is not this policy's.
 local function one_word(alg, value, now, arg)
@@ -171,7 +174,9 @@ local function window(alg, value, now, arg)
 			string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
 		local sp, ss, se, sc = num(vp), num(vs), num(ve), num(vc)
 		if id ~= alg or not (sp and ss and se and sc) or
-			cmp(sp, policy) ~= 0 then
+			cmp(sp, policy) ~= 0 or cmp(ss, HALF) >= 0 or
+			cmp(se, ss) <= 0 or
+			(alg == '3' and cmp(sub(se, ss), sp) ~= 0) then
 			return nil, 'state of another algorithm or policy'
 		end
 		if cmp(ss, start) > 0 then
@@ -198,11 +203,15 @@ local function log(alg, value, now, arg)
 			string.gsub(rest, ':%d+', '') ~= '' then
 			return nil, 'state of another algorithm or policy'
 		end
+		-- At most L stamps, ascending, each below 2^63: no more is
+		-- read of a longer value.
 		for t in string.gmatch(rest, ':(%d+)') do
-			stamps[#stamps + 1] = num(t)
-			if not stamps[#stamps] then
+			local v, k = num(t), #stamps
+			if not v or k == limit[2] or cmp(v, HALF) >= 0 or
+				(k > 0 and cmp(v, stamps[k]) < 0) then
 				return nil, 'state of another algorithm or policy'
 			end
+			stamps[k + 1] = v
 		end
 	end
 	local live = #stamps + 1

@@ -31,11 +31,22 @@
  * connect waits out a backoff that doubles from 10 ms to 1 s while
  * connects keep failing; until then calls fail at once with the last
  * error, so an outage costs the caller no time once it is known.
+ *
+ * SIGPIPE: hiredis 0.14 writes without MSG_NOSIGNAL, so a write to a
+ * connection the server has closed raises SIGPIPE, whose default action
+ * kills the process.  Every write (a command, a flush, a read that may
+ * flush, a TLS handshake) runs with SIGPIPE blocked in the calling
+ * thread; a SIGPIPE it raised is consumed before the thread's mask is
+ * restored, unless one was already pending (the application's, left to
+ * it), and the write fails as on a reset connection.  The process's
+ * disposition is never touched.
  */
 #include "config.h"
 #include "redis/conn.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -241,16 +252,55 @@ static int failed(struct tk__redis_conn *c, int rc)
 	return rc;
 }
 
+/* SIGPIPE blocked in this thread, around a write (see the top). */
+struct nopipe {
+	sigset_t old;
+	int pending; /* one was pending before: it is not ours */
+};
+
+static void nopipe_begin(struct nopipe *g)
+{
+	sigset_t pipe, pending;
+
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	sigemptyset(&pending);
+	sigpending(&pending);
+	g->pending = sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+/* Consume the SIGPIPE the write raised, if any; errno is kept. */
+static void nopipe_end(struct nopipe *g)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t pipe, pending;
+	int saved = errno;
+
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	sigemptyset(&pending);
+	if (!g->pending && sigpending(&pending) == 0 &&
+	    sigismember(&pending, SIGPIPE) == 1)
+		while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	errno = saved;
+}
+
 static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
 		       const size_t *lens, redisReply **out)
 {
+	struct nopipe g;
 	redisReply *r;
 	int cut, rc = cut_timeout(c, 0, 0, &cut);
 
 	if (rc)
 		return rc;
+	nopipe_begin(&g);
 	errno = 0;
 	r = redisCommandArgv(c->ctx, argc, argv, lens);
+	nopipe_end(&g);
 	uncut(c, cut);
 	if (!r) {
 		rc = io_error(c->ctx, errno, 0);
@@ -333,12 +383,15 @@ static int connect_now(struct tk__redis_conn *c)
 	/* A handshake that fails (a certificate not trusted, a server
 	 * without TLS) is a reply the library cannot use. */
 	if (c->tls) {
+		struct nopipe g;
 		int cut;
 
 		rc = cut_timeout(c, 0, 0, &cut);
+		nopipe_begin(&g);
 		if (rc == 0 &&
 		    redisInitiateSSLWithContext(c->ctx, c->tls) != REDIS_OK)
 			rc = -EPROTO;
+		nopipe_end(&g);
 		uncut(c, cut);
 		if (rc) {
 			drop(c);
@@ -526,30 +579,37 @@ int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
 
 int tk__redis_flush(struct tk__redis_conn *c)
 {
-	int done = 0;
+	struct nopipe g;
+	int done = 0, ok;
 
 	if (!c->ctx)
 		return c->last_err ? c->last_err : -ECONNRESET;
+	nopipe_begin(&g);
 	do {
 		errno = 0;
-		if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
-			return pipe_failed(c);
-	} while (!done);
-	return 0;
+		ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
+	} while (ok && !done);
+	nopipe_end(&g);
+	return ok ? 0 : pipe_failed(c);
 }
 
 int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
 			 void **reply)
 {
 	redisReply *r = NULL;
-	int rc, cut;
+	struct nopipe g;
+	int rc, cut, ok;
 
 	if (!c->ctx)
 		return c->last_err ? c->last_err : -ECONNRESET;
 	/* At least 1 ms: what has come is read. */
 	cut_timeout(c, deadline, UINT64_C(1000000), &cut);
+	/* A read flushes what is still queued first. */
+	nopipe_begin(&g);
 	errno = 0;
-	if (redisGetReply(c->ctx, (void **)&r) != REDIS_OK || !r)
+	ok = redisGetReply(c->ctx, (void **)&r) == REDIS_OK && r;
+	nopipe_end(&g);
+	if (!ok)
 		return pipe_failed(c);
 	uncut(c, cut);
 	if (r->type == REDIS_REPLY_ERROR) {

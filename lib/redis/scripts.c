@@ -201,7 +201,7 @@ int tk__redis_parse_u64(const char *s, size_t len, uint64_t *word)
  * algorithm's valid() must accept (each bucket at its tick's index).
  */
 static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
-		       uint64_t *words)
+		       uint64_t *words, size_t cap)
 {
 	size_t i = 0, at, n = 0, want = 3 + p->state_words;
 	uint64_t f;
@@ -215,8 +215,11 @@ static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
 		    (n == 1 && f != p->u.sliding.buckets) ||
 		    (n == 2 && f != p->u.sliding.width))
 			return -EPROTO;
-		if (n >= 3)
+		if (n >= 3) {
+			if (n - 3 >= cap)
+				return -EPROTO;
 			words[n - 3] = f;
+		}
 		n++;
 		if (i++ == len)
 			break;
@@ -227,9 +230,10 @@ static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
 }
 
 /* "5:L:T1:...:Tn" into {n, T1, ..., Tn}: at most L stamps, ascending,
- * each a clock reading (the algorithm's valid()). */
+ * each a clock reading (the algorithm's valid()), and never a word past
+ * @cap. */
 static int decode_log(const struct tk__policy *p, const char *s, size_t len,
-		      uint64_t *words)
+		      uint64_t *words, size_t cap)
 {
 	size_t i = 0, at, n = 0;
 	uint64_t f;
@@ -244,8 +248,8 @@ static int decode_log(const struct tk__policy *p, const char *s, size_t len,
 		if (n == 1 && f != p->limit)
 			return -EPROTO;
 		if (n >= 2) {
-			if (n - 1 > p->limit || f >= TK__NOW_LIMIT ||
-			    (n > 2 && f < words[n - 2]))
+			if (n - 1 > p->limit || n - 1 >= cap ||
+			    f >= TK__NOW_LIMIT || (n > 2 && f < words[n - 2]))
 				return -EPROTO;
 			words[n - 1] = f;
 		}
@@ -256,19 +260,22 @@ static int decode_log(const struct tk__policy *p, const char *s, size_t len,
 	if (n < 2)
 		return -EPROTO;
 	words[0] = n - 2;
-	return 0;
+	return p->alg->valid(p, (uint32_t)cap, words) ? 0 : -EPROTO;
 }
 
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
-		     uint64_t *words)
+		     uint64_t *words, size_t cap)
 {
 	size_t n = 0, want = is_window(p) ? 5 : 2, i = 0, at;
 	uint64_t f[5];
 
+	/* A buffer of another size is another policy's: nothing fits. */
+	if (cap != p->state_words)
+		return -EPROTO;
 	if (p->alg == &tk__sliding_log)
-		return decode_log(p, s, len, words);
+		return decode_log(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_window)
-		return decode_ring(p, s, len, words);
+		return decode_ring(p, s, len, words, cap);
 	/* ':'-separated decimal fields, the first the algorithm's id. */
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)

@@ -36,11 +36,12 @@ int tk__redis_usable(const struct tk__policy *p, uint64_t now, uint64_t cost);
 int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
 			 uint64_t cost, char args[7][24]);
 /*
- * A state as the server spells it (@len bytes at @s) into @p's
- * p->state_words words; -EPROTO for one of another algorithm or policy,
- * or not the library's.
+ * A state as the server spells it (@len bytes at @s) into @words, a
+ * buffer of @cap words, which must be @p->state_words; -EPROTO for one of
+ * another algorithm or policy, or not the library's.  Nothing is written
+ * past @cap words, whatever the value.
  */
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
-		     uint64_t *words);
+		     uint64_t *words, size_t cap);
 
 #endif /* TK_REDIS_SCRIPTS_H */

@@ -76,7 +76,8 @@ int tk__redis_take_old(struct tk__redis_bufs *b, const struct tk__redis_req *q,
 	b->old[i] = b->was[i];
 	if (r->type != REDIS_REPLY_STRING)
 		return -EPROTO;
-	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i]);
+	return tk__redis_decode(q->pol[i], r->str, r->len, b->was[i],
+				q->pol[i]->state_words);
 }
 
 /* The script's verdict, checked against the algorithms' own. */
@@ -106,7 +107,8 @@ static int verdict(const redisReply *r, const struct tk__redis_req *q,
 		if (rc == 0 && wrote[i])
 			rc = e->type == REDIS_REPLY_STRING
 				     ? tk__redis_decode(q->pol[i], e->str,
-							e->len, b->made[i])
+							e->len, b->made[i],
+							q->pol[i]->state_words)
 				     : -EPROTO;
 	}
 	if (rc)

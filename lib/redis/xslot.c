@@ -212,7 +212,7 @@ static int take_pre(struct xslot *x, size_t k, const redisReply *r)
 	x->old[k] = NULL;
 	if (rc == 0 && x->pre[k]) {
 		rc = tk__redis_decode(x->q->pol[k], x->pre[k], x->pre_len[k],
-				      x->words[k]);
+				      x->words[k], x->q->pol[k]->state_words);
 		x->old[k] = x->words[k];
 	}
 	return rc;
@@ -270,7 +270,8 @@ static int consume_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 				      &x->post_len[k]);
 		if (rc == 0 && x->post[k])
 			rc = tk__redis_decode(x->q->pol[k], x->post[k],
-					      x->post_len[k], x->made[k]);
+					      x->post_len[k], x->made[k],
+					      x->q->pol[k]->state_words);
 	}
 out:
 	if (r)

@@ -406,6 +406,15 @@ fail:
 	return -1;
 }
 
+void redis_kit_need(struct redis_kit *k)
+{
+	if (k->pid)
+		return;
+	if (!redis_kit_available())
+		skip();
+	assert_int_equal(redis_kit_start(k, NULL), 0);
+}
+
 void redis_cluster_need(struct redis_kit nodes[3], char *spec, size_t len,
 			int *up)
 {

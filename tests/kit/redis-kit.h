@@ -44,6 +44,13 @@ long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 unsigned long long redis_kit_mono_ms(void);
 
 /*
+ * For a cmocka test: a server without a password in @k, started by the
+ * first caller (later calls return at once).  Skips the test without
+ * redis-server, fails it if the server does not start.
+ */
+void redis_kit_need(struct redis_kit *k);
+
+/*
  * A 3-master Redis Cluster (no replicas): nodes on ports below 55535
  * whose bus ports (+10000) are free too, joined by redis-cli --cluster
  * create, up once CLUSTER INFO says cluster_state:ok on every node.

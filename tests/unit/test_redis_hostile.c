@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_redis_hostile.c - hostile or corrupt states on a real
+ * redis-server (tests/kit/redis-kit.c): values written straight into the
+ * keys the Redis store uses, for every encoding (one word, windows,
+ * sliding windows' rings, sliding logs): too many fields, too few, huge
+ * numbers, non-digits, another algorithm's id, another limit, unsorted
+ * stamps.  A check, a peek and a batch of each must fail with -EPROTO
+ * and nothing else (no crash, no write past a buffer: run it under
+ * AddressSanitizer), and a reset must clear the key.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <throttlekit.h>
+
+#include "asserts.h"
+#include "redis-kit.h"
+
+#define T0 (UINT64_C(1700000000) * SEC)
+#define STAMP "1700000000000000000"
+
+static struct redis_kit kit;
+
+static void need_server(void)
+{
+	redis_kit_need(&kit);
+}
+
+static int stop_server(void **state)
+{
+	(void)state;
+	redis_kit_destroy(&kit);
+	return 0;
+}
+
+/* "5:L" and @n stamps 1 ms apart, ascending to @last, into @buf. */
+static const char *log_at(char *buf, size_t len, unsigned int limit,
+			  unsigned int n, uint64_t last)
+{
+	size_t at = (size_t)snprintf(buf, len, "5:%u", limit);
+	unsigned int i;
+
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(
+			buf + at, len - at, ":%llu",
+			(unsigned long long)(last - (n - i) * MS));
+	return buf;
+}
+
+/* The same, stamped just before T0: live. */
+static const char *log_of(char *buf, size_t len, unsigned int limit,
+			  unsigned int n)
+{
+	return log_at(buf, len, limit, n, T0);
+}
+
+/* The ring of a sliding window of @buckets buckets: "4:S:w" and @fields
+ * numbers. */
+static const char *ring_of(char *buf, size_t len, unsigned int buckets,
+			   unsigned long long width, unsigned int fields,
+			   const char *each)
+{
+	size_t at = (size_t)snprintf(buf, len, "4:%u:%llu", buckets, width);
+	unsigned int i;
+
+	for (i = 0; i < fields && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, ":%s", each);
+	return buf;
+}
+
+/*
+ * @value under the state of key "k" of @policy (dimension @dim of a
+ * composite, or -1): a check, a peek and a batch fail with -EPROTO.
+ */
+static void hostile_with(const char *policy, int dim, const char *value,
+			 const char *opts)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_request req[2];
+	struct tk_decision d, ds[2];
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	static char got[16384];
+	char spec[192], key[8] = { '{', 0, 0, 'k', '}' };
+	size_t klen = 5;
+	int rc[2];
+
+	/* A dimension's index leaves the hash tag (lib/redis/keys.c). */
+	if (dim >= 0) {
+		key[1] = (char)0x80;
+		key[klen++] = (char)dim;
+	}
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	o.fail = TK_FAIL_ERROR;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	snprintf(spec, sizeof(spec), "%s?key_prefix=h:%s", kit.spec, opts);
+	assert_rc(tk_limiter_open(&l, policy, spec, &o), 0);
+	if (redis_kit_cmd(&kit, NULL, 0, "SET h:%b %s", key, klen, value) != 0)
+		fail_msg("SET %s", value);
+	rc[0] = tk_limiter_check(l, "k", 1, 1, &d);
+	if (rc[0] != -EPROTO)
+		fail_msg("%s, state \"%.60s\": check %s, want EPROTO", policy,
+			 value, tk_strerrorname(rc[0]));
+	/* Refused, and left as it was: nothing was consumed. */
+	got[0] = '\0';
+	redis_kit_cmd(&kit, got, sizeof(got), "GET h:%b", key, klen);
+	if (strcmp(got, value) != 0)
+		fail_msg("%s, state \"%.60s\": now \"%.60s\"", policy, value,
+			 got);
+	rc[0] = tk_limiter_peek(l, "k", 1, &d);
+	if (rc[0] != -EPROTO)
+		fail_msg("%s, state \"%.60s\": peek %s, want EPROTO", policy,
+			 value, tk_strerrorname(rc[0]));
+	memset(req, 0, sizeof(req));
+	req[0].key = "k";
+	req[0].key_len = 1;
+	req[0].cost = 1;
+	req[1] = req[0];
+	req[1].key = "z";
+	tk_limiter_check_many(l, req, 2, ds, rc);
+	if (rc[0] != -EPROTO || rc[1] != 0)
+		fail_msg("%s, state \"%.60s\": batch %s and %s, want EPROTO "
+			 "and success",
+			 policy, value, tk_strerrorname(rc[0]),
+			 tk_strerrorname(rc[1]));
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	assert_rc(tk_limiter_reset(l, "z", 1), 0);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
+static void assert_hostile(const char *policy, int dim, const char *value)
+{
+	hostile_with(policy, dim, value, "");
+	hostile_with(policy, dim, value, "&server_time=1");
+}
+
+/* Each of @n values under @policy's key. */
+static void assert_each(const char *policy, const char *const *bad, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		assert_hostile(policy, -1, bad[i]);
+}
+
+/* Far more stamps than the limit: the decoder's buffer holds L + 1. */
+static void test_log_too_many(void **state)
+{
+	char v[4096];
+
+	(void)state;
+	need_server();
+	assert_hostile("sliding-log:3/10s", -1, log_of(v, sizeof(v), 3, 40));
+	assert_hostile("sliding-log:3/10s", -1, log_of(v, sizeof(v), 3, 4));
+	/* Stamps long gone, or still to come. */
+	assert_hostile("sliding-log:3/10s", -1,
+		       log_at(v, sizeof(v), 3, 40, T0 - 3600 * SEC));
+	assert_hostile("sliding-log:3/10s", -1,
+		       log_at(v, sizeof(v), 3, 40, T0 + 3600 * SEC));
+	assert_hostile("sliding-log:1/10s", -1, log_of(v, sizeof(v), 1, 2));
+	assert_hostile("sliding-log:512/10s", -1,
+		       log_of(v, sizeof(v), 512, 513));
+	assert_hostile("all(gcra:5/s,sliding-log:3/10s)", 1,
+		       log_of(v, sizeof(v), 3, 40));
+	assert_hostile("any(sliding-log:2/10s,sliding-log:3/10s)", 0,
+		       log_of(v, sizeof(v), 2, 40));
+}
+
+static void test_log_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"5",
+		"5:",
+		"5:3:",
+		"5:3::" STAMP,
+		"5:4:" STAMP,
+		"5:2:" STAMP,
+		"5:18446744073709551619:" STAMP,
+		"5:3:99999999999999999999999",
+		"5:3:9223372036854775808",
+		"5:3:17x",
+		"5:3:" STAMP ":1",
+		"5:3:-1",
+		"5:3: 1",
+		"1:3:" STAMP,
+		"7:3",
+		"junk",
+		"",
+	};
+	(void)state;
+	need_server();
+	assert_each("sliding-log:3/10s", bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+static void test_ring(void **state)
+{
+	static const char *const bad[] = {
+		"4",
+		"4:4",
+		"4:4:1000000000",
+		"4:5:1000000000:0:0",
+		"4:4:2000000000:0:0:0:0:0:0:0:0:0:0",
+		"4:4:1000000000:0:0:0:0:0:0:0:0:x:0",
+		"4:4:1000000000:0:0:0:0:0:0:0:0:0:99999999999999999999",
+		"5:4:1000000000:0:0:0:0:0:0:0:0:0:0",
+		"4:4:1000000000::0:0:0:0:0:0:0:0:0",
+	};
+	char v[8192];
+
+	(void)state;
+	need_server();
+	assert_each("sliding-window:10/4s,buckets=4", bad,
+		    sizeof(bad) / sizeof(bad[0]));
+	/* Far too many buckets, and too few. */
+	assert_hostile("sliding-window:10/4s,buckets=4", -1,
+		       ring_of(v, sizeof(v), 4, 1000000000, 400, "0"));
+	assert_hostile("sliding-window:10/4s,buckets=4", -1,
+		       ring_of(v, sizeof(v), 4, 1000000000, 11, "0"));
+	assert_hostile("sliding-window:10/4s,buckets=4", -1,
+		       ring_of(v, sizeof(v), 4, 1000000000, 9, "0"));
+	assert_hostile("sliding-window:10/4s,buckets=4", -1,
+		       ring_of(v, sizeof(v), 4, 1000000000, 10, "x"));
+	assert_hostile("all(gcra:5/s,sliding-window:10/4s,buckets=4)", 1,
+		       ring_of(v, sizeof(v), 4, 1000000000, 400, "0"));
+}
+
+static void test_one_word(void **state)
+{
+	static const char *const policies[] = {
+		"gcra:5/s",
+		"token-bucket:capacity=4,refill=2/s",
+		"leaky:10/s,max-queue=1s",
+	};
+	static const char *const bad[] = {
+		"%u",
+		"%u:",
+		"%u:1:2",
+		"%u:1:2:3:4:5:6:7:8",
+		"%u:99999999999999999999",
+		"%u:18446744073709551616",
+		"%u:12x",
+		"%u:-1",
+		"9:1",
+		":1",
+		"",
+	};
+	static const unsigned int ids[] = { 1, 2, 7 };
+	char v[64];
+	size_t i, j;
+
+	(void)state;
+	need_server();
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+			snprintf(v, sizeof(v), bad[j], ids[i]);
+			assert_hostile(policies[i], -1, v);
+		}
+		/* Another one-word algorithm's state. */
+		snprintf(v, sizeof(v), "%u:1", ids[(i + 1) % 3]);
+		assert_hostile(policies[i], -1, v);
+	}
+}
+
+static void test_windows(void **state)
+{
+	static const char *const bad[] = {
+		"3",
+		"3:10000000000",
+		"3:10000000000:" STAMP,
+		"3:10000000000:1700000000000000000:1700000010000000000",
+		"3:10000000000:1700000000000000000:1700000010000000000:1:1",
+		"3:10000000000:1700000000000000000:1700000010000000000:1:1:1:"
+		"1:1:1:1",
+		"3:20000000000:1700000000000000000:1700000020000000000:1",
+		"3:10000000000:1700000000000000000:1700000000000000000:1",
+		"3:10000000000:1700000000000000000:1700000010000000000:"
+		"99999999999999999999",
+		"3:10000000000:1700000000000000000:1700000010000000000:1x",
+		"3:10000000000:9223372036854775808:9223372046854775808:1",
+		"6:10000000000:1700000000000000000:1700000010000000000:1",
+	};
+	(void)state;
+	need_server();
+	assert_each("fixed-window:5/10s", bad, sizeof(bad) / sizeof(bad[0]));
+	assert_hostile("quota:5/day", -1, "6:1:2:3:4:5");
+	assert_hostile("quota:5/day", -1, "6:1:2");
+	assert_hostile("quota:5/day", -1, "3:1:2:3:4");
+	assert_hostile("any(quota:5/day,fixed-window:5/10s)", 1, bad[4]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log_too_many),
+		cmocka_unit_test(test_log_malformed),
+		cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_one_word),
+		cmocka_unit_test(test_windows),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, stop_server);
+}
