@@ -370,9 +370,11 @@ void tk_mod_request_status(request_rec *r)
 static int skipped(const struct note *n, const struct tk_mod_rule *rule,
 		   int late)
 {
-	if (rule->index >= n->rules)
+	/* A rule the note has no room for (none: rules are made with the
+	 * configuration) is checked, never passed over unseen. */
+	if (rule->index < n->rules && n->counted[rule->index])
 		return 1;
-	return n->counted[rule->index] || (rule->late && !late);
+	return rule->late && !late;
 }
 
 int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
@@ -406,7 +408,8 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 			    g.dims + all[j]->dims > TK_GROUP_DIMENSIONS_MAX)
 				continue;
 			done[j] = 1;
-			n->counted[all[j]->index] = 1;
+			if (all[j]->index < n->rules)
+				n->counted[all[j]->index] = 1;
 			g.rules[g.n] = all[j];
 			g.off[g.n++] = g.dims;
 			g.dims += all[j]->dims;
