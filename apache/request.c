@@ -263,6 +263,14 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 	rc = group_check(g, &d, dims);
 	if (rc < 0)
 		failed(r, g, rc, &d);
+	else if (d.degraded)
+		/* The library answered by the fail policy: the store failed,
+		 * and an operator must see it, not only the access log. */
+		ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+			      "ThrottleStore %s: store failed; %s",
+			      g->rules[0]->store->name,
+			      d.allowed ? "admitted (fail=open)"
+					: "refused (fail=closed)");
 	if (d.degraded) {
 		v->degraded = 1;
 		if (!d.allowed && !g->dry_run) {

@@ -149,6 +149,10 @@ RPID=
 check "fail=open, server killed" "6 200 DEGRADED" "$(seq_status 6 /open/x)"
 check "fail=closed, server killed" "6 503 DEGRADED" "$(seq_status 6 /closed/x)"
 
+# Every degraded answer above left a line in the error log: 24 requests.
+check "error log: a line per degraded answer" 24 \
+	"$(grep -c "ThrottleStore red: store failed" "$ROOT/logs/error.log")"
+
 stop_server
 for f in "$ROOT/logs/error.log" "$ROOT/logs/access.log" "$ROOT/status.txt" \
 	"$ROOT/status.json"; do
