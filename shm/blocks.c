@@ -663,7 +663,7 @@ static int full_turn(struct tk__zone *z, struct want *w)
 /*
  * The class is full and the zone evicts: take the block of the coldest
  * key among those a visit near the cursor passes (reclaiming what
- * expired on the way), as a full slot table evicts (shm/table.c,
+ * expired on the way), as a full slot table evicts (shm/slots.c,
  * make_room()).  If every one was used again since it was last spared,
  * the same blocks are visited again to clear their ref bits, as a clock
  * hand does: a key that is not used again before the next eviction is

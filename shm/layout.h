@@ -149,7 +149,7 @@ _Static_assert(TKZ_HEADER_SIZE % 16 == 0, "slots are 16-byte aligned");
 
 /*
  * Bit 62 of an INS's ticket marks a copy's insert in a private table that
- * grows (grow.c, table.c settle()).  A zone never sets it (its tickets
+ * grows (grow.c, slots.c settle()).  A zone never sets it (its tickets
  * count up from 1 and never reach it), so its slots do not change.
  */
 #define TKZ_COPY (UINT64_C(1) << 62)

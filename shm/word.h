@@ -2,7 +2,7 @@
 /*
  * word.h - a key's candidate slots, and the update of a word key in
  * place: the slot protocol's hot path (docs/shm-protocol.md, transition
- * 1), inline for table.c and for a caller that decides a check itself
+ * 1), inline for slots.c and for a caller that decides a check itself
  * (the slot store's fast path, lib/store/store-slot.c), which then needs no
  * transition callback.  It handles only the plain case, a MEM slot of the
  * key's own shape; whatever else it meets (no slot, INS or COL of the key, a
@@ -77,7 +77,7 @@ static inline int tkz_has_state(uint64_t w0, uint64_t w1)
  * w0 after a write over {@w0, @w1}: the ref bit is set by every use but a
  * key's first, so that a flood of keys used once is evicted before the
  * keys in use (scan resistance, as in 2Q or LRU-2): a full table evicts
- * a key used once before one used again (table.c), a full arena by
+ * a key used once before one used again (slots.c), a full arena by
  * second chance (blocks.c).
  */
 static inline uint64_t tkz_referenced(uint64_t w0, uint64_t w1)

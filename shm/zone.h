@@ -147,7 +147,7 @@ static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
 /*
  * Between rounds of an update that lost a race (@lost: the rounds this
  * update has lost so far; a round that made a step of its own does not
- * count, see table.c).  A lost round usually means another process just
+ * count, see slots.c).  A lost round usually means another process just
  * committed, so the first 8 retry at once.  An update that keeps losing
  * is slower than its rivals' whole cycles (more processes than CPUs, a
  * longer transition): the next 8 yield the CPU, and from the 16th lost
@@ -164,7 +164,7 @@ static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
 #define TK__ZONE_SLEEP_CAP_NS 1000000		  /* the longest one */
 #define TK__ZONE_SLEEP_MAX_NS UINT64_C(103023000) /* all of them */
 
-/* table.c: the slow part of tk__zone_backoff(). */
+/* slots.c: the slow part of tk__zone_backoff(). */
 void tk__zone_pause(int lost);
 
 static inline void tk__zone_backoff(int lost)
@@ -239,7 +239,7 @@ static inline int tk__zone_when_full(struct tk__zone *z)
 	return tk__zone_next(z) ? TK__ZONE_MOVED : TK__ZONE_GROW;
 }
 
-/* The same for full windows (table.c), with TK__ZONE_GROW_SLOTS: a
+/* The same for full windows (slots.c), with TK__ZONE_GROW_SLOTS: a
  * private table of fewer slots than its largest size. */
 static inline int tk__zone_when_slots_full(struct tk__zone *z)
 {
@@ -302,7 +302,7 @@ uint64_t tk__zone_header_check(const struct tkz_header *h);
 int tk__zone_validate(const struct tkz_header *h, uint64_t size);
 int tk__zone_check_geo(const struct tkz_geo *g, uint64_t size);
 
-/* table.c */
+/* slots.c */
 #define TK__ZONE_KEEP 0
 #define TK__ZONE_PERSIST 1
 
@@ -447,8 +447,8 @@ int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
 		     uint64_t h1);
 
 /*
- * grow.c: a private table that grows.  Its keys' positions derive from
- * their fingerprints (tk__table_pos()), so that a key moves to a larger
+ * table.c and grow.c: a private table that grows.  Its keys' positions derive
+ * from their fingerprints (tk__table_pos()), so that a key moves to a larger
  * table without its hash; a key's fingerprint never has TKZ_FROZEN.  The
  * operations below set k->pos themselves.
  *
@@ -460,7 +460,7 @@ int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
  */
 struct tk__table;
 
-/* What tk__table_zone() reads of a table: its first member (grow.c). */
+/* What tk__table_zone() reads of a table: its first member (table.h). */
 struct tk__table_head {
 	struct tk__zone *cur; /* where to start looking for the newest */
 };

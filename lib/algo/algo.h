@@ -19,11 +19,11 @@
 
 #include "clock.h" /* TK__NOW_LIMIT */
 #include "algo/policy.h"
+#include "status.h" /* TK__INVALID */
 
 /* What a transition asks of the store. */
 #define TK__KEEP 0    /* leave the state as it was */
 #define TK__PERSIST 1 /* write the new state */
-#define TK__INVALID 3 /* check_unvalidated(): valid() refuses the state */
 
 /* Most 64-bit state words one key may hold (composites add up). */
 #define TK__STATE_WORDS_MAX 1024

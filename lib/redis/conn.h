@@ -14,6 +14,7 @@
 
 #include "atomic.h"
 #include "redis/spec.h"
+#include "status.h"
 
 /* One thread's connection; see conn.c. */
 struct tk__redis_conn;
@@ -83,10 +84,8 @@ int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
  * Cluster redirections, as tk__redis_command() answers them: MOVED and
  * ASK leave their target ("HOST:PORT") in tk__redis_conn_redirect();
  * TRYAGAIN (keys of one slot half migrated) and CLUSTERDOWN are -EAGAIN.
- * Internal codes: the store never returns the first two.
+ * The first two are internal (status.h): the store never returns them.
  */
-#define TK__REDIS_MOVED (-EREMCHG)
-#define TK__REDIS_ASK (-EXFULL)
 const char *tk__redis_conn_redirect(struct tk__redis_conn *c);
 
 /* A reply of tk__redis_command() or tk__redis_next_reply(), freed. */

@@ -2,8 +2,8 @@
 /*
  * store-memory.c - the in-process store: lock-free, multithreaded.
  *
- * Keys live in the zone's slot table in this process's own memory
- * (shm/grow.c: a private table), the same lock-free protocol as a zone
+ * Keys live in a private table (shm/table.c): zones in this process's
+ * own memory, the same lock-free protocol as a zone
  * (docs/shm-protocol.md), for this process's threads.  A key is its
  * fingerprint, the low 56 bits of tk__keyhash() (AES-CMAC with AES-NI,
  * else SipHash-1-3; lib/hash/keyhash.c) under a random secret of the store, so

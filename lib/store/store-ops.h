@@ -18,6 +18,7 @@
 
 #include "algo/algo.h"
 #include "clock.h"
+#include "status.h" /* TK__NOT_HERE */
 
 /*
  * A transition as a store sees it.  fn() is pure and may run several
@@ -41,9 +42,6 @@ struct tk__transform {
 	 * a store deciding on its server's clock replaces before fn(). */
 	uint64_t *now;
 };
-
-/* try_check(): not decided here; the caller runs apply(). */
-#define TK__NOT_HERE 2
 
 /*
  * What this thread's last direct check (lib/store/slot-store.h) wrote: the

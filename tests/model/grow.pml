@@ -107,7 +107,7 @@
  *     base protocol.  The janitor keeps the free of a never-updated key
  *     (it makes "a MEM(k) in T'" come and go during a pull) and COL frees.
  *     The code no longer frees a MEM of no state in a private table
- *     (shm/table.c reclaim() leaves it to its inserter), and a copy's
+ *     (shm/slots.c reclaim() leaves it to its inserter), and a copy's
  *     such MEM is counted nowhere, so once the janitor has freed one the
  *     counts are no longer compared with what is held (ghost swept).
  *     (An eviction in T' of a pulled key, while T'->old is set, lets a

@@ -12,7 +12,7 @@
  *   Two block keys in two slots {w0, w1} (slot 0 < slot 1: the install
  *   order).  w0 is only the ref bit (0/1): a publish or a SUCCEEDED finish
  *   sets it; the collector may clear it (the second chance of make_room()
- *   in shm/table.c, which cleared it on any MEM slot, one holding a
+ *   in shm/slots.c, which cleared it on any MEM slot, one holding a
  *   descriptor too, until eviction took the coldest key instead; kept, it
  *   only adds behaviours), so a CAS that compares both words can fail
  *   while w1 is unchanged.  w1 is
@@ -78,7 +78,7 @@
  *     reference.  Then release the descriptor (no slot holds it and only
  *     its initiator installs it); on success also the replaced blocks;
  *     on failure retry.
- *   - NS (0/1) single updater of slot 0 (shm/table.c update()): read w0,
+ *   - NS (0/1) single updater of slot 0 (shm/slots.c update()): read w0,
  *     w1 (a descriptor: help it, retry; gone: no state), stage block SB,
  *     publish CAS, release the replaced block; STRIES tries.
  *   - one collector of NC actions, each one of: collect block b (read its

@@ -1,0 +1,836 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * slots.c - the lock-free slot protocol of a zone (docs/shm-protocol.md).
+ *
+ * A key's candidates are two windows of TKZ_WINDOW slots in its shard,
+ * always scanned whole.  Slots change only by a 16-byte CAS of the whole
+ * slot, and every transition may be performed by any process, so a process
+ * killed at any instruction leaves nothing that others cannot finish or
+ * undo: an INS is committed or collided by the next visitor, a COL freed,
+ * a committed-but-never-updated MEM aged out by sweeps.
+ *
+ * A key whose state is larger than one word keeps it in a block of the
+ * arena (blocks.c) and its slot references the block.
+ *
+ * A full zone evicts the coldest state among the new key's candidates:
+ * one expired, else one of a key used once, else any; of those, the one
+ * that expires first, since a dropped state gives back what its key
+ * would regain by then.  Never a key between its insert and its first
+ * write.
+ */
+#include "word.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CANDIDATES TKZ_CANDIDATES
+#define ROUNDS_MAX 128
+/*
+ * insert(): a step was made (a slot freed, an insert of the key committed
+ * or helped): look again at once.  Backing off here would hand the step
+ * to rivals: on a full zone churned by new keys, a slot freed is another
+ * inserter's once the process yields, and then every round does the same.
+ */
+#define STEPPED (-EINPROGRESS)
+/* The sleeps of tk__zone_backoff() (zone.h): 1 us doubling ten times to
+ * 512 us, then 1 ms for every round left. */
+_Static_assert(TK__ZONE_SLEEP_MAX_NS ==
+		       UINT64_C(1000) *
+			       (1023 +
+				1000 * (ROUNDS_MAX - TK__ZONE_SLEEP_FROM - 10)),
+	       "the documented bound of the backoff");
+#define SWEEP_CHUNK 64
+#define MS UINT64_C(1000000)
+
+struct view {
+	uint64_t w0[CANDIDATES], w1[CANDIDATES];
+	int mem;	     /* first MEM(fp), or -1 */
+	int ins[CANDIDATES]; /* INS(fp), in candidate order */
+	int n_ins;
+	int empty; /* first EMPTY, or -1 */
+};
+
+/*
+ * Read the candidates.  With @to_mem, stop at the first MEM(fp): a key is
+ * MEM in at most one slot, and an update needs nothing else (tentative
+ * inserts of the same key are resolved by their inserters, who will see
+ * this MEM).  Without it, see everything (settle() needs every INS).
+ */
+static void scan(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
+		 int to_mem, struct view *v)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t st;
+	int i;
+
+	v->mem = v->empty = -1;
+	v->n_ins = 0;
+	for (i = 0; i < CANDIDATES; i++) {
+		/* w0 first: most slots belong to other keys. */
+		v->w0[i] = ck_pr_load_64(&slots[tkz_at(c, i)].w[0]);
+		st = tkz_state(v->w0[i]);
+		if (st != TKZ_EMPTY && !tkz_same_key(v->w0[i], fp))
+			continue;
+		v->w1[i] = ck_pr_load_64(&slots[tkz_at(c, i)].w[1]);
+		if (st == TKZ_EMPTY) {
+			if (v->empty < 0 && v->w0[i] == 0 && v->w1[i] == 0)
+				v->empty = i;
+		} else if (st == TKZ_MEM) {
+			if (v->mem < 0)
+				v->mem = i;
+			if (to_mem)
+				return;
+		} else if (st == TKZ_INS) {
+			v->ins[v->n_ins++] = i;
+		} else if (st == TKZ_COL) {
+			/* Garbage of a lost insert: anyone frees it. */
+			tkz_cas_slot(&slots[tkz_at(c, i)], v->w0[i], v->w1[i],
+				     0, 0);
+		}
+	}
+}
+
+/*
+ * Does MEM {@w0, ..} of @k's key hold a state of another shape: another
+ * algorithm, or a block where @k wants a word?  One load of w0 says so,
+ * so the answer is as good as any read.
+ */
+static int other_shape(uint64_t w0, const struct tk__zone_key *k)
+{
+	return ((w0 ^ k->fp) & TKZ_FP_SHAPE) != 0;
+}
+
+/* INS -> COL -> EMPTY for the tentative insert seen as (w0, w1). */
+static int collide(struct tkz_slot *s, uint64_t w0, uint64_t w1)
+{
+	uint64_t col = tkz_w0(TKZ_COL, 0, tkz_fp(w0));
+
+	if (!tkz_cas_slot(s, w0, w1, col, w1))
+		return 0;
+	tkz_cas_slot(s, col, w1, 0, 0);
+	return 1;
+}
+
+/*
+ * Resolve the tentative inserts of @fp: with a MEM(fp) present they are
+ * all redundant; otherwise the earliest wins once every later one has been
+ * collided.  Anyone may run this for anyone (helping), which is how an
+ * insert whose owner died completes.
+ *
+ * A scan reads slots one after another, so "no other INS(fp) or MEM(fp)"
+ * never holds at one instant: a slot read EMPTY early may be claimed and
+ * committed before a later slot is read.  So an INS is committed only by a
+ * scan that started after it was already there: the caller's own INS
+ * (@own, ticket @own_ticket: claimed before this scan), or the earliest
+ * INS(fp) of the caller's previous scan @prev, unchanged (same ticket).
+ * Otherwise the caller scans again.  Spin found the duplicate a looser
+ * rule allows (tests/model/slots.pml, -DAS_DOCUMENTED).
+ *
+ * In a private table that grows, an INS whose ticket has TKZ_COPY is a
+ * copy's (grow.c): it brings over a key a predecessor counted, so it
+ * counts no insert, and it stands only while the state it copies is
+ * still frozen there (tk__table_copy_stands()).  That is asked here, by
+ * whoever commits, before the commit: from this scan to the commit no
+ * MEM(fp) comes and goes (a commit of another collides this INS first),
+ * and a take of the frozen state follows a state of the key here (a
+ * copy that landed, or a reset's pull), so the answer holds at the
+ * commit (docs/shm-protocol.md, rule 7, says when it does not).  Once
+ * taken, the copy is stale (the key landed by another copy, or was
+ * reset): its INS goes, and leaves neither a count nor a key of "no
+ * state yet" that nobody writes.
+ */
+static void settle(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
+		   const struct view *prev, int own, uint64_t own_ticket)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	struct view v;
+	int i, e, confirmed, copy;
+
+	scan(z, c, fp, 0, &v);
+	if (v.mem >= 0) {
+		for (i = 0; i < v.n_ins; i++)
+			collide(&slots[tkz_at(c, v.ins[i])], v.w0[v.ins[i]],
+				v.w1[v.ins[i]]);
+		return;
+	}
+	if (v.n_ins == 0)
+		return;
+	e = v.ins[0];
+	confirmed = (e == own && v.w1[e] == own_ticket) ||
+		    (prev && prev->n_ins > 0 && prev->ins[0] == e &&
+		     prev->w1[e] == v.w1[e]);
+	if (!confirmed)
+		return;
+	copy = (v.w1[e] & TKZ_COPY) && tk__zone_private_table(z);
+	if (copy && !tk__table_copy_stands(z, tkz_fp(v.w0[e]))) {
+		collide(&slots[tkz_at(c, e)], v.w0[e], v.w1[e]);
+		return;
+	}
+	for (i = 1; i < v.n_ins; i++) {
+		/* A later one changed: it may have been committed; look
+		 * again. */
+		if (!collide(&slots[tkz_at(c, v.ins[i])], v.w0[v.ins[i]],
+			     v.w1[v.ins[i]]))
+			return;
+	}
+	/* A growth started: keys are inserted in the successor only (a
+	 * commit here could land after the growth moved the key). */
+	if (tk__zone_next(z))
+		return;
+	/* Committed "no state yet" and not referenced: a key earns its
+	 * second chance by a second use (see tkz_referenced()).  A block key's
+	 * "no state" keeps the unique ticket (claims of blocks are bound to
+	 * w1 values that never repeat).  The insert keeps its own shape:
+	 * the helper may be reading the key under another one. */
+	fp = tkz_fp(v.w0[e]);
+	if (!tkz_cas_slot(&slots[tkz_at(c, e)], v.w0[e], v.w1[e],
+			  tkz_w0(TKZ_MEM, 0, fp),
+			  fp & TKZ_FP_BLOCK
+				  ? TKZ_NOSTATE | (v.w1[e] & ~TKZ_COPY)
+				  : 0))
+		return;
+	if (tk__zone_commit_hook)
+		tk__zone_commit_hook(z, fp);
+	/* Counted by whoever commits: once per key inserted (in a table
+	 * that grew, not the keys brought over from its predecessors). */
+	if (!copy && !tk__zone_carry(z, fp))
+		tkz_count(z, TKZ_INSERTS);
+}
+
+void (*tk__zone_commit_hook)(struct tk__zone *z, uint64_t fp);
+
+/*
+ * Empty MEM slot @s seen as {@w0, @w1}, with its block if it has one.
+ * Returns 1 if it did.
+ */
+static int drop(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		uint64_t w1, enum tkz_counter why)
+{
+	/* A multi-key update owns the slot until someone completes it
+	 * (a reference to none is broken, and goes). */
+	if (tkz_slot_desc(w0, w1) &&
+	    tk__desc_help(z, w1, (uint64_t)(s - tk__zone_slots(z))) == 0)
+		return 0;
+	if (!tkz_cas_slot(s, w0, w1, 0, 0))
+		return 0;
+	if (w0 & TKZ_FP_BLOCK)
+		tk__blk_release_ref(z, w1);
+	tkz_count(z, why);
+	return 1;
+}
+
+/* The expiry time of the state of MEM slot @s; UINT64_MAX if it must be
+ * looked at again later (it changed), 0 if its block reference is broken
+ * (expired at once). */
+static uint64_t expiry(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		       uint64_t w1)
+{
+	uint64_t exp;
+	int rc;
+
+	if (!(w0 & TKZ_FP_BLOCK))
+		return w1 | TKZ_WORD_SLACK;
+	rc = tk__blk_read(z, s, w0, w1, NULL, 0, &exp);
+	if (rc == -EBADMSG)
+		return 0; /* a broken reference: expired at once */
+	return rc < 0 ? UINT64_MAX : exp;
+}
+
+/* What tidy() found in a slot. */
+enum found {
+	FREED,	 /* it freed the slot */
+	LIVE,	 /* a MEM of a state that counts, expiring at *exp */
+	UNBORN,	 /* an INS, or a MEM of "no state yet": a key being inserted */
+	NOTHING, /* EMPTY, frozen, or a multi-key update it completed */
+};
+
+/*
+ * What every visitor of slot @s, read as {@w0, @w1}, does at @now: free
+ * a COL, complete a multi-key update (a reference to none goes), reclaim
+ * a state expired for the grace.
+ */
+static enum found tidy(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+		       uint64_t w1, uint64_t now, uint64_t *exp)
+{
+	uint64_t st = tkz_state(w0), grace = tk__zone_geo(z)->grace;
+
+	if (tkz_frozen(w0) || st == TKZ_EMPTY)
+		return NOTHING;
+	if (st == TKZ_COL)
+		return tkz_cas_slot(s, w0, w1, 0, 0) ? FREED : NOTHING;
+	if (st == TKZ_INS)
+		return UNBORN;
+	if (tkz_slot_desc(w0, w1))
+		return drop(z, s, w0, w1, TKZ_RECLAIMS) ? FREED : NOTHING;
+	if (!tkz_has_state(w0, w1))
+		return UNBORN;
+	*exp = expiry(z, s, w0, w1);
+	if (*exp > UINT64_MAX - grace || *exp + grace > now)
+		return LIVE;
+	return drop(z, s, w0, w1, TKZ_RECLAIMS) ? FREED : NOTHING;
+}
+
+/*
+ * Judge one slot for reclamation at @now.  Returns 1 if it freed it.
+ * A MEM of a real state goes once it has been expired for the grace; a
+ * MEM of "no state yet" or an INS is aged by its ref bit, so that only
+ * one abandoned by a dead process (two sweeps apart) is freed.  A private
+ * table's threads do not die alone: its MEMs of "no state yet" are left
+ * to their inserters, who write them within microseconds (or see them
+ * frozen and carried by a growth, or give up on an error, and then a
+ * growth carries them); freed under their inserters, they would count an
+ * expiration of no state and a second insert of the key.
+ */
+static int reclaim(struct tk__zone *z, struct tkz_slot *s, uint64_t now)
+{
+	uint64_t w0, w1, exp;
+	enum found f;
+
+	tkz_read_slot(s, &w0, &w1);
+	f = tidy(z, s, w0, w1, now, &exp);
+	if (f != UNBORN)
+		return f == FREED;
+	if (w0 & TKZ_REF) {
+		tkz_cas_slot(s, w0, w1, w0 & ~TKZ_REF, w1);
+		return 0;
+	}
+	if (tkz_state(w0) == TKZ_INS)
+		return collide(s, w0, w1);
+	/* A private table's "no state yet" is its inserter's to write:
+	 * no process of it can have died. */
+	if (tk__zone_private_table(z))
+		return 0;
+	return drop(z, s, w0, w1, TKZ_RECLAIMS);
+}
+
+/* The slot an eviction would take, as read. */
+struct victim {
+	struct tkz_slot *s; /* NULL: none yet */
+	uint64_t w0, w1;
+	struct tkz_heat heat;
+};
+
+/*
+ * Both windows of key @fp are full: reclaim what has expired for the
+ * grace, else (unless the zone refuses) evict the coldest state
+ * (tkz_heat_of()).  Never a key being inserted (an INS, or a MEM
+ * of "no state yet", whose inserter is about to write it: sweeps age
+ * those), so a key is never taken between its insert and its first
+ * write.  Returns 0 if a slot was freed or @fp has a slot now (look
+ * again), -EAGAIN if there was nothing to evict or the victim changed
+ * before it went.
+ */
+static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
+		     uint64_t now)
+{
+	struct tkz_slot *s;
+	struct victim v = { NULL, 0, 0, { 0, 0 } };
+	struct tkz_heat heat;
+	uint64_t w0, w1, exp;
+	int i, freed = 0, own = 0, rc;
+	enum found f;
+
+	for (i = 0; i < CANDIDATES; i++) {
+		s = &tk__zone_slots(z)[tkz_at(c, i)];
+		tkz_read_slot(s, &w0, &w1);
+		f = tidy(z, s, w0, w1, now, &exp);
+		freed |= f == FREED;
+		/* A rival inserted the key meanwhile: it needs no room. */
+		own |= (f == LIVE || f == UNBORN) && tkz_same_key(w0, fp);
+		if (f != LIVE)
+			continue;
+		heat = tkz_heat_of(w0, w1, exp, now);
+		if (!v.s || tkz_colder(heat, v.heat))
+			v = (struct victim){ s, w0, w1, heat };
+	}
+	if (freed || own)
+		return 0;
+	rc = tk__zone_when_slots_full(z);
+	if (rc)
+		return rc;
+	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
+		return -ENOSPC;
+	/* The CAS compares the whole slot: a victim used since it was
+	 * judged stays. */
+	if (!v.s || !drop(z, v.s, v.w0, v.w1, TKZ_EVICTIONS))
+		return -EAGAIN;
+	return 0;
+}
+
+/* Update the word key in slot @s seen as {@w0, @w1}: the hot path, with
+ * a small frame.  Returns @fn's result, or -EAGAIN to look again. */
+static int update_word(struct tkz_slot *s, uint64_t w0, uint64_t w1,
+		       tk__zone_fn fn, void *ctx)
+{
+	uint64_t old = w1, next[1], exp;
+	int rc = fn(ctx, w1 ? &old : NULL, next, &exp);
+
+	if (rc == TK__ZONE_PERSIST)
+		return tkz_cas_slot(s, w0, w1, tkz_referenced(w0, w1), next[0])
+			       ? rc
+			       : -EAGAIN;
+	return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
+}
+
+/*
+ * Update the block key in MEM slot @idx seen as {@w0, @w1}.  Its claimed
+ * block is kept in @held across rounds (rebound, not re-claimed).  Out of
+ * line: its buffers would otherwise sit in every word key's frame.
+ */
+static __attribute__((noinline)) int
+update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
+	     uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx,
+	     struct tk__blk *held, int *holding)
+{
+	struct tkz_slot *s = &tk__zone_slots(z)[idx];
+	uint64_t old[TKZ_STATE_WORDS_MAX], next[TKZ_STATE_WORDS_MAX], exp = 0;
+	const uint64_t *have = NULL;
+	int rc;
+
+	if (tkz_is_desc(w1) && tk__desc_help(z, w1, idx) == 0) {
+		return -EAGAIN;
+	} else if (tkz_is_ref(w1)) {
+		rc = tk__blk_read(z, s, w0, w1, old, words, &exp);
+		if (rc == -EAGAIN)
+			return rc;
+		/* A state of another shape: another policy under this key. */
+		if (rc >= 0 && rc != (int)words)
+			return -EPROTO;
+		/* An expired state is no state; a broken reference is
+		 * replaced. */
+		have = rc >= 0 && exp > now ? old : NULL;
+	}
+	rc = fn(ctx, have, next, &exp);
+	if (rc != TK__ZONE_PERSIST)
+		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
+	if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
+		*holding = 0;
+	if (!*holding) {
+		int err = tk__blk_claim(z, words, idx, w1, now, held);
+
+		if (err)
+			return err;
+		*holding = 1;
+	}
+	if (tk__blk_write(z, held, exp, next) != 0) {
+		*holding = 0; /* taken from us: claim another */
+		return -EAGAIN;
+	}
+	tkz_before_publish();
+	if (!tkz_cas_slot(s, w0, w1, tkz_referenced(w0, w1), tk__blk_ref(held)))
+		return -EAGAIN;
+	*holding = 0;
+	tk__blk_release_ref(z, w1);
+	return rc;
+}
+
+/* What @fn says of no state, for a block key (its next state unused). */
+static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
+{
+	uint64_t next[TKZ_STATE_WORDS_MAX], exp;
+
+	return fn(ctx, NULL, next, &exp);
+}
+
+void (*tk__zone_insert_hook)(struct tk__zone *z, const struct tk__zone_key *k,
+			     int at, int settled);
+
+/*
+ * The tentative insert an operation claimed (slot @at among its
+ * candidates, ticket @ticket), or none (@at < 0).
+ */
+struct claim {
+	int at;
+	uint64_t ticket;
+};
+
+/*
+ * At the end of an operation: collide its own INS if it still stands
+ * (transition 4).  A scan stops at the key's first MEM, so an inserter
+ * whose rival's earlier INS was committed meanwhile finds that MEM and
+ * never sees its own INS again; left, it would hold a slot until two
+ * sweeps age it out.
+ */
+static __attribute__((noinline)) void unclaim_slow(struct tk__zone *z,
+						   const struct tkz_cand *c,
+						   uint64_t fp,
+						   const struct claim *own)
+{
+	struct tkz_slot *s = &tk__zone_slots(z)[tkz_at(c, own->at)];
+	uint64_t w0, w1;
+
+	tkz_read_slot(s, &w0, &w1);
+	if (tkz_state(w0) == TKZ_INS && tkz_same_key(w0, fp) &&
+	    w1 == own->ticket)
+		collide(s, w0, w1);
+}
+
+/* Most operations find their key and claim nothing: one test. */
+static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
+			   uint64_t fp, const struct claim *own)
+{
+	if (own->at >= 0)
+		unclaim_slow(z, c, fp, own);
+}
+
+/*
+ * No slot holds @k: get it one (@v is the scan that found none), and say
+ * in @own which INS this claimed, if any; @mark is TKZ_COPY for a copy's
+ * insert (see settle()), else 0.  Returns
+ * STEPPED to look again at once (it freed a slot, or committed or helped
+ * an insert of @k), -EAGAIN to look again after a backoff (a rival took
+ * the empty slot first, or changed the victim first, or every candidate
+ * holds a key being inserted), -ENOSPC, or for a private table that grows
+ * TK__ZONE_GROW_SLOTS (its windows are full) and TK__ZONE_MOVED (it has
+ * grown: insert in its successor).
+ */
+static int insert(struct tk__zone *z, const struct tkz_cand *c,
+		  const struct tk__zone_key *k, uint64_t now,
+		  const struct view *v, struct claim *own, uint64_t mark)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t ticket;
+	int rc;
+
+	if (tk__zone_next(z))
+		return TK__ZONE_MOVED;
+	if (v->n_ins > 0) {
+		settle(z, c, k->fp, v, -1, 0);
+		return STEPPED;
+	}
+	if (v->empty < 0) {
+		rc = make_room(z, c, k->fp, now);
+		return rc ? rc : STEPPED;
+	}
+	/* A unique ticket per tentative insert: no ABA on INS. */
+	ticket = (ck_pr_faa_64(&h->shard[tkz_shard_of(z, k)].tickets, 1) + 1) |
+		 mark;
+	/* Claimed with ref set, like a commit: a sweep clears it and only
+	 * a second sweep may take an abandoned claim. */
+	if (!tkz_cas_slot(&tk__zone_slots(z)[tkz_at(c, v->empty)], 0, 0,
+			  tkz_w0(TKZ_INS, 1, k->fp), ticket))
+		return -EAGAIN;
+	/* An earlier claim of this operation is settled by now: the scan
+	 * that let this one claim saw no INS of the key. */
+	*own = (struct claim){ v->empty, ticket };
+	if (tk__zone_insert_hook)
+		tk__zone_insert_hook(z, k, v->empty, 0);
+	settle(z, c, k->fp, NULL, v->empty, ticket);
+	if (tk__zone_insert_hook)
+		tk__zone_insert_hook(z, k, v->empty, 1);
+	return STEPPED;
+}
+
+/* tk__zone_apply(), and with @mark TKZ_COPY tk__zone_copy(): inlined in
+ * both, so that the hot path pays nothing for the copy's mark. */
+static inline __attribute__((always_inline)) int
+apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
+      uint32_t words, tk__zone_fn fn, void *ctx, uint64_t mark)
+{
+	uint64_t next[1], exp;
+	struct tk__blk held;
+	struct tkz_cand c;
+	struct claim own = { -1, 0 };
+	struct view v;
+	int round, lost = 0, rc = -EIO, holding = 0;
+	int block = !!(k->fp & TKZ_FP_BLOCK);
+
+	if (block ? tk__blk_class(words) < 0 : words != 1)
+		return -E2BIG;
+	tkz_candidates(z, k, &c);
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		scan(z, &c, k->fp, 1, &v);
+		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
+			rc = -EPROTO;
+		} else if (v.mem >= 0 && !block) {
+			rc = update_word(&tk__zone_slots(z)[tkz_at(&c, v.mem)],
+					 v.w0[v.mem], v.w1[v.mem], fn, ctx);
+		} else if (v.mem >= 0) {
+			rc = update_block(z, tkz_at(&c, v.mem), v.w0[v.mem],
+					  v.w1[v.mem], now, words, fn, ctx,
+					  &held, &holding);
+		} else if (tk__zone_next(z)) {
+			/* Grown: the key may have moved (a frozen slot
+			 * matches no key), and no state here is no answer. */
+			rc = TK__ZONE_MOVED;
+		} else {
+			/* No state: only a write needs a slot. */
+			rc = v.n_ins > 0 ? TK__ZONE_PERSIST
+			     : block	 ? absent_block(fn, ctx)
+					 : fn(ctx, NULL, next, &exp);
+			if (rc == TK__ZONE_PERSIST)
+				rc = insert(z, &c, k, now, &v, &own, mark);
+		}
+		if (rc == STEPPED)
+			continue;
+		if (rc != -EAGAIN)
+			break;
+		tk__zone_backoff(lost++);
+	}
+	if (round == ROUNDS_MAX)
+		rc = -EIO;
+	unclaim(z, &c, k->fp, &own);
+	if (holding)
+		tk__blk_release(z, &held);
+	return rc;
+}
+
+int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
+		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
+{
+	return apply(z, k, now, words, fn, ctx, 0);
+}
+
+int tk__zone_copy(struct tk__zone *z, const struct tk__zone_key *k,
+		  uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
+{
+	return apply(z, k, now, words, fn, ctx, TKZ_COPY);
+}
+
+int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
+		    uint64_t now, int create, uint64_t *idx, uint64_t *w0,
+		    uint64_t *w1)
+{
+	struct tkz_cand c;
+	struct claim own = { -1, 0 };
+	struct view v;
+	int round, lost = 0, rc = -EIO;
+
+	tkz_candidates(z, k, &c);
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		scan(z, &c, k->fp, 1, &v);
+		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
+			rc = -EPROTO;
+			break;
+		}
+		if (v.mem >= 0) {
+			*idx = tkz_at(&c, v.mem);
+			*w0 = v.w0[v.mem];
+			*w1 = v.w1[v.mem];
+			rc = 0;
+			break;
+		}
+		if (!create && v.n_ins == 0) {
+			rc = -ENOENT;
+			break;
+		}
+		rc = insert(z, &c, k, now, &v, &own, 0);
+		if (rc == STEPPED)
+			continue;
+		if (rc != -EAGAIN)
+			break;
+		tk__zone_backoff(lost++);
+	}
+	if (round == ROUNDS_MAX)
+		rc = -EIO;
+	unclaim(z, &c, k->fp, &own);
+	return rc;
+}
+
+int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	struct tkz_cand c;
+	struct view v;
+	int round;
+
+	tkz_candidates(z, k, &c);
+	for (round = 0; round < ROUNDS_MAX; round++) {
+		scan(z, &c, k->fp, 1, &v);
+		if (v.mem < 0)
+			/* Grown: the key may have moved (a frozen slot matches
+			 * no key), and its successor may hold it. */
+			return tk__zone_next(z) ? TK__ZONE_MOVED : 0;
+		if (drop(z, &slots[tkz_at(&c, v.mem)], v.w0[v.mem], v.w1[v.mem],
+			 TKZ_RESETS))
+			return 0;
+		tk__zone_backoff(round);
+	}
+	return -EIO;
+}
+
+void tk__zone_pause(int lost)
+{
+	struct timespec ts = { 0, TK__ZONE_SLEEP_MIN_NS };
+	int doublings = lost - TK__ZONE_SLEEP_FROM;
+
+	if (lost < TK__ZONE_SLEEP_FROM) {
+		sched_yield();
+		return;
+	}
+	while (doublings-- > 0 && ts.tv_nsec < TK__ZONE_SLEEP_CAP_NS)
+		ts.tv_nsec *= 2;
+	if (ts.tv_nsec > TK__ZONE_SLEEP_CAP_NS)
+		ts.tv_nsec = TK__ZONE_SLEEP_CAP_NS;
+	/* A signal may cut it short: the round comes sooner, no harm. */
+	nanosleep(&ts, NULL);
+}
+
+static void sweep_range(struct tk__zone *z, uint64_t from, uint64_t n,
+			uint64_t now)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		reclaim(z, &slots[from + i], now);
+}
+
+void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
+			  uint64_t now)
+{
+	struct tkz_header *h = tk__zone_header(z);
+	uint64_t shard = tkz_shard_of(z, k), per = tk__zone_geo(z)->per_shard;
+	struct tkz_shard *sh = &h->shard[shard];
+	uint64_t due = ck_pr_load_64(&sh->next_sweep), interval, cursor;
+
+	if (now < due)
+		return;
+	/* A whole pass over the shard about once per grace period. */
+	interval = tk__zone_geo(z)->grace / (per / SWEEP_CHUNK);
+	if (interval < MS)
+		interval = MS;
+	if (interval > 1000 * MS)
+		interval = 1000 * MS;
+	if (!ck_pr_cas_64(&sh->next_sweep, due, now + interval))
+		return;
+	cursor = ck_pr_faa_64(&sh->sweep_cursor, SWEEP_CHUNK) % per;
+	sweep_range(z, shard * per + cursor, SWEEP_CHUNK, now);
+	/* Blocks leaked by dead processes; rare, so a small share. */
+	tk__blk_sweep(z, SWEEP_CHUNK / 4);
+}
+
+void tk__zone_sweep_all(struct tk__zone *z, uint64_t now)
+{
+	uint64_t n = tk__zone_geo(z)->pages * TKZ_PAGE_CELLS / TKZ_CLASS_MIN;
+
+	sweep_range(z, 0, tk__zone_geo(z)->capacity, now);
+	while (n) {
+		uint64_t step = n < SWEEP_CHUNK ? n : SWEEP_CHUNK;
+
+		tk__blk_sweep(z, step);
+		n -= step;
+	}
+}
+
+/* Does MEM slot @i's state validate (a broken reference counts as a
+ * violation elsewhere, and a state that moved on is not judged)? */
+static int state_valid(struct tk__zone *z, const struct tk__zone_census *c,
+		       uint64_t i, uint64_t w0, uint64_t w1)
+{
+	uint64_t words[TKZ_STATE_WORDS_MAX], exp;
+	int n;
+
+	if (!(w0 & TKZ_FP_BLOCK))
+		return w1 == 0 ||
+		       c->valid((unsigned int)tkz_fp_alg(w0), 1, &w1);
+	if (!tkz_is_ref(w1))
+		return 1;
+	n = tk__blk_read(z, &tk__zone_slots(z)[i], w0, w1, words,
+			 TKZ_STATE_WORDS_MAX, &exp);
+	return n < 0 ||
+	       c->valid((unsigned int)tkz_fp_alg(w0), (uint32_t)n, words);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+void tk__zone_counters(struct tk__zone *z, uint64_t out[TKZ_COUNTERS])
+{
+	struct tkz_header *h = tk__zone_header(z);
+	int i;
+
+	for (i = 0; i < TKZ_COUNTERS; i++)
+		out[i] = ck_pr_load_64(&h->counters[i].v);
+}
+
+int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t per = tk__zone_geo(z)->per_shard, i, n = 0, w0, w1, st,
+		 mem = 0;
+	uint64_t(*keys)[2];
+
+	c->empty = c->ins = c->mem = c->col = c->violations = c->invalid = 0;
+	/* Room for the keys only, not for every slot. */
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++)
+		mem += tkz_state(ck_pr_load_64(&slots[i].w[0])) == TKZ_MEM;
+	mem += 64; /* keys committed since the count */
+	keys = malloc(mem * sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
+		tkz_read_slot(&slots[i], &w0, &w1);
+		st = tkz_state(w0);
+		if (tkz_frozen(w0)) {
+			/* Only a table that has grown freezes slots, and
+			 * nothing looks at it any more. */
+			c->violations++;
+			continue;
+		}
+		if (st == TKZ_EMPTY) {
+			c->empty++;
+			if (w0 || w1)
+				c->violations++;
+			continue;
+		}
+		if ((tkz_fp(w0) & TKZ_FP_KEY) == 0 || tkz_fp_alg(w0) == 0 ||
+		    (st != TKZ_MEM && w1 == 0) ||
+		    (st == TKZ_MEM && (w0 & TKZ_FP_BLOCK) &&
+		     !(w1 & TKZ_NOSTATE) && !tkz_is_ref(w1) &&
+		     !tkz_is_desc(w1)))
+			c->violations++;
+		if (st == TKZ_INS)
+			c->ins++;
+		else if (st == TKZ_COL)
+			c->col++;
+		else
+			c->mem++;
+		if (st == TKZ_MEM && n < mem) {
+			keys[n][0] = i / per; /* a key lives in one shard */
+			keys[n][1] = tkz_fp(w0) & TKZ_FP_KEY;
+			n++;
+		}
+		if (st == TKZ_MEM && c->valid && !state_valid(z, c, i, w0, w1))
+			c->invalid++;
+	}
+	/* No key in two slots, whatever their shapes: a key's bits are MEM
+	 * at most once per shard (distinct keys share them with probability
+	 * about 2^-56). */
+	qsort(keys, n, sizeof(*keys), by_key);
+	for (i = 1; i < n; i++)
+		if (keys[i][0] == keys[i - 1][0] &&
+		    keys[i][1] == keys[i - 1][1])
+			c->violations++;
+	free(keys);
+	tk__blk_census(z, c);
+	return 0;
+}
+
+int tk__zone_walk(struct tk__zone *z,
+		  int (*fn)(void *ctx, uint64_t index, uint64_t fp,
+			    uint64_t state),
+		  void *ctx)
+{
+	struct tkz_slot *slots = tk__zone_slots(z);
+	uint64_t i, w0, w1;
+	int rc;
+
+	for (i = 0; i < tk__zone_geo(z)->capacity; i++) {
+		tkz_read_slot(&slots[i], &w0, &w1);
+		if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0))
+			continue;
+		rc = fn(ctx, i, tkz_fp(w0), w1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
