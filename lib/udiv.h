@@ -11,7 +11,7 @@
  *     t = (m * n) >> 64,  n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0)
  *
  * exactly, for every 64-bit n and every divisor d >= 1 (their theorem
- * 4.2; tests/unit/test_udiv.c checks it against the divide instruction).
+ * 4.2; tests/unit/algo/test_udiv.c checks it against the divide instruction).
  * Nothing overflows: t <= n, so t + (n - t) / 2 <= n.
  */
 #ifndef TK_UDIV_H

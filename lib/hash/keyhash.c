@@ -37,7 +37,7 @@
  * bytes costs one block load, one XOR and the ten rounds from the round
  * keys in memory.  Without it, a portable AES-128 (FIPS-197) in this
  * file, with the S-box as a table of bytes, gives the same bits;
- * tests/unit/test_keyhash.c checks both against the FIPS-197 and RFC 4493
+ * tests/unit/hash/test_keyhash.c checks both against the FIPS-197 and RFC 4493
  * vectors and against each other.
  *
  * Why this is HashDoS-resistant.  The hash must keep an attacker who

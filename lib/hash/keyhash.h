@@ -4,7 +4,7 @@
  * to 16 bytes hashed with AES-NI, and a store that hashes with
  * SipHash-1-3 (no AES-NI) calling it directly.  The stores' hot paths
  * call this; the result is tk__keyhash()'s, bit for bit
- * (tests/unit/test_keyhash.c).
+ * (tests/unit/hash/test_keyhash.c).
  *
  * The caller is compiled for the baseline CPU, so the AES rounds are
  * written as assembly (the assembler knows AESENC whatever the compiler's

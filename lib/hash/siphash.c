@@ -6,7 +6,7 @@
  * function would let an attacker aim every key at one bucket.  Each store
  * draws its own 128-bit secret from getrandom(2).  Reference: Aumasson and
  * Bernstein, "SipHash: a fast short-input PRF" (2012); the test vectors of
- * that paper are checked in tests/unit/test_siphash.c.
+ * that paper are checked in tests/unit/hash/test_siphash.c.
  *
  * Two round counts.  tk__siphash is SipHash-2-4, the paper's conservative
  * PRF, for names that leave the process (the Redis scripts).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_table_evict.c - which key a full table evicts (shm/slots.c).
+ * test_slots_evict.c - which key a full zone evicts (shm/slots.c).
  *
  * The victim is the coldest state among the candidates: an expired one,
  * else one of a key used once, else any; of those, the one that expires

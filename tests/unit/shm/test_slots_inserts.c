@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_table_inserts.c - inserts of one key that race leave nothing
+ * test_slots_inserts.c - inserts of one key that race leave nothing
  * behind (shm/slots.c).  An inserter whose rival's earlier INS was
  * committed meanwhile finds that MEM first and never sees its own INS
  * again; it must collide it itself, or the slot stays taken until two

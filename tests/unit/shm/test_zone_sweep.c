@@ -9,7 +9,7 @@
  * a sweep stopped at the end of a page instead of sweeping the cells it
  * had taken, a full sweep that started off a multiple of 256 cells missed
  * the first blocks of every page, and a block leaked there stayed leaked
- * (tests/unit/test_zone.c's kill -9 chaos found one, rarely, under load).
+ * (tests/unit/shm/test_zone.c's kill -9 chaos found one, rarely, under load).
  *
  * The leftover is staged exactly: the library's own claim and write of a
  * block for a key's update, then no publish, as a process killed there
