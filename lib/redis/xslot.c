@@ -56,6 +56,7 @@
  * part decides at the time the first decided at.
  */
 #include "redis/store.h"
+#include "test-hooks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -107,6 +108,11 @@ static struct xslot *xslot_new(struct tk__redis_req *q)
 	}
 	return x;
 }
+
+#if TK_TEST_HOOKS
+void (*tk__xslot_pause)(void *arg);
+void *tk__xslot_pause_arg;
+#endif
 
 static const uint64_t zeros[TK__STATE_WORDS_MAX];
 static const uint64_t *const none[TK__MULTI_MAX];
@@ -491,9 +497,12 @@ int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q)
 	/* Give back what the parts before the refusal (or the error)
 	 * consumed; a refund that fails leaves its consume (fewer
 	 * admitted, never more). */
-	if (q->kind == TK__ALL && (rc || denied < x->parts))
+	if (q->kind == TK__ALL && (rc || denied < x->parts)) {
+		if (tk__xslot_pause && done && denied)
+			tk__xslot_pause(tk__xslot_pause_arg);
 		for (i = 0; i < done && i < denied; i++)
 			tk__redis_route(s, x->part[i].slot, refund_on, &a[i]);
+	}
 	if (rc == 0) {
 		admitted = q->kind == TK__ALL ? denied == x->parts : 0;
 		for (i = 0; q->kind == TK__ANY && i < x->parts; i++)
