@@ -20,8 +20,11 @@
  *      written since keeps those writes, and a window's count gets the
  *      cost back, a sliding log loses cost stamps of the check's time, a
  *      sliding window's bucket the cost (counts and stamps commute, so
- *      this is exact); gcra, token-bucket and leaky states keep the
- *      consume.
+ *      this is exact), each only from the window, stamps or bucket the
+ *      consume added to and only if they still hold the cost (a later
+ *      window, a reused bucket, expired stamps or a state lost and
+ *      written again hold none of this check's units); gcra,
+ *      token-bucket and leaky states keep the consume.
  *   4. The decision is the composite's, run by the limiter on the states
  *      read: the same shape as on one slot (the longest retry_after of a
  *      refusal, the least remaining of an admission, every dimension's

@@ -897,6 +897,25 @@ static void test_refund_same_edge(void **state)
 	refund_cases(c, sizeof(c) / sizeof(c[0]));
 }
 
+/*
+ * A's state lost (a flush, an eviction) between the consume and the
+ * refund, and written again by another client at the check's time: in
+ * the same window, bucket or log entry, fewer units than the refund's
+ * cost are not all the check's, and it takes none.
+ */
+static void test_refund_lost_state(void **state)
+{
+	static const struct refund_case c[] = {
+		{ "fixed-window:5/1m", 0, 30, 30, 2, LOST, "fl" },
+		{ "quota:5/day", 1, 30, 30, 2, LOST, "ql" },
+		{ SW, 0, 14, 14, 2, LOST, "sl" },
+		{ "sliding-log:3/1m", 0, 30, 30, 2, LOST, "ll" },
+	};
+
+	(void)state;
+	refund_cases(c, sizeof(c) / sizeof(c[0]));
+}
+
 /* The master that serves @buf's slot now (the others answer MOVED). */
 static int owner(const char *buf, size_t len)
 {
@@ -1053,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(test_later_slot_fails),
 		cmocka_unit_test(test_refund_after_edge),
 		cmocka_unit_test(test_refund_same_edge),
+		cmocka_unit_test(test_refund_lost_state),
 		cmocka_unit_test(test_reshard),
 	};
 
