@@ -769,7 +769,7 @@ static void between_check(void *arg)
 }
 
 enum {
-	ONE_WORD = 1, /* gcra, token-bucket: the consume stays */
+	ONE_WORD = 1, /* gcra, token-bucket, leaky: the consume stays */
 	LOST = 2,     /* A's state lost before the other client's check */
 };
 
@@ -870,6 +870,7 @@ static void test_refund_after_edge(void **state)
 		{ "gcra:3/1m", 0, 30, 31, 1, ONE_WORD, "gn" },
 		{ "token-bucket:capacity=3,refill=3/1m", 0, 30, 31, 1, ONE_WORD,
 		  "tn" },
+		{ "leaky:3/1m,max-queue=2m", 0, 30, 31, 1, ONE_WORD, "kn" },
 	};
 
 	(void)state;
