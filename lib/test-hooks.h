@@ -46,10 +46,17 @@ void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],
 		unsigned char out[16]);
 void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
 		  unsigned char tag[16]);
+/* redis/xslot.c.  Tests: if set, called with tk__xslot_pause_arg after
+ * a refused cross-slot all() consumed and before it refunds, so that
+ * another client's check can land in between. */
+extern void (*tk__xslot_pause)(void *arg);
+extern void *tk__xslot_pause_arg;
 #else
 #define tk__slot_near_test ((uint64_t)0)
 #define tk__memory_secret ((const uint64_t[2]){ 0, 0 })
 #define tk__keyhash_no_aesni 0
+#define tk__xslot_pause ((void (*)(void *))0)
+#define tk__xslot_pause_arg ((void *)0)
 #endif
 
 #endif /* TK_TEST_HOOKS_H */

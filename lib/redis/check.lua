@@ -69,12 +69,15 @@
 -- (compare-and-restore: exactly as if the consume had not been).  A key
 -- written since keeps those writes, and loses only what this consume
 -- added, where that is exact because counts commute and admission only
--- grows as they shrink: a window (ALG 3, 6) still in POST's window gets
--- COST back from its count, never below 0; a sliding log (ALG 5) of
+-- grows as they shrink: a window (ALG 3, 6) still in POST's window (the
+-- same START: a later window holds none of this check's units) with COST
+-- or more gets COST back from its count; a sliding log (ALG 5) of
 -- POST's limit loses COST of its stamps equal to NOW (the ones the
--- consume added, or others' of the same time: the same log), if still
--- there; a sliding window (ALG 4) of POST's buckets whose bucket SLOT
--- still holds POST's tick with COST or more gets COST back from it.  A
+-- consume added, or others' of the same time: the same log), if COST of
+-- them are still there; a sliding window (ALG 4) of POST's buckets
+-- whose bucket SLOT still holds POST's tick (a bucket reused for a later
+-- tick holds none of this check's units) with COST or more gets COST
+-- back from it.  A
 -- state left counting nothing is deleted (no state: the same decisions).
 -- Any other state is left as it is (the consume stays: fewer admitted,
 -- never more).  Returns, per key, 1 restored, 2 given back, 0 left.
@@ -397,7 +400,9 @@ local function unlog(cur, post, cost, at)
 			out[#out + 1] = t
 		end
 	end
-	if left == cost[2] or cost[1] ~= 0 then
+	-- Fewer than COST stamps of NOW: this check's are gone (the log
+	-- lost and written again), and those left are another check's.
+	if left ~= 0 or cost[2] == 0 or cost[1] ~= 0 then
 		return nil
 	end
 	if #out == 0 then
@@ -459,7 +464,12 @@ local function undo(cur, post, cost, at, slot)
 		return nil
 	end
 	local count = num(cc)
-	if cmp(count, cost) <= 0 then
+	-- Below COST, the units counted are not all this check's (the
+	-- state lost and written again): taking them could give back
+	-- another check's.
+	if cmp(count, cost) < 0 then
+		return nil
+	elseif cmp(count, cost) == 0 then
 		return ''
 	end
 	count = sub(count, cost)

@@ -20,8 +20,11 @@
  *      written since keeps those writes, and a window's count gets the
  *      cost back, a sliding log loses cost stamps of the check's time, a
  *      sliding window's bucket the cost (counts and stamps commute, so
- *      this is exact); gcra, token-bucket and leaky states keep the
- *      consume.
+ *      this is exact), each only from the window, stamps or bucket the
+ *      consume added to and only if they still hold the cost (a later
+ *      window, a reused bucket, expired stamps or a state lost and
+ *      written again hold none of this check's units); gcra,
+ *      token-bucket and leaky states keep the consume.
  *   4. The decision is the composite's, run by the limiter on the states
  *      read: the same shape as on one slot (the longest retry_after of a
  *      refusal, the least remaining of an admission, every dimension's
@@ -56,6 +59,7 @@
  * part decides at the time the first decided at.
  */
 #include "redis/store.h"
+#include "test-hooks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -107,6 +111,11 @@ static struct xslot *xslot_new(struct tk__redis_req *q)
 	}
 	return x;
 }
+
+#if TK_TEST_HOOKS
+void (*tk__xslot_pause)(void *arg);
+void *tk__xslot_pause_arg;
+#endif
 
 static const uint64_t zeros[TK__STATE_WORDS_MAX];
 static const uint64_t *const none[TK__MULTI_MAX];
@@ -491,9 +500,12 @@ int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q)
 	/* Give back what the parts before the refusal (or the error)
 	 * consumed; a refund that fails leaves its consume (fewer
 	 * admitted, never more). */
-	if (q->kind == TK__ALL && (rc || denied < x->parts))
+	if (q->kind == TK__ALL && (rc || denied < x->parts)) {
+		if (tk__xslot_pause && done && denied)
+			tk__xslot_pause(tk__xslot_pause_arg);
 		for (i = 0; i < done && i < denied; i++)
 			tk__redis_route(s, x->part[i].slot, refund_on, &a[i]);
+	}
 	if (rc == 0) {
 		admitted = q->kind == TK__ALL ? denied == x->parts : 0;
 		for (i = 0; q->kind == TK__ANY && i < x->parts; i++)

@@ -36,6 +36,7 @@
 #include "rnd.h"
 #include "store/store-ops.h"
 #include "redis/cluster.h"
+#include "test-hooks.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
@@ -197,7 +198,8 @@ static int group_differential(const char *const *pols, int n, int ascending,
 	int i, step, refunds = 0, first = ascending ? 0 : n - 1;
 
 	pick(prefix, n, ascending, names);
-	snprintf(spec, sizeof(spec), "%s?key_prefix=%s:", cluster_spec, prefix);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=%s:&timeout=5s",
+		 cluster_spec, prefix);
 	assert_rc(tk_clock_manual_new(&cm, T0), 0);
 	assert_rc(tk_clock_manual_new(&cr, T0), 0);
 	sm = store_at(cm, "memory");
@@ -292,8 +294,8 @@ static void test_keys_differential(void **state)
 
 		snprintf(prefix, sizeof(prefix), "k%d_%ld", p, (long)getpid());
 		pick(prefix, n, p, names);
-		snprintf(spec, sizeof(spec), "%s?key_prefix=%s:", cluster_spec,
-			 prefix);
+		snprintf(spec, sizeof(spec), "%s?key_prefix=%s:&timeout=5s",
+			 cluster_spec, prefix);
 		assert_rc(tk_clock_manual_new(&cm, T0), 0);
 		assert_rc(tk_clock_manual_new(&cr, T0), 0);
 		sm = store_at(cm, "memory");
@@ -329,43 +331,54 @@ static void test_keys_differential(void **state)
 	assert_true(denied > 50);
 }
 
-/* A window state's count ("ALG:POLICY:START:END:COUNT"), a sliding
- * window's buckets' or a log's stamps, 0 for none. */
-static uint64_t window_count(const char *key_prefix, const char *key)
+/* The units a raw state counts: a window's ("ALG:POLICY:START:END:COUNT"),
+ * a sliding window's buckets', a log's stamps; 0 for none. */
+static uint64_t count_of(const char *val)
 {
-	static char val[16384];
-	char buf[64], *colon;
+	const char *colon;
+	uint64_t n = 0;
+	int field = 0;
+
+	if (strncmp(val, "4:", 2) == 0) {
+		/* A sliding window, "4:S:w:T0:N0:...:TS:NS". */
+		for (colon = val; (colon = strchr(colon, ':')) != NULL; colon++)
+			if (++field >= 4 && field % 2 == 0)
+				n += strtoull(colon + 1, NULL, 10);
+		return n;
+	}
+	if (strncmp(val, "5:", 2) != 0) {
+		colon = strrchr(val, ':');
+		return colon ? strtoull(colon + 1, NULL, 10) : 0;
+	}
+	/* A sliding log, "5:L:T1:...:Tn": its n stamps. */
+	for (colon = val; (colon = strchr(colon, ':')) != NULL; colon++)
+		n++;
+	return n - 1;
+}
+
+/* The raw state of dimension 0 of @key ("" for none) into @val. */
+static void raw_state(const char *key_prefix, const char *key, char *val,
+		      size_t len)
+{
+	char buf[64];
 	size_t n = dim_key(key_prefix, key, 0, buf);
 	int i;
 
 	for (i = 0; i < 3; i++) {
 		val[0] = '\0';
-		if (redis_kit_cmd(&nodes[i], val, sizeof(val), "GET %b", buf,
-				  n) < 0)
-			continue; /* MOVED: another master's */
-		if (strncmp(val, "4:", 2) == 0) {
-			/* A sliding window, "4:S:w:T0:N0:...:TS:NS". */
-			uint64_t sum = 0;
-			int field = 0;
-
-			for (colon = val; (colon = strchr(colon, ':')) != NULL;
-			     colon++)
-				if (++field >= 4 && field % 2 == 0)
-					sum += strtoull(colon + 1, NULL, 10);
-			return sum;
-		}
-		if (strncmp(val, "5:", 2) != 0) {
-			colon = strrchr(val, ':');
-			return colon ? strtoull(colon + 1, NULL, 10) : 0;
-		}
-		/* A sliding log, "5:L:T1:...:Tn": its n stamps. */
-		n = 0;
-		for (colon = val; (colon = strchr(colon, ':')) != NULL; colon++)
-			n++;
-		return n - 1;
+		if (redis_kit_cmd(&nodes[i], val, len, "GET %b", buf, n) >= 0)
+			return; /* else MOVED: another master's */
 	}
 	fail_msg("no master serves %s", key);
-	return 0;
+}
+
+/* The units @key's state counts (count_of()). */
+static uint64_t window_count(const char *key_prefix, const char *key)
+{
+	static char val[16384];
+
+	raw_state(key_prefix, key, val, sizeof(val));
+	return count_of(val);
 }
 
 /* What the workers share: admitted checks of each group. */
@@ -425,8 +438,8 @@ static void race_close(struct race *r)
 	tk_clock_free(r->clock);
 }
 
-/* One check of group @g: 1 admitted, 0 refused, -1 error. */
-static int race_check(struct race *r, int g)
+/* One check of group @g at @cost: 1 admitted, 0 refused, -1 error. */
+static int race_check_cost(struct race *r, int g, uint64_t cost)
 {
 	struct tk_limiter *ls[2] = { r->l[0], r->l[1 + g] };
 	struct tk_key keys[2] = {
@@ -435,9 +448,14 @@ static int race_check(struct race *r, int g)
 	};
 	struct tk_decision d;
 
-	if (tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0) != 0)
+	if (tk_limiter_check_group(ls, keys, 2, cost, &d, NULL, 0) != 0)
 		return -1;
 	return d.allowed;
+}
+
+static int race_check(struct race *r, int g)
+{
+	return race_check_cost(r, g, 1);
 }
 
 static void race_worker(struct race *r, struct shared *sh, int w, int m)
@@ -718,6 +736,188 @@ static void test_later_slot_fails(void **state)
 	race_close(&r);
 }
 
+/*
+ * Another client (its own store and clock) whose check of {A, C} lands
+ * between the first client's consume of A and its refund.
+ */
+struct between {
+	struct race *other;
+	uint64_t at; /* ns: when the other client checks */
+	int lose;    /* A's state lost first (a flush, an eviction) */
+	int admitted, calls;
+	char state[512]; /* A's state as the other client wrote it */
+};
+
+static void between_check(void *arg)
+{
+	struct between *b = arg;
+	char buf[64];
+	size_t n;
+
+	/* Once, even if an assertion below ends the test. */
+	tk__xslot_pause = NULL;
+	b->calls++;
+	if (b->lose) {
+		n = dim_key(b->other->key_prefix, b->other->names[0], 0, buf);
+		assert_int_equal(redis_kit_cmd(&nodes[owner(buf, n)], NULL, 0,
+					       "DEL %b", buf, n),
+				 1);
+	}
+	assert_rc(tk_clock_set(b->other->clock, b->at), 0);
+	b->admitted = race_check(b->other, 1);
+	raw_state(b->other->key_prefix, b->other->names[0], b->state,
+		  sizeof(b->state));
+}
+
+enum {
+	ONE_WORD = 1, /* gcra, token-bucket, leaky: the consume stays */
+	LOST = 2,     /* A's state lost before the other client's check */
+};
+
+/*
+ * A of policy @pol, B spent: a check of {A, B} of @cost at @t1
+ * consumes A and is refunded when B refuses, while another client checks
+ * {A, C} at @t2 between that consume and the refund.  A counts what was
+ * admitted through it: its state after the refund is the one a second
+ * run without the refused check leaves (stem "x" + @tag), byte for byte;
+ * with ONE_WORD or LOST the other client's, the consume left in place
+ * (its units cannot be told from theirs, or are gone).
+ */
+static void refund_between(const char *pol, uint64_t t1, uint64_t t2,
+			   uint64_t cost, int flags, const char *tag)
+{
+	char stem[16], after[512], want[512], spent[32];
+	const char *const pols[3] = { pol, spent, "fixed-window:100/1d" };
+	struct between b = { 0 };
+	struct race r, other, replay;
+
+	/* B's limit @cost: the check's own unit first spends it. */
+	snprintf(spent, sizeof(spent), "fixed-window:%llu/1d",
+		 (unsigned long long)cost);
+	snprintf(stem, sizeof(stem), "b%s", tag);
+	race_open(&r, stem, pols, NULL);
+	race_open(&other, stem, pols, NULL);
+	assert_rc(tk_clock_set(r.clock, t1), 0);
+	/* A holds a unit of this client already: it stays. */
+	assert_int_equal(race_check(&r, 0), 1);
+	b.other = &other;
+	b.at = t2;
+	b.lose = !!(flags & LOST);
+	tk__xslot_pause = between_check;
+	tk__xslot_pause_arg = &b;
+	assert_int_equal(race_check_cost(&r, 0, cost), 0);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.admitted, 1);
+	raw_state(r.key_prefix, r.names[0], after, sizeof(after));
+
+	snprintf(stem, sizeof(stem), "x%s", tag);
+	race_open(&replay, stem, pols, NULL);
+	assert_rc(tk_clock_set(replay.clock, t1), 0);
+	assert_int_equal(race_check(&replay, 0), 1);
+	assert_rc(tk_clock_set(replay.clock, t2), 0);
+	assert_int_equal(race_check(&replay, 1), 1);
+	raw_state(replay.key_prefix, replay.names[0], want, sizeof(want));
+	print_message("# %s: the other client wrote %s, refunded %s, "
+		      "without the refused check %s\n",
+		      pol, b.state, after, want);
+	assert_string_equal(after, flags ? b.state : want);
+	race_close(&r);
+	race_close(&other);
+	race_close(&replay);
+}
+
+/* One refund_between() run, its times in s from the start of a minute
+ * (of a UTC day if @day) at or before T0. */
+struct refund_case {
+	const char *pol;
+	int day;
+	uint64_t t1, t2; /* s */
+	uint64_t cost;
+	int flags;
+	const char *tag;
+};
+
+static void refund_cases(const struct refund_case *c, size_t n)
+{
+	uint64_t w;
+
+	need_cluster();
+	for (size_t i = 0; i < n; i++) {
+		w = (c[i].day ? 86400 : 60) * SEC;
+		refund_between(c[i].pol, T0 - T0 % w + c[i].t1 * SEC,
+			       T0 - T0 % w + c[i].t2 * SEC, c[i].cost,
+			       c[i].flags, c[i].tag);
+	}
+}
+
+#define SW "sliding-window:5/1m,buckets=4" /* buckets of 15 s, 5 a ring */
+
+/*
+ * A refund meets the next window, bucket or log entry another client
+ * wrote since the consume: it takes back nothing of theirs.  With a
+ * manual clock, server_time off.
+ */
+static void test_refund_after_edge(void **state)
+{
+	static const struct refund_case c[] = {
+		/* The consume in the first minute, theirs in the next. */
+		{ "fixed-window:5/1m", 0, 59, 61, 1, 0, "fn" },
+		/* A quota's calendar window: the same window code. */
+		{ "quota:5/day", 1, 86399, 86401, 1, 0, "qn" },
+		/* 75 s on, the consume's bucket holds a new tick. */
+		{ SW, 0, 14, 89, 1, 0, "sn" },
+		/* Their stamp when the consume's has expired (pruned). */
+		{ "sliding-log:3/1m", 0, 30, 90, 1, 0, "ln" },
+		{ "gcra:3/1m", 0, 30, 31, 1, ONE_WORD, "gn" },
+		{ "token-bucket:capacity=3,refill=3/1m", 0, 30, 31, 1, ONE_WORD,
+		  "tn" },
+		{ "leaky:3/1m,max-queue=2m", 0, 30, 31, 1, ONE_WORD, "kn" },
+	};
+
+	(void)state;
+	refund_cases(c, sizeof(c) / sizeof(c[0]));
+}
+
+/*
+ * The same with the other client's check in the consume's window,
+ * bucket or log span: exactly the check's unit comes back.
+ */
+static void test_refund_same_edge(void **state)
+{
+	static const struct refund_case c[] = {
+		{ "fixed-window:5/1m", 0, 58, 59, 1, 0, "fs" },
+		{ "quota:5/day", 1, 86398, 86399, 1, 0, "qs" },
+		/* The next bucket, the consume's still counting in full. */
+		{ SW, 0, 14, 16, 1, 0, "ss" },
+		/* The consume's bucket counting in part, from the next
+		 * round's. */
+		{ SW, 0, 14, 74, 1, 0, "sp" },
+		{ "sliding-log:3/1m", 0, 30, 89, 1, 0, "ls" },
+	};
+
+	(void)state;
+	refund_cases(c, sizeof(c) / sizeof(c[0]));
+}
+
+/*
+ * A's state lost (a flush, an eviction) between the consume and the
+ * refund, and written again by another client at the check's time: in
+ * the same window, bucket or log entry, fewer units than the refund's
+ * cost are not all the check's, and it takes none.
+ */
+static void test_refund_lost_state(void **state)
+{
+	static const struct refund_case c[] = {
+		{ "fixed-window:5/1m", 0, 30, 30, 2, LOST, "fl" },
+		{ "quota:5/day", 1, 30, 30, 2, LOST, "ql" },
+		{ SW, 0, 14, 14, 2, LOST, "sl" },
+		{ "sliding-log:3/1m", 0, 30, 30, 2, LOST, "ll" },
+	};
+
+	(void)state;
+	refund_cases(c, sizeof(c) / sizeof(c[0]));
+}
+
 /* The master that serves @buf's slot now (the others answer MOVED). */
 static int owner(const char *buf, size_t len)
 {
@@ -872,6 +1072,9 @@ int main(void)
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_server_time),
 		cmocka_unit_test(test_later_slot_fails),
+		cmocka_unit_test(test_refund_after_edge),
+		cmocka_unit_test(test_refund_same_edge),
+		cmocka_unit_test(test_refund_lost_state),
 		cmocka_unit_test(test_reshard),
 	};
 
