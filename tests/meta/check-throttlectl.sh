@@ -90,12 +90,18 @@ expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate
 	"$ctl" simulate --policy gcra:1/s \
 	--store 'redis://u:s3cret@127.0.0.1:1?server_time=1'
 # A password never reaches a message, whatever is wrong with the spec:
-# also one typed with a raw '/' or '?', and a spec missing a '/' of "://".
+# also one typed with a raw '/', '?' or '@' (hidden to the last '@'), and a
+# spec missing a '/' of "://".
 for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
 	'redis://:s3cret@127.0.0.1:1/x' 'redis+unix://u:s3cret@/tmp/x?a=b' \
 	'rediss://u:s3cret@127.0.0.1:1?tls_ca=/nonexistent/ca.pem' \
 	'redis://u:s3cret@[::1' 'redis://u:s3/cret@127.0.0.1:1' \
-	'redis://u:s3?cret@127.0.0.1:1' 'redis:/u:s3cret@127.0.0.1:1'; do
+	'redis://u:s3?cret@127.0.0.1:1' 'redis:/u:s3cret@127.0.0.1:1' \
+	'redis://:Sup3r/s3cret@127.0.0.1:1' 'redis://:s3cr@t/cret@127.0.0.1:1' \
+	'redis://u:s3@:/?%cret@127.0.0.1:1' \
+	'redis://u:s3%40%3A%2F%3F%25cret@127.0.0.1:1?bogus=1' \
+	'redis+unix://u:s3@:/?%cret@/tmp/x' \
+	'redis+cluster://:s3@:/?%cret@127.0.0.1:1,127.0.0.1:2/x'; do
 	"$ctl" simulate --policy gcra:1/s --store "$spec" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	got=$?
