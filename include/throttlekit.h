@@ -540,7 +540,8 @@ struct tk_store_ping {
  * into @out; pass sizeof(struct tk_store_ping).  Never shows a password.
  *
  * Returns 0, -EINVAL for NULL arguments, and for a Redis store the errors
- * of a check: -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, -EACCES, -ENOMEM,
+ * of a check: -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, -EACCES, -EROFS,
+ * -ENXIO, -EMFILE, -ENOMEM,
  * -EPROTO (an unexpected reply), -EAGAIN (a cluster without a master for
  * slot 0); a zone -EPROTO if its file was truncated under it.
  * Concurrency: as a check; blocks at most the spec's connect_timeout plus
@@ -684,7 +685,9 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * keys changed under the check 128 times in a row, or a clock error.  On a
  * Redis store also -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
  * timed out, cannot be reached, or broke the connection), -EACCES (AUTH
- * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply),
+ * refused), -ENOMEM (the server's OOM), -EROFS (the server is a replica),
+ * -ENXIO (the server has no database of the spec's number), -EMFILE (no
+ * file descriptor left for a connection), -EPROTO (an unexpected reply),
  * -EAGAIN (a Redis Cluster reconfiguring: redirected or told to retry
  * more than 5 times).
  *
