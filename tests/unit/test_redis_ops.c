@@ -5,6 +5,7 @@
  * pointed at a replica is -EROFS, a database the server lacks -ENXIO, no
  * descriptor left for the socket -EMFILE; none is the "incompatible
  * state" of -EPROTO or the -ECONNREFUSED of a server that is not there.
+ * And tk_store_ping() reads the eviction policy, or says it could not.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,6 +141,43 @@ static void test_fd_exhaustion(void **state)
 	assert_non_null(strstr(tk_strerror(-EMFILE), "open files"));
 }
 
+static void policy_is(const char *spec, const char *want)
+{
+	struct tk_store_ping p;
+	struct tk_store *s;
+
+	memset(&p, 'X', sizeof(p));
+	assert_rc(tk_store_open(&s, spec, NULL), 0);
+	assert_rc(tk_store_ping(s, &p, sizeof(p)), 0);
+	tk_store_close(s);
+	assert_string_equal(p.maxmemory_policy, want);
+}
+
+/* Any policy but noeviction may drop live states: ping names it. */
+static void test_eviction_policy(void **state)
+{
+	char spec[160];
+
+	(void)state;
+	redis_kit_need(&kit);
+	policy_is(kit.spec, "noeviction");
+	assert_rc(redis_kit_cmd(&kit, NULL, 0,
+				"CONFIG SET maxmemory-policy allkeys-lru"),
+		  0);
+	policy_is(kit.spec, "allkeys-lru");
+	/* A user the ACL denies CONFIG: the ping works, the policy is "". */
+	assert_rc(redis_kit_cmd(&kit, NULL, 0,
+				"ACL SETUSER noconfig on >pw ~* +@all -config"),
+		  0);
+	snprintf(spec, sizeof(spec), "redis://noconfig:pw@127.0.0.1:%d",
+		 kit.port);
+	policy_is(spec, "");
+	assert_rc(redis_kit_cmd(&kit, NULL, 0,
+				"CONFIG SET maxmemory-policy noeviction"),
+		  0);
+	policy_is("memory", "");
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -153,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_replica),
 		cmocka_unit_test(test_wrong_db),
 		cmocka_unit_test(test_fd_exhaustion),
+		cmocka_unit_test(test_eviction_policy),
 	};
 
 	return cmocka_run_group_tests_name("redis_ops", tests, NULL, teardown);
