@@ -92,6 +92,21 @@ static void test_wrong_db(void **state)
 	assert_non_null(strstr(tk_strerror(-ENXIO), "database"));
 }
 
+/* A cluster node has database 0 only: SELECT 1 is refused there too. */
+static void test_db_on_cluster_node(void **state)
+{
+	struct redis_kit node = { 0 };
+	unsigned int seed = (unsigned int)getpid();
+	char spec[160];
+
+	(void)state;
+	redis_kit_need(&kit);
+	assert_int_equal(redis_kit_start_node(&node, &seed), 0);
+	snprintf(spec, sizeof(spec), "%s/1", node.spec);
+	assert_rc(ping(spec), -ENXIO);
+	redis_kit_destroy(&node);
+}
+
 /*
  * In a child whose descriptors are all taken: a connect over TCP and
  * over a unix socket.  The exit status says what went wrong.
@@ -190,6 +205,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replica),
 		cmocka_unit_test(test_wrong_db),
+		cmocka_unit_test(test_db_on_cluster_node),
 		cmocka_unit_test(test_fd_exhaustion),
 		cmocka_unit_test(test_eviction_policy),
 	};
