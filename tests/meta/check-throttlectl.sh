@@ -113,6 +113,20 @@ for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
 		echo "ok: password hidden: $(cat "$tmp/err")"
 	fi
 done
+# Every command that takes a store or a zone: the same spec, hidden.
+spec='redis://u:s3cr@t/:?%cret@127.0.0.1:1'
+for cmd in info ls stats verify sweep destroy create ping; do
+	"$ctl" "$cmd" "$spec" >"$tmp/out" 2>"$tmp/err" </dev/null
+	grep -q -e cret -e 's3cr' "$tmp/err" "$tmp/out" ||
+		! grep -q 'redis://u:\*\*\*@127.0.0.1:1' "$tmp/err" &&
+		failed "$cmd $spec: $(cat "$tmp/err")"
+done
+for cmd in get check reset; do
+	"$ctl" "$cmd" "$spec" k --policy gcra:1/s >"$tmp/out" 2>"$tmp/err" </dev/null
+	grep -q -e cret -e 's3cr' "$tmp/err" "$tmp/out" ||
+		! grep -q 'redis://u:\*\*\*@127.0.0.1:1' "$tmp/err" &&
+		failed "$cmd $spec: $(cat "$tmp/err")"
+done
 
 cat >"$tmp/in" <<'IN'
 {"t": 1000000000, "key": "k"}
