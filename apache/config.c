@@ -221,7 +221,7 @@ static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	rc = tk_zone_access(s->zone, NULL, why, sizeof(why));
 	if (rc == -EINVAL)
 		return apr_psprintf(cmd->pool, "ThrottleStore %s: %s: %s",
-				    s->name, s->spec, why);
+				    s->name, s->shown, why);
 	return NULL;
 }
 

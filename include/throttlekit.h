@@ -527,6 +527,10 @@ struct tk_store_ping {
 	 * servers), "memory" or "zone" (in this host, no server). */
 	char engine[16];
 	uint64_t rtt; /* ns: one PING's round trip; 0 without a server */
+	/* Redis: the server's maxmemory-policy, of which only "noeviction"
+	 * keeps every live state; "" if the server would not say (CONFIG
+	 * refused by its ACL, or renamed away) and without a server. */
+	char maxmemory_policy[32];
 };
 
 /*
@@ -535,16 +539,18 @@ struct tk_store_ping {
  * A Redis store connects if it must (the connection of the calling
  * thread; for a cluster, the master of slot 0), makes sure of the engine
  * its checks use (loading the check script as a check would), times one
- * PING and reads INFO server.  The memory store and zones have no server:
- * they answer at once with rtt 0.  Copies up to @size bytes of the result
- * into @out; pass sizeof(struct tk_store_ping).  Never shows a password.
+ * PING, reads INFO server and CONFIG GET maxmemory-policy.  The memory store
+ * and zones have no server: they answer at once with rtt 0.  Copies up to @size
+ * bytes of the result into @out; pass sizeof(struct tk_store_ping).  Never
+ * shows a password.
  *
  * Returns 0, -EINVAL for NULL arguments, and for a Redis store the errors
- * of a check: -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, -EACCES, -ENOMEM,
+ * of a check: -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, -EACCES, -EROFS,
+ * -ENXIO, -EMFILE, -ENOMEM,
  * -EPROTO (an unexpected reply), -EAGAIN (a cluster without a master for
  * slot 0); a zone -EPROTO if its file was truncated under it.
  * Concurrency: as a check; blocks at most the spec's connect_timeout plus
- * its timeout for each of its (at most three) commands.
+ * its timeout for each of its (at most four) commands.
  */
 TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
 			 size_t size);
@@ -684,7 +690,9 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * keys changed under the check 128 times in a row, or a clock error.  On a
  * Redis store also -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
  * timed out, cannot be reached, or broke the connection), -EACCES (AUTH
- * refused), -ENOMEM (the server's OOM), -EPROTO (an unexpected reply),
+ * refused), -ENOMEM (the server's OOM), -EROFS (the server is a replica),
+ * -ENXIO (the server has no database of the spec's number), -EMFILE (no
+ * file descriptor left for a connection), -EPROTO (an unexpected reply),
  * -EAGAIN (a Redis Cluster reconfiguring: redirected or told to retry
  * more than 5 times).
  *

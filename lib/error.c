@@ -36,6 +36,9 @@ static const struct {
 	{ ECONNREFUSED, "ECONNREFUSED", "Store server refused the connection" },
 	{ ECONNRESET, "ECONNRESET", "Connection to the store server lost" },
 	{ EAGAIN, "EAGAIN", "Store cluster redirected or busy; try again" },
+	{ EROFS, "EROFS", "Store server is a read-only replica" },
+	{ ENXIO, "ENXIO", "Store server has no such database" },
+	{ EMFILE, "EMFILE", "Too many open files for a store connection" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))

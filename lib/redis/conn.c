@@ -160,6 +160,10 @@ static int io_error(const redisContext *ctx, int err_no, int connecting)
 {
 	if (!ctx)
 		return -ENOMEM;
+	/* No descriptor for the socket: hiredis reports it as an I/O
+	 * error or, from its socket(2) loop, as another. */
+	if (connecting && (err_no == EMFILE || err_no == ENFILE))
+		return -EMFILE;
 	switch (ctx->err) {
 	case REDIS_ERR_IO:
 		if (err_no == EAGAIN || err_no == EWOULDBLOCK ||
@@ -223,6 +227,8 @@ static int reply_error(struct tk__redis_conn *c, const redisReply *r)
 		return -EEXIST;
 	if (starts(r->str, r->len, "OOM"))
 		return -ENOMEM;
+	if (starts(r->str, r->len, "READONLY"))
+		return -EROFS;
 	if (starts(r->str, r->len, "NOAUTH") ||
 	    starts(r->str, r->len, "WRONGPASS") ||
 	    starts(r->str, r->len, "NOPERM") ||
@@ -347,6 +353,8 @@ static int hello(struct tk__redis_conn *c)
 		argv[1] = db;
 		lens[1] = strlen(db);
 		rc = raw_command(c, 2, argv, lens, &r);
+		if (rc == -EPROTO)
+			rc = -ENXIO; /* out of range, or a cluster node */
 		if (rc == 0)
 			freeReplyObject(r);
 	}

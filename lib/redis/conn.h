@@ -39,7 +39,8 @@ void tk__redis_pool_destroy(struct tk__redis_pool *pool);
 /*
  * This thread's connection, connected (AUTH and SELECT done), or a
  * negative errno: -ETIMEDOUT, -ECONNREFUSED (also while backing off after
- * failed connects), -EACCES (authentication), -ENOMEM, -EPROTO.
+ * failed connects), -EMFILE (no descriptor for the socket), -EACCES
+ * (authentication), -ENXIO (SELECT refused), -ENOMEM, -EPROTO.
  */
 int tk__redis_conn_get(struct tk__redis_pool *pool,
 		       struct tk__redis_conn **out);
@@ -49,8 +50,9 @@ int tk__redis_conn_get(struct tk__redis_pool *pool,
  * than ERROR (free it with tk__redis_reply_free()).  An error reply is
  * mapped: NOSCRIPT and "Function not found" -ENOENT (the caller loads
  * the script), an unknown command -ENOSYS and an existing library -EEXIST
- * (the caller picks its engine), OOM -ENOMEM, NOAUTH/WRONGPASS/NOPERM
- * -EACCES, others ("TKPROTO" too) -EPROTO.
+ * (the caller picks its engine), OOM -ENOMEM, READONLY (a replica)
+ * -EROFS, NOAUTH/WRONGPASS/NOPERM -EACCES, others ("TKPROTO" too)
+ * -EPROTO.
  * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection.
  */
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,

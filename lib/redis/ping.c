@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ping.c - tk_store_ping() on the Redis store: the server's address,
- * version and engine, and one round trip timed.  A cluster answers for
- * the master of slot 0.
+ * version, engine and eviction policy, and one round trip timed.  A cluster
+ * answers for the master of slot 0.
  */
 #include "store/store-ops.h"
 #include "redis/store.h"
@@ -48,8 +48,39 @@ static int info_version(const redisReply *r, char *out, size_t len)
 }
 
 /*
+ * The server's maxmemory-policy into @out, or "" where the server will
+ * not say: an ACL without +config (-EACCES), CONFIG renamed away
+ * (-ENOSYS), or another error reply (-EPROTO).  Those are what the
+ * caller reports as "could not check"; a lost connection fails the ping.
+ */
+static int eviction_policy(struct tk__redis_conn *c, char *out, size_t len)
+{
+	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
+	size_t lens[3] = { 6, 3, 16 };
+	const redisReply *v;
+	redisReply *r;
+	int rc;
+
+	out[0] = '\0';
+	rc = tk__redis_command(c, 3, argv, lens, (void **)&r);
+	if (rc == -EACCES || rc == -ENOSYS || rc == -EPROTO)
+		return 0;
+	if (rc)
+		return rc;
+	/* RESP2: [name, value]. */
+	v = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]
+							     : NULL;
+	if (v && v->type == REDIS_REPLY_STRING && v->len < len) {
+		memcpy(out, v->str, v->len);
+		out[v->len] = '\0';
+	}
+	tk__redis_reply_free(r);
+	return 0;
+}
+
+/*
  * The engine (loading the check script as a first check would), one
- * PING timed, then INFO server for the version.
+ * PING timed, INFO server for the version, then the eviction policy.
  */
 static int ping_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 		   void *arg, int asking)
@@ -84,6 +115,9 @@ static int ping_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 		return rc;
 	rc = info_version(r, out->version, sizeof(out->version));
 	tk__redis_reply_free(r);
+	if (rc == 0)
+		rc = eviction_policy(c, out->maxmemory_policy,
+				     sizeof(out->maxmemory_policy));
 	if (sp->unix_socket)
 		snprintf(out->server, sizeof(out->server), "%s", sp->path);
 	else

@@ -345,7 +345,7 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 		if (rc == 0)
 			rc = host_port(&c, at, auth_end, out);
 		if (rc == 0 && auth_end + 1 < q) {
-			rc = number(&c, auth_end + 1, q, 0, 1 << 30, &db,
+			rc = number(&c, auth_end + 1, q, 0, (1L << 30) - 1, &db,
 				    "a database number below 2^30");
 			out->db = db;
 		}

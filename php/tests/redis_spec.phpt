@@ -38,6 +38,8 @@ t("redis://user:s3cret@127.0.0.1:99999");
 t("redis://:s3cret@127.0.0.1/x");
 t("redis://user:s3/cret@127.0.0.1");
 t("redis://user:s3?cret@127.0.0.1");
+// '@', ':', '/', '?' and '%' raw: hidden up to the last '@'.
+t("redis://user:s3@:/?%cret@127.0.0.1");
 // A mistyped scheme (no "://") hides the password as well.
 t("redis:/user:s3cret@127.0.0.1");
 t("redis+unix://user:s3cret@relative/path");
@@ -50,6 +52,7 @@ ThrottleKit\Exception (22): store "redis://user:***@127.0.0.1:99999": Invalid ar
 ThrottleKit\Exception (22): store "redis://:***@127.0.0.1/x": Invalid argument (EINVAL): byte 26: expected a database number below 2^30
 ThrottleKit\Exception (22): store "redis://user:***@127.0.0.1": Invalid argument (EINVAL): byte 13: expected a port from 1 to 65535
 ThrottleKit\Exception (22): store "redis://user:***@127.0.0.1": Invalid argument (EINVAL): byte 13: expected a port from 1 to 65535
+ThrottleKit\Exception (22): store "redis://user:***@127.0.0.1": Invalid argument (EINVAL): byte 16: expected a host
 ThrottleKit\Exception (22): store "redis:***@127.0.0.1": Invalid argument (EINVAL): %s
 ThrottleKit\Exception (22): store "redis+unix://user:***@relative/path": Invalid argument (EINVAL): byte 25: expected '/' and an absolute socket path
 ThrottleKit\Exception (22): store "redis://127.0.0.1?timeout=forever": Invalid argument (EINVAL): byte 26: expected a duration from 1us to 1h (100ms, 2s)

@@ -85,12 +85,18 @@ if [ $redis = yes ]; then
 		'redis://u:***@127.0.0.1: Invalid argument'
 	expect_error "mistyped scheme" 'ThrottleStore r redis:/u:sekret@127.0.0.1' \
 		'redis:***@127.0.0.1: Invalid argument'
+	# Raw '@', ':', '/', '?' and '%' together: hidden to the last '@'.
+	expect_error "raw '@:/?%' in a password" 'ThrottleStore r redis://:sek@:/?%ret@127.0.0.1' \
+		'redis://:***@127.0.0.1: Invalid argument'
 	expect_error "capacity on Redis" 'ThrottleStore r redis://u:sekret@127.0.0.1 capacity=1024' \
 		'capacity=1024 is for a zone (shm:NAME), not a Redis store'
 	expect_error "mode on Redis" 'ThrottleStore r redis+unix:///tmp/r.sock mode=0600' 'not a Redis store'
 fi
 expect_error "memory store" 'ThrottleStore m memory' 'count in each child alone'
 expect_error "bad zone name" 'ThrottleStore z shm:.hidden' 'ThrottleStore z'
+# A Redis spec typed after "shm:" is a bad zone name, shown redacted.
+expect_error "bad zone name with a password" 'ThrottleStore z shm:redis://:sek@ret@x' \
+	'ThrottleStore z: shm:redis://:***@x: '
 expect_error "bad capacity" 'ThrottleStore z shm:z capacity=1000' 'power of two'
 expect_error "mode writable by others" 'ThrottleStore z shm:z mode=0666' 'not writable by others'
 expect_error "unknown store option" 'ThrottleStore z shm:z size=1' 'unknown option size=1'

@@ -346,8 +346,7 @@ static int port_free(int port)
 	return ok;
 }
 
-/* One cluster node on a port (and bus port) found free. */
-static int start_node(struct redis_kit *k, unsigned int *seed)
+int redis_kit_start_node(struct redis_kit *k, unsigned int *seed)
 {
 	int tries;
 
@@ -377,7 +376,7 @@ int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len)
 
 	memset(nodes, 0, 3 * sizeof(nodes[0]));
 	for (i = 0; i < 3; i++)
-		if (start_node(&nodes[i], &seed))
+		if (redis_kit_start_node(&nodes[i], &seed))
 			goto fail;
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' --cluster create 127.0.0.1:%d 127.0.0.1:%d "

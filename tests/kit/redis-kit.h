@@ -51,6 +51,12 @@ unsigned long long redis_kit_mono_ms(void);
 void redis_kit_need(struct redis_kit *k);
 
 /*
+ * One cluster-enabled node, in no cluster yet, on a port whose bus port
+ * (+10000) is free too; @seed picks ports (rand_r).  0, or -1.
+ */
+int redis_kit_start_node(struct redis_kit *k, unsigned int *seed);
+
+/*
  * A 3-master Redis Cluster (no replicas): nodes on ports below 55535
  * whose bus ports (+10000) are free too, joined by redis-cli --cluster
  * create, up once CLUSTER INFO says cluster_state:ok on every node.

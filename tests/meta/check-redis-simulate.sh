@@ -202,6 +202,23 @@ if [ -n "$cli" ]; then
 	fi
 	"$cli" -s "$tmp/sock" -a s3cret --no-auth-warning \
 		CONFIG SET requirepass '' >/dev/null
+	# Eviction drops live states: any policy but noeviction is warned
+	# about, as is one the server will not tell; the ping still succeeds.
+	expect_rc 0 "$ctl" ping "$store"
+	grep -q warning "$tmp/err" &&
+		{ echo "FAIL: ping warned under noeviction: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+	for policy in allkeys-lru volatile-ttl; do
+		"$cli" -s "$tmp/sock" CONFIG SET maxmemory-policy $policy >/dev/null
+		expect_rc 0 "$ctl" ping "$store"
+		grep -q "^throttlectl: warning: maxmemory-policy is $policy: .*noeviction" "$tmp/err" ||
+			{ echo "FAIL: ping under $policy: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+	done
+	"$cli" -s "$tmp/sock" ACL SETUSER noconfig on '>s3cret' '~*' '+@all' '-config' >/dev/null
+	expect_rc 0 "$ctl" ping "redis+unix://noconfig:s3cret@$tmp/sock"
+	grep -q "^throttlectl: warning: could not check the server's maxmemory-policy" "$tmp/err" ||
+		{ echo "FAIL: ping without CONFIG: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+	"$cli" -s "$tmp/sock" ACL DELUSER noconfig >/dev/null
+	"$cli" -s "$tmp/sock" CONFIG SET maxmemory-policy noeviction >/dev/null
 	echo "ping on Redis: checked"
 fi
 [ "$fails" -eq 0 ]

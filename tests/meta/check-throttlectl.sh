@@ -90,12 +90,18 @@ expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate
 	"$ctl" simulate --policy gcra:1/s \
 	--store 'redis://u:s3cret@127.0.0.1:1?server_time=1'
 # A password never reaches a message, whatever is wrong with the spec:
-# also one typed with a raw '/' or '?', and a spec missing a '/' of "://".
+# also one typed with a raw '/', '?' or '@' (hidden to the last '@'), and a
+# spec missing a '/' of "://".
 for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
 	'redis://:s3cret@127.0.0.1:1/x' 'redis+unix://u:s3cret@/tmp/x?a=b' \
 	'rediss://u:s3cret@127.0.0.1:1?tls_ca=/nonexistent/ca.pem' \
 	'redis://u:s3cret@[::1' 'redis://u:s3/cret@127.0.0.1:1' \
-	'redis://u:s3?cret@127.0.0.1:1' 'redis:/u:s3cret@127.0.0.1:1'; do
+	'redis://u:s3?cret@127.0.0.1:1' 'redis:/u:s3cret@127.0.0.1:1' \
+	'redis://:Sup3r/s3cret@127.0.0.1:1' 'redis://:s3cr@t/cret@127.0.0.1:1' \
+	'redis://u:s3@:/?%cret@127.0.0.1:1' \
+	'redis://u:s3%40%3A%2F%3F%25cret@127.0.0.1:1?bogus=1' \
+	'redis+unix://u:s3@:/?%cret@/tmp/x' \
+	'redis+cluster://:s3@:/?%cret@127.0.0.1:1,127.0.0.1:2/x'; do
 	"$ctl" simulate --policy gcra:1/s --store "$spec" </dev/null \
 		>"$tmp/out" 2>"$tmp/err"
 	got=$?
@@ -106,6 +112,20 @@ for spec in 'redis://u:s3cret@127.0.0.1:1?bogus=1' \
 	else
 		echo "ok: password hidden: $(cat "$tmp/err")"
 	fi
+done
+# Every command that takes a store or a zone: the same spec, hidden.
+spec='redis://u:s3cr@t/:?%cret@127.0.0.1:1'
+for cmd in info ls stats verify sweep destroy create ping; do
+	"$ctl" "$cmd" "$spec" >"$tmp/out" 2>"$tmp/err" </dev/null
+	grep -q -e cret -e 's3cr' "$tmp/err" "$tmp/out" ||
+		! grep -q 'redis://u:\*\*\*@127.0.0.1:1' "$tmp/err" &&
+		failed "$cmd $spec: $(cat "$tmp/err")"
+done
+for cmd in get check reset; do
+	"$ctl" "$cmd" "$spec" k --policy gcra:1/s >"$tmp/out" 2>"$tmp/err" </dev/null
+	grep -q -e cret -e 's3cr' "$tmp/err" "$tmp/out" ||
+		! grep -q 'redis://u:\*\*\*@127.0.0.1:1' "$tmp/err" &&
+		failed "$cmd $spec: $(cat "$tmp/err")"
 done
 
 cat >"$tmp/in" <<'IN'

@@ -96,6 +96,11 @@ static void test_redis_specs(void **state)
 		    strstr(why, "s3cret"))
 			fail_msg("%s: '%s'", bad[i], why);
 	}
+	/* The bound the message names is the one checked. */
+	agree("redis://127.0.0.1/1073741823", 0, why, sizeof(why));
+	agree("redis://127.0.0.1/1073741824", -EINVAL, why, sizeof(why));
+	assert_string_equal(why,
+			    "byte 18: expected a database number below 2^30");
 	agree("redis://u:s3cret@127.0.0.1?tls_ca=/etc/ssl/ca.pem", -EINVAL, why,
 	      sizeof(why));
 	assert_non_null(strstr(why, "rediss:// only"));
