@@ -104,15 +104,17 @@ static int create_zone(server_rec *srv, struct tk_mod_store *s)
 		rc = tk_zone_info_opts(s->zone, &o, &info, sizeof(info));
 	if (rc == 0) {
 		if (s->capacity && s->capacity != info.capacity)
+			/* APR's formatter knows no "ll": its own macro. */
 			ap_log_error(APLOG_MARK, APLOG_WARNING, 0, srv,
 				     "%s:%u: ThrottleStore %s: zone %s exists "
-				     "with capacity %llu, not %llu; it is used "
+				     "with capacity %" APR_UINT64_T_FMT
+				     ", not %" APR_UINT64_T_FMT "; it is used "
 				     "as it is (remove it with throttlectl "
 				     "destroy while the server is stopped to "
 				     "resize it)",
 				     s->file, s->line, s->name, s->zone,
-				     (unsigned long long)info.capacity,
-				     (unsigned long long)s->capacity);
+				     (apr_uint64_t)info.capacity,
+				     (apr_uint64_t)s->capacity);
 		return OK;
 	}
 	why[0] = '\0';

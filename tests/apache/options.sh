@@ -3,8 +3,8 @@
 #
 # options.sh - the options of ThrottleRule and the places of Throttle in
 # a real httpd (prefork, 4 children): status=503 on a refusal, exactly
-# which fields each headers= mode sends on success and on refusal, and
-# Throttle inside <Directory>.
+# which fields each headers= mode sends on success and on refusal,
+# Throttle inside <Directory>, and the warning about a zone's capacity.
 #
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
 
@@ -183,6 +183,19 @@ wait_log /plain/x 6 || fail "the access log lacks /plain/x"
 check "outside <Directory>: no THROTTLE_STATUS" 6 \
 	"$(awk '$4 == "/plain/x" && $3 == "-"' "$ROOT/logs/access.log" | wc -l)"
 
+stop_server
+
+# 4. A zone that exists with another capacity is used as it is, and the
+# warning names both capacities as numbers (APR's formatter once printed
+# a literal "%lu").
+start_server prefork "$(printf '%s\n' "$BODY" |
+	sed 's|shm:tk-options capacity=1024|shm:tk-options capacity=2048|')" ||
+	fail "httpd did not start with capacity=2048"
+check "capacity warning with numbers" 1 \
+	"$(grep -c 'zone tk-options exists with capacity 1024, not 2048;' \
+		"$ROOT/logs/error.log")"
+check "capacity warning: no format left" 0 \
+	"$(grep -c 'capacity %' "$ROOT/logs/error.log")"
 stop_server
 no_crashes
 finish
