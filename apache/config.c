@@ -597,8 +597,13 @@ const command_rec tk_mod_cmds[] = {
 			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
 			 "[headers=ietf|legacy|both|none] [fail=open|closed] "
 			 "[dry-run] [delay=DURATION] [phase=early|late]"),
+	/*
+	 * No override class: many sites grant AllowOverride Limit for
+	 * Order and Allow, and a .htaccess must not switch limits off
+	 * with it.  AllowOverrideList Throttle is the one way in.
+	 */
 	AP_INIT_RAW_ARGS("Throttle", cmd_throttle, NULL,
-			 RSRC_CONF | ACCESS_CONF | OR_LIMIT,
+			 RSRC_CONF | ACCESS_CONF,
 			 "RULE [RULE...] | off: the rules requests here must "
 			 "all pass"),
 	{ NULL }
