@@ -339,8 +339,9 @@ burst_check()
 		"$(awk -F'|' '$1 == 429 && $2 >= 3590 && $2 <= 3600' "$out" | wc -l)"
 	check "$1: 429s whose RateLimit says r=0" 150 \
 		"$(awk -F'|' '$1 == 429 && $3 ~ /;r=0(;|$)/' "$out" | wc -l)"
-	check "$1: responses whose RateLimit-Policy says q=50" 200 \
-		"$(awk -F'|' '$4 ~ /;q=50(;|$)/' "$out" | wc -l)"
+	# q/w is the rate, 1/1h; the burst of 50 is the decisions' limit.
+	check "$1: responses whose RateLimit-Policy says q=1;w=3600" 200 \
+		"$(awk -F'|' '$4 ~ /;q=1;w=3600$/' "$out" | wc -l)"
 	# Each admitted request reports its own decision's remaining count:
 	# the first to commit 49, the last 0, all in between.  (Not exactly
 	# 49..0 once each: a child that read the clock just before another
