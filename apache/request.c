@@ -111,39 +111,31 @@ static void rule_key(request_rec *r, const struct tk_mod_rule *rule,
 }
 
 /*
- * The fields answering @d: on a denial those of every rule of the group
- * (Retry-After always), on success those of the rules whose headers= asks;
- * a degraded @d has no quota to show, and tk_http_headers() shows none.
+ * The decision of @rule alone, for its X-RateLimit-* fields: its denying
+ * dimension, else its tightest (fewest remaining).
  */
-static void add_fields(request_rec *r, const struct group *g,
-		       const struct tk_decision *d,
-		       const struct tk_decision *dims, int denial)
+static struct tk_decision rule_decision(const struct group *g, size_t i,
+					const struct tk_decision *dims)
 {
-	struct tk_http_quota q[TK_GROUP_DIMENSIONS_MAX];
+	const struct tk_decision *x = &dims[g->off[i]], *best = x;
+	size_t j;
+
+	for (j = 1; j < g->rules[i]->dims && best->allowed; j++)
+		if (!x[j].allowed || x[j].remaining < best->remaining)
+			best = &x[j];
+	return *best;
+}
+
+/* Appends the fields of tk_http_headers() to @r's error headers. */
+static void put_fields(request_rec *r, const struct tk_http_quota *q,
+		       size_t nq, const struct tk_decision *d,
+		       unsigned int flags)
+{
 	struct tk_http_field f[MAX_FIELDS];
 	char buf[FIELDS_BYTES];
-	unsigned int flags = 0;
 	uint64_t now = 0;
-	size_t i, nq = 0;
-	int n;
+	int i, n;
 
-	for (i = 0; i < g->n; i++) {
-		const struct tk_mod_rule *rule = g->rules[i];
-
-		if (!denial && !rule->headers_on_success)
-			continue;
-		flags |= rule->headers & TK_HTTP_LEGACY;
-		if (rule->headers & TK_HTTP_IETF) {
-			q[nq].name = rule->name;
-			q[nq].policy = rule->policy;
-			q[nq].dims = &dims[g->off[i]];
-			nq++;
-		}
-	}
-	if (nq)
-		flags |= TK_HTTP_IETF;
-	if (!denial && !flags)
-		return;
 	tk_clock_now(tk_clock_system(), &now);
 	n = tk_http_headers(q, nq, d, now, flags, f, MAX_FIELDS, buf,
 			    sizeof(buf));
@@ -153,8 +145,50 @@ static void add_fields(request_rec *r, const struct group *g,
 			      tk_strerror(n));
 		return;
 	}
-	for (i = 0; i < (size_t)n; i++)
+	for (i = 0; i < n; i++)
 		apr_table_add(r->err_headers_out, f[i].name, f[i].value);
+}
+
+/*
+ * The fields answering @d: on a denial those of every rule of the group
+ * (Retry-After always), on success those of the rules whose headers= asks;
+ * a degraded @d has no quota to show, and tk_http_headers() shows none.
+ * X-RateLimit-* has room for one quota: that of the first rule that asks
+ * for it, from its own decision, not the group's tightest rule, which
+ * another rule's RateLimit-Policy member would then contradict.
+ */
+static void add_fields(request_rec *r, const struct group *g,
+		       const struct tk_decision *d,
+		       const struct tk_decision *dims, int denial)
+{
+	struct tk_http_quota q[TK_GROUP_DIMENSIONS_MAX];
+	struct tk_decision legacy;
+	size_t i, nq = 0;
+	int has_legacy = 0;
+
+	for (i = 0; i < g->n; i++) {
+		const struct tk_mod_rule *rule = g->rules[i];
+
+		if (!denial && !rule->headers_on_success)
+			continue;
+		if ((rule->headers & TK_HTTP_LEGACY) && !has_legacy) {
+			has_legacy = 1;
+			legacy = d->degraded ? *d : rule_decision(g, i, dims);
+		}
+		if (rule->headers & TK_HTTP_IETF) {
+			q[nq].name = rule->name;
+			q[nq].policy = rule->policy;
+			q[nq].dims = &dims[g->off[i]];
+			nq++;
+		}
+	}
+	/* Retry-After once, from the group's decision. */
+	if (nq || denial)
+		put_fields(r, nq ? q : NULL, nq, d, nq ? TK_HTTP_IETF : 0);
+	if (has_legacy) {
+		legacy.allowed = true;
+		put_fields(r, NULL, 0, &legacy, TK_HTTP_LEGACY);
+	}
 }
 
 /*

@@ -14,7 +14,7 @@
 
 echo ok >"$ROOT/htdocs/index.html"
 for d in s503 hdef hietf hlegacy hnone hboth dir dir/sub plain \
-	rgcra rburst rtb rfw rsw rlog rquota rleaky; do
+	rgcra rburst rtb rfw rsw rlog rquota rleaky both2; do
 	mkdir -p "$ROOT/htdocs/$d"
 	echo "$d" >"$ROOT/htdocs/$d/x"
 done
@@ -29,6 +29,11 @@ ThrottleRule hlegacy "gcra:1/1h,burst=3" headers=legacy
 ThrottleRule hnone "gcra:1/1h,burst=3" headers=none
 ThrottleRule hboth "gcra:1/1h,burst=3" headers=both
 ThrottleRule dir "gcra:1/1h,burst=4"
+ThrottleRule wide "gcra:10000/1h" headers=both
+ThrottleRule tight "gcra:1/1h,burst=3" headers=none
+<Location /both2>
+    Throttle tight wide
+</Location>
 ThrottleRule rgcra "gcra:3/1s,burst=1" headers=ietf
 ThrottleRule rburst "gcra:10/1s,burst=15" headers=ietf
 ThrottleRule rtb "token-bucket:capacity=5,refill=10/100ms" headers=ietf
@@ -227,9 +232,19 @@ for pq in 'rgcra "rgcra";q=3;w=1' 'rburst "rburst";q=10;w=1' \
 		"$(field RateLimit-Policy)"
 done
 
+# 5. headers=both beside a tighter rule: the X-RateLimit-* fields are
+# those of the rule that asked for them, as its RateLimit-Policy member
+# is, not the tightest rule's.
+for i in 1 2 3 4; do
+	get /both2/x >/dev/null
+	check "both2: request $i: the asking rule's fields" \
+		"\"wide\";q=10000;w=3600 10000 $((10000 - (i < 4 ? i : 3)))" \
+		"$(field RateLimit-Policy) $(field X-RateLimit-Limit) $(field X-RateLimit-Remaining)"
+done
+
 stop_server
 
-# 5. A zone that exists with another capacity is used as it is, and the
+# 6. A zone that exists with another capacity is used as it is, and the
 # warning names both capacities as numbers (APR's formatter once printed
 # a literal "%lu").
 start_server prefork "$(printf '%s\n' "$BODY" |
