@@ -338,7 +338,7 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 {
 	struct tk_mod_rule *r = obj;
 	const char *v, *err = NULL;
-	apr_interval_time_t t;
+	uint64_t ns;
 
 	if ((v = option(w, "store")) != NULL) {
 		if ((r->store = find_store(v)) == NULL)
@@ -376,11 +376,13 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 			err = "expected open or closed";
 		}
 	} else if ((v = option(w, "delay")) != NULL) {
-		if (ap_timeout_parameter_parse(v, &t, "s") != APR_SUCCESS ||
-		    t <= 0)
-			err = "expected a positive duration (e.g. 500ms, 2s)";
+		/* The policy's own syntax: "1m" is a minute in both. */
+		if (tk_duration_parse(v, strlen(v), &ns) != 0 || ns == 0 ||
+		    ns / 1000 > (uint64_t)APR_INT64_MAX - 1)
+			err = "expected a positive duration as policies "
+			      "write one (e.g. 500ms, 2s, 1m)";
 		else
-			r->delay = t;
+			r->delay = (apr_interval_time_t)((ns + 999) / 1000);
 	} else if ((v = option(w, "phase")) != NULL) {
 		if (strcmp(v, "early") == 0)
 			r->late = 0;

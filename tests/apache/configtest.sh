@@ -13,6 +13,7 @@ GOOD='ThrottleStore local shm:tk-conf capacity=1024 mode=0660
 ThrottleRule r1 "gcra:10/1s,burst=20" store=local "key=%{HTTP:X-Api-Key}" status=503 headers=both fail=closed
 ThrottleRule r2 "all(gcra:10/1s,quota:1000/day)" dry-run
 ThrottleRule r3 "leaky:10/s,max-queue=2s" delay=1s
+ThrottleRule rm "leaky:1/1m,max-queue=2m" delay=1m
 <Location /a>
     Throttle r1 r2 r3
 </Location>
@@ -102,6 +103,11 @@ expect_error "bad status" 'ThrottleRule x "gcra:1/s" status=404' 'expected 429 o
 expect_error "bad key" 'ThrottleRule x "gcra:1/s" "key=%{HTTP:X" ' 'key='
 expect_error "leaky without delay" 'ThrottleRule x "leaky:1/s,max-queue=1s"' 'delay=DURATION'
 expect_error "delay without leaky" 'ThrottleRule x "gcra:1/s" delay=1s' 'needs a shaper'
+# delay= reads durations as policies do: "mi" and a bare number are no
+# durations there ("1m" is a minute in both, see GOOD).
+expect_error "delay=1mi" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=1mi' 'as policies write one'
+expect_error "delay=5" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=5' 'as policies write one'
+expect_error "delay=0s" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=0s' 'positive duration'
 expect_error "any() in a group" 'ThrottleRule y "any(gcra:1/s,gcra:5/m)"
 <Location /c>
     Throttle r1 y

@@ -42,6 +42,10 @@ ThrottleRule rsw "sliding-window:100/1m" headers=ietf
 ThrottleRule rlog "sliding-log:4/800ms" headers=ietf
 ThrottleRule rquota "quota:1000/day" headers=ietf
 ThrottleRule rleaky "leaky:2/1s,max-queue=5s" headers=ietf delay=5s
+ThrottleRule rminute "leaky:1/1m,max-queue=2m" delay=1m
+<Location /tk-status>
+    SetHandler throttlekit-status
+</Location>
 <Location /rgcra>
     Throttle rgcra
 </Location>
@@ -242,9 +246,14 @@ for i in 1 2 3 4; do
 		"$(field RateLimit-Policy) $(field X-RateLimit-Limit) $(field X-RateLimit-Remaining)"
 done
 
+# 6. delay= reads durations as policies write them: 1m is a minute.
+check "delay=1m is 60 s" yes \
+	"$(curl -s "http://127.0.0.1:$PORT/tk-status" |
+		grep -q '^rule rminute .* delay=60000000us' && echo yes || echo no)"
+
 stop_server
 
-# 6. A zone that exists with another capacity is used as it is, and the
+# 7. A zone that exists with another capacity is used as it is, and the
 # warning names both capacities as numbers (APR's formatter once printed
 # a literal "%lu").
 start_server prefork "$(printf '%s\n' "$BODY" |
