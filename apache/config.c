@@ -26,6 +26,7 @@
 
 #include "apr_lib.h"
 #include "apr_strings.h"
+#include "http_core.h"
 #include "http_log.h"
 
 /*
@@ -537,6 +538,26 @@ static const char *check_groups(cmd_parms *cmd, apr_array_header_t *rules)
 	return NULL;
 }
 
+/* Marks the rules of @rules that are checked together with another. */
+static void mark_grouped(apr_array_header_t *rules)
+{
+	int i, j;
+
+	for (i = 0; i < rules->nelts; i++) {
+		struct tk_mod_rule *a =
+			APR_ARRAY_IDX(rules, i, struct tk_mod_rule *);
+
+		for (j = 0; j < rules->nelts; j++) {
+			struct tk_mod_rule *b =
+				APR_ARRAY_IDX(rules, j, struct tk_mod_rule *);
+
+			if (j != i && b->store == a->store &&
+			    b->dry_run == a->dry_run)
+				a->grouped = 1;
+		}
+	}
+}
+
 static const char *cmd_throttle(cmd_parms *cmd, void *conf, const char *args)
 {
 	struct tk_mod_dir *d = conf;
@@ -572,6 +593,11 @@ static const char *cmd_throttle(cmd_parms *cmd, void *conf, const char *args)
 	}
 	if ((err = check_groups(cmd, d->rules)) != NULL)
 		return err;
+	/* A .htaccess is read by a child serving requests, whose threads
+	 * read the flags: only the server configuration sets them, and a
+	 * rule a .htaccess names beside another is then checked apart. */
+	if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_RUN_MPM)
+		mark_grouped(d->rules);
 	return NULL;
 }
 

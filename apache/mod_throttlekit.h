@@ -78,6 +78,15 @@ struct tk_mod_rule {
 	 */
 	int late;
 	int phase_set; /* phase= was given */
+	/*
+	 * Named in some Throttle of the server configuration beside another
+	 * rule it is checked with (same store, both enforced or both
+	 * dry-run).  A simple policy's group states are not those of
+	 * tk_limiter_check(), and a rule counts in one bucket per key, so
+	 * such a rule takes the group check everywhere, and any other
+	 * simple rule the plain check, a third of the cost.
+	 */
+	int grouped;
 	const char *file;
 	unsigned int line;
 	int index;		    /* in the registry's rules */

@@ -192,20 +192,39 @@ static void add_fields(request_rec *r, const struct group *g,
 }
 
 /*
- * Every rule goes through the group check, even alone: the library keeps
- * a simple policy's group states apart from tk_limiter_check()'s, and a
- * rule must count in one bucket per key wherever a Throttle names it.
+ * Whether @rule is decided by tk_limiter_check(): a simple policy that
+ * no Throttle checks beside another rule (the library keeps a simple
+ * policy's group states apart from tk_limiter_check()'s, and a rule
+ * counts in one bucket per key wherever a Throttle names it).  A
+ * composite's group of one is its own composite check, which also gives
+ * the decision of each dimension.
  */
-static int group_check(const struct group *g, struct tk_decision *d,
-		       struct tk_decision *dims)
+static int plain(const struct tk_mod_rule *rule)
+{
+	return rule->dims == 1 && !rule->grouped;
+}
+
+static int group_check(request_rec *r, const struct group *g,
+		       struct tk_decision *d, struct tk_decision *dims)
 {
 	struct tk_limiter *ls[TK_GROUP_DIMENSIONS_MAX];
 	size_t i;
+	int rc, one;
 
 	for (i = 0; i < g->n; i++) {
 		if (!g->rules[i]->limiter)
 			return g->rules[i]->open_rc;
 		ls[i] = g->rules[i]->limiter;
+	}
+	one = g->n == 1 && plain(g->rules[0]);
+	ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+		      "ThrottleRule %s: %s check", g->rules[0]->name,
+		      one ? "plain" : "group");
+	if (one) {
+		rc = tk_limiter_check(ls[0], g->keys[0].key, g->keys[0].key_len,
+				      1, d);
+		dims[0] = *d;
+		return rc;
 	}
 	return tk_limiter_check_group(ls, g->keys, g->n, 1, d, dims, g->dims);
 }
@@ -294,7 +313,7 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 	for (i = 0; i < g->n; i++)
 		rule_key(r, g->rules[i], &g->keys[i]);
 	memset(dims, 0, sizeof(dims));
-	rc = group_check(g, &d, dims);
+	rc = group_check(r, g, &d, dims);
 	if (rc < 0)
 		failed(r, g, rc, &d);
 	else if (d.degraded)
@@ -445,6 +464,9 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 		 * TK_GROUP_DIMENSIONS_MAX dimensions (config.c); a rule
 		 * beyond would only start a group of its own. */
 		for (j = i; j < rules->nelts; j++) {
+			/* A plain rule is never grouped (see plain()). */
+			if (j > i && (plain(all[i]) || plain(all[j])))
+				continue;
 			if (done[j] || all[j]->store != all[i]->store ||
 			    all[j]->dry_run != all[i]->dry_run ||
 			    g.dims + all[j]->dims > TK_GROUP_DIMENSIONS_MAX)

@@ -12,11 +12,7 @@
 
 . "${srcdir:-.}/tests/apache/lib.sh"
 
-echo ok >"$ROOT/htdocs/index.html"
-for d in limit nonfatal optin optrule; do
-	mkdir -p "$ROOT/htdocs/$d"
-	echo "$d" >"$ROOT/htdocs/$d/x"
-done
+docs limit nonfatal optin optrule
 for d in limit nonfatal optin; do
 	echo "Throttle off" >"$ROOT/htdocs/$d/.htaccess"
 done

@@ -308,6 +308,16 @@ seq_get()
 	curl -s "$@" -K "$ROOT/curl.cfg" -w '%{http_code}\n'
 }
 
+# docs DIR...: an index page, and a file x in each DIR of the htdocs.
+docs()
+{
+	echo ok >"$ROOT/htdocs/index.html"
+	for d in "$@"; do
+		mkdir -p "$ROOT/htdocs/$d"
+		echo "$d" >"$ROOT/htdocs/$d/x"
+	done
+}
+
 # count PATTERN: lines of stdin matching PATTERN.
 count() { grep -c -- "$1" || true; }
 
