@@ -335,6 +335,24 @@ static const char *rule_policy(cmd_parms *cmd, struct tk_mod_rule *r)
 	return NULL;
 }
 
+/* "count=S[,S...]": HTTP statuses, 100 to 599. */
+static const char *parse_count(cmd_parms *cmd, struct tk_mod_rule *r,
+			       const char *v)
+{
+	const char *p = v;
+	uint64_t st;
+	char *word;
+
+	r->count = apr_pcalloc(cmd->pool, 600);
+	while (*p) {
+		word = ap_getword(cmd->temp_pool, &p, ',');
+		if (parse_u64(word, &st) != NULL || st < 100 || st > 599)
+			return "expected HTTP statuses, as count=401,403";
+		r->count[st] = 1;
+	}
+	return NULL;
+}
+
 static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 {
 	struct tk_mod_rule *r = obj;
@@ -384,6 +402,8 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 			      "write one (e.g. 500ms, 2s, 1m)";
 		else
 			r->delay = (apr_interval_time_t)((ns + 999) / 1000);
+	} else if ((v = option(w, "count")) != NULL) {
+		err = parse_count(cmd, r, v);
 	} else if ((v = option(w, "phase")) != NULL) {
 		if (strcmp(v, "early") == 0)
 			r->late = 0;
@@ -460,6 +480,11 @@ static const char *rule_finish(cmd_parms *cmd, struct tk_mod_rule *r)
 				    "delays requests: give delay=DURATION, the "
 				    "longest a request may wait",
 				    r->name);
+	if (r->count && (r->leaky || r->dims != 1))
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: count= needs a simple "
+				    "policy that is no shaper",
+				    r->name);
 	if (!r->leaky && r->delay)
 		return apr_psprintf(cmd->pool,
 				    "ThrottleRule %s: delay= needs a shaper "
@@ -483,7 +508,7 @@ static const char *cmd_rule(cmd_parms *cmd, void *dummy, const char *args)
 			       "[store=NAME] [key=EXPR] [status=429|503] "
 			       "[headers=ietf|legacy|both|none] "
 			       "[fail=open|closed] [dry-run] [delay=DURATION] "
-			       "[phase=early|late]",
+			       "[phase=early|late] [count=STATUS,...]",
 			       &args, &r->name, &r->policy_text, rule_taken)) ||
 	    (err = rule_policy(cmd, r)) ||
 	    (err = options(cmd, &args, r, rule_option)) ||
@@ -515,7 +540,7 @@ static const char *check_groups(cmd_parms *cmd, apr_array_header_t *rules)
 			struct tk_mod_rule *b =
 				APR_ARRAY_IDX(rules, j, struct tk_mod_rule *);
 			if (j == i || b->store != a->store ||
-			    b->dry_run != a->dry_run)
+			    b->dry_run != a->dry_run || a->count || b->count)
 				continue;
 			dims += b->dims;
 			n++;
@@ -552,7 +577,7 @@ static void mark_grouped(apr_array_header_t *rules)
 				APR_ARRAY_IDX(rules, j, struct tk_mod_rule *);
 
 			if (j != i && b->store == a->store &&
-			    b->dry_run == a->dry_run)
+			    b->dry_run == a->dry_run && !a->count && !b->count)
 				a->grouped = 1;
 		}
 	}
@@ -624,7 +649,8 @@ const command_rec tk_mod_cmds[] = {
 	AP_INIT_RAW_ARGS("ThrottleRule", cmd_rule, NULL, RSRC_CONF,
 			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
 			 "[headers=ietf|legacy|both|none] [fail=open|closed] "
-			 "[dry-run] [delay=DURATION] [phase=early|late]"),
+			 "[dry-run] [delay=DURATION] [phase=early|late] "
+			 "[count=STATUS,...]"),
 	/*
 	 * No override class: many sites grant AllowOverride Limit for
 	 * Order and Allow, and a .htaccess must not switch limits off

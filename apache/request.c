@@ -29,6 +29,14 @@
  * those; a request made to answer an error (an ErrorDocument) is never
  * checked.
  *
+ * count= rules: such a rule is asked with tk_limiter_peek() where it
+ * applies, which refuses a client with nothing left before the handler
+ * (before authentication, for an early rule), and consumes with
+ * tk_limiter_check() in log_transaction, once per client request, if the
+ * status the client got is in its set: failed logins count, right
+ * passwords never do.  A burst of concurrent failures may overshoot by
+ * the requests in flight; each is refused once the count is spent.
+ *
  * The verdict of all the checks of one client request goes to
  * THROTTLE_STATUS for the access log, the header fields to
  * err_headers_out (kept on error responses and ErrorDocuments).
@@ -72,6 +80,14 @@ struct note {
 	int rules;     /* entries of counted */
 	int decided;   /* some rule was decided */
 	struct verdict v;
+	/* count= rules passed, with their keys: consumed by the final
+	 * status (tk_mod_request_done()); NULL: none */
+	apr_array_header_t *pending; /* of struct pending */
+};
+
+struct pending {
+	struct tk_mod_rule *rule;
+	struct tk_key key; /* in the client request's pool */
 };
 
 static void client_key(request_rec *r, struct tk_key *k)
@@ -219,7 +235,17 @@ static int group_check(request_rec *r, const struct group *g,
 	one = g->n == 1 && plain(g->rules[0]);
 	ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
 		      "ThrottleRule %s: %s check", g->rules[0]->name,
-		      one ? "plain" : "group");
+		      g->rules[0]->count ? "peek"
+		      : one		 ? "plain"
+					 : "group");
+	/* count=: consumes later, by the final status; refused now only
+	 * when nothing is left. */
+	if (g->rules[0]->count) {
+		rc = tk_limiter_peek(ls[0], g->keys[0].key, g->keys[0].key_len,
+				     d);
+		dims[0] = *d;
+		return rc;
+	}
 	if (one) {
 		rc = tk_limiter_check(ls[0], g->keys[0].key, g->keys[0].key_len,
 				      1, d);
@@ -427,6 +453,73 @@ void tk_mod_request_status(request_rec *r)
 	apr_table_setn(r->subprocess_env, TK_MOD_ENV, status);
 }
 
+/* Whether @rule is checked in a group of its own. */
+static int alone(const struct tk_mod_rule *rule)
+{
+	return plain(rule) || rule->count;
+}
+
+/* A count= rule @g passed: consumed by the final status, once. */
+static void add_pending(request_rec *r, struct note *n, const struct group *g)
+{
+	request_rec *c = client_request(r);
+	struct pending *p;
+
+	if (!n->pending)
+		n->pending = apr_array_make(c->pool, 2, sizeof(*p));
+	p = apr_array_push(n->pending);
+	p->rule = g->rules[0];
+	p->key.key = apr_pstrmemdup(c->pool, g->keys[0].key,
+				    g->keys[0].key_len);
+	p->key.key_len = g->keys[0].key_len;
+}
+
+/*
+ * The status the client got: that of the last request of the chain of
+ * internal redirects, as mod_log_config's %>s (a request an ErrorDocument
+ * makes inherits the error's status).
+ */
+static int final_status(const request_rec *r)
+{
+	while (r->next)
+		r = r->next;
+	return r->status;
+}
+
+void tk_mod_request_done(request_rec *r)
+{
+	const struct note *n = note_of(r, 0);
+	const struct pending *p;
+	struct tk_decision d;
+	int i, status, rc;
+
+	if (!n || !n->pending)
+		return;
+	status = final_status(client_request(r));
+	for (i = 0; i < n->pending->nelts; i++) {
+		p = &APR_ARRAY_IDX(n->pending, i, struct pending);
+		if (status < 100 || status > 599 || !p->rule->count[status] ||
+		    !p->rule->limiter)
+			continue;
+		/* The response is sent: a denial now only fills the bucket,
+		 * and the next request is refused by its peek. */
+		rc = tk_limiter_check(p->rule->limiter, p->key.key,
+				      p->key.key_len, 1, &d);
+		if (rc < 0 || d.degraded)
+			ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+				      "ThrottleRule %s: cannot count status "
+				      "%d: %s",
+				      p->rule->name, status,
+				      rc < 0 ? tk_strerror(rc)
+					     : "the store failed");
+		else
+			ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+				      "ThrottleRule %s: counted status %d "
+				      "for %s",
+				      p->rule->name, status, p->key.key);
+	}
+}
+
 /* Whether @rule is left out of this call: counted, or not yet due. */
 static int skipped(const struct note *n, const struct tk_mod_rule *rule,
 		   int late)
@@ -464,8 +557,8 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 		 * TK_GROUP_DIMENSIONS_MAX dimensions (config.c); a rule
 		 * beyond would only start a group of its own. */
 		for (j = i; j < rules->nelts; j++) {
-			/* A plain rule is never grouped (see plain()). */
-			if (j > i && (plain(all[i]) || plain(all[j])))
+			/* A plain or count= rule is never grouped. */
+			if (j > i && (alone(all[i]) || alone(all[j])))
 				continue;
 			if (done[j] || all[j]->store != all[i]->store ||
 			    all[j]->dry_run != all[i]->dry_run ||
@@ -480,6 +573,8 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 		}
 		decide(r, &g, &v);
 		n->decided = 1;
+		if (g.rules[0]->count && !v.deny)
+			add_pending(r, n, &g);
 	}
 	if (v.deny) {
 		n->v.deny = v.deny;
