@@ -26,6 +26,7 @@
 
 #include "apr_lib.h"
 #include "apr_strings.h"
+#include "http_core.h"
 #include "http_log.h"
 
 /*
@@ -334,11 +335,29 @@ static const char *rule_policy(cmd_parms *cmd, struct tk_mod_rule *r)
 	return NULL;
 }
 
+/* "count=S[,S...]": HTTP statuses, 100 to 599. */
+static const char *parse_count(cmd_parms *cmd, struct tk_mod_rule *r,
+			       const char *v)
+{
+	const char *p = v;
+	uint64_t st;
+	char *word;
+
+	r->count = apr_pcalloc(cmd->pool, 600);
+	while (*p) {
+		word = ap_getword(cmd->temp_pool, &p, ',');
+		if (parse_u64(word, &st) != NULL || st < 100 || st > 599)
+			return "expected HTTP statuses, as count=401,403";
+		r->count[st] = 1;
+	}
+	return NULL;
+}
+
 static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 {
 	struct tk_mod_rule *r = obj;
 	const char *v, *err = NULL;
-	apr_interval_time_t t;
+	uint64_t ns;
 
 	if ((v = option(w, "store")) != NULL) {
 		if ((r->store = find_store(v)) == NULL)
@@ -376,11 +395,15 @@ static const char *rule_option(cmd_parms *cmd, void *obj, const char *w)
 			err = "expected open or closed";
 		}
 	} else if ((v = option(w, "delay")) != NULL) {
-		if (ap_timeout_parameter_parse(v, &t, "s") != APR_SUCCESS ||
-		    t <= 0)
-			err = "expected a positive duration (e.g. 500ms, 2s)";
+		/* The policy's own syntax: "1m" is a minute in both. */
+		if (tk_duration_parse(v, strlen(v), &ns) != 0 || ns == 0 ||
+		    ns / 1000 > (uint64_t)APR_INT64_MAX - 1)
+			err = "expected a positive duration as policies "
+			      "write one (e.g. 500ms, 2s, 1m)";
 		else
-			r->delay = t;
+			r->delay = (apr_interval_time_t)((ns + 999) / 1000);
+	} else if ((v = option(w, "count")) != NULL) {
+		err = parse_count(cmd, r, v);
 	} else if ((v = option(w, "phase")) != NULL) {
 		if (strcmp(v, "early") == 0)
 			r->late = 0;
@@ -457,6 +480,11 @@ static const char *rule_finish(cmd_parms *cmd, struct tk_mod_rule *r)
 				    "delays requests: give delay=DURATION, the "
 				    "longest a request may wait",
 				    r->name);
+	if (r->count && (r->leaky || r->dims != 1))
+		return apr_psprintf(cmd->pool,
+				    "ThrottleRule %s: count= needs a simple "
+				    "policy that is no shaper",
+				    r->name);
 	if (!r->leaky && r->delay)
 		return apr_psprintf(cmd->pool,
 				    "ThrottleRule %s: delay= needs a shaper "
@@ -480,7 +508,7 @@ static const char *cmd_rule(cmd_parms *cmd, void *dummy, const char *args)
 			       "[store=NAME] [key=EXPR] [status=429|503] "
 			       "[headers=ietf|legacy|both|none] "
 			       "[fail=open|closed] [dry-run] [delay=DURATION] "
-			       "[phase=early|late]",
+			       "[phase=early|late] [count=STATUS,...]",
 			       &args, &r->name, &r->policy_text, rule_taken)) ||
 	    (err = rule_policy(cmd, r)) ||
 	    (err = options(cmd, &args, r, rule_option)) ||
@@ -512,7 +540,7 @@ static const char *check_groups(cmd_parms *cmd, apr_array_header_t *rules)
 			struct tk_mod_rule *b =
 				APR_ARRAY_IDX(rules, j, struct tk_mod_rule *);
 			if (j == i || b->store != a->store ||
-			    b->dry_run != a->dry_run)
+			    b->dry_run != a->dry_run || a->count || b->count)
 				continue;
 			dims += b->dims;
 			n++;
@@ -533,6 +561,26 @@ static const char *check_groups(cmd_parms *cmd, apr_array_header_t *rules)
 					    TK_GROUP_DIMENSIONS_MAX);
 	}
 	return NULL;
+}
+
+/* Marks the rules of @rules that are checked together with another. */
+static void mark_grouped(apr_array_header_t *rules)
+{
+	int i, j;
+
+	for (i = 0; i < rules->nelts; i++) {
+		struct tk_mod_rule *a =
+			APR_ARRAY_IDX(rules, i, struct tk_mod_rule *);
+
+		for (j = 0; j < rules->nelts; j++) {
+			struct tk_mod_rule *b =
+				APR_ARRAY_IDX(rules, j, struct tk_mod_rule *);
+
+			if (j != i && b->store == a->store &&
+			    b->dry_run == a->dry_run && !a->count && !b->count)
+				a->grouped = 1;
+		}
+	}
 }
 
 static const char *cmd_throttle(cmd_parms *cmd, void *conf, const char *args)
@@ -570,6 +618,11 @@ static const char *cmd_throttle(cmd_parms *cmd, void *conf, const char *args)
 	}
 	if ((err = check_groups(cmd, d->rules)) != NULL)
 		return err;
+	/* A .htaccess is read by a child serving requests, whose threads
+	 * read the flags: only the server configuration sets them, and a
+	 * rule a .htaccess names beside another is then checked apart. */
+	if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_RUN_MPM)
+		mark_grouped(d->rules);
 	return NULL;
 }
 
@@ -596,9 +649,15 @@ const command_rec tk_mod_cmds[] = {
 	AP_INIT_RAW_ARGS("ThrottleRule", cmd_rule, NULL, RSRC_CONF,
 			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
 			 "[headers=ietf|legacy|both|none] [fail=open|closed] "
-			 "[dry-run] [delay=DURATION] [phase=early|late]"),
+			 "[dry-run] [delay=DURATION] [phase=early|late] "
+			 "[count=STATUS,...]"),
+	/*
+	 * No override class: many sites grant AllowOverride Limit for
+	 * Order and Allow, and a .htaccess must not switch limits off
+	 * with it.  AllowOverrideList Throttle is the one way in.
+	 */
 	AP_INIT_RAW_ARGS("Throttle", cmd_throttle, NULL,
-			 RSRC_CONF | ACCESS_CONF | OR_LIMIT,
+			 RSRC_CONF | ACCESS_CONF,
 			 "RULE [RULE...] | off: the rules requests here must "
 			 "all pass"),
 	{ NULL }

@@ -104,15 +104,17 @@ static int create_zone(server_rec *srv, struct tk_mod_store *s)
 		rc = tk_zone_info_opts(s->zone, &o, &info, sizeof(info));
 	if (rc == 0) {
 		if (s->capacity && s->capacity != info.capacity)
+			/* APR's formatter knows no "ll": its own macro. */
 			ap_log_error(APLOG_MARK, APLOG_WARNING, 0, srv,
 				     "%s:%u: ThrottleStore %s: zone %s exists "
-				     "with capacity %llu, not %llu; it is used "
+				     "with capacity %" APR_UINT64_T_FMT
+				     ", not %" APR_UINT64_T_FMT "; it is used "
 				     "as it is (remove it with throttlectl "
 				     "destroy while the server is stopped to "
 				     "resize it)",
 				     s->file, s->line, s->name, s->zone,
-				     (unsigned long long)info.capacity,
-				     (unsigned long long)s->capacity);
+				     (apr_uint64_t)info.capacity,
+				     (apr_uint64_t)s->capacity);
 		return OK;
 	}
 	why[0] = '\0';
@@ -239,6 +241,8 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
  *     never run, then swaps the chosen one's configuration into the
  *     request in its fixups: only a later hook sees the final place, and
  *     a probed file never counts.
+ *   - log_transaction, once per client request, with its final status:
+ *     the count= rules it passed consume if that status is in their set.
  * request.c counts each rule once per client request, and never in a
  * request made to answer an error (an ErrorDocument).
  */
@@ -266,6 +270,13 @@ static int late_check(request_rec *r)
 	return check(r, 1);
 }
 
+/* Every client request ends here once, with its final status. */
+static int log_transaction(request_rec *r)
+{
+	tk_mod_request_done(r);
+	return DECLINED;
+}
+
 static int status_handler(request_rec *r)
 {
 	if (!r->handler || strcmp(r->handler, TK_MOD_HANDLER) != 0)
@@ -283,6 +294,7 @@ static void register_hooks(apr_pool_t *p)
 	ap_hook_header_parser(header_parser, NULL, NULL, APR_HOOK_FIRST);
 	ap_hook_handler(late_check, NULL, NULL, APR_HOOK_REALLY_FIRST);
 	ap_hook_handler(status_handler, NULL, NULL, APR_HOOK_MIDDLE);
+	ap_hook_log_transaction(log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 AP_DECLARE_MODULE(throttlekit) = { STANDARD20_MODULE_STUFF,

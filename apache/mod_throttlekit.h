@@ -78,6 +78,22 @@ struct tk_mod_rule {
 	 */
 	int late;
 	int phase_set; /* phase= was given */
+	/*
+	 * Named in some Throttle of the server configuration beside another
+	 * rule it is checked with (same store, both enforced or both
+	 * dry-run).  A simple policy's group states are not those of
+	 * tk_limiter_check(), and a rule counts in one bucket per key, so
+	 * such a rule takes the group check everywhere, and any other
+	 * simple rule the plain check, a third of the cost.
+	 */
+	int grouped;
+	/*
+	 * count=: the statuses whose responses consume; 0 for every other.
+	 * Such a rule only peeks before the handler (a client over the limit
+	 * is refused) and consumes once the final status is known
+	 * (log_transaction); it is never checked in a group.
+	 */
+	unsigned char *count; /* by status, 100..599; NULL: no count= */
 	const char *file;
 	unsigned int line;
 	int index;		    /* in the registry's rules */
@@ -114,6 +130,11 @@ void *tk_mod_dir_merge(apr_pool_t *p, void *base, void *add);
 int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late);
 /* request.c: set THROTTLE_STATUS of @r from its client request's verdict. */
 void tk_mod_request_status(request_rec *r);
+/*
+ * request.c: consume, once the response of client request @r is done,
+ * for the count= rules it passed whose statuses include its final one.
+ */
+void tk_mod_request_done(request_rec *r);
 
 /* status.c: the throttlekit-status handler. */
 int tk_mod_status_handler(request_rec *r, unsigned int generation,

@@ -29,6 +29,14 @@
  * those; a request made to answer an error (an ErrorDocument) is never
  * checked.
  *
+ * count= rules: such a rule is asked with tk_limiter_peek() where it
+ * applies, which refuses a client with nothing left before the handler
+ * (before authentication, for an early rule), and consumes with
+ * tk_limiter_check() in log_transaction, once per client request, if the
+ * status the client got is in its set: failed logins count, right
+ * passwords never do.  A burst of concurrent failures may overshoot by
+ * the requests in flight; each is refused once the count is spent.
+ *
  * The verdict of all the checks of one client request goes to
  * THROTTLE_STATUS for the access log, the header fields to
  * err_headers_out (kept on error responses and ErrorDocuments).
@@ -72,6 +80,14 @@ struct note {
 	int rules;     /* entries of counted */
 	int decided;   /* some rule was decided */
 	struct verdict v;
+	/* count= rules passed, with their keys: consumed by the final
+	 * status (tk_mod_request_done()); NULL: none */
+	apr_array_header_t *pending; /* of struct pending */
+};
+
+struct pending {
+	struct tk_mod_rule *rule;
+	struct tk_key key; /* in the client request's pool */
 };
 
 static void client_key(request_rec *r, struct tk_key *k)
@@ -111,39 +127,31 @@ static void rule_key(request_rec *r, const struct tk_mod_rule *rule,
 }
 
 /*
- * The fields answering @d: on a denial those of every rule of the group
- * (Retry-After always), on success those of the rules whose headers= asks;
- * a degraded @d has no quota to show, and tk_http_headers() shows none.
+ * The decision of @rule alone, for its X-RateLimit-* fields: its denying
+ * dimension, else its tightest (fewest remaining).
  */
-static void add_fields(request_rec *r, const struct group *g,
-		       const struct tk_decision *d,
-		       const struct tk_decision *dims, int denial)
+static struct tk_decision rule_decision(const struct group *g, size_t i,
+					const struct tk_decision *dims)
 {
-	struct tk_http_quota q[TK_GROUP_DIMENSIONS_MAX];
+	const struct tk_decision *x = &dims[g->off[i]], *best = x;
+	size_t j;
+
+	for (j = 1; j < g->rules[i]->dims && best->allowed; j++)
+		if (!x[j].allowed || x[j].remaining < best->remaining)
+			best = &x[j];
+	return *best;
+}
+
+/* Appends the fields of tk_http_headers() to @r's error headers. */
+static void put_fields(request_rec *r, const struct tk_http_quota *q,
+		       size_t nq, const struct tk_decision *d,
+		       unsigned int flags)
+{
 	struct tk_http_field f[MAX_FIELDS];
 	char buf[FIELDS_BYTES];
-	unsigned int flags = 0;
 	uint64_t now = 0;
-	size_t i, nq = 0;
-	int n;
+	int i, n;
 
-	for (i = 0; i < g->n; i++) {
-		const struct tk_mod_rule *rule = g->rules[i];
-
-		if (!denial && !rule->headers_on_success)
-			continue;
-		flags |= rule->headers & TK_HTTP_LEGACY;
-		if (rule->headers & TK_HTTP_IETF) {
-			q[nq].name = rule->name;
-			q[nq].policy = rule->policy;
-			q[nq].dims = &dims[g->off[i]];
-			nq++;
-		}
-	}
-	if (nq)
-		flags |= TK_HTTP_IETF;
-	if (!denial && !flags)
-		return;
 	tk_clock_now(tk_clock_system(), &now);
 	n = tk_http_headers(q, nq, d, now, flags, f, MAX_FIELDS, buf,
 			    sizeof(buf));
@@ -153,25 +161,96 @@ static void add_fields(request_rec *r, const struct group *g,
 			      tk_strerror(n));
 		return;
 	}
-	for (i = 0; i < (size_t)n; i++)
+	for (i = 0; i < n; i++)
 		apr_table_add(r->err_headers_out, f[i].name, f[i].value);
 }
 
 /*
- * Every rule goes through the group check, even alone: the library keeps
- * a simple policy's group states apart from tk_limiter_check()'s, and a
- * rule must count in one bucket per key wherever a Throttle names it.
+ * The fields answering @d: on a denial those of every rule of the group
+ * (Retry-After always), on success those of the rules whose headers= asks;
+ * a degraded @d has no quota to show, and tk_http_headers() shows none.
+ * X-RateLimit-* has room for one quota: that of the first rule that asks
+ * for it, from its own decision, not the group's tightest rule, which
+ * another rule's RateLimit-Policy member would then contradict.
  */
-static int group_check(const struct group *g, struct tk_decision *d,
-		       struct tk_decision *dims)
+static void add_fields(request_rec *r, const struct group *g,
+		       const struct tk_decision *d,
+		       const struct tk_decision *dims, int denial)
+{
+	struct tk_http_quota q[TK_GROUP_DIMENSIONS_MAX];
+	struct tk_decision legacy;
+	size_t i, nq = 0;
+	int has_legacy = 0;
+
+	for (i = 0; i < g->n; i++) {
+		const struct tk_mod_rule *rule = g->rules[i];
+
+		if (!denial && !rule->headers_on_success)
+			continue;
+		if ((rule->headers & TK_HTTP_LEGACY) && !has_legacy) {
+			has_legacy = 1;
+			legacy = d->degraded ? *d : rule_decision(g, i, dims);
+		}
+		if (rule->headers & TK_HTTP_IETF) {
+			q[nq].name = rule->name;
+			q[nq].policy = rule->policy;
+			q[nq].dims = &dims[g->off[i]];
+			nq++;
+		}
+	}
+	/* Retry-After once, from the group's decision. */
+	if (nq || denial)
+		put_fields(r, nq ? q : NULL, nq, d, nq ? TK_HTTP_IETF : 0);
+	if (has_legacy) {
+		legacy.allowed = true;
+		put_fields(r, NULL, 0, &legacy, TK_HTTP_LEGACY);
+	}
+}
+
+/*
+ * Whether @rule is decided by tk_limiter_check(): a simple policy that
+ * no Throttle checks beside another rule (the library keeps a simple
+ * policy's group states apart from tk_limiter_check()'s, and a rule
+ * counts in one bucket per key wherever a Throttle names it).  A
+ * composite's group of one is its own composite check, which also gives
+ * the decision of each dimension.
+ */
+static int plain(const struct tk_mod_rule *rule)
+{
+	return rule->dims == 1 && !rule->grouped;
+}
+
+static int group_check(request_rec *r, const struct group *g,
+		       struct tk_decision *d, struct tk_decision *dims)
 {
 	struct tk_limiter *ls[TK_GROUP_DIMENSIONS_MAX];
 	size_t i;
+	int rc, one;
 
 	for (i = 0; i < g->n; i++) {
 		if (!g->rules[i]->limiter)
 			return g->rules[i]->open_rc;
 		ls[i] = g->rules[i]->limiter;
+	}
+	one = g->n == 1 && plain(g->rules[0]);
+	ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+		      "ThrottleRule %s: %s check", g->rules[0]->name,
+		      g->rules[0]->count ? "peek"
+		      : one		 ? "plain"
+					 : "group");
+	/* count=: consumes later, by the final status; refused now only
+	 * when nothing is left. */
+	if (g->rules[0]->count) {
+		rc = tk_limiter_peek(ls[0], g->keys[0].key, g->keys[0].key_len,
+				     d);
+		dims[0] = *d;
+		return rc;
+	}
+	if (one) {
+		rc = tk_limiter_check(ls[0], g->keys[0].key, g->keys[0].key_len,
+				      1, d);
+		dims[0] = *d;
+		return rc;
 	}
 	return tk_limiter_check_group(ls, g->keys, g->n, 1, d, dims, g->dims);
 }
@@ -260,7 +339,7 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 	for (i = 0; i < g->n; i++)
 		rule_key(r, g->rules[i], &g->keys[i]);
 	memset(dims, 0, sizeof(dims));
-	rc = group_check(g, &d, dims);
+	rc = group_check(r, g, &d, dims);
 	if (rc < 0)
 		failed(r, g, rc, &d);
 	else if (d.degraded)
@@ -374,6 +453,73 @@ void tk_mod_request_status(request_rec *r)
 	apr_table_setn(r->subprocess_env, TK_MOD_ENV, status);
 }
 
+/* Whether @rule is checked in a group of its own. */
+static int alone(const struct tk_mod_rule *rule)
+{
+	return plain(rule) || rule->count;
+}
+
+/* A count= rule @g passed: consumed by the final status, once. */
+static void add_pending(request_rec *r, struct note *n, const struct group *g)
+{
+	request_rec *c = client_request(r);
+	struct pending *p;
+
+	if (!n->pending)
+		n->pending = apr_array_make(c->pool, 2, sizeof(*p));
+	p = apr_array_push(n->pending);
+	p->rule = g->rules[0];
+	p->key.key = apr_pstrmemdup(c->pool, g->keys[0].key,
+				    g->keys[0].key_len);
+	p->key.key_len = g->keys[0].key_len;
+}
+
+/*
+ * The status the client got: that of the last request of the chain of
+ * internal redirects, as mod_log_config's %>s (a request an ErrorDocument
+ * makes inherits the error's status).
+ */
+static int final_status(const request_rec *r)
+{
+	while (r->next)
+		r = r->next;
+	return r->status;
+}
+
+void tk_mod_request_done(request_rec *r)
+{
+	const struct note *n = note_of(r, 0);
+	const struct pending *p;
+	struct tk_decision d;
+	int i, status, rc;
+
+	if (!n || !n->pending)
+		return;
+	status = final_status(client_request(r));
+	for (i = 0; i < n->pending->nelts; i++) {
+		p = &APR_ARRAY_IDX(n->pending, i, struct pending);
+		if (status < 100 || status > 599 || !p->rule->count[status] ||
+		    !p->rule->limiter)
+			continue;
+		/* The response is sent: a denial now only fills the bucket,
+		 * and the next request is refused by its peek. */
+		rc = tk_limiter_check(p->rule->limiter, p->key.key,
+				      p->key.key_len, 1, &d);
+		if (rc < 0 || d.degraded)
+			ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+				      "ThrottleRule %s: cannot count status "
+				      "%d: %s",
+				      p->rule->name, status,
+				      rc < 0 ? tk_strerror(rc)
+					     : "the store failed");
+		else
+			ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+				      "ThrottleRule %s: counted status %d "
+				      "for %s",
+				      p->rule->name, status, p->key.key);
+	}
+}
+
 /* Whether @rule is left out of this call: counted, or not yet due. */
 static int skipped(const struct note *n, const struct tk_mod_rule *rule,
 		   int late)
@@ -411,6 +557,9 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 		 * TK_GROUP_DIMENSIONS_MAX dimensions (config.c); a rule
 		 * beyond would only start a group of its own. */
 		for (j = i; j < rules->nelts; j++) {
+			/* A plain or count= rule is never grouped. */
+			if (j > i && (alone(all[i]) || alone(all[j])))
+				continue;
 			if (done[j] || all[j]->store != all[i]->store ||
 			    all[j]->dry_run != all[i]->dry_run ||
 			    g.dims + all[j]->dims > TK_GROUP_DIMENSIONS_MAX)
@@ -424,6 +573,8 @@ int tk_mod_request(request_rec *r, apr_array_header_t *rules, int late)
 		}
 		decide(r, &g, &v);
 		n->decided = 1;
+		if (g.rules[0]->count && !v.deny)
+			add_pending(r, n, &g);
 	}
 	if (v.deny) {
 		n->v.deny = v.deny;

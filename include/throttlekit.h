@@ -315,6 +315,18 @@ TK_API int tk_policy_parse(struct tk_policy **out, const char *text,
 			   struct tk_parse_error *err);
 
 /*
+ * tk_duration_parse() - a duration as policy strings write one (an integer
+ * and a unit, ns, us, ms, s, m, h or d; a bare unit is one of it), in the
+ * @len bytes at @text, nothing before or after it, so that bindings and
+ * their configuration files take the same durations as policies.  Returns
+ * 0 and stores the nanoseconds in *@out; -EINVAL (*@out unchanged) for any
+ * other text (a number without a unit, a NUL among the bytes, 2^64 ns or
+ * more), a NULL @out, or a NULL @text with a non-zero @len.  Pure: any
+ * thread.
+ */
+TK_API int tk_duration_parse(const char *text, size_t len, uint64_t *out);
+
+/*
  * tk_policy_format() - the canonical string of a policy, as snprintf(3):
  * writes at most @len bytes including the NUL and returns the length the
  * whole string needs (without the NUL), or -EINVAL.  Parsing the result

@@ -26,11 +26,11 @@
  * consistent with Retry-After (section 6 asks that Retry-After not point
  * before the end of the effective window).
  *
- * The window w of a dimension is the time over which it grants q (its
- * decision's limit): the window W, the quota's period (a calendar month
- * counts 31 days, its longest, so q/w never overstates), and for GCRA,
- * token bucket and the leaky shaper the time to earn q from empty.  That
- * keeps q/w the sustained rate of every algorithm.
+ * q / w is the sustained rate of every algorithm (policy_qw()): L / P
+ * for GCRA, token bucket and the leaky shaper, L / W for the windows and
+ * L / period for quotas.  A burst is not a rate: "gcra:3/1s,burst=1"
+ * sustains 3/s and says q=3;w=1, not the burst over the time to earn it
+ * (1 over 1/3 s, which whole seconds round to q=1;w=1, a third of it).
  *
  * A degraded decision (the store failed and the fail policy decided)
  * knows no quota, so it advertises none: only Retry-After, on a denial.
@@ -61,39 +61,81 @@ static uint64_t seconds_until(uint64_t now, uint64_t at)
 	return at > now ? seconds_up(at - now) : 0;
 }
 
-/* The time over which dimension @p grants its limit, in seconds. */
-static uint64_t window_seconds(const struct tk__policy *p)
+/*
+ * The sustained rate of dimension @p as @count units per @ns: L / P as
+ * written for GCRA, token bucket and the leaky shaper (the burst or queue
+ * is how far a key may run ahead of it, not the rate), L / W for the
+ * windows, L / period for a quota (a calendar month counts 31 days, its
+ * longest, so the rate is never overstated).
+ */
+static void rate_of(const struct tk__policy *p, uint64_t *count, uint64_t *ns)
 {
-	uint64_t ns = 0;
-
+	*count = p->limit;
 	switch (p->alg->id) {
 	case TK__ALG_GCRA:
 	case TK__ALG_TOKEN_BUCKET:
-		ns = p->u.gcra.tau; /* limit * T: empty to full */
-		break;
-	case TK__ALG_FIXED_WINDOW:
-	case TK__ALG_SLIDING_LOG:
-		ns = p->u.window.window;
-		break;
+		*count = p->u.gcra.rate;
+		*ns = p->u.gcra.period;
+		return;
+	case TK__ALG_LEAKY:
+		*count = p->u.leaky.rate;
+		*ns = p->u.leaky.period;
+		return;
 	case TK__ALG_SLIDING_WINDOW:
-		ns = p->u.sliding.window;
-		break;
+		*ns = p->u.sliding.window;
+		return;
 	case TK__ALG_QUOTA:
 		if (p->u.quota.cadence == TK__CADENCE_DAY)
-			return DAY_S;
-		if (p->u.quota.cadence == TK__CADENCE_WEEK)
-			return 7 * DAY_S;
-		if (p->u.quota.cadence == TK__CADENCE_MONTH)
-			return 31 * DAY_S;
-		ns = p->u.quota.period;
-		break;
-	case TK__ALG_LEAKY:
-		/* limit = Q / T + 1, so this is at most Q + T <= 2^63. */
-		ns = p->limit * p->u.leaky.t;
-		break;
+			*ns = DAY_S * NS_PER_S;
+		else if (p->u.quota.cadence == TK__CADENCE_WEEK)
+			*ns = 7 * DAY_S * NS_PER_S;
+		else if (p->u.quota.cadence == TK__CADENCE_MONTH)
+			*ns = 31 * DAY_S * NS_PER_S;
+		else
+			*ns = p->u.quota.period;
+		return;
+	default: /* fixed-window, sliding-log */
+		*ns = p->u.window.window;
+		return;
 	}
-	/* Parsing makes every window at least 1 ns: w >= 1 (3.1.3). */
-	return seconds_up(ns);
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * q and w (whole seconds, 3.1.3) of dimension @p, with q / w its rate:
+ * the count and period as written when the period is whole seconds
+ * (100/1m is q=100;w=60), else exactly as the fraction (count x 1 s) /
+ * period in lowest terms (10/100ms is q=100;w=1, 1/1500ms q=2;w=3), or,
+ * when neither fits sf-integers, w = the period rounded up and q the
+ * whole units earned in it (never more than the rate grants).
+ */
+static void policy_qw(const struct tk__policy *p, uint64_t *q, uint64_t *w)
+{
+	uint64_t count, ns, g;
+	unsigned __int128 x;
+
+	rate_of(p, &count, &ns);
+	x = (unsigned __int128)count * NS_PER_S;
+	g = ns % NS_PER_S == 0 ? NS_PER_S : gcd(ns, (uint64_t)(x % ns));
+	if (x / g <= SF_INTEGER_MAX && ns / g <= SF_INTEGER_MAX) {
+		*q = (uint64_t)(x / g);
+		*w = ns / g;
+		return;
+	}
+	/* Parsing makes every period at least 1 ns: w >= 1 (3.1.3). */
+	*w = seconds_up(ns);
+	x = x * *w / ns;
+	*q = x < SF_INTEGER_MAX ? (uint64_t)x : SF_INTEGER_MAX;
 }
 
 static void put_integer(struct tk__fmt *f, uint64_t v)
@@ -177,6 +219,7 @@ static void put_list(struct tk__fmt *f, const struct tk_http_quota *q,
 {
 	const struct tk_decision *di;
 	const struct tk__policy *p;
+	uint64_t qv, wv;
 	size_t k, i;
 
 	for (k = 0; k < nq; k++) {
@@ -186,12 +229,18 @@ static void put_list(struct tk__fmt *f, const struct tk_http_quota *q,
 			if (k || i)
 				tk__fmt(f, ", ");
 			put_member_name(f, &q[k], i);
-			tk__fmt(f, policy ? ";q=" : ";r=");
-			put_integer(f, policy ? p->limit : di->remaining);
-			tk__fmt(f, policy ? ";w=" : ";t=");
-			put_integer(f,
-				    policy ? window_seconds(p)
-					   : seconds_until(now, di->reset_at));
+			if (policy) {
+				policy_qw(p, &qv, &wv);
+				tk__fmt(f, ";q=");
+				put_integer(f, qv);
+				tk__fmt(f, ";w=");
+				put_integer(f, wv);
+				continue;
+			}
+			tk__fmt(f, ";r=");
+			put_integer(f, di->remaining);
+			tk__fmt(f, ";t=");
+			put_integer(f, seconds_until(now, di->reset_at));
 		}
 	}
 }

@@ -3,7 +3,10 @@
  * parse.c - durations, rates and options of policy strings.
  */
 #include "config.h"
+#include "error.h"
 #include "parse.h"
+
+#include <throttlekit.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -89,6 +92,32 @@ int tk__parse_duration(struct tk__parser *ps, uint64_t *out)
 		return 0;
 	}
 	return tk__parse_fail(ps, ps->pos, "a unit: ns, us, ms, s, m, h or d");
+}
+
+/* Longer than any duration below 2^64 ns ("18446744073709551615ns"). */
+#define DURATION_TEXT_MAX 32
+
+static int duration_parse(const char *text, size_t len, uint64_t *out)
+{
+	char buf[DURATION_TEXT_MAX];
+	struct tk__parser ps = { buf, 0, 0, NULL };
+	uint64_t ns;
+
+	if (!out || (!text && len) || len >= sizeof(buf) ||
+	    (len && memchr(text, '\0', len)))
+		return -EINVAL;
+	if (len)
+		memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (tk__parse_duration(&ps, &ns) || ps.pos != len)
+		return -EINVAL;
+	*out = ns;
+	return 0;
+}
+
+TK_API int tk_duration_parse(const char *text, size_t len, uint64_t *out)
+{
+	return tk__rc(duration_parse(text, len, out));
 }
 
 int tk__parse_rate(struct tk__parser *ps, uint64_t *limit, uint64_t *period)

@@ -42,21 +42,21 @@ var_dump($c->peek("u")->remaining);
 ?>
 --EXPECTF--
 ietf:
-  RateLimit-Policy: "api";q=2;w=%d
+  RateLimit-Policy: "api";q=1;w=3600
   RateLimit: "api";r=1;t=%d
 legacy:
   X-RateLimit-Limit: 2
   X-RateLimit-Remaining: 1
   X-RateLimit-Reset: %d
 both:
-  RateLimit-Policy: "api";q=2;w=%d
+  RateLimit-Policy: "api";q=1;w=3600
   RateLimit: "api";r=1;t=%d
   X-RateLimit-Limit: 2
   X-RateLimit-Remaining: 1
   X-RateLimit-Reset: %d
 bool(true)
 denied:
-  RateLimit-Policy: "api";q=2;w=%d
+  RateLimit-Policy: "api";q=1;w=3600
   RateLimit: "api";r=0;t=%d
   X-RateLimit-Limit: 2
   X-RateLimit-Remaining: 0
@@ -78,6 +78,6 @@ array(3) {
 bool(true)
 bool(false)
 bool(false)
-RateLimit-Policy: "a.0";q=2;w=%d, "a.1";q=3;w=3600
+RateLimit-Policy: "a.0";q=1;w=3600, "a.1";q=3;w=3600
 RateLimit: "a.0";r=0;t=%d, "a.1";r=0;t=%d
 int(9)

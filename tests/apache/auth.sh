@@ -12,37 +12,14 @@
 
 . "${srcdir:-.}/tests/apache/lib.sh"
 
-for m in auth_basic authn_core authn_file authz_user; do
-	[ -f "$APACHE_MODULES/mod_$m.so" ] || skip "no mod_$m in $APACHE_MODULES"
-done
-command -v htpasswd >/dev/null 2>&1 || skip "htpasswd is needed"
+basic_auth alice:apw bob:bpw
+docs user early addr
 
-htpasswd -bcB "$ROOT/htpasswd" alice apw >/dev/null 2>&1 &&
-	htpasswd -bB "$ROOT/htpasswd" bob bpw >/dev/null 2>&1 ||
-	{ fail "htpasswd failed"; finish; }
-chmod 644 "$ROOT/htpasswd"
-echo ok >"$ROOT/htdocs/index.html"
-for d in user early addr; do
-	mkdir -p "$ROOT/htdocs/$d"
-	echo "$d" >"$ROOT/htdocs/$d/x"
-done
-
-BODY='
-LoadModule auth_basic_module @MODULES@/mod_auth_basic.so
-LoadModule authn_core_module @MODULES@/mod_authn_core.so
-LoadModule authn_file_module @MODULES@/mod_authn_file.so
-LoadModule authz_user_module @MODULES@/mod_authz_user.so
+BODY="$BASIC_AUTH"'
 ThrottleStore local shm:tk-auth capacity=1024
 ThrottleRule user "gcra:1/1h,burst=2" key=%{REMOTE_USER}
 ThrottleRule early "gcra:1/1h,burst=2" key=%{REMOTE_USER} phase=early
 ThrottleRule addr "gcra:1/1h,burst=2"
-<Directory @ROOT@/htdocs>
-    AuthType Basic
-    AuthName tk
-    AuthBasicProvider file
-    AuthUserFile @ROOT@/htpasswd
-    Require valid-user
-</Directory>
 <Directory @ROOT@/htdocs/user>
     Throttle user
 </Directory>
@@ -55,17 +32,6 @@ ThrottleRule addr "gcra:1/1h,burst=2"
 '
 start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
 say "httpd $PID on port $PORT"
-
-# as USER:PASSWORD PATH N: N requests; the codes.
-as()
-{
-	i=0
-	while [ $i -lt "$3" ]; do
-		i=$((i + 1))
-		curl -s -o /dev/null -u "$1" -w '%{http_code}\n' \
-			"http://127.0.0.1:$PORT$2"
-	done | paste -s -d' ' -
-}
 
 check "key=%{REMOTE_USER}: alice" "200 200 429" "$(as alice:apw /user/x 3)"
 check "key=%{REMOTE_USER}: bob, same address" "200 200 429" \

@@ -13,6 +13,8 @@ GOOD='ThrottleStore local shm:tk-conf capacity=1024 mode=0660
 ThrottleRule r1 "gcra:10/1s,burst=20" store=local "key=%{HTTP:X-Api-Key}" status=503 headers=both fail=closed
 ThrottleRule r2 "all(gcra:10/1s,quota:1000/day)" dry-run
 ThrottleRule r3 "leaky:10/s,max-queue=2s" delay=1s
+ThrottleRule rm "leaky:1/1m,max-queue=2m" delay=1m
+ThrottleRule rc "gcra:5/1h" count=401,403
 <Location /a>
     Throttle r1 r2 r3
 </Location>
@@ -108,6 +110,15 @@ expect_error "bad status" 'ThrottleRule x "gcra:1/s" status=404' 'expected 429 o
 expect_error "bad key" 'ThrottleRule x "gcra:1/s" "key=%{HTTP:X" ' 'key='
 expect_error "leaky without delay" 'ThrottleRule x "leaky:1/s,max-queue=1s"' 'delay=DURATION'
 expect_error "delay without leaky" 'ThrottleRule x "gcra:1/s" delay=1s' 'needs a shaper'
+# delay= reads durations as policies do: "mi" and a bare number are no
+# durations there ("1m" is a minute in both, see GOOD).
+expect_error "count= not a status" 'ThrottleRule x "gcra:1/s" count=401,abc' 'expected HTTP statuses'
+expect_error "count= out of range" 'ThrottleRule x "gcra:1/s" count=99' 'expected HTTP statuses'
+expect_error "count= with a shaper" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=1s count=401' 'count= needs a simple policy'
+expect_error "count= with a composite" 'ThrottleRule x "all(gcra:1/s,quota:5/day)" count=401' 'count= needs a simple policy'
+expect_error "delay=1mi" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=1mi' 'as policies write one'
+expect_error "delay=5" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=5' 'as policies write one'
+expect_error "delay=0s" 'ThrottleRule x "leaky:1/s,max-queue=1s" delay=0s' 'positive duration'
 expect_error "any() in a group" 'ThrottleRule y "any(gcra:1/s,gcra:5/m)"
 <Location /c>
     Throttle r1 y

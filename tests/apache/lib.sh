@@ -308,6 +308,58 @@ seq_get()
 	curl -s "$@" -K "$ROOT/curl.cfg" -w '%{http_code}\n'
 }
 
+# docs DIR...: an index page, and a file x in each DIR of the htdocs.
+docs()
+{
+	echo ok >"$ROOT/htdocs/index.html"
+	for d in "$@"; do
+		mkdir -p "$ROOT/htdocs/$d"
+		echo "$d" >"$ROOT/htdocs/$d/x"
+	done
+}
+
+# basic_auth USER:PASSWORD...: Basic authentication for the tests that
+# need it: skips without its modules or htpasswd, writes $ROOT/htpasswd,
+# and sets BASIC_AUTH, the configuration that loads the modules and asks
+# a valid user of every request under the DocumentRoot.
+basic_auth()
+{
+	for m in auth_basic authn_core authn_file authz_user; do
+		[ -f "$APACHE_MODULES/mod_$m.so" ] || skip "no mod_$m in $APACHE_MODULES"
+	done
+	command -v htpasswd >/dev/null 2>&1 || skip "htpasswd is needed"
+	c=-bcB
+	for u in "$@"; do
+		htpasswd $c "$ROOT/htpasswd" "${u%%:*}" "${u#*:}" >/dev/null 2>&1 ||
+			{ fail "htpasswd failed"; finish; }
+		c=-bB
+	done
+	chmod 644 "$ROOT/htpasswd"
+	BASIC_AUTH='
+LoadModule auth_basic_module @MODULES@/mod_auth_basic.so
+LoadModule authn_core_module @MODULES@/mod_authn_core.so
+LoadModule authn_file_module @MODULES@/mod_authn_file.so
+LoadModule authz_user_module @MODULES@/mod_authz_user.so
+<Directory @ROOT@/htdocs>
+    AuthType Basic
+    AuthName tk
+    AuthBasicProvider file
+    AuthUserFile @ROOT@/htpasswd
+    Require valid-user
+</Directory>'
+}
+
+# as USER:PASSWORD PATH N: N requests; the codes.
+as()
+{
+	i=0
+	while [ $i -lt "$3" ]; do
+		i=$((i + 1))
+		curl -s -o /dev/null -u "$1" -w '%{http_code}\n' \
+			"http://127.0.0.1:$PORT$2"
+	done | paste -s -d' ' -
+}
+
 # count PATTERN: lines of stdin matching PATTERN.
 count() { grep -c -- "$1" || true; }
 
@@ -339,8 +391,9 @@ burst_check()
 		"$(awk -F'|' '$1 == 429 && $2 >= 3590 && $2 <= 3600' "$out" | wc -l)"
 	check "$1: 429s whose RateLimit says r=0" 150 \
 		"$(awk -F'|' '$1 == 429 && $3 ~ /;r=0(;|$)/' "$out" | wc -l)"
-	check "$1: responses whose RateLimit-Policy says q=50" 200 \
-		"$(awk -F'|' '$4 ~ /;q=50(;|$)/' "$out" | wc -l)"
+	# q/w is the rate, 1/1h; the burst of 50 is the decisions' limit.
+	check "$1: responses whose RateLimit-Policy says q=1;w=3600" 200 \
+		"$(awk -F'|' '$4 ~ /;q=1;w=3600$/' "$out" | wc -l)"
 	# Each admitted request reports its own decision's remaining count:
 	# the first to commit 49, the last 0, all in between.  (Not exactly
 	# 49..0 once each: a child that read the clock just before another

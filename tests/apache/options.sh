@@ -3,8 +3,8 @@
 #
 # options.sh - the options of ThrottleRule and the places of Throttle in
 # a real httpd (prefork, 4 children): status=503 on a refusal, exactly
-# which fields each headers= mode sends on success and on refusal, and
-# Throttle inside <Directory>.
+# which fields each headers= mode sends on success and on refusal,
+# Throttle inside <Directory>, and the warning about a zone's capacity.
 #
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
 
@@ -13,7 +13,8 @@
 [ -f "$APACHE_MODULES/mod_alias.so" ] || skip "no mod_alias in $APACHE_MODULES"
 
 echo ok >"$ROOT/htdocs/index.html"
-for d in s503 hdef hietf hlegacy hnone hboth dir dir/sub plain; do
+for d in s503 hdef hietf hlegacy hnone hboth dir dir/sub plain \
+	rgcra rburst rtb rfw rsw rlog rquota rleaky both2; do
 	mkdir -p "$ROOT/htdocs/$d"
 	echo "$d" >"$ROOT/htdocs/$d/x"
 done
@@ -28,6 +29,47 @@ ThrottleRule hlegacy "gcra:1/1h,burst=3" headers=legacy
 ThrottleRule hnone "gcra:1/1h,burst=3" headers=none
 ThrottleRule hboth "gcra:1/1h,burst=3" headers=both
 ThrottleRule dir "gcra:1/1h,burst=4"
+ThrottleRule wide "gcra:10000/1h" headers=both
+ThrottleRule tight "gcra:1/1h,burst=3" headers=none
+<Location /both2>
+    Throttle tight wide
+</Location>
+ThrottleRule rgcra "gcra:3/1s,burst=1" headers=ietf
+ThrottleRule rburst "gcra:10/1s,burst=15" headers=ietf
+ThrottleRule rtb "token-bucket:capacity=5,refill=10/100ms" headers=ietf
+ThrottleRule rfw "fixed-window:100/1500ms" headers=ietf
+ThrottleRule rsw "sliding-window:100/1m" headers=ietf
+ThrottleRule rlog "sliding-log:4/800ms" headers=ietf
+ThrottleRule rquota "quota:1000/day" headers=ietf
+ThrottleRule rleaky "leaky:2/1s,max-queue=5s" headers=ietf delay=5s
+ThrottleRule rminute "leaky:1/1m,max-queue=2m" delay=1m
+<Location /tk-status>
+    SetHandler throttlekit-status
+</Location>
+<Location /rgcra>
+    Throttle rgcra
+</Location>
+<Location /rburst>
+    Throttle rburst
+</Location>
+<Location /rtb>
+    Throttle rtb
+</Location>
+<Location /rfw>
+    Throttle rfw
+</Location>
+<Location /rsw>
+    Throttle rsw
+</Location>
+<Location /rlog>
+    Throttle rlog
+</Location>
+<Location /rquota>
+    Throttle rquota
+</Location>
+<Location /rleaky>
+    Throttle rleaky
+</Location>
 <Location /s503>
     Throttle s503
 </Location>
@@ -137,7 +179,7 @@ for m in hdef hietf hlegacy hnone hboth; do
 		want=
 		case $names in
 		*ratelimit-policy*)
-			want="$want policy=\"$m\";q=3;w=10800 rl=\"$m\",r=$r,t=ok" ;;
+			want="$want policy=\"$m\";q=1;w=3600 rl=\"$m\",r=$r,t=ok" ;;
 		esac
 		case $names in
 		*x-ratelimit*) want="$want limit=3 remaining=$r reset=ok" ;;
@@ -161,7 +203,7 @@ done
 for i in 3 4; do
 	check "status=503: request $i" "503 $ietf,retry-after" "$(get /s503/x)"
 	check "status=503: request $i: values" \
-		"policy=\"s503\";q=2;w=7200 rl=\"s503\",r=0,t=ok retry-after=ok" \
+		"policy=\"s503\";q=1;w=3600 rl=\"s503\",r=0,t=ok retry-after=ok" \
 		"$(values 0 7200)"
 done
 wait_log /s503/x 4 || fail "the access log lacks /s503/x"
@@ -183,6 +225,45 @@ wait_log /plain/x 6 || fail "the access log lacks /plain/x"
 check "outside <Directory>: no THROTTLE_STATUS" 6 \
 	"$(awk '$4 == "/plain/x" && $3 == "-"' "$ROOT/logs/access.log" | wc -l)"
 
+# 4. RateLimit-Policy states the sustained rate as q/w, never the burst
+# over the time to earn it (gcra:3/1s,burst=1 once said q=1;w=1).
+for pq in 'rgcra "rgcra";q=3;w=1' 'rburst "rburst";q=10;w=1' \
+	'rtb "rtb";q=100;w=1' 'rfw "rfw";q=200;w=3' 'rsw "rsw";q=100;w=60' \
+	'rlog "rlog";q=5;w=1' 'rquota "rquota";q=1000;w=86400' \
+	'rleaky "rleaky";q=2;w=1'; do
+	get "/${pq%% *}/x" >/dev/null
+	check "RateLimit-Policy of ${pq%% *}" "${pq#* }" \
+		"$(field RateLimit-Policy)"
+done
+
+# 5. headers=both beside a tighter rule: the X-RateLimit-* fields are
+# those of the rule that asked for them, as its RateLimit-Policy member
+# is, not the tightest rule's.
+for i in 1 2 3 4; do
+	get /both2/x >/dev/null
+	check "both2: request $i: the asking rule's fields" \
+		"\"wide\";q=10000;w=3600 10000 $((10000 - (i < 4 ? i : 3)))" \
+		"$(field RateLimit-Policy) $(field X-RateLimit-Limit) $(field X-RateLimit-Remaining)"
+done
+
+# 6. delay= reads durations as policies write them: 1m is a minute.
+check "delay=1m is 60 s" yes \
+	"$(curl -s "http://127.0.0.1:$PORT/tk-status" |
+		grep -q '^rule rminute .* delay=60000000us' && echo yes || echo no)"
+
+stop_server
+
+# 7. A zone that exists with another capacity is used as it is, and the
+# warning names both capacities as numbers (APR's formatter once printed
+# a literal "%lu").
+start_server prefork "$(printf '%s\n' "$BODY" |
+	sed 's|shm:tk-options capacity=1024|shm:tk-options capacity=2048|')" ||
+	fail "httpd did not start with capacity=2048"
+check "capacity warning with numbers" 1 \
+	"$(grep -c 'zone tk-options exists with capacity 1024, not 2048;' \
+		"$ROOT/logs/error.log")"
+check "capacity warning: no format left" 0 \
+	"$(grep -c 'capacity %' "$ROOT/logs/error.log")"
 stop_server
 no_crashes
 finish

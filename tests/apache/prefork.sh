@@ -44,7 +44,7 @@ ThrottleRule g5 "gcra:1/1h,burst=5" store=local
 ThrottleRule ht "gcra:1/1h,burst=4" store=local
 ThrottleRule anyr "any(gcra:1/1h,burst=2,gcra:1/1h,burst=3)" store=local
 <Directory @ROOT@/htdocs/ht>
-    AllowOverride Limit
+    AllowOverrideList Throttle
 </Directory>
 RemoteIPHeader X-Forwarded-For
 RemoteIPTrustedProxy 10.9.9.9
@@ -257,7 +257,7 @@ check "key=: no header, 127.0.0.2" 2 \
 check "g5+g3: 200s" 3 "$(seq_get 6 /g/x | count 200)"
 check "g5 after g5+g3: 200s" 2 "$(seq_get 4 /g/only5/x | count 200)"
 
-# 12. Throttle in .htaccess (AllowOverride Limit).
+# 12. Throttle in .htaccess (AllowOverrideList Throttle, its only way in).
 check ".htaccess: 200s" 4 "$(seq_get 6 /ht/x | count 200)"
 
 # 13. An any() rule admits while one dimension does, and reports both.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_policy_text.c - policy strings of the window algorithms:
- * parse errors and format/parse round trips.
+ * parse errors and format/parse round trips; durations alone
+ * (tk_duration_parse()), as bindings read them.
  *
  * Expectations come from shared/design/semantics.md, never from the
  * library's code (see algo-kit.h for the details it leaves open).
@@ -161,11 +162,62 @@ static void test_policy_round_trip(void **state)
 	tk_policy_free(p);
 }
 
+/* The durations of policy strings, and nothing else. */
+static void test_duration_parse(void **state)
+{
+	static const struct {
+		const char *text;
+		uint64_t ns;
+	} good[] = {
+		{ "1ns", 1 },
+		{ "250us", 250000 },
+		{ "500ms", 500000000 },
+		{ "2s", 2000000000 },
+		{ "1m", 60000000000 },
+		{ "m", 60000000000 },
+		{ "3h", 10800000000000 },
+		{ "1d", 86400000000000 },
+		{ "0s", 0 },
+		{ "18446744073709551615ns", UINT64_MAX },
+	};
+	static const char *const bad[] = {
+		"",	 "5",	"1mi",	"1 s",	" 1s",	 "1s ",	  "1S",
+		"1.5s", "-1s", "s1",	"1sec", "1min", "213504d", "1s,",
+		"18446744073709551616ns",
+	};
+	uint64_t ns;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ns = 7;
+		if (tk_duration_parse(good[i].text, strlen(good[i].text),
+				      &ns) != 0 ||
+		    ns != good[i].ns)
+			fail_msg("\"%s\": want %llu ns", good[i].text,
+				 (unsigned long long)good[i].ns);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ns = 7;
+		if (tk_duration_parse(bad[i], strlen(bad[i]), &ns) != -EINVAL ||
+		    ns != 7)
+			fail_msg("\"%s\" was taken", bad[i]);
+	}
+	/* The length bounds the text, and a NUL inside it is refused. */
+	assert_int_equal(tk_duration_parse("2s5", 2, &ns), 0);
+	assert_true(ns == 2000000000);
+	assert_int_equal(tk_duration_parse("2s\0", 3, &ns), -EINVAL);
+	assert_int_equal(tk_duration_parse(NULL, 0, &ns), -EINVAL);
+	assert_int_equal(tk_duration_parse(NULL, 2, &ns), -EINVAL);
+	assert_int_equal(tk_duration_parse("2s", 2, NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policy_parse_errors),
 		cmocka_unit_test(test_policy_round_trip),
+		cmocka_unit_test(test_duration_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -707,34 +707,49 @@ static void test_draft_examples_real(void **state)
 
 #define SF_MAX 999999999999999ull
 
-/* A simple policy, its decision limit and its RateLimit-Policy w. */
+/*
+ * A simple policy, its decision limit and its RateLimit-Policy q and w:
+ * q / w is the sustained rate (L / P, L / W, L / period), never the burst
+ * over the time to earn it, which whole seconds would distort.
+ */
 static const struct simple {
 	const char *text;
-	uint64_t limit, w;
+	uint64_t limit, q, w;
 } simples[] = {
-	{ "gcra:10/1s", 10, 1 },
-	{ "gcra:3/1s", 3, 1 }, /* tau = 999999999 ns */
-	{ "gcra:1/1ms", 1, 1 },
-	{ "gcra:100/1m,burst=20", 20, 12 },
-	{ "gcra:7/1h", 7, 3600 },
-	{ "gcra:1/1ns,burst=4611686018427387904", 1ull << 62, 4611686019 },
-	{ "token-bucket:capacity=50,refill=10/1s", 50, 5 },
-	{ "fixed-window:100/1500ms", 100, 2 },
-	{ "fixed-window:4611686018427387904/1s", 1ull << 62, 1 },
-	{ "fixed-window:1/1ns", 1, 1 },
-	{ "sliding-window:100/1m", 100, 60 },
-	{ "sliding-window:281474976710656/1h,buckets=4", 1ull << 48, 3600 },
-	{ "fixed-window:999999999999999/1s", SF_MAX, 1 },
-	{ "fixed-window:1000000000000000/1s", SF_MAX + 1, 1 },
-	{ "sliding-log:5/10s", 5, 10 },
-	{ "quota:100/day", 100, 86400 },
-	{ "quota:100/week,week-start=sun", 100, 604800 },
-	{ "quota:100/month,offset=-05:00", 100, 2678400 },
-	{ "quota:100/90m", 100, 5400 },
-	{ "quota:7/1ms,anchor=5", 7, 1 },
-	{ "leaky:10/1s,max-queue=2s", 21, 3 },
-	{ "leaky:10/1s", 1, 1 },
-	{ "leaky:1/1h,max-queue=5h", 6, 21600 },
+	{ "gcra:10/1s", 10, 10, 1 },
+	{ "gcra:3/1s", 3, 3, 1 }, /* tau = 999999999 ns */
+	{ "gcra:3/1s,burst=1", 1, 3, 1 },
+	{ "gcra:10/1s,burst=15", 15, 10, 1 },
+	{ "gcra:10/100ms", 10, 100, 1 },
+	{ "gcra:1/1500ms", 1, 2, 3 },
+	{ "gcra:1/1ms", 1, 1000, 1 },
+	{ "gcra:100/1m,burst=20", 20, 100, 60 },
+	{ "gcra:7/1h", 7, 7, 3600 },
+	{ "gcra:1/1ns,burst=4611686018427387904", 1ull << 62, 1000000000, 1 },
+	{ "token-bucket:capacity=50,refill=10/1s", 50, 10, 1 },
+	{ "token-bucket:capacity=5,refill=3/2s", 5, 3, 2 },
+	{ "fixed-window:100/1500ms", 100, 200, 3 },
+	{ "fixed-window:4611686018427387904/1s", 1ull << 62, SF_MAX, 1 },
+	{ "fixed-window:1/1ns", 1, 1000000000, 1 },
+	/* Exact would need w > 15 digits: the period rounded up, and the
+	 * whole units it grants (3 in 1000001 s, a little under the rate). */
+	{ "fixed-window:3/1000000000000001ns", 3, 3, 1000001 },
+	{ "sliding-window:100/1m", 100, 100, 60 },
+	{ "sliding-window:281474976710656/1h,buckets=4", 1ull << 48,
+	  1ull << 48, 3600 },
+	{ "fixed-window:999999999999999/1s", SF_MAX, SF_MAX, 1 },
+	{ "fixed-window:1000000000000000/1s", SF_MAX + 1, SF_MAX, 1 },
+	{ "sliding-log:5/10s", 5, 5, 10 },
+	{ "sliding-log:4/800ms", 4, 5, 1 },
+	{ "quota:100/day", 100, 100, 86400 },
+	{ "quota:100/week,week-start=sun", 100, 100, 604800 },
+	{ "quota:100/month,offset=-05:00", 100, 100, 2678400 },
+	{ "quota:100/90m", 100, 100, 5400 },
+	{ "quota:7/1ms,anchor=5", 7, 7000, 1 },
+	{ "leaky:10/1s,max-queue=2s", 21, 10, 1 },
+	{ "leaky:10/1s", 1, 10, 1 },
+	{ "leaky:1/1h,max-queue=5h", 6, 1, 3600 },
+	{ "leaky:3/2s,max-queue=4s", 7, 3, 2 },
 };
 
 #define N_SIMPLES (sizeof(simples) / sizeof(simples[0]))
@@ -860,7 +875,7 @@ static void check_list(const char *v, const struct gen_quota *g, size_t nq,
 					 g[k].name, i);
 			else
 				snprintf(name, sizeof(name), "%s", g[k].name);
-			a = policy ? want_int(simples[g[k].dim[i]].limit)
+			a = policy ? simples[g[k].dim[i]].q
 				   : want_int(d->remaining);
 			b = policy ? simples[g[k].dim[i]].w
 			    : d->reset_at > now
