@@ -227,6 +227,8 @@ static int reply_error(struct tk__redis_conn *c, const redisReply *r)
 	    starts(r->str, r->len, "WRONGPASS") ||
 	    starts(r->str, r->len, "NOPERM") ||
 	    starts(r->str, r->len, "ERR invalid password") ||
+	    /* Redis 7 answers a long command before AUTH so. */
+	    starts(r->str, r->len, "ERR Protocol error: unauthenticated") ||
 	    starts(r->str, r->len, "ERR AUTH"))
 		return -EACCES;
 	return -EPROTO;

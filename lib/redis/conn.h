@@ -98,9 +98,10 @@ struct tk__redis_engine {
 	char sha[41]; /* EVALSHA: the script's SHA-1 ("": not loaded) */
 };
 
-#define TK__ENGINE_UNKNOWN 0
+#define TK__ENGINE_UNKNOWN 0  /* FCALL, not known to work yet */
 #define TK__ENGINE_FUNCTION 1 /* Redis 7 Functions: FCALL */
 #define TK__ENGINE_EVALSHA 2  /* older servers */
+#define TK__ENGINE_LOAD 3     /* FUNCTION LOAD before the next FCALL */
 
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
 /* The spec @c connects with: the store's, or a cluster node's. */

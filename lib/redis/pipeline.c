@@ -329,10 +329,10 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 				rc = tk__redis_call_verdict(&b->q, r);
 			tk__redis_reply_free(r);
 			done(b, i, rc);
-		} else if (rc == -ENOENT) {
+		} else if (rc == -ENOENT || rc == -ENOSYS) {
 			/* Not run: sent again once the script is back. */
 			b->p[i].state = TODO;
-			lost = 1;
+			lost = rc;
 		} else if (rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK ||
 			   rc == -EAGAIN) {
 			/* Not run either; MOVED: the map learns now, while
@@ -347,7 +347,7 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 		}
 	}
 	if (lost)
-		tk__redis_script_lost(c);
+		tk__redis_script_lost(c, lost);
 }
 
 static void run_batch(struct batch *b)
