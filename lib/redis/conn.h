@@ -36,9 +36,10 @@ int tk__redis_pool_init(struct tk__redis_pool *pool,
 void tk__redis_pool_destroy(struct tk__redis_pool *pool);
 
 /*
- * This thread's connection, connected (AUTH and SELECT done), or a
- * negative errno: -ETIMEDOUT, -ECONNREFUSED (also while backing off after
- * failed connects), -EACCES (authentication), -ENOMEM, -EPROTO.
+ * This thread's connection, connected (AUTH and SELECT done; one the
+ * server closed since its last use is replaced), or a negative errno:
+ * -ETIMEDOUT, -ECONNREFUSED (also while backing off after failed connects),
+ * -EACCES (authentication), -ENOMEM, -EPROTO.
  */
 int tk__redis_conn_get(struct tk__redis_pool *pool,
 		       struct tk__redis_conn **out);
@@ -50,7 +51,9 @@ int tk__redis_conn_get(struct tk__redis_pool *pool,
  * the script), an unknown command -ENOSYS and an existing library -EEXIST
  * (the caller picks its engine), OOM -ENOMEM, NOAUTH/WRONGPASS/NOPERM
  * -EACCES, others ("TKPROTO" too) -EPROTO.
- * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection.
+ * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection
+ * (the next call connects at once: no backoff); a command that failed
+ * before a byte of it left is first sent once more on a new connection.
  */
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
