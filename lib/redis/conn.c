@@ -671,20 +671,31 @@ int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
 	return 0;
 }
 
-int tk__redis_flush(struct tk__redis_conn *c)
+int tk__redis_flush_unsent(struct tk__redis_conn *c, int *unsent)
 {
 	struct nopipe g;
 	int done = 0, ok;
 
+	*unsent = 0;
 	if (!c->ctx)
 		return c->last_err ? c->last_err : -ECONNRESET;
 	nopipe_begin(&g);
-	do {
+	errno = 0;
+	ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
+	*unsent = !ok;
+	while (ok && !done) {
 		errno = 0;
 		ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
-	} while (ok && !done);
+	}
 	nopipe_end(&g);
 	return ok ? 0 : pipe_failed(c);
+}
+
+int tk__redis_flush(struct tk__redis_conn *c)
+{
+	int unsent;
+
+	return tk__redis_flush_unsent(c, &unsent);
 }
 
 int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,

@@ -79,6 +79,12 @@ void tk__redis_deadline_end(uint64_t was);
 int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
 		     const size_t *lens);
 int tk__redis_flush(struct tk__redis_conn *c);
+/*
+ * tk__redis_flush(), and *@unsent set when it failed before a byte left:
+ * no queued command reached the server, so sending them again on a new
+ * connection runs each once.
+ */
+int tk__redis_flush_unsent(struct tk__redis_conn *c, int *unsent);
 int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
 			 void **reply);
 

@@ -5,8 +5,8 @@
  *
  * - a connection the server closed while idle ("timeout 1") is not
  *   used: the first check after the idle passes, on a new connection;
- * - a command whose write failed with nothing written is sent once
- *   more on a new connection;
+ * - a command or a batch whose write failed with nothing written is
+ *   sent once more on a new connection;
  * - a command whose reply was cut (the server ran it) is not sent again:
  *   the check fails, and the key counts the unit once;
  * - slow replies (DEBUG SLEEP from another client) fail only the checks
@@ -225,6 +225,91 @@ static void test_unsent_resent(void **state)
 	tk_limiter_close(l);
 }
 
+/* The same for a batch: its pipeline goes again, each check once. */
+static void test_unsent_batch_resent(void **state)
+{
+	static const char *const keys[] = { "ub0", "ub1", "ub2", "ub3" };
+	struct tk_request req[4];
+	struct tk_decision d[4];
+	struct tk_limiter *l;
+	int rcs[4], i, fd, round;
+
+	(void)state;
+	need_server();
+	l = open_limiter("fixed-window:3/1h", kit.spec,
+			 "timeout=2s&connect_timeout=2s");
+	for (i = 0; i < 4; i++) {
+		req[i].key = keys[i];
+		req[i].key_len = 3;
+		req[i].cost = 1;
+	}
+	for (round = 0; round < 2; round++) {
+		if (round == 1) {
+			fd = socket_to(kit.port);
+			assert_true(fd >= 0);
+			assert_int_equal(shutdown(fd, SHUT_WR), 0);
+			blind = 1;
+		}
+		assert_int_equal(tk_limiter_check_many(l, req, 4, d, rcs), 0);
+		blind = 0;
+		for (i = 0; i < 4; i++) {
+			assert_int_equal(rcs[i], 0);
+			assert_true(d[i].allowed);
+			assert_int_equal(d[i].remaining, 2 - round);
+		}
+	}
+	tk_limiter_close(l);
+}
+
+#define BIG_BATCH 1024 /* one apply_batch() of the limiter */
+
+/* Eight dimensions: eight 1 KB keys a request, 8 MB a batch, more than
+ * loopback buffers take (4 MB of socket buffer at most, tcp_wmem). */
+#define EIGHT_DIMS                                                             \
+	"all(gcra:1000000/s,gcra:1000001/s,gcra:1000002/s,gcra:1000003/s,"     \
+	"gcra:1000004/s,gcra:1000005/s,gcra:1000006/s,gcra:1000007/s)"
+
+/*
+ * An 8 MB pipeline to a stopped server: the kernel takes part of it, then
+ * the write times out.  Commands of it may run when the server resumes,
+ * so the batch fails and is not sent again: no connect is made for it.
+ */
+static void test_partial_pipeline_not_resent(void **state)
+{
+	static struct tk_request req[BIG_BATCH];
+	static struct tk_decision d[BIG_BATCH];
+	static char keys[BIG_BATCH][TK_KEY_MAX];
+	static int rcs[BIG_BATCH];
+	struct tk_limiter *l;
+	size_t before, made;
+	int i;
+
+	(void)state;
+	need_server();
+	/* Room left after the write's timeouts: a resend could connect. */
+	l = open_limiter(EIGHT_DIMS, kit.spec,
+			 "timeout=300ms&connect_timeout=2s");
+	for (i = 0; i < BIG_BATCH; i++) {
+		memset(keys[i], 'p', TK_KEY_MAX);
+		snprintf(keys[i], 16, "%d:", i);
+		req[i].key = keys[i];
+		req[i].key_len = TK_KEY_MAX;
+		req[i].cost = 1;
+	}
+	assert_int_equal(tk_limiter_check(l, "warm", 4, 1, d), 0);
+	assert_int_equal(kill(kit.pid, SIGSTOP), 0);
+	counted = 1;
+	before = connects;
+	tk_limiter_check_many(l, req, BIG_BATCH, d, rcs);
+	made = connects - before;
+	counted = 0;
+	assert_int_equal(kill(kit.pid, SIGCONT), 0);
+	for (i = 0; i < BIG_BATCH; i++)
+		assert_true(rcs[i] == -ETIMEDOUT || rcs[i] == -ECONNRESET);
+	assert_int_equal(made, 0);
+	tk_limiter_close(l);
+}
+
 /* The reply cut in half: the script ran, so it is not run again. */
 static void test_cut_reply_not_resent(void **state)
 {
@@ -429,6 +514,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_closed),
 		cmocka_unit_test(test_unsent_resent),
+		cmocka_unit_test(test_unsent_batch_resent),
+		cmocka_unit_test(test_partial_pipeline_not_resent),
 		cmocka_unit_test(test_cut_reply_not_resent),
 		cmocka_unit_test(test_slow_reply_no_backoff),
 		cmocka_unit_test(test_outage_backoff_capped),
