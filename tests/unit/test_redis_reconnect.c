@@ -5,6 +5,7 @@
  *
  * - a connection the server closed while idle ("timeout 1") is not
  *   used: the first check after the idle passes, on a new connection;
+ *   after a restart, so does each thread's;
  * - a command or a batch whose write failed with nothing written is
  *   sent once more on a new connection;
  * - a command whose reply was cut (the server ran it) is not sent again:
@@ -344,6 +345,64 @@ static void test_cut_reply_not_resent(void **state)
 	redis_kit_destroy(&own);
 }
 
+#define THREADS 8
+
+struct restarted {
+	struct tk_limiter *l;
+	pthread_barrier_t *sync;
+	char key[8];
+	int rc[2]; /* before and after the restart */
+};
+
+static void *restarted_run(void *arg)
+{
+	struct restarted *a = arg;
+	struct tk_decision d;
+
+	a->rc[0] = tk_limiter_check(a->l, a->key, strlen(a->key), 1, &d);
+	pthread_barrier_wait(a->sync); /* every thread has its connection */
+	pthread_barrier_wait(a->sync); /* the server restarted */
+	a->rc[1] = tk_limiter_check(a->l, a->key, strlen(a->key), 1, &d);
+	return NULL;
+}
+
+/*
+ * A restart closes every thread's connection (a web server's workers):
+ * each thread's next check passes on a new one, none degraded.
+ */
+static void test_restart_threads(void **state)
+{
+	struct restarted a[THREADS];
+	pthread_t t[THREADS];
+	pthread_barrier_t sync;
+	struct tk_limiter *l;
+	int i;
+
+	(void)state;
+	need_server();
+	l = open_limiter("gcra:1000/s,burst=1000", kit.spec,
+			 "timeout=2s&connect_timeout=2s");
+	pthread_barrier_init(&sync, NULL, THREADS + 1);
+	for (i = 0; i < THREADS; i++) {
+		a[i].l = l;
+		a[i].sync = &sync;
+		snprintf(a[i].key, sizeof(a[i].key), "rt%d", i);
+		assert_int_equal(
+			pthread_create(&t[i], NULL, restarted_run, &a[i]), 0);
+	}
+	pthread_barrier_wait(&sync);
+	redis_kit_stop(&kit);
+	assert_int_equal(redis_kit_start(&kit, NULL), 0);
+	pthread_barrier_wait(&sync);
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(a[i].rc[0], 0);
+		assert_int_equal(a[i].rc[1], 0);
+	}
+	pthread_barrier_destroy(&sync);
+	tk_limiter_close(l);
+}
+
 /* Steady checks on another thread, each result timed. */
 #define CHECKS_MAX 20000
 
@@ -513,6 +572,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_closed),
+		cmocka_unit_test(test_restart_threads),
 		cmocka_unit_test(test_unsent_resent),
 		cmocka_unit_test(test_unsent_batch_resent),
 		cmocka_unit_test(test_partial_pipeline_not_resent),
