@@ -22,5 +22,7 @@
  * target left in tk__redis_conn_redirect(). */
 #define TK__REDIS_MOVED (-4096 - 32)
 #define TK__REDIS_ASK (-4096 - 33)
+/* conn.c: a command failed before a byte of it left (it may be resent). */
+#define TK__REDIS_UNSENT (-4096 - 34)
 
 #endif /* TK_STATUS_H */

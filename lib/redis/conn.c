@@ -27,10 +27,22 @@
  * command is not sent and answers -ETIMEDOUT.
  *
  * Failure: a command that times out or meets a reset leaves the context
- * dead (hiredis 0.14 cannot resume it), so it is discarded.  The next
- * connect waits out a backoff that doubles from 10 ms to 1 s while
- * connects keep failing; until then calls fail at once with the last
- * error, so an outage costs the caller no time once it is known.
+ * dead (hiredis 0.14 cannot resume it), so it is discarded, and the next
+ * call connects at once: one slow reply says nothing of the next.  Only
+ * failing connects back off, 10 ms doubling to 1 s while they keep
+ * failing; until then calls fail at once with the last error, so an
+ * outage costs the caller no time once it is known, and a server back
+ * is used within a second.
+ *
+ * Dead connections: the server closes idle clients (its timeout), and a
+ * restart closes every client.  A connection is polled (no wait) before
+ * a call reuses it: an EOF, a reset, or bytes no command asked for, and
+ * the call connects anew before sending anything.  A close that comes
+ * after the poll is known only by the command: one whose first write
+ * failed with nothing written never reached the server and is sent once
+ * more on a fresh connection, within the call's deadline; one that may
+ * have reached it (a write that got some bytes out, a reply that never
+ * came) is not, as the server may have run it.
  *
  * SIGPIPE: hiredis 0.14 writes without MSG_NOSIGNAL, so a write to a
  * connection the server has closed raises SIGPIPE, whose default action
@@ -45,6 +57,7 @@
 #include "redis/conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -233,6 +246,8 @@ static int reply_error(struct tk__redis_conn *c, const redisReply *r)
 	    starts(r->str, r->len, "WRONGPASS") ||
 	    starts(r->str, r->len, "NOPERM") ||
 	    starts(r->str, r->len, "ERR invalid password") ||
+	    /* Redis 7 answers a long command before AUTH so. */
+	    starts(r->str, r->len, "ERR Protocol error: unauthenticated") ||
 	    starts(r->str, r->len, "ERR AUTH"))
 		return -EACCES;
 	return -EPROTO;
@@ -247,7 +262,19 @@ static void drop(struct tk__redis_conn *c)
 	memset(&c->engine, 0, sizeof(c->engine));
 }
 
-/* Fail until the backoff has passed; it doubles while failures go on. */
+/*
+ * A command failed: the connection is dropped, and the next call
+ * connects at once (a backoff is for connects that fail).
+ */
+static int lost(struct tk__redis_conn *c, int rc)
+{
+	drop(c);
+	c->last_err = rc;
+	return rc;
+}
+
+/* A connect failed: none until the backoff has passed, which doubles
+ * while connects keep failing. */
 static int failed(struct tk__redis_conn *c, int rc)
 {
 	c->backoff = c->backoff ? c->backoff * 2 : BACKOFF_MIN;
@@ -294,24 +321,52 @@ static void nopipe_end(struct nopipe *g)
 	errno = saved;
 }
 
+/*
+ * Write the queued command, then read its reply; *@unsent is set when the
+ * first write failed, having written nothing.  REDIS_OK or REDIS_ERR.
+ */
+static int send_read(redisContext *ctx, redisReply **r, int *unsent)
+{
+	int done = 0, ok;
+
+	errno = 0;
+	ok = redisBufferWrite(ctx, &done) == REDIS_OK;
+	*unsent = !ok;
+	while (ok && !done) {
+		errno = 0;
+		ok = redisBufferWrite(ctx, &done) == REDIS_OK;
+	}
+	if (ok) {
+		errno = 0;
+		ok = redisGetReply(ctx, (void **)r) == REDIS_OK && *r;
+	}
+	return ok ? REDIS_OK : REDIS_ERR;
+}
+
+/*
+ * One command on @c, nothing else queued; an I/O failure drops @c and
+ * answers its errno, or TK__REDIS_UNSENT.
+ */
 static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
 		       const size_t *lens, redisReply **out)
 {
 	struct nopipe g;
-	redisReply *r;
-	int cut, rc = cut_timeout(c, 0, 0, &cut);
+	redisReply *r = NULL;
+	int cut, unsent = 0, ok, rc = cut_timeout(c, 0, 0, &cut);
 
 	if (rc)
 		return rc;
-	nopipe_begin(&g);
 	errno = 0;
-	r = redisCommandArgv(c->ctx, argc, argv, lens);
+	if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
+		return lost(c, io_error(c->ctx, errno, 0));
+	nopipe_begin(&g);
+	ok = send_read(c->ctx, &r, &unsent) == REDIS_OK;
 	nopipe_end(&g);
 	uncut(c, cut);
-	if (!r) {
+	if (!ok) {
 		rc = io_error(c->ctx, errno, 0);
-		drop(c);
-		return failed(c, rc);
+		lost(c, rc);
+		return unsent ? TK__REDIS_UNSENT : rc;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		rc = reply_error(c, r);
@@ -341,6 +396,8 @@ static int hello(struct tk__redis_conn *c)
 		argv[argc] = sp->password;
 		lens[argc++] = strlen(sp->password);
 		rc = raw_command(c, argc, argv, lens, &r);
+		if (rc == TK__REDIS_UNSENT)
+			rc = -ECONNRESET;
 		if (rc == -EPROTO)
 			rc = -EACCES; /* AUTH has no other error */
 		if (rc == 0)
@@ -353,7 +410,9 @@ static int hello(struct tk__redis_conn *c)
 		argv[1] = db;
 		lens[1] = strlen(db);
 		rc = raw_command(c, 2, argv, lens, &r);
-		if (rc == -EPROTO)
+		if (rc == TK__REDIS_UNSENT)
+			rc = -ECONNRESET;
+		else if (rc == -EPROTO)
 			rc = -ENXIO; /* out of range, or a cluster node */
 		if (rc == 0)
 			freeReplyObject(r);
@@ -527,6 +586,27 @@ static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
 	return c;
 }
 
+/*
+ * Has the server closed @c, or sent what no command asked for?  Between
+ * calls nothing is due, so any byte, an EOF or a reset makes @c unusable.
+ * Under TLS bytes may be the protocol's own (a session ticket): only a
+ * hangup counts there.
+ */
+static int closed(const struct tk__redis_conn *c)
+{
+	struct pollfd p = { .fd = c->ctx->fd, .events = POLLIN };
+
+#ifdef POLLRDHUP
+	p.events |= POLLRDHUP;
+#endif
+	if (c->tls)
+		p.events &= (short)~POLLIN;
+	while (poll(&p, 1, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return p.revents != 0;
+}
+
 int tk__redis_conn_get(struct tk__redis_pool *pool, struct tk__redis_conn **out)
 {
 	struct tk__redis_conn *c = pthread_getspecific(pool->key);
@@ -540,7 +620,7 @@ int tk__redis_conn_get(struct tk__redis_pool *pool, struct tk__redis_conn **out)
 			return -ENOMEM;
 		}
 	}
-	if (c->ctx && c->pid != getpid())
+	if (c->ctx && (c->pid != getpid() || closed(c)))
 		drop(c);
 	*out = c;
 	return c->ctx ? 0 : connect_now(c);
@@ -549,12 +629,26 @@ int tk__redis_conn_get(struct tk__redis_pool *pool, struct tk__redis_conn **out)
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply)
 {
+	struct tk__redis_engine e;
 	redisReply *r = NULL;
 	int rc;
 
 	if (!c->ctx)
 		return c->last_err ? c->last_err : -ECONNRESET;
 	rc = raw_command(c, argc, argv, lens, &r);
+	if (rc == TK__REDIS_UNSENT) {
+		/* Never sent: once more, on a fresh connection.  @argv may
+		 * name the engine's SHA-1, which a reconnect clears: kept
+		 * (a server without the script answers -ENOENT, as ever). */
+		e = c->engine;
+		rc = connect_now(c);
+		if (rc == 0) {
+			c->engine = e;
+			rc = raw_command(c, argc, argv, lens, &r);
+		}
+		if (rc == TK__REDIS_UNSENT)
+			rc = c->last_err;
+	}
 	if (rc == 0)
 		*reply = r;
 	return rc;
@@ -568,10 +662,7 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
  */
 static int pipe_failed(struct tk__redis_conn *c)
 {
-	int rc = io_error(c->ctx, errno, 0);
-
-	drop(c);
-	return failed(c, rc);
+	return lost(c, io_error(c->ctx, errno, 0));
 }
 
 int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
@@ -585,20 +676,31 @@ int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
 	return 0;
 }
 
-int tk__redis_flush(struct tk__redis_conn *c)
+int tk__redis_flush_unsent(struct tk__redis_conn *c, int *unsent)
 {
 	struct nopipe g;
 	int done = 0, ok;
 
+	*unsent = 0;
 	if (!c->ctx)
 		return c->last_err ? c->last_err : -ECONNRESET;
 	nopipe_begin(&g);
-	do {
+	errno = 0;
+	ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
+	*unsent = !ok;
+	while (ok && !done) {
 		errno = 0;
 		ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
-	} while (ok && !done);
+	}
 	nopipe_end(&g);
 	return ok ? 0 : pipe_failed(c);
+}
+
+int tk__redis_flush(struct tk__redis_conn *c)
+{
+	int unsent;
+
+	return tk__redis_flush_unsent(c, &unsent);
 }
 
 int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,

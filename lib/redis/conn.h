@@ -37,10 +37,11 @@ int tk__redis_pool_init(struct tk__redis_pool *pool,
 void tk__redis_pool_destroy(struct tk__redis_pool *pool);
 
 /*
- * This thread's connection, connected (AUTH and SELECT done), or a
- * negative errno: -ETIMEDOUT, -ECONNREFUSED (also while backing off after
- * failed connects), -EMFILE (no descriptor for the socket), -EACCES
- * (authentication), -ENXIO (SELECT refused), -ENOMEM, -EPROTO.
+ * This thread's connection, connected (AUTH and SELECT done; one the
+ * server closed since its last use is replaced), or a negative errno:
+ * -ETIMEDOUT, -ECONNREFUSED (also while backing off after failed connects),
+ * -EMFILE (no descriptor for the socket), -EACCES (authentication),
+ * -ENXIO (SELECT refused), -ENOMEM, -EPROTO.
  */
 int tk__redis_conn_get(struct tk__redis_pool *pool,
 		       struct tk__redis_conn **out);
@@ -53,7 +54,9 @@ int tk__redis_conn_get(struct tk__redis_pool *pool,
  * (the caller picks its engine), OOM -ENOMEM, READONLY (a replica)
  * -EROFS, NOAUTH/WRONGPASS/NOPERM -EACCES, others ("TKPROTO" too)
  * -EPROTO.
- * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection.
+ * An I/O failure (-ETIMEDOUT, -ECONNRESET, ...) discards the connection
+ * (the next call connects at once: no backoff); a command that failed
+ * before a byte of it left is first sent once more on a new connection.
  */
 int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
 		      const size_t *lens, void **reply);
@@ -79,6 +82,12 @@ void tk__redis_deadline_end(uint64_t was);
 int tk__redis_append(struct tk__redis_conn *c, int argc, const char **argv,
 		     const size_t *lens);
 int tk__redis_flush(struct tk__redis_conn *c);
+/*
+ * tk__redis_flush(), and *@unsent set when it failed before a byte left:
+ * no queued command reached the server, so sending them again on a new
+ * connection runs each once.
+ */
+int tk__redis_flush_unsent(struct tk__redis_conn *c, int *unsent);
 int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
 			 void **reply);
 
@@ -99,9 +108,10 @@ struct tk__redis_engine {
 	char sha[41]; /* EVALSHA: the script's SHA-1 ("": not loaded) */
 };
 
-#define TK__ENGINE_UNKNOWN 0
+#define TK__ENGINE_UNKNOWN 0  /* FCALL, not known to work yet */
 #define TK__ENGINE_FUNCTION 1 /* Redis 7 Functions: FCALL */
 #define TK__ENGINE_EVALSHA 2  /* older servers */
+#define TK__ENGINE_LOAD 3     /* FUNCTION LOAD before the next FCALL */
 
 struct tk__redis_engine *tk__redis_conn_engine(struct tk__redis_conn *c);
 /* The spec @c connects with: the store's, or a cluster node's. */

@@ -5,10 +5,17 @@
  *
  * A server with Functions (Redis 7) gets the script as a library of its
  * own name, by FUNCTION LOAD, and runs it by FCALL; an older one by
- * SCRIPT LOAD and EVALSHA.  Which one a server is, is learnt on each
- * connection's first check (a connection may be to another server after
- * a failover); the script is loaded then, and again whenever the server
- * lost it: after a restart, a failover, FUNCTION FLUSH or SCRIPT FLUSH.
+ * SCRIPT LOAD and EVALSHA.
+ *
+ * - Each connection's first check calls FCALL at once: a library loaded
+ *   once serves every client, and a user its ACL forbids FUNCTION LOAD
+ *   (least privilege) runs what an administrator loaded.
+ * - "Function not found" (a restart, a failover, FUNCTION FLUSH, no one
+ *   loaded it yet) loads the library, then calls again.
+ * - FCALL unknown (before Redis 7): SCRIPT LOAD, then EVALSHA, loaded
+ *   again after NOSCRIPT.
+ * - What a connection learnt is reset when it reconnects: it may be to
+ *   another server after a failover.
  */
 #include "hash/siphash.h"
 #include "redis/store.h"
@@ -60,6 +67,9 @@ int tk__redis_function_load(struct tk__redis_store *s, struct tk__redis_conn *c)
 		e->kind = TK__ENGINE_FUNCTION;
 	else if (rc == -ENOSYS)
 		e->kind = TK__ENGINE_EVALSHA;
+	/* Refused (-EACCES): another user may load it; call first again. */
+	else if (e->kind == TK__ENGINE_LOAD)
+		e->kind = TK__ENGINE_UNKNOWN;
 	return rc == -EEXIST || rc == -ENOSYS ? 0 : rc;
 }
 
@@ -82,32 +92,36 @@ int tk__redis_call_target(struct tk__redis_store *s, struct tk__redis_conn *c,
 	struct tk__redis_engine *e = tk__redis_conn_engine(c);
 	int rc = 0;
 
-	if (e->kind == TK__ENGINE_UNKNOWN)
+	if (e->kind == TK__ENGINE_LOAD)
 		rc = tk__redis_function_load(s, c);
 	else if (e->kind == TK__ENGINE_EVALSHA && !e->sha[0])
 		rc = load_script(c);
 	if (rc)
 		return rc;
-	if (e->kind == TK__ENGINE_FUNCTION) {
-		call->argv[0] = "FCALL";
-		call->argv[1] = s->function;
-	} else {
+	if (e->kind == TK__ENGINE_EVALSHA) {
 		call->argv[0] = "EVALSHA";
 		call->argv[1] = e->sha;
+	} else {
+		call->argv[0] = "FCALL";
+		call->argv[1] = s->function;
 	}
 	call->lens[0] = strlen(call->argv[0]);
 	call->lens[1] = strlen(call->argv[1]);
 	return 0;
 }
 
-void tk__redis_script_lost(struct tk__redis_conn *c)
+int tk__redis_script_lost(struct tk__redis_conn *c, int rc)
 {
 	struct tk__redis_engine *e = tk__redis_conn_engine(c);
 
-	/* Load it again: a function by LOAD, a script too. */
-	if (e->kind == TK__ENGINE_FUNCTION)
-		e->kind = TK__ENGINE_UNKNOWN;
+	if (rc == -ENOSYS && e->kind != TK__ENGINE_EVALSHA)
+		e->kind = TK__ENGINE_EVALSHA; /* FCALL unknown: no Functions */
+	else if (rc != -ENOENT)
+		return 0;
+	else if (e->kind != TK__ENGINE_EVALSHA)
+		e->kind = TK__ENGINE_LOAD;
 	e->sha[0] = '\0';
+	return 1;
 }
 
 /*
@@ -127,9 +141,8 @@ int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
 		if (rc == 0)
 			rc = tk__redis_command(c, call->argc, call->argv,
 					       call->lens, (void **)r);
-		if (rc != -ENOENT)
+		if (!tk__redis_script_lost(c, rc))
 			return rc;
-		tk__redis_script_lost(c);
 	}
 	return -EPROTO;
 }

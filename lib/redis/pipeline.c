@@ -25,7 +25,11 @@
  *   after the pipelines (xslot.c: one script per slot, in order);
  * - a connection that fails mid-pipeline (reset, timeout) answers every
  *   request not yet answered with its error (-ECONNRESET, -ETIMEDOUT),
- *   which the limiter's fail policy then handles request by request.
+ *   which the limiter's fail policy then handles request by request;
+ *   but a pipeline whose first write failed, nothing written, reached
+ *   no server: it is sent again in the next round on a new connection,
+ *   once per batch (conn.c polls a connection before reuse, so this is
+ *   a close that came in between).
  *
  * Time: the replies of all nodes are read before one deadline, the
  * spec's timeout after the commands were sent, so that a batch spread
@@ -69,6 +73,7 @@ struct batch {
 	int node[NODES_MAX];	/* the cluster's index; -1: the one server */
 	int node_rc[NODES_MAX]; /* 0, or why it has no connection */
 	int nodes;
+	int resent;   /* a pipeline that never left was sent again */
 	uint64_t now; /* the limiter's time, ns */
 };
 
@@ -329,10 +334,10 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 				rc = tk__redis_call_verdict(&b->q, r);
 			tk__redis_reply_free(r);
 			done(b, i, rc);
-		} else if (rc == -ENOENT) {
+		} else if (rc == -ENOENT || rc == -ENOSYS) {
 			/* Not run: sent again once the script is back. */
 			b->p[i].state = TODO;
-			lost = 1;
+			lost = rc;
 		} else if (rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK ||
 			   rc == -EAGAIN) {
 			/* Not run either; MOVED: the map learns now, while
@@ -347,7 +352,26 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 		}
 	}
 	if (lost)
-		tk__redis_script_lost(c);
+		tk__redis_script_lost(c, lost);
+}
+
+/*
+ * Send node @k's queue: 0, or its error when none of it left and it goes
+ * again next round (then collect() has nothing to read), unless this is
+ * the @last.
+ */
+static int send_queue(struct batch *b, int k, int last)
+{
+	size_t i;
+	int unsent, rc = tk__redis_flush_unsent(b->conn[k], &unsent);
+
+	if (!rc || !unsent || b->resent || last)
+		return 0; /* a failure answers each request in collect() */
+	b->resent = 1;
+	for (i = 0; i < b->n; i++)
+		if (b->p[i].state == SENT && b->p[i].node == k)
+			b->p[i].state = TODO;
+	return rc;
 }
 
 static void run_batch(struct batch *b)
@@ -377,7 +401,8 @@ static void run_batch(struct batch *b)
 		/* Every node's commands leave before any reply is read. */
 		for (k = 0; k < b->nodes; k++)
 			if (!b->node_rc[k])
-				tk__redis_flush(b->conn[k]);
+				b->node_rc[k] =
+					send_queue(b, k, round == ROUNDS - 1);
 		deadline = monotonic_ns() + b->s->spec.timeout;
 		for (k = 0; k < b->nodes; k++)
 			if (!b->node_rc[k])
@@ -417,6 +442,7 @@ void tk__redis_apply_batch(struct tk_store *base, uint64_t now,
 	b->s = (struct tk__redis_store *)base;
 	b->items = items;
 	b->n = n;
+	b->resent = 0;
 	b->now = now;
 	was = tk__redis_deadline_begin(&b->s->spec);
 	run_batch(b);

@@ -132,8 +132,8 @@ int tk__redis_function_load(struct tk__redis_store *s,
 			    struct tk__redis_conn *c);
 /*
  * Name the script in @call as @c's server runs it (FCALL or EVALSHA),
- * loading it first if @c has not (a new connection, or one that met
- * NOSCRIPT): 0, or the load's error.
+ * loading it first only where the script was found missing (see
+ * tk__redis_script_lost()): 0, or the load's error.
  */
 int tk__redis_call_target(struct tk__redis_store *s, struct tk__redis_conn *c,
 			  struct tk__redis_call *call);
@@ -148,10 +148,12 @@ int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
 /* ASKING on @c. */
 int tk__redis_asking(struct tk__redis_conn *c);
 /*
- * After NOSCRIPT (-ENOENT) on @c: the script is loaded again by the next
- * tk__redis_call_target().
+ * After an answer @rc of the script's command on @c: 1 if it did not run
+ * for want of the script ("Function not found" or NOSCRIPT, -ENOENT; FCALL
+ * unknown, -ENOSYS), which the next tk__redis_call_target() loads; else
+ * 0, nothing changed.
  */
-void tk__redis_script_lost(struct tk__redis_conn *c);
+int tk__redis_script_lost(struct tk__redis_conn *c, int rc);
 
 /* verdict.c */
 

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_redis_acl.c - least privilege on a real redis-server
+ * (tests/kit/redis-kit.c): a user whose ACL allows FCALL but not
+ * FUNCTION or SCRIPT ("+@all -function -script") checks on a library an
+ * administrator loaded, on every new connection and in batches; with no
+ * library loaded it gets -EACCES (tk_store_open(3)), and passes once an
+ * administrator loads it, without reopening.  The user the manual
+ * documents as the minimum checks, peeks and resets.  A ping, which
+ * loads the library, is the administrator's: -EACCES for such a user.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <throttlekit.h>
+
+#include "asserts.h"
+#include "redis-kit.h"
+
+static struct redis_kit kit;
+
+static int teardown(void **state)
+{
+	(void)state;
+	redis_kit_destroy(&kit);
+	return 0;
+}
+
+/* An ACL user "app" (password "pw") with @rules; its spec in @spec. */
+static void user(const char *rules, char *spec, size_t len)
+{
+	char cmd[160];
+
+	redis_kit_need(&kit);
+	assert_true(redis_kit_cmd(&kit, NULL, 0, "ACL DELUSER app") >= 0);
+	/* The rules as separate arguments: the format splits at spaces. */
+	snprintf(cmd, sizeof(cmd), "ACL SETUSER app on >pw %s", rules);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, cmd), 0);
+	snprintf(spec, len, "redis://app:pw@127.0.0.1:%d?timeout=2s", kit.port);
+}
+
+/* What an administrator does: any check as the default user loads. */
+static void admin_loads(void)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+
+	assert_int_equal(tk_limiter_open(&l, "gcra:10/s", kit.spec, NULL), 0);
+	assert_int_equal(tk_limiter_check(l, "admin", 5, 1, &d), 0);
+	tk_limiter_close(l);
+}
+
+static void flush_functions(void)
+{
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "FUNCTION FLUSH"), 0);
+}
+
+static void test_preloaded(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct tk_request req[8];
+	struct tk_decision out[8];
+	int rcs[8], i, n;
+	char spec[128];
+	struct tk_store *s;
+	struct tk_store_ping p;
+
+	(void)state;
+	user("~* +@all -function -script", spec, sizeof(spec));
+	flush_functions();
+	admin_loads();
+	/* Each limiter its own store: a new connection each. */
+	for (n = 0; n < 3; n++) {
+		assert_int_equal(
+			tk_limiter_open(&l, "fixed-window:5/1h", spec, NULL),
+			0);
+		assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_int_equal(d.remaining, 4 - n);
+		tk_limiter_close(l);
+	}
+	assert_int_equal(
+		tk_limiter_open(&l, "gcra:100/s,burst=100", spec, NULL), 0);
+	for (i = 0; i < 8; i++) {
+		req[i].key = "batch";
+		req[i].key_len = 5;
+		req[i].cost = 1;
+	}
+	tk_limiter_check_many(l, req, 8, out, rcs);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(rcs[i], 0);
+		assert_true(out[i].allowed);
+	}
+	tk_limiter_close(l);
+	/* A ping loads (an administrator's preload): not this user's. */
+	assert_int_equal(tk_store_open(&s, spec, NULL), 0);
+	assert_int_equal(tk_store_ping(s, &p, sizeof(p)), -EACCES);
+	tk_store_close(s);
+}
+
+static void test_not_loaded(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	char spec[128];
+
+	(void)state;
+	user("~* +@all -function -script", spec, sizeof(spec));
+	flush_functions();
+	assert_int_equal(tk_limiter_open(&l, "gcra:10/s", spec, NULL), 0);
+	assert_int_equal(tk_limiter_check(l, "n", 1, 1, &d), -EACCES);
+	assert_int_equal(tk_limiter_check(l, "n", 1, 1, &d), -EACCES);
+	/* Loaded meanwhile: the same connection calls it. */
+	admin_loads();
+	assert_int_equal(tk_limiter_check(l, "n", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	/* Lost again (FUNCTION FLUSH): the same answer, then back. */
+	flush_functions();
+	assert_int_equal(tk_limiter_check(l, "n", 1, 1, &d), -EACCES);
+	admin_loads();
+	assert_int_equal(tk_limiter_check(l, "n", 1, 1, &d), 0);
+	tk_limiter_close(l);
+}
+
+/* The minimal ACL of tk_store_open(3), for the default key_prefix. */
+#define MINIMAL_ACL "~tk:* +fcall +evalsha +get +mget +set +del +pttl +time"
+
+static void test_minimal_acl(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	char spec[128];
+
+	(void)state;
+	user(MINIMAL_ACL, spec, sizeof(spec));
+	flush_functions();
+	admin_loads();
+	assert_int_equal(tk_limiter_open(&l, "gcra:10/s,burst=2", spec, NULL),
+			 0);
+	assert_int_equal(tk_limiter_check(l, "m", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(tk_limiter_peek(l, "m", 1, &d), 0);
+	assert_int_equal(d.remaining, 1);
+	assert_int_equal(tk_limiter_reset(l, "m", 1), 0);
+	assert_int_equal(tk_limiter_peek(l, "m", 1, &d), 0);
+	assert_int_equal(d.remaining, 2);
+	tk_limiter_close(l);
+	/* server_time=1 reads TIME. */
+	strcat(spec, "&server_time=1");
+	assert_int_equal(tk_limiter_open(&l, "fixed-window:5/1h", spec, NULL),
+			 0);
+	assert_int_equal(tk_limiter_check(l, "w", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	tk_limiter_close(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_preloaded),
+		cmocka_unit_test(test_not_loaded),
+		cmocka_unit_test(test_minimal_acl),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
