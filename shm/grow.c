@@ -44,8 +44,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+void (*tk__table_freeze_hook)(struct tk__zone *z, uint64_t idx);
+
 /* Freeze slot @idx of @z; its frozen value in @out.  A multi-key update
- * that holds the slot is completed first, so no frozen slot names one. */
+ * that holds the slot is completed first, so no frozen slot names one.
+ * A CAS lost to a rival's update reads the slot again: the update moves
+ * with the key. */
 static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
 {
 	struct tkz_slot *s = &tk__zone_slots(z)[idx];
@@ -71,6 +75,8 @@ static void freeze(struct tk__zone *z, uint64_t idx, uint64_t out[2])
 		carry = tkz_state(w0) == TKZ_MEM && !tkz_has_state(w0, w1);
 		if (carry)
 			ck_pr_inc_64(&head(z)->carried);
+		if (tk__table_freeze_hook)
+			tk__table_freeze_hook(z, idx);
 		if (tkz_cas_slot(s, w0, w1, n0, n1)) {
 			w0 = n0;
 			w1 = n1;

@@ -549,6 +549,9 @@ uint64_t tk__table_shrinks(struct tk__table *t);
 extern void (*tk__table_complete_hook)(struct tk__table *t, int step);
 extern void (*tk__table_copy_hook)(struct tk__zone *nz,
 				   const struct tk__zone_key *k, int landed);
+/* Tests: if set, called by a growth's freeze of slot @idx of @z between
+ * its read of the slot and its CAS, so that a rival's write can land. */
+extern void (*tk__table_freeze_hook)(struct tk__zone *z, uint64_t idx);
 /* The event counters of all its tables, a moved key counted once. */
 void tk__table_counters(struct tk__table *t, uint64_t out[TKZ_COUNTERS]);
 /* Keys held, in the newest table and not moved yet out of its predecessor:

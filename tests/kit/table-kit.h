@@ -87,6 +87,7 @@ static inline int kit_no_hooks(void **state)
 	tk__zone_commit_hook = NULL;
 	tk__table_complete_hook = NULL;
 	tk__table_copy_hook = NULL;
+	tk__table_freeze_hook = NULL;
 	return 0;
 }
 
