@@ -143,9 +143,8 @@ static struct tk_decision rule_decision(const struct group *g, size_t i,
 }
 
 /* Appends the fields of tk_http_headers() to @r's error headers. */
-static void put_fields(request_rec *r, const struct tk_http_quota *q,
-		       size_t nq, const struct tk_decision *d,
-		       unsigned int flags)
+static void put_fields(request_rec *r, const struct tk_http_quota *q, size_t nq,
+		       const struct tk_decision *d, unsigned int flags)
 {
 	struct tk_http_field f[MAX_FIELDS];
 	char buf[FIELDS_BYTES];
@@ -469,8 +468,8 @@ static void add_pending(request_rec *r, struct note *n, const struct group *g)
 		n->pending = apr_array_make(c->pool, 2, sizeof(*p));
 	p = apr_array_push(n->pending);
 	p->rule = g->rules[0];
-	p->key.key = apr_pstrmemdup(c->pool, g->keys[0].key,
-				    g->keys[0].key_len);
+	p->key.key =
+		apr_pstrmemdup(c->pool, g->keys[0].key, g->keys[0].key_len);
 	p->key.key_len = g->keys[0].key_len;
 }
 
