@@ -302,6 +302,7 @@ static const struct change {
 	{ "fixed-window:5/1h", "fixed-window:16777216/1h", 5, 20 },
 	{ "sliding-window:5/1h", "sliding-window:5/1h,buckets=4", 5, 5 },
 	{ "quota:5/day", "quota:5/week", 5, 5 },
+	{ "quota:5/week", "quota:5/week,week-start=sun", 5, 5 },
 	{ "gcra:5/1h", "all(gcra:5/1h,gcra:5/1h)", 5, 5 },
 };
 
