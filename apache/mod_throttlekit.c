@@ -128,6 +128,90 @@ static int create_zone(server_rec *srv, struct tk_mod_store *s)
 	return HTTP_INTERNAL_SERVER_ERROR;
 }
 
+/*
+ * The last generation's rules, for the next one to compare with: in a
+ * pool of the process pool (which outlives generations), each generation's
+ * replacing the one before.
+ */
+#define RULES_KEY "mod_throttlekit-rules"
+
+struct known_rule {
+	const char *prefix; /* what child_init makes the key prefix of */
+	const char *store;
+	const char *canonical;
+};
+
+struct known_rules {
+	apr_pool_t *pool;
+	apr_hash_t *rules; /* rule name -> struct known_rule */
+};
+
+/* What keys keep when rule @r replaces @was: tk_policy_change(3)'s
+ * answer (0 for another store or key prefix), or -1 if nothing changed. */
+static int change_of(const struct tk_mod_rule *r, const struct known_rule *was)
+{
+	struct tk_policy *old;
+	int same_keys, kept;
+
+	same_keys = strcmp(was->prefix, r->algorithm) == 0 &&
+		    strcmp(was->store, r->store->name) == 0;
+	if (same_keys && strcmp(was->canonical, r->canonical) == 0)
+		return -1;
+	if (!same_keys || tk_policy_parse(&old, was->canonical, NULL) != 0)
+		return 0;
+	kept = tk_policy_change(old, r->policy);
+	tk_policy_free(old);
+	return kept < 0 ? 0 : kept;
+}
+
+/*
+ * Log each rule whose policy changed since the last generation, once (the
+ * parent, at a restart), with what its keys keep (tk_limiter_open(3),
+ * "Changing a policy"); then remember this generation's.
+ */
+static void log_changes(server_rec *s, struct tk_mod_registry *reg)
+{
+	struct known_rules *known = NULL, *now;
+	struct known_rule *was, *k;
+	apr_pool_t *pool;
+	const char *what;
+	int i, kept;
+
+	apr_pool_userdata_get((void **)&known, RULES_KEY, s->process->pool);
+	apr_pool_create(&pool, s->process->pool);
+	now = apr_pcalloc(pool, sizeof(*now));
+	now->pool = pool;
+	now->rules = apr_hash_make(pool);
+	for (i = 0; i < reg->rules->nelts; i++) {
+		struct tk_mod_rule *r =
+			APR_ARRAY_IDX(reg->rules, i, struct tk_mod_rule *);
+
+		k = apr_palloc(pool, sizeof(*k));
+		k->prefix = apr_pstrdup(pool, r->algorithm);
+		k->store = apr_pstrdup(pool, r->store->name);
+		k->canonical = apr_pstrdup(pool, r->canonical);
+		apr_hash_set(now->rules, apr_pstrdup(pool, r->name),
+			     APR_HASH_KEY_STRING, k);
+		was = known ? apr_hash_get(known->rules, r->name,
+					   APR_HASH_KEY_STRING)
+			    : NULL;
+		if (!was || (kept = change_of(r, was)) < 0)
+			continue;
+		what = kept == (1 << r->dims) - 1 ? "every key keeps its count"
+		       : kept == 0 ? "every key starts afresh, once"
+				   : "some of its dimensions start each key "
+				     "afresh, once, the others keep their "
+				     "counts";
+		ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+			     "ThrottleRule %s: policy changed from %s to %s; "
+			     "%s (see tk_limiter_open(3))",
+			     r->name, was->canonical, r->canonical, what);
+	}
+	apr_pool_userdata_set(now, RULES_KEY, NULL, s->process->pool);
+	if (known)
+		apr_pool_destroy(known->pool);
+}
+
 static int pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
 	(void)plog;
@@ -155,6 +239,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 		retained->started = apr_time_now();
 	}
 	retained->generation++;
+	log_changes(s, reg);
 	if (!reg->stores->nelts)
 		return OK;
 	pin_library(s);
@@ -215,8 +300,10 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 		o.size = sizeof(o);
 		o.store = r->store->handle;
 		o.fail = r->fail;
-		/* Rules never share keys; a rule whose algorithm changes over
-		 * a restart starts afresh instead of meeting the old states. */
+		/* Rules never share keys.  A rule whose policy changes over a
+		 * restart meets the states it can read (counts kept) and no
+		 * other (a fresh budget, once): tk_limiter_open(3), logged by
+		 * log_changes(). */
 		o.prefix =
 			apr_psprintf(pchild, "%s|%s|", r->name, r->algorithm);
 		r->open_rc =

@@ -363,6 +363,19 @@ struct tk_policy_info {
 TK_API int tk_policy_info(const struct tk_policy *p, size_t dim,
 			  struct tk_policy_info *out, size_t size);
 
+/*
+ * tk_policy_change() - what the keys keep when policy @to replaces policy
+ * @from on the same store, prefix and keys (a reload, a deploy): a bit
+ * set over @to's dimensions, bit i set where dimension i reads the states
+ * @from wrote as its own, so that their counts carry over; a dimension
+ * whose bit is clear starts each key afresh, once (tk_limiter_open(3),
+ * "Changing a policy").  0: every key starts afresh.  A simple policy is
+ * dimension 0.  Returns -EINVAL for a NULL @from or @to.  Pure: any
+ * thread, no allocation.
+ */
+TK_API int tk_policy_change(const struct tk_policy *from,
+			    const struct tk_policy *to);
+
 /* tk_policy_free() - free a parsed policy; NULL is ignored. */
 TK_API void tk_policy_free(struct tk_policy *p);
 

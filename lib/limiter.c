@@ -50,7 +50,7 @@ struct tk_limiter {
 			 struct tk_decision *d);
 	uint32_t flags; /* tk__step_flags() of its checks */
 	size_t head_len;
-	unsigned char head[2 + TK_PREFIX_MAX];
+	unsigned char head[2 + TK_PREFIX_MAX + TK__STORE_KEY_TAG_MAX];
 };
 
 /* The store key's format, and why: store-key.h. */
@@ -63,16 +63,31 @@ static int key_error(const char *key, size_t key_len)
 	return key_len > TK_KEY_MAX ? -ENAMETOOLONG : 0;
 }
 
+_Static_assert(TK__TAG_MAX <= TK__STORE_KEY_TAG_MAX, "a tag fits a key");
+
 static int compose_key(const struct tk_limiter *l, int dim, const char *key,
 		       size_t key_len, unsigned char *buf, size_t *len)
 {
+	const struct tk__policy *p = &l->policy->dim[dim == SINGLE ? 0 : dim];
 	int rc = key_error(key, key_len);
 
 	if (rc)
 		return rc;
-	*len = tk__store_key_encode(buf, l->prefix, l->prefix_len, dim, key,
-				    key_len);
+	*len = tk__store_key_encode(buf, l->prefix, l->prefix_len, dim, p->tag,
+				    p->tag_len, key, key_len);
 	return 0;
+}
+
+/* The bytes of the store keys of every dimension of @key_len bytes. */
+static size_t keys_size(const struct tk_limiter *l, size_t key_len)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < l->policy->n; i++)
+		n += tk__store_key_size(l->prefix_len,
+					l->single ? SINGLE : (int)i,
+					l->policy->dim[i].tag_len, key_len);
+	return n;
 }
 
 /* A simple policy's step at @now, other than a check: one key, one apply. */
@@ -272,8 +287,9 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		memcpy(l->prefix, o.prefix, l->prefix_len);
 	}
 	/* compose_key()'s bytes for a single policy, up to the key. */
-	l->head_len =
-		tk__store_key_head(l->head, l->prefix, l->prefix_len, SINGLE);
+	l->head_len = tk__store_key_head(l->head, l->prefix, l->prefix_len,
+					 SINGLE, l->policy->dim[0].tag,
+					 l->policy->dim[0].tag_len);
 	if (o.store) {
 		l->store = o.store;
 	} else {
@@ -424,7 +440,6 @@ struct batch_req {
 static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 		      size_t n, uint64_t now, struct tk_decision *out, int *rc)
 {
-	const size_t dims = l->policy->n;
 	struct tk__batch_item *items;
 	struct batch_req *br;
 	unsigned char *keys;
@@ -434,8 +449,7 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 		rc[i] = reqs[i].cost ? key_error(reqs[i].key, reqs[i].key_len)
 				     : -EINVAL;
 		if (rc[i] == 0)
-			total += dims * tk__store_key_size(l->prefix_len, 0,
-							   reqs[i].key_len);
+			total += keys_size(l, reqs[i].key_len);
 	}
 	br = malloc(n * sizeof(*br));
 	items = malloc(n * sizeof(*items));
@@ -464,8 +478,7 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 			composite_multi(l, reqs[i].key, reqs[i].key_len, NULL,
 					&br[m].s, keys + at, &br[m].u.m);
 			items[m].m = &br[m].u.m;
-			at += dims * tk__store_key_size(l->prefix_len, 0,
-							reqs[i].key_len);
+			at += keys_size(l, reqs[i].key_len);
 		}
 		m++;
 	}

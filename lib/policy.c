@@ -36,10 +36,29 @@ const struct tk__algorithm *tk__algorithm_of(unsigned int id)
 	return NULL;
 }
 
+_Static_assert(TK__TAG_MAX >= 2 + TK__LAYOUT_MAX, "a tag holds any layout");
+
+/*
+ * @p's store-key tag (policy.h): none for gcra, else its length, its
+ * algorithm's id and layout.  Two policies share a tag exactly when each
+ * reads the other's states as its own (algo.h, layout()).
+ */
+static void tag(struct tk__policy *p)
+{
+	size_t n = p->alg->layout ? p->alg->layout(p, p->tag + 2) : 0;
+
+	if (p->alg == &tk__gcra)
+		return;
+	p->tag[0] = (unsigned char)(1 + n);
+	p->tag[1] = (unsigned char)p->alg->id;
+	p->tag_len = (uint32_t)(2 + n);
+}
+
 static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
 {
 	const char *s = ps->text + ps->pos;
 	size_t i, len;
+	int rc;
 
 	for (len = 0; (s[len] >= 'a' && s[len] <= 'z') || s[len] == '-'; len++)
 		;
@@ -53,7 +72,10 @@ static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
 		memset(p, 0, sizeof(*p));
 		p->alg = algorithms[i];
 		ps->pos += len + 1;
-		return algorithms[i]->parse(p, ps);
+		rc = algorithms[i]->parse(p, ps);
+		if (rc == 0)
+			tag(p);
+		return rc;
 	}
 	return tk__parse_fail(ps, ps->pos, "a known algorithm");
 }
@@ -132,6 +154,29 @@ int tk__policy_parse(struct tk_policy **out, const char *text,
 	}
 	*out = pol;
 	return 0;
+}
+
+/* Store keys are the same exactly when kinds (simple or a dimension's) and
+ * tags are (store-key.h). */
+TK_API int tk_policy_change(const struct tk_policy *from,
+			    const struct tk_policy *to)
+{
+	const struct tk__policy *a, *b;
+	int kept = 0;
+	size_t i;
+
+	if (!from || !to)
+		return -EINVAL;
+	if ((from->kind == TK__SINGLE) != (to->kind == TK__SINGLE))
+		return 0;
+	for (i = 0; i < to->n && i < from->n; i++) {
+		a = &from->dim[i];
+		b = &to->dim[i];
+		if (a->alg == b->alg && a->tag_len == b->tag_len &&
+		    memcmp(a->tag, b->tag, a->tag_len) == 0)
+			kept |= 1 << i;
+	}
+	return kept;
 }
 
 TK_API int tk_policy_parse(struct tk_policy **out, const char *text,

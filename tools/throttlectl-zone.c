@@ -527,11 +527,10 @@ int ctl_check(int argc, char **argv)
 }
 
 /*
- * Without --policy, a key's state may sit under any of the store keys a
- * policy can give it: the simple policy's, or those of the (at most 8)
- * dimensions of a composite.  A reset forgets a store key whatever its
- * algorithm, so a simple policy and a composite of 8 dimensions reach
- * them all.
+ * Without --policy, a key's gcra state may sit under any of the store
+ * keys gcra gives it: the simple policy's, or those of the (at most 8)
+ * dimensions of a composite.  Other algorithms' keys name their layout
+ * too (tk_limiter_open(3)), which only --policy can give.
  */
 static const char *const every_policy[] = {
 	"gcra:1/1s",

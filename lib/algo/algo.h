@@ -90,7 +90,30 @@ struct tk__algorithm {
 	 */
 	int (*valid)(const struct tk__policy *p, uint32_t words,
 		     const uint64_t *state);
+	/*
+	 * layout() - optional: what, besides the algorithm, a state's
+	 * meaning depends on (a window's width, a log's length), as bytes
+	 * into @buf (TK__LAYOUT_MAX of them): their number.  NULL: nothing.
+	 * Policies of one algorithm and one layout read each other's states
+	 * as their own; the store key keeps every other pair apart
+	 * (tk__policy_tag(), store-key.h), so a changed policy never reads
+	 * a state it cannot take.  Whatever valid() and the Redis script
+	 * (check.lua) check of a state against its policy is named here.
+	 */
+	size_t (*layout)(const struct tk__policy *p, unsigned char *buf);
 };
+
+/* Most bytes layout() writes. */
+#define TK__LAYOUT_MAX 24
+
+/* @v big-endian into @buf[0, 8). */
+static inline void tk__layout_u64(unsigned char *buf, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		buf[i] = (unsigned char)v;
+}
 
 /* Algorithm ids: 3 bits in a zone slot, so 1..7 (0: none). */
 #define TK__ALG_GCRA 1

@@ -268,6 +268,14 @@ static int fw_valid(const struct tk__policy *p, uint32_t words,
 	return tk__window_valid(p, words, state, unpack);
 }
 
+/* Packed or not, and the windows' width: a count and where it ends. */
+static size_t fw_layout(const struct tk__policy *p, unsigned char *buf)
+{
+	buf[0] = (unsigned char)p->state_words;
+	tk__layout_u64(buf + 1, p->u.window.window);
+	return 9;
+}
+
 const struct tk__algorithm tk__fixed_window = {
 	.name = "fixed-window",
 	.id = TK__ALG_FIXED_WINDOW,
@@ -277,6 +285,7 @@ const struct tk__algorithm tk__fixed_window = {
 	.forecast = fw_forecast,
 	.expires = fw_expires,
 	.valid = fw_valid,
+	.layout = fw_layout,
 	/* end = start + W: what expires() finds in {start, count >= 1}. */
 	.expires_at_reset = 1,
 	.check_unvalidated = fw_check_unvalidated,

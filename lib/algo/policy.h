@@ -18,6 +18,9 @@
 
 struct tk__algorithm;
 
+/* Most bytes of a policy's store-key tag: length, id, layout (algo.h). */
+#define TK__TAG_MAX 26
+
 /*
  * A policy whose state is one word w that expires by w | TK__WORD_SLACK
  * (a TAT, a departure time, a packed window) can live in a zone's slot,
@@ -65,6 +68,15 @@ struct tk__policy {
 			uint64_t max_queue; /* Q, ns */
 		} leaky;
 	} u;
+	/*
+	 * The bytes that keep this policy's states apart in the store key
+	 * (store-key.h) from those of any policy that could not read them:
+	 * [n][algorithm id][layout], n the bytes after it; none (tag_len
+	 * 0) for gcra, so that the default algorithm's keys are those of
+	 * releases before tags.  Filled by the policy's parse.
+	 */
+	uint32_t tag_len;
+	unsigned char tag[TK__TAG_MAX];
 };
 
 enum tk__composite { TK__SINGLE, TK__ALL, TK__ANY };

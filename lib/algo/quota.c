@@ -269,6 +269,23 @@ static void quota_format(const struct tk__policy *p, struct tk__fmt *f)
 		tk__fmt(f, ",week-start=%s", weekdays[p->u.quota.week_start]);
 }
 
+/* Packed or not, and the calendar: where a count's period starts. */
+static size_t quota_layout(const struct tk__policy *p, unsigned char *buf)
+{
+	uint32_t off = (uint32_t)p->u.quota.offset_s;
+
+	buf[0] = (unsigned char)p->state_words;
+	buf[1] = (unsigned char)(p->u.quota.cadence + 1);
+	buf[2] = (unsigned char)p->u.quota.week_start;
+	buf[3] = (unsigned char)(off >> 24);
+	buf[4] = (unsigned char)(off >> 16);
+	buf[5] = (unsigned char)(off >> 8);
+	buf[6] = (unsigned char)off;
+	tk__layout_u64(buf + 7, p->u.quota.period);
+	tk__layout_u64(buf + 15, p->u.quota.anchor);
+	return 23;
+}
+
 const struct tk__algorithm tk__quota = {
 	.name = "quota",
 	.id = TK__ALG_QUOTA,
@@ -278,4 +295,5 @@ const struct tk__algorithm tk__quota = {
 	.forecast = quota_forecast,
 	.expires = quota_expires,
 	.valid = quota_valid,
+	.layout = quota_layout,
 };

@@ -140,6 +140,17 @@ static void sl_format(const struct tk__policy *p, struct tk__fmt *f)
 	tk__fmt_duration(f, p->u.window.window);
 }
 
+/*
+ * The log's length, L: its stamps are absolute, so a log of another
+ * window reads them as its own (each counts while now < t + W).
+ */
+static size_t sl_layout(const struct tk__policy *p, unsigned char *buf)
+{
+	buf[0] = (unsigned char)(p->limit >> 8);
+	buf[1] = (unsigned char)p->limit;
+	return 2;
+}
+
 const struct tk__algorithm tk__sliding_log = {
 	.name = "sliding-log",
 	.id = TK__ALG_SLIDING_LOG,
@@ -149,4 +160,5 @@ const struct tk__algorithm tk__sliding_log = {
 	.forecast = sl_forecast,
 	.expires = sl_expires,
 	.valid = sl_valid,
+	.layout = sl_layout,
 };

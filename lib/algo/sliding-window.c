@@ -381,6 +381,14 @@ static void sw_format(const struct tk__policy *p, struct tk__fmt *f)
 		tk__fmt(f, ",buckets=%u", p->u.sliding.buckets);
 }
 
+/* The ring's size and the buckets' width: what a tick and a slot mean. */
+static size_t sw_layout(const struct tk__policy *p, unsigned char *buf)
+{
+	buf[0] = (unsigned char)p->u.sliding.buckets;
+	tk__layout_u64(buf + 1, p->u.sliding.width);
+	return 9;
+}
+
 const struct tk__algorithm tk__sliding_window = {
 	.name = "sliding-window",
 	.id = TK__ALG_SLIDING_WINDOW,
@@ -392,4 +400,5 @@ const struct tk__algorithm tk__sliding_window = {
 	.valid = sw_valid,
 	.expires_at_reset = 1,
 	.check_unvalidated = sw_check_unvalidated,
+	.layout = sw_layout,
 };

@@ -4,10 +4,13 @@
  * names it, the request a check becomes, and the hash slot it runs in.
  *
  * The Redis key is the spec's key_prefix, then "{", the store key, "}".
- * A composite's dimension has its index inside the store key
- * (store-key.h); it moves after the "}", so that every dimension of one
- * key shares the hash tag and a composite is one script on one node of a
- * cluster.  An index (0 to 7) is never '}', so no two keys meet.
+ * A composite's dimension has its index and its policy's tag inside the
+ * store key (store-key.h); they move after the "}", and the tag's flag
+ * leaves the first byte, so that every dimension of one key shares the
+ * hash tag and a composite is one script on one node of a cluster.  What
+ * follows the "}" reads from the end: a last byte below 0x80 is the
+ * index (0 to 7) alone; else it is 0x80 | n, after the index and the
+ * tag's n bytes.  So no two keys meet.
  */
 #include "algo/policy.h"
 #include "store/store-ops.h"
@@ -31,15 +34,26 @@ int tk__redis_key(const struct tk__redis_store *s, const unsigned char *key,
 		return rc;
 	memcpy(buf, s->spec.key_prefix, n);
 	buf[n++] = '{';
-	memcpy(buf + n, key, k.dim_at);
-	n += k.dim_at;
-	if (k.dim != TK__STORE_KEY_SINGLE) {
-		memcpy(buf + n, key + k.dim_at + 1, len - k.dim_at - 1);
-		n += len - k.dim_at - 1;
+	if (k.dim == TK__STORE_KEY_SINGLE) {
+		memcpy(buf + n, key, len);
+		n += len;
+		buf[n++] = '}';
+		*out = n;
+		return 0;
 	}
+	/* The hash tag: the head without its tag flag, and the key. */
+	memcpy(buf + n, key, k.dim_at);
+	buf[n] = (char)(key[0] & ~TK__STORE_KEY_TAG);
+	n += k.dim_at;
+	memcpy(buf + n, key + k.key_at, len - k.key_at);
+	n += len - k.key_at;
 	buf[n++] = '}';
-	if (k.dim != TK__STORE_KEY_SINGLE)
-		buf[n++] = (char)k.dim;
+	buf[n++] = (char)k.dim;
+	if (k.key_at > k.dim_at + 1) { /* the tag's bytes, its length last */
+		memcpy(buf + n, key + k.dim_at + 2, k.key_at - k.dim_at - 2);
+		n += k.key_at - k.dim_at - 2;
+		buf[n++] = (char)(0x80 | key[k.dim_at + 1]);
+	}
 	*out = n;
 	return 0;
 }

@@ -260,13 +260,80 @@ void store_api_kit_errors_pass_through(void **state)
 	assert_int_equal(left(l, S("k")), 4);
 	assert_int_equal(left(l, S("new")), 5);
 	assert_int_equal(keys(), 1);
-	/* A state of another algorithm: -EPROTO, and it stays. */
+	/* A policy of another algorithm: a key of its own, and the
+	 * state it did not write stays. */
 	other = lim("gcra:1/s", "p");
-	assert_rc(tk_limiter_check(other, S("k"), 1, &d), -EPROTO);
-	assert_rc(tk_limiter_peek(other, S("k"), &d), -EPROTO);
+	assert_rc(tk_limiter_check(other, S("k"), 1, &d), 0);
+	assert_true(d.allowed);
 	assert_int_equal(left(l, S("k")), 4);
 	tk_limiter_close(other);
 	tk_limiter_close(l);
+	close_fixture();
+}
+
+/*
+ * A policy that replaced another on the same keys (a reload), as
+ * tk_limiter_open(3) says: @used units taken under @from, then @admits
+ * of 20 more at the same instant under @to, never an error; and @from,
+ * back again, finds its own state as it left it (no second fresh budget
+ * by changing back).
+ */
+static const struct change {
+	const char *from, *to;
+	unsigned int used, admits;
+} changes[] = {
+	/* The pairs: a log's length, a composite's dimension. */
+	{ "sliding-log:5/1h", "sliding-log:10/1h", 5, 10 },
+	{ "all(gcra:5/1h,quota:5/day)", "all(gcra:5/1h,fixed-window:5/1h)", 3,
+	  2 },
+	/* Counts kept: a rate's TAT, a window's or a quota's count, a
+	 * sliding window's buckets, a log's stamps. */
+	{ "gcra:5/1h", "gcra:10/1h", 5, 0 },
+	{ "gcra:5/1h", "gcra:5/1h,burst=10", 5, 5 },
+	{ "token-bucket:capacity=5,refill=5/1h",
+	  "token-bucket:capacity=8,refill=5/1h", 5, 3 },
+	{ "fixed-window:5/1h", "fixed-window:10/1h", 5, 5 },
+	{ "quota:5/day", "quota:10/day", 5, 5 },
+	{ "sliding-window:5/1h", "sliding-window:10/1h", 5, 5 },
+	{ "sliding-log:5/1h", "sliding-log:5/2h", 5, 0 },
+	/* Afresh: another algorithm, another window or layout. */
+	{ "token-bucket:capacity=5,refill=5/1h", "gcra:5/1h", 5, 5 },
+	{ "fixed-window:5/1h", "fixed-window:5/2h", 5, 5 },
+	{ "fixed-window:5/1h", "fixed-window:16777216/1h", 5, 20 },
+	{ "sliding-window:5/1h", "sliding-window:5/1h,buckets=4", 5, 5 },
+	{ "quota:5/day", "quota:5/week", 5, 5 },
+	{ "quota:5/week", "quota:5/week,week-start=sun", 5, 5 },
+	{ "gcra:5/1h", "all(gcra:5/1h,gcra:5/1h)", 5, 5 },
+};
+
+void store_api_kit_policy_change(void **state)
+{
+	struct tk_limiter *from, *to;
+	struct tk_decision d;
+	unsigned int i, n, admitted;
+
+	(void)state;
+	open_fixture();
+	for (i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+		from = lim(changes[i].from, "p");
+		to = lim(changes[i].to, "p");
+		take(from, S("k"), changes[i].used);
+		for (n = admitted = 0; n < 20; n++) {
+			assert_rc(tk_limiter_check(to, S("k"), 1, &d), 0);
+			admitted += d.allowed;
+		}
+		if (admitted != changes[i].admits)
+			fail_msg("%s -> %s: %u admitted, not %u",
+				 changes[i].from, changes[i].to, admitted,
+				 changes[i].admits);
+		/* Back to the first policy: what its state says now. */
+		assert_rc(tk_limiter_check(from, S("k"), 1, &d), 0);
+		assert_false(d.allowed);
+		assert_rc(tk_limiter_reset(from, S("k")), 0);
+		assert_rc(tk_limiter_reset(to, S("k")), 0);
+		tk_limiter_close(from);
+		tk_limiter_close(to);
+	}
 	close_fixture();
 }
 

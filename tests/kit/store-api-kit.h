@@ -55,6 +55,7 @@ void store_api_kit_reset_clears(void **state);
 void store_api_kit_expires_after_ttl(void **state);
 void store_api_kit_keep_writes_nothing(void **state);
 void store_api_kit_errors_pass_through(void **state);
+void store_api_kit_policy_change(void **state);
 void store_api_kit_concurrent_checks_land(void **state);
 void store_api_kit_concurrent_processes_land(void **state);
 
@@ -65,6 +66,7 @@ void store_api_kit_concurrent_processes_land(void **state);
 		cmocka_unit_test(store_api_kit_expires_after_ttl),             \
 		cmocka_unit_test(store_api_kit_keep_writes_nothing),           \
 		cmocka_unit_test(store_api_kit_errors_pass_through),           \
+		cmocka_unit_test(store_api_kit_policy_change),                 \
 		cmocka_unit_test(store_api_kit_concurrent_checks_land),        \
 		cmocka_unit_test(store_api_kit_concurrent_processes_land)
 

@@ -193,9 +193,68 @@ static void test_largest_numbers(void **state)
 	tk_policy_free(p);
 }
 
+/*
+ * tk_policy_change(): the dimensions whose counts carry over, as
+ * tk_limiter_open(3) lists them (tests/kit/store-api-kit.c checks the
+ * same pairs' decisions on every store).
+ */
+static void test_policy_change(void **state)
+{
+	static const struct {
+		const char *from, *to;
+		int kept;
+	} pairs[] = {
+		{ "gcra:5/1h", "gcra:10/1m,burst=3", 1 },
+		{ "token-bucket:capacity=5,refill=5/1h",
+		  "token-bucket:capacity=9,refill=1/1s", 1 },
+		{ "leaky:5/1h,max-queue=1h", "leaky:1/1s,max-queue=1s", 1 },
+		{ "fixed-window:5/1h", "fixed-window:10/1h", 1 },
+		{ "quota:5/day", "quota:10/day", 1 },
+		{ "sliding-window:5/1h", "sliding-window:10/1h", 1 },
+		{ "sliding-log:5/1h", "sliding-log:5/2h", 1 },
+		{ "sliding-log:5/1h", "sliding-log:10/1h", 0 },
+		{ "fixed-window:5/1h", "fixed-window:5/2h", 0 },
+		{ "fixed-window:5/1h", "fixed-window:16777216/1h", 0 },
+		{ "quota:5/day", "quota:5/day,offset=+01:00", 0 },
+		{ "quota:5/1h", "quota:5/1h,anchor=1", 0 },
+		{ "quota:5/week", "quota:5/week,week-start=sun", 0 },
+		{ "sliding-window:5/1h", "sliding-window:5/1h,buckets=4", 0 },
+		{ "gcra:5/1h", "token-bucket:capacity=5,refill=5/1h", 0 },
+		{ "gcra:5/1h", "all(gcra:5/1h,gcra:5/1h)", 0 },
+		{ "all(gcra:5/1h,gcra:5/1h)", "gcra:5/1h", 0 },
+		{ "all(gcra:5/1h,quota:5/day)",
+		  "all(gcra:5/1h,fixed-window:5/1h)", 1 },
+		{ "all(gcra:5/1h,quota:5/day)", "any(gcra:9/1h,quota:8/day)",
+		  3 },
+		{ "all(gcra:5/1h,sliding-log:5/1h)",
+		  "all(sliding-log:5/1h,gcra:5/1h)", 0 },
+		{ "all(gcra:5/1h,gcra:1/1s)",
+		  "all(gcra:5/1h,gcra:1/1s,gcra:1/1m)", 3 },
+	};
+	struct tk_policy *a, *b;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		assert_rc(tk_policy_parse(&a, pairs[i].from, NULL), 0);
+		assert_rc(tk_policy_parse(&b, pairs[i].to, NULL), 0);
+		if (tk_policy_change(a, b) != pairs[i].kept)
+			fail_msg("%s -> %s: %d, not %d", pairs[i].from,
+				 pairs[i].to, tk_policy_change(a, b),
+				 pairs[i].kept);
+		tk_policy_free(a);
+		tk_policy_free(b);
+	}
+	assert_rc(tk_policy_parse(&a, "gcra:1/1s", NULL), 0);
+	assert_rc(tk_policy_change(NULL, a), -EINVAL);
+	assert_rc(tk_policy_change(a, NULL), -EINVAL);
+	tk_policy_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_policy_change),
 		cmocka_unit_test(test_canonical_forms),
 		cmocka_unit_test(test_error_positions),
 		cmocka_unit_test(test_largest_numbers),

@@ -37,6 +37,7 @@
 #include "store/store-ops.h"
 #include "redis/cluster.h"
 #include "redis/spec.h"
+#include "store/store-key.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
@@ -978,17 +979,21 @@ static void test_key_names(void **state)
 				       "apiu}1}\x00",
 				       (size_t)11),
 			 1);
+	/* A fixed window's dimension: its tag (algorithm, packed, 60 s)
+	 * after the index, its length last. */
 	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS n{x:%b",
 				       "{\x80\x03"
-				       "apiu}1}\x01",
-				       (size_t)11),
+				       "apiu}1}\x01\x03\x01"
+				       "\x00\x00\x00\x0d\xf8\x47\x58\x00\x8a",
+				       (size_t)22),
 			 1);
 	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS tk:%b",
 				       "{\0\0u}1}", (size_t)7),
 			 1);
 }
 
-/* A check of @b on a key that @a wrote: -EPROTO. */
+/* A check of @b on a key that @a used: a fresh budget of 5 (another
+ * policy's state is under another Redis key). */
 static void assert_foreign(const char *a, const char *b)
 {
 	struct tk_limiter *l;
@@ -1001,13 +1006,16 @@ static void assert_foreign(const char *a, const char *b)
 	tk_limiter_close(l);
 	tk_clock_free(c);
 	open_at(&l, &c, b, spec_with(&kit, "?key_prefix=p:"), TK_FAIL_ERROR);
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EPROTO);
-	assert_rc(tk_limiter_peek(l, "k", 1, &d), -EPROTO);
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 4);
 	tk_limiter_close(l);
 	tk_clock_free(c);
 }
 
-/* A state of another algorithm, or of no algorithm: -EPROTO. */
+/* A policy of another algorithm keeps its own states; a value no
+ * algorithm wrote: -EPROTO. */
 static void test_foreign_state(void **state)
 {
 	struct tk_limiter *g, *k;
@@ -1021,8 +1029,8 @@ static void test_foreign_state(void **state)
 	open_at(&k, &c2, "leaky:5/s", spec_with(&kit, "?key_prefix=f:"),
 		TK_FAIL_ERROR);
 	assert_admits(g, "k", 1, true);
-	assert_rc(tk_limiter_check(k, "k", 1, 1, &d), -EPROTO);
-	assert_rc(tk_limiter_peek(k, "k", 1, &d), -EPROTO);
+	assert_rc(tk_limiter_check(k, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
 	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET f:%b junk",
 				       "{\0\0j}", (size_t)5),
 			 0);
@@ -1033,8 +1041,7 @@ static void test_foreign_state(void **state)
 	assert_rc(tk_limiter_peek(g, "j", 1, &d), -EPROTO);
 	assert_rc(tk_limiter_reset(g, "j", 1), 0);
 	/* Windows of another width, or another calendar: another policy's
-	 * (the memory store would take the state for none; see
-	 * throttlekit(7)). */
+	 * key, as on every store (tk_limiter_open(3)). */
 	assert_foreign("fixed-window:5/1s", "fixed-window:5/2s");
 	assert_foreign("quota:5/month", "quota:5/month,offset=+01:00");
 	assert_foreign("quota:5/1h", "quota:5/1h,anchor=1");
@@ -1334,23 +1341,32 @@ static void test_cluster_differential(void **state)
 	differentials(cluster_spec, 40);
 }
 
-/* The Redis key of @key of a one-dimension limiter without a prefix. */
-static size_t state_key(const char *key_prefix, const char *key, char *buf)
+/*
+ * The Redis key of @key of a one-dimension limiter of policy @p (NULL:
+ * gcra, which has no tag) without a prefix.
+ */
+static size_t state_key(const char *key_prefix, const char *key,
+			const struct tk__policy *p, char *buf)
 {
 	size_t n = strlen(key_prefix), k = strlen(key);
+	size_t t = p ? p->tag_len : 0;
 
 	memcpy(buf, key_prefix, n);
 	memcpy(buf + n, "{\0\0", 3);
-	memcpy(buf + n + 3, key, k);
-	buf[n + 3 + k] = '}';
-	return n + 4 + k;
+	if (t) {
+		buf[n + 1] = (char)TK__STORE_KEY_TAG;
+		memcpy(buf + n + 3, p->tag, t);
+	}
+	memcpy(buf + n + 3 + t, key, k);
+	buf[n + 3 + t + k] = '}';
+	return n + 4 + t + k;
 }
 
-static unsigned int state_slot(const char *key)
+static unsigned int state_slot(const char *key, const struct tk__policy *p)
 {
-	char buf[64];
+	char buf[96];
 
-	return tk__redis_slot(buf, state_key("", key, buf));
+	return tk__redis_slot(buf, state_key("", key, p, buf));
 }
 
 /* The node that serves @key's slot now (the others answer MOVED). */
@@ -1376,11 +1392,12 @@ static void node_id(int i, char id[64])
  * redis-cli --cluster reshard does: IMPORTING, MIGRATING, MIGRATE; from
  * then on the old node answers ASK.  Returns the old node.
  */
-static int migrate_start(const char *key_prefix, const char *key)
+static int migrate_start(const char *key_prefix, const char *key,
+			 const struct tk__policy *p)
 {
-	char buf[64];
-	size_t len = state_key(key_prefix, key, buf);
-	unsigned int slot = state_slot(key);
+	char buf[96];
+	size_t len = state_key(key_prefix, key, p, buf);
+	unsigned int slot = state_slot(key, p);
 	int from = owner(buf, len), to = (from + 1) % 3;
 	char id[2][64];
 
@@ -1402,7 +1419,8 @@ static int migrate_start(const char *key_prefix, const char *key)
 }
 
 /* The slot of @key now on the node after @from: MOVED from the others. */
-static void migrate_finish(const char *key, int from)
+static void migrate_finish(const char *key, const struct tk__policy *p,
+			   int from)
 {
 	int to = (from + 1) % 3, i;
 	char id[64], why[128];
@@ -1410,8 +1428,8 @@ static void migrate_finish(const char *key, int from)
 	node_id(to, id);
 	for (i = 0; i < 3; i++)
 		if (redis_kit_cmd(&nodes[(to + i) % 3], why, sizeof(why),
-				  "CLUSTER SETSLOT %u NODE %s", state_slot(key),
-				  id) != 0)
+				  "CLUSTER SETSLOT %u NODE %s",
+				  state_slot(key, p), id) != 0)
 			fail_msg("SETSLOT NODE on node %d: %s", (to + i) % 3,
 				 why);
 }
@@ -1423,6 +1441,7 @@ static void migrate_finish(const char *key, int from)
  */
 static void test_cluster_moved(void **state)
 {
+	const struct tk__policy *pol;
 	struct tk_limiter *mem, *red;
 	struct tk_clock *cm, *cr;
 	struct tk_decision dm, dr;
@@ -1434,11 +1453,21 @@ static void test_cluster_moved(void **state)
 	snprintf(spec, sizeof(spec), "%s?key_prefix=m:", cluster_spec);
 	open_at(&mem, &cm, "sliding-window:10/1m", "memory", TK_FAIL_ERROR);
 	open_at(&red, &cr, "sliding-window:10/1m", spec, TK_FAIL_ERROR);
+	pol = &tk_limiter_policy(red)->dim[0];
 	for (i = 0; i < 14; i++) {
-		if (i == 4)
-			from = migrate_start("m:", "mk");
+		if (i == 4) {
+			char buf[96];
+			size_t len = state_key("m:", "mk", pol, buf);
+
+			/* The state is where its tag says (keys.c). */
+			assert_int_equal(redis_kit_cmd(&nodes[owner(buf, len)],
+						       NULL, 0, "EXISTS %b",
+						       buf, len),
+					 1);
+			from = migrate_start("m:", "mk", pol);
+		}
 		if (i == 8)
-			migrate_finish("mk", from);
+			migrate_finish("mk", pol, from);
 		tk_clock_set(cm, T0 + (uint64_t)i * SEC);
 		tk_clock_set(cr, T0 + (uint64_t)i * SEC);
 		assert_rc(tk_limiter_check(mem, "mk", 2, 1, &dm), 0);
@@ -1495,7 +1524,7 @@ static void test_cluster_exact(void **state)
 	(void)state;
 	need_cluster();
 	for (k = 0; k < K; k++)
-		seen[state_slot(keys[k]) * 3 / 16384] = 1;
+		seen[state_slot(keys[k], NULL) * 3 / 16384] = 1;
 	assert_int_equal(seen[0] + seen[1] + seen[2], 3);
 	admitted = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1526,8 +1555,8 @@ static void test_cluster_exact(void **state)
 			_exit(0);
 		}
 	}
-	i = migrate_start("x:", "c");
-	migrate_finish("c", i);
+	i = migrate_start("x:", "c", NULL);
+	migrate_finish("c", NULL, i);
 	for (i = 0; i < N; i++) {
 		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -21,6 +21,8 @@
 
 #include <throttlekit.h>
 
+#include "algo/algo.h"
+#include "store/store-key.h"
 #include "asserts.h"
 #include "redis-kit.h"
 
@@ -77,6 +79,41 @@ static const char *ring_of(char *buf, size_t len, unsigned int buckets,
 }
 
 /*
+ * The Redis key of "k" under @policy, dimension @dim (or -1), without the
+ * key prefix, into @key (lib/redis/keys.c): its length.
+ */
+static size_t state_key(const char *policy, int dim, char *key)
+{
+	const struct tk__policy *p;
+	struct tk_policy *pol;
+	size_t n = 0;
+
+	assert_rc(tk__policy_parse(&pol, policy, NULL), 0);
+	p = &pol->dim[dim < 0 ? 0 : dim];
+	key[n++] = '{';
+	key[n++] = (char)(dim < 0 && p->tag_len ? TK__STORE_KEY_TAG : 0);
+	key[n++] = 0;
+	if (dim >= 0) /* a dimension's index leaves the hash tag */
+		key[1] = (char)TK__STORE_KEY_DIM;
+	if (dim < 0) {
+		memcpy(key + n, p->tag, p->tag_len);
+		n += p->tag_len;
+	}
+	key[n++] = 'k';
+	key[n++] = '}';
+	if (dim >= 0) { /* and so does its tag, its length last */
+		key[n++] = (char)dim;
+		if (p->tag_len) {
+			memcpy(key + n, p->tag + 1, p->tag_len - 1);
+			n += p->tag_len - 1;
+			key[n++] = (char)(0x80 | p->tag[0]);
+		}
+	}
+	tk_policy_free(pol);
+	return n;
+}
+
+/*
  * @value under the state of key "k" of @policy (dimension @dim of a
  * composite, or -1): a check, a peek and a batch fail with -EPROTO.
  */
@@ -89,15 +126,10 @@ static void hostile_with(const char *policy, int dim, const char *value,
 	struct tk_limiter *l;
 	struct tk_clock *c;
 	static char got[16384];
-	char spec[192], key[8] = { '{', 0, 0, 'k', '}' };
-	size_t klen = 5;
+	char spec[192], key[64];
+	size_t klen = state_key(policy, dim, key);
 	int rc[2];
 
-	/* A dimension's index leaves the hash tag (lib/redis/keys.c). */
-	if (dim >= 0) {
-		key[1] = (char)0x80;
-		key[klen++] = (char)dim;
-	}
 	assert_rc(tk_clock_manual_new(&c, T0), 0);
 	o.clock = c;
 	o.fail = TK_FAIL_ERROR;

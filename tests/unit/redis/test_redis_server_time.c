@@ -369,9 +369,12 @@ static void test_sliding_offset(void **state)
 			 k ? 2 : 0);
 	}
 	/* The key: the prefix, then "{", the limiter's key (its prefix's
-	 * length in two bytes, no prefix, "k"), "}". */
+	 * length in two bytes with the tag's flag, no prefix, the tag:
+	 * length, algorithm 4, 2 buckets of 1 h, then "k"), "}". */
 	assert_true(redis_kit_cmd(&kit, NULL, 0, "SET %b 4:2:%llu%s",
-				  "o:{\0\0k}", (size_t)7, (unsigned long long)w,
+				  "o:{\x40\0\x0a\x04\x02"
+				  "\0\0\x03\x46\x30\xb8\xa0\0k}",
+				  (size_t)18, (unsigned long long)w,
 				  value) >= 0);
 	/* The estimate: in TIME's tick, on the other side of its middle. */
 	assert_rc(tk_clock_set(c, t0 + (realtime_ns() - now) + there - e), 0);

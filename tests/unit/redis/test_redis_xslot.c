@@ -71,10 +71,12 @@ static void need_cluster(void)
 
 /*
  * The Redis key of dimension @dim of @key for a limiter without a prefix
- * in a group or composite: "{" 0x80 0x00 KEY "}" DIM (lib/redis/keys.c).
+ * in a group or composite, of policy @p (NULL: one without a tag):
+ * "{" 0x80 0x00 KEY "}" DIM, then the tag's bytes and 0x80 | its length
+ * (lib/redis/keys.c).
  */
 static size_t dim_key(const char *key_prefix, const char *key, int dim,
-		      char *buf)
+		      const struct tk__policy *p, char *buf)
 {
 	size_t n = strlen(key_prefix), k = strlen(key);
 
@@ -83,13 +85,19 @@ static size_t dim_key(const char *key_prefix, const char *key, int dim,
 	memcpy(buf + n + 3, key, k);
 	buf[n + 3 + k] = '}';
 	buf[n + 4 + k] = (char)dim;
-	return n + 5 + k;
+	n += 5 + k;
+	if (p && p->tag_len) {
+		memcpy(buf + n, p->tag + 1, p->tag_len - 1);
+		n += p->tag_len - 1;
+		buf[n++] = (char)(0x80 | p->tag[0]);
+	}
+	return n;
 }
 
 static unsigned int slot_of(const char *key)
 {
 	char buf[64];
-	size_t n = dim_key("", key, 0, buf);
+	size_t n = dim_key("", key, 0, NULL, buf);
 
 	/* The slot hashes what is between the braces. */
 	return tk__redis_slot(buf, n - 1);
@@ -356,12 +364,13 @@ static uint64_t count_of(const char *val)
 	return n - 1;
 }
 
-/* The raw state of dimension 0 of @key ("" for none) into @val. */
-static void raw_state(const char *key_prefix, const char *key, char *val,
-		      size_t len)
+/* The raw state of dimension 0 of @key under @p ("" for none) into
+ * @val. */
+static void raw_state(const char *key_prefix, const char *key,
+		      const struct tk__policy *p, char *val, size_t len)
 {
-	char buf[64];
-	size_t n = dim_key(key_prefix, key, 0, buf);
+	char buf[96];
+	size_t n = dim_key(key_prefix, key, 0, p, buf);
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -372,12 +381,13 @@ static void raw_state(const char *key_prefix, const char *key, char *val,
 	fail_msg("no master serves %s", key);
 }
 
-/* The units @key's state counts (count_of()). */
-static uint64_t window_count(const char *key_prefix, const char *key)
+/* The units @key's state under @p counts (count_of()). */
+static uint64_t window_count(const char *key_prefix, const char *key,
+			     const struct tk__policy *p)
 {
 	static char val[16384];
 
-	raw_state(key_prefix, key, val, sizeof(val));
+	raw_state(key_prefix, key, p, val, sizeof(val));
 	return count_of(val);
 }
 
@@ -428,6 +438,12 @@ static void race_open(struct race *r, const char *prefix,
 	/* B and C in either order after A. */
 	assert_true(slot_of(r->names[0]) < slot_of(r->names[1]));
 	assert_true(slot_of(r->names[0]) < slot_of(r->names[2]));
+}
+
+/* The policy of @r's limiter @i (A, B, C), whose tag names its keys. */
+static const struct tk__policy *pol_of(const struct race *r, int i)
+{
+	return &tk_limiter_policy(r->l[i])->dim[0];
 }
 
 static void race_close(struct race *r)
@@ -522,9 +538,9 @@ static void tally(const struct race *r, struct shared *sh, const char *what,
 {
 	t->a0 = atomic_load(&sh->admitted[0]);
 	t->a1 = atomic_load(&sh->admitted[1]);
-	t->ca = window_count(r->key_prefix, r->names[0]);
-	t->cb = window_count(r->key_prefix, r->names[1]);
-	t->cc = window_count(r->key_prefix, r->names[2]);
+	t->ca = window_count(r->key_prefix, r->names[0], pol_of(r, 0));
+	t->cb = window_count(r->key_prefix, r->names[1], pol_of(r, 1));
+	t->cc = window_count(r->key_prefix, r->names[2], pol_of(r, 2));
 	print_message(
 		"# %s: admitted {A,B} %llu {A,C} %llu; counts A "
 		"%llu/%llu B %llu/%llu C %llu/%llu\n",
@@ -679,8 +695,10 @@ static void test_server_time(void **state)
 	need_cluster();
 	race_open(&r, "t", pols, "server_time=1");
 	assert_int_equal(admit_n(&r, 8), 5);
-	assert_int_equal(window_count(r.key_prefix, r.names[0]), 5);
-	assert_int_equal(window_count(r.key_prefix, r.names[1]), 5);
+	assert_int_equal(window_count(r.key_prefix, r.names[0], pol_of(&r, 0)),
+			 5);
+	assert_int_equal(window_count(r.key_prefix, r.names[1], pol_of(&r, 1)),
+			 5);
 	race_close(&r);
 }
 
@@ -705,7 +723,8 @@ static void test_later_slot_fails(void **state)
 	 * which must hold on a loaded machine (200 ms did not, once). */
 	race_open(&r, "f", pols, "timeout=1000ms");
 	assert_int_equal(admit_n(&r, 3), 3);
-	b = owner(buf, dim_key(r.key_prefix, r.names[1], 0, buf));
+	b = owner(buf,
+		  dim_key(r.key_prefix, r.names[1], 0, pol_of(&r, 1), buf));
 	assert_int_equal(kill(nodes[b].pid, SIGSTOP), 0);
 	{
 		struct tk_limiter *ls[2] = { r.l[0], r.l[1] };
@@ -717,7 +736,7 @@ static void test_later_slot_fails(void **state)
 		rc = tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0);
 	}
 	/* A, consumed first, is back at 3 before B's master resumes. */
-	n = window_count(r.key_prefix, r.names[0]);
+	n = window_count(r.key_prefix, r.names[0], pol_of(&r, 0));
 	assert_int_equal(kill(nodes[b].pid, SIGCONT), 0);
 	assert_rc(rc, -ETIMEDOUT);
 	assert_int_equal(n, 3);
@@ -726,10 +745,11 @@ static void test_later_slot_fails(void **state)
 		pause_ms(100);
 	assert_int_equal(rc, 1);
 	/* A counts what was admitted through it, whatever failed. */
-	assert_int_equal(window_count(r.key_prefix, r.names[0]), 4);
+	assert_int_equal(window_count(r.key_prefix, r.names[0], pol_of(&r, 0)),
+			 4);
 	/* B's master may have run the timed-out script once resumed: a
 	 * unit counted that no check was admitted for (fewer, not more). */
-	n = window_count(r.key_prefix, r.names[1]);
+	n = window_count(r.key_prefix, r.names[1], pol_of(&r, 1));
 	print_message("# B counts %llu after 4 admitted\n",
 		      (unsigned long long)n);
 	assert_true(n == 4 || n == 5);
@@ -758,15 +778,16 @@ static void between_check(void *arg)
 	tk__xslot_pause = NULL;
 	b->calls++;
 	if (b->lose) {
-		n = dim_key(b->other->key_prefix, b->other->names[0], 0, buf);
+		n = dim_key(b->other->key_prefix, b->other->names[0], 0,
+			    pol_of(b->other, 0), buf);
 		assert_int_equal(redis_kit_cmd(&nodes[owner(buf, n)], NULL, 0,
 					       "DEL %b", buf, n),
 				 1);
 	}
 	assert_rc(tk_clock_set(b->other->clock, b->at), 0);
 	b->admitted = race_check(b->other, 1);
-	raw_state(b->other->key_prefix, b->other->names[0], b->state,
-		  sizeof(b->state));
+	raw_state(b->other->key_prefix, b->other->names[0], pol_of(b->other, 0),
+		  b->state, sizeof(b->state));
 }
 
 enum {
@@ -808,7 +829,8 @@ static void refund_between(const char *pol, uint64_t t1, uint64_t t2,
 	assert_int_equal(race_check_cost(&r, 0, cost), 0);
 	assert_int_equal(b.calls, 1);
 	assert_int_equal(b.admitted, 1);
-	raw_state(r.key_prefix, r.names[0], after, sizeof(after));
+	raw_state(r.key_prefix, r.names[0], pol_of(&r, 0), after,
+		  sizeof(after));
 
 	snprintf(stem, sizeof(stem), "x%s", tag);
 	race_open(&replay, stem, pols, NULL);
@@ -816,7 +838,8 @@ static void refund_between(const char *pol, uint64_t t1, uint64_t t2,
 	assert_int_equal(race_check(&replay, 0), 1);
 	assert_rc(tk_clock_set(replay.clock, t2), 0);
 	assert_int_equal(race_check(&replay, 1), 1);
-	raw_state(replay.key_prefix, replay.names[0], want, sizeof(want));
+	raw_state(replay.key_prefix, replay.names[0], pol_of(&replay, 0), want,
+		  sizeof(want));
 	print_message("# %s: the other client wrote %s, refunded %s, "
 		      "without the refused check %s\n",
 		      pol, b.state, after, want);
@@ -1007,7 +1030,7 @@ static void test_reshard(void **state)
 	sh = shared_map();
 	race_open(&r, stem, pols, NULL);
 	open_at(&single, r.clock, "gcra:3000/1d", r.store);
-	alen = dim_key(r.key_prefix, r.names[0], 0, abuf);
+	alen = dim_key(r.key_prefix, r.names[0], 0, pol_of(&r, 0), abuf);
 	from = owner(abuf, alen);
 	assert_int_equal(owner(sbuf, slen), from);
 	to = (from + 1) % 3;

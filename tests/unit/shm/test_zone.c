@@ -909,9 +909,10 @@ static void test_composite_kill9_chaos(void **state)
 	assert_int_equal(tk_zone_destroy("combo"), 0);
 }
 
-/* A policy of another shape under a key holding a state: -EPROTO, as
- * in memory; the state is untouched. */
-static void test_other_shape_refused(void **state)
+/* A policy of another shape on a key holding a state: a state of its
+ * own (its store key's tag), as in memory; the first state is untouched
+ * and a reset forgets only the resetting policy's. */
+static void test_other_shape_apart(void **state)
 {
 	struct tk_limiter *a, *b;
 	struct tk_decision d;
@@ -923,15 +924,17 @@ static void test_other_shape_refused(void **state)
 	assert_non_null(b);
 	assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
-	assert_int_equal(tk_limiter_check(b, "k", 1, 1, &d), -EPROTO);
+	assert_int_equal(tk_limiter_check(b, "k", 1, 2, &d), 0);
+	assert_true(d.allowed);
 	assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
 	assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
 	assert_false(d.allowed);
-	/* Reset clears it whatever its shape. */
 	assert_int_equal(tk_limiter_reset(b, "k", 1), 0);
 	assert_int_equal(tk_limiter_check(b, "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
+	assert_int_equal(tk_limiter_check(a, "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
 	tk_limiter_close(a);
 	tk_limiter_close(b);
 	assert_int_equal(tk_zone_destroy("shape"), 0);
@@ -1076,7 +1079,7 @@ int main(void)
 		cmocka_unit_test(test_every_algorithm_exact),
 		cmocka_unit_test(test_composite_exact_across_processes),
 		cmocka_unit_test(test_composite_kill9_chaos),
-		cmocka_unit_test(test_other_shape_refused),
+		cmocka_unit_test(test_other_shape_apart),
 		cmocka_unit_test(test_arena_pressure),
 		cmocka_unit_test(test_kill9_chaos_blocks),
 		cmocka_unit_test(test_same_zone_twice_and_reclaimer),

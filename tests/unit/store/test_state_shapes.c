@@ -2,9 +2,11 @@
 /*
  * test_state_shapes.c - a key's state is read only as what wrote it.
  *
- * Every store records the algorithm and size of each state, so a key used
- * under another policy answers -EPROTO, on the memory store and on zones
- * alike; a state that does not validate is taken as no state and counted;
+ * A policy of another algorithm or layout names its states under other
+ * store keys (its tag), so a key used under such a policy starts afresh
+ * there and the first policy's state stays as it was, on the memory store
+ * and on zones alike; a state that does not validate is taken as no state
+ * and counted;
  * state words with high bits set are never taken for references; keys of
  * different prefixes never meet.
  */
@@ -116,11 +118,13 @@ static void pair_close(struct pair *p)
 	tk_clock_free(p->clock);
 }
 
-/* Policy b on a key a wrote: -EPROTO for check, peek and forecast, on
- * every store; a's state untouched; reset under b clears it. */
-static void test_other_algorithm_refused(void **state)
+/*
+ * Policy b on a key a wrote: b's own fresh budget, for check, peek and
+ * forecast, on every store; a's state untouched by all of it.
+ */
+static void test_other_shape_apart(void **state)
 {
-	struct tk_decision d, before, after;
+	struct tk_decision d, before, after, fresh;
 	struct pair p = { 0 };
 	size_t i, j, k;
 
@@ -131,27 +135,28 @@ static void test_other_algorithm_refused(void **state)
 				if (i == j)
 					continue;
 				pair_open(&p, specs[k], shapes[i], shapes[j]);
+				assert_rc(
+					tk_limiter_peek(p.b, "new", 3, &fresh),
+					0);
 				assert_rc(tk_limiter_check(p.a, "k", 1, 1, &d),
 					  0);
 				assert_true(d.allowed);
 				assert_rc(tk_limiter_peek(p.a, "k", 1, &before),
 					  0);
-				assert_rc(tk_limiter_check(p.b, "k", 1, 1, &d),
-					  -EPROTO);
-				assert_rc(tk_limiter_peek(p.b, "k", 1, &d),
-					  -EPROTO);
+				assert_rc(tk_limiter_peek(p.b, "k", 1, &d), 0);
+				assert_same_decision(d, fresh);
 				assert_rc(
 					tk_limiter_forecast(p.b, "k", 1, 1, &d),
-					-EPROTO);
-				assert_rc(tk_limiter_peek(p.a, "k", 1, &after),
-					  0);
-				assert_same_decision(after, before);
-				assert_rc(tk_limiter_reset(p.b, "k", 1), 0);
+					0);
+				assert_true(d.allowed);
 				assert_rc(tk_limiter_check(p.b, "k", 1, 1, &d),
 					  0);
 				assert_true(d.allowed);
-				assert_rc(tk_limiter_check(p.a, "k", 1, 1, &d),
-					  -EPROTO);
+				assert_int_equal(d.remaining,
+						 fresh.remaining - 1);
+				assert_rc(tk_limiter_peek(p.a, "k", 1, &after),
+					  0);
+				assert_same_decision(after, before);
 				pair_close(&p);
 			}
 		}
@@ -179,8 +184,9 @@ static void test_same_shape_shared(void **state)
 	}
 }
 
-/* Composites: each dimension's state keeps its shape too. */
-static void test_composite_dimensions_refused(void **state)
+/* Composites: each dimension's state is its policy's, under its index
+ * and tag. */
+static void test_composite_dimensions_apart(void **state)
 {
 	struct tk_decision d;
 	struct tk_limiter *c;
@@ -194,10 +200,15 @@ static void test_composite_dimensions_refused(void **state)
 			  "all(sliding-log:5/1h,gcra:5/1h)");
 		c = open_on("any(gcra:5/1h,sliding-log:1/1h)", p.s, p.clock,
 			    NULL);
-		assert_rc(tk_limiter_check_keys(p.a, keys, 2, 1, &d), 0);
+		assert_rc(tk_limiter_check_keys(p.a, keys, 2, 4, &d), 0);
 		assert_true(d.allowed);
-		assert_rc(tk_limiter_check_keys(p.b, keys, 2, 1, &d), -EPROTO);
-		assert_rc(tk_limiter_check_keys(c, keys, 2, 1, &d), -EPROTO);
+		assert_rc(tk_limiter_check_keys(p.b, keys, 2, 1, &d), 0);
+		assert_decision(d, true, 5, 4, T0 + 3600 * SEC, 0);
+		/* Its gcra dimension reads a's: 4 of 5 used. */
+		assert_rc(tk_limiter_check_keys(c, keys, 2, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_rc(tk_limiter_check_keys(c, keys, 2, 1, &d), 0);
+		assert_decision(d, false, 5, 0, T0 + 3600 * SEC, 720 * SEC);
 		/* A composite's keys never meet a simple policy's. */
 		tk_limiter_close(c);
 		c = open_on("sliding-log:5/1h", p.s, p.clock, NULL);
@@ -478,9 +489,9 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_other_algorithm_refused),
+		cmocka_unit_test(test_other_shape_apart),
 		cmocka_unit_test(test_same_shape_shared),
-		cmocka_unit_test(test_composite_dimensions_refused),
+		cmocka_unit_test(test_composite_dimensions_apart),
 		cmocka_unit_test(test_high_word_states_kept),
 		cmocka_unit_test(test_high_times_same_as_memory),
 		cmocka_unit_test(test_prefix_boundary),

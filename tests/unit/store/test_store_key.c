@@ -19,11 +19,11 @@
 static size_t encode(unsigned char *buf, const char *prefix, int dim,
 		     const char *key)
 {
-	size_t n = tk__store_key_encode(buf, prefix, strlen(prefix), dim, key,
-					strlen(key));
+	size_t n = tk__store_key_encode(buf, prefix, strlen(prefix), dim, NULL,
+					0, key, strlen(key));
 
-	assert_int_equal(n,
-			 tk__store_key_size(strlen(prefix), dim, strlen(key)));
+	assert_int_equal(
+		n, tk__store_key_size(strlen(prefix), dim, 0, strlen(key)));
 	return n;
 }
 
@@ -90,7 +90,46 @@ static void test_decode(void **state)
 	assert_int_equal(tk__store_key_decode(buf, 1, &k), -EINVAL);
 }
 
+/*
+ * A tag sets its flag and sits after the index (or the prefix), and a
+ * dimension's key decodes with the caller's key after it; a tag cut short
+ * is refused.
+ */
+static void test_tag(void **state)
+{
+	static const unsigned char tag[] = { 3, 5, 0, 9 };
+	unsigned char buf[TK__STORE_KEY_MAX];
+	struct tk__store_key_parts k;
+	size_t n;
+
+	(void)state;
+	n = tk__store_key_encode(buf, "ab", 2, TK__STORE_KEY_SINGLE, tag,
+				 sizeof(tag), "key", 3);
+	assert_int_equal(
+		n, tk__store_key_size(2, TK__STORE_KEY_SINGLE, sizeof(tag), 3));
+	assert_memory_equal(buf,
+			    "\x40\x02"
+			    "ab\x03\x05\x00\x09"
+			    "key",
+			    n);
+	n = tk__store_key_encode(buf, "ab", 2, 1, tag, sizeof(tag), "key", 3);
+	assert_int_equal(n, tk__store_key_size(2, 1, sizeof(tag), 3));
+	assert_memory_equal(buf,
+			    "\xc0\x02"
+			    "ab\x01\x03\x05\x00\x09"
+			    "key",
+			    n);
+	assert_int_equal(tk__store_key_decode(buf, n, &k), 0);
+	assert_int_equal(k.dim, 1);
+	assert_int_equal(k.dim_at, 4);
+	assert_int_equal(k.key_at, 9);
+	assert_int_equal(tk__store_key_decode(buf, 9, &k), 0);
+	assert_int_equal(tk__store_key_decode(buf, 8, &k), -EINVAL);
+	assert_int_equal(tk__store_key_decode(buf, 5, &k), -EINVAL);
+}
+
 static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(test_tag),
 	cmocka_unit_test(test_bytes),
 	cmocka_unit_test(test_long_prefix),
 	cmocka_unit_test(test_decode),
