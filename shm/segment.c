@@ -587,8 +587,10 @@ static int judge(const struct stat *st, const struct tk__zone_config *cfg,
 	if (st->st_uid != geteuid() && st->st_uid != 0) {
 		say(why, len,
 		    "it is owned by uid %lu, neither this process's (%lu) "
-		    "nor root; name that owner to trust it",
-		    (unsigned long)st->st_uid, (unsigned long)geteuid());
+		    "nor root; name that owner to trust it (zone_uid with "
+		    "TK_OPT_ZONE_UID; throttlectl --owner %lu)",
+		    (unsigned long)st->st_uid, (unsigned long)geteuid(),
+		    (unsigned long)st->st_uid);
 		return -EACCES;
 	}
 	if (mode & 0002) {
@@ -847,6 +849,32 @@ int tk__zone_name_valid(const char *name)
 	return valid_zone(name);
 }
 
+/*
+ * Why a trusted zone may not be written: whose it is, and the one
+ * command that gives it to us (a root script's zone used by a server's
+ * user is the common case).
+ */
+static void not_ours(const struct where *w, const char *name, char *why,
+		     size_t len)
+{
+	unsigned long me = (unsigned long)geteuid();
+	struct stat st;
+
+	if (fstatat(w->dir, w->file, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		say(why, len, "it cannot be opened for reading and writing");
+		return;
+	}
+	/* Its counts stay: the file changes hands, not its contents. */
+	say(why, len,
+	    "it belongs to uid %lu, group %lu, mode %04o, which this process "
+	    "(uid %lu) may not write; give it to this user, as root: "
+	    "chown %lu %s%s%s",
+	    (unsigned long)st.st_uid, (unsigned long)st.st_gid,
+	    (unsigned int)(st.st_mode & 07777), me, me,
+	    name[0] == '/' ? "" : zone_dir(), name[0] == '/' ? "" : "/",
+	    name[0] == '/' ? name : w->file);
+}
+
 int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 		    char *why, size_t len)
 {
@@ -861,8 +889,12 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 	/* Trusted: but may we also read and write it? */
 	if (rc == 0 && (fd = open_zone(&w)) < 0) {
 		rc = errno_rc();
-		say(why, len, "it cannot be opened for reading and writing: %s",
-		    strerror(errno));
+		if (rc == -EACCES)
+			not_ours(&w, name, why, len);
+		else
+			say(why, len,
+			    "it cannot be opened for reading and writing: %s",
+			    strerror(errno));
 	} else if (rc == 0) {
 		close(fd);
 	}

@@ -53,7 +53,8 @@ static int open_rc(const char *name, const struct tk_options *opts)
 
 /* Helper mode, as the other user: "create NAME MODE" (created 0600, then
  * chmod, since the library makes no world-writable zone), "attach NAME",
- * "mkzone NAME" (tk_zone_create()) or "squat PATH" (a plain file).
+ * "mkzone NAME" (tk_zone_create()), "squat PATH" (a plain file) or
+ * "why NAME FILE" (tk_zone_access()'s reason into FILE).
  * Exits with -rc. */
 static int helper_main(int argc, char **argv)
 {
@@ -67,6 +68,15 @@ static int helper_main(int argc, char **argv)
 			rc = -errno;
 	} else if (argc == 4 && strcmp(argv[2], "attach") == 0) {
 		rc = open_rc(argv[3], NULL);
+	} else if (argc == 5 && strcmp(argv[2], "why") == 0) {
+		char why[512] = "";
+		FILE *f = fopen(argv[4], "w");
+
+		rc = tk_zone_access(argv[3], NULL, why, sizeof(why));
+		if (f) {
+			fputs(why, f);
+			fclose(f);
+		}
 	} else if (argc == 4 && strcmp(argv[2], "mkzone") == 0) {
 		rc = tk_zone_create(argv[3], NULL);
 	} else if (argc == 4 && strcmp(argv[2], "squat") == 0) {
@@ -80,7 +90,7 @@ static int helper_main(int argc, char **argv)
 /* Run the helper as the other user; its exit status (-rc), or -1. */
 static int as_other(const char *op, const char *name, const char *mode)
 {
-	char cmd[1024];
+	char cmd[2048];
 	int st;
 
 	snprintf(cmd, sizeof(cmd),
@@ -277,6 +287,19 @@ static void test_symlink(void **state)
 	assert_int_equal(unlink(link), 0);
 }
 
+/* File @path's text into @buf ("" if it cannot be read). */
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+}
+
 /* @path under the test's directory. */
 static void in_dir(char *buf, size_t len, const char *rel)
 {
@@ -297,20 +320,13 @@ static int ctl(const char *args, char *err, size_t len)
 {
 	char cmd[1024], errfile[400];
 	const char *top = getenv("top_builddir");
-	FILE *f;
-	size_t n = 0;
 	int st;
 
 	snprintf(errfile, sizeof(errfile), "%s/ctl.err", dir);
 	snprintf(cmd, sizeof(cmd), "%s/tools/throttlectl %s >/dev/null 2>%s",
 		 top ? top : ".", args, errfile);
 	st = system(cmd);
-	f = fopen(errfile, "r");
-	if (f) {
-		n = fread(err, 1, len - 1, f);
-		fclose(f);
-	}
-	err[n] = 0;
+	slurp(errfile, err, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -370,6 +386,13 @@ static void test_throttlectl(void **state)
 	assert_int_equal(rmdir(d), 0);
 }
 
+/* A server's directory @rel (root's, 0755) and its zone "api". */
+static void server_dir(const char *rel, char srv[512], char zone[600])
+{
+	make_dir(rel, 0755, srv, 512);
+	snprintf(zone, 600, "%s/api", srv);
+}
+
 /*
  * A server's own directory (root's, 0755) is where squatting ends: the
  * other user, who could take a name in the shared directory first and so
@@ -385,8 +408,7 @@ static void test_dir_squatter(void **state)
 	(void)state;
 	need_root();
 	o.zone_capacity = 64;
-	make_dir("srv", 0755, srv, sizeof(srv));
-	snprintf(zone, sizeof(zone), "%s/api", srv);
+	server_dir("srv", srv, zone);
 	snprintf(spec, sizeof(spec), "shm:%s", zone);
 	/* The same name in the shared directory: squatted, so refused. */
 	assert_int_equal(as_other("create", "api", "0644"), 0);
@@ -504,6 +526,39 @@ static void test_dir_writable(void **state)
 	assert_non_null(strstr(why, "no directory /nonexistent-tk"));
 }
 
+/*
+ * A zone a root script made, used by a server's user, and the reverse:
+ * the reason names the owner and the one thing that fixes it.
+ */
+static void test_whose_zone(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char srv[512], zone[600], file[600], why[512], fix[700];
+
+	(void)state;
+	need_root();
+	o.zone_capacity = 64;
+	server_dir("whose", srv, zone);
+	snprintf(file, sizeof(file), "%s/why", dir);
+	assert_int_equal(tk_zone_create(zone, &o), 0);
+	assert_int_equal(as_other("attach", zone, NULL), EACCES);
+	assert_int_equal(as_other("why", zone, file), EACCES);
+	slurp(file, why, sizeof(why));
+	assert_non_null(strstr(why, "belongs to uid 0, group 0, mode 0600"));
+	snprintf(fix, sizeof(fix), "as root: chown 65534 %s", zone);
+	assert_non_null(strstr(why, fix));
+	/* That command is the fix. */
+	assert_int_equal(chown(zone, OTHER, OTHER), 0);
+	assert_int_equal(as_other("attach", zone, NULL), 0);
+	/* Root meets the user's zone: the option to name. */
+	assert_int_equal(tk_zone_access(zone, NULL, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "throttlectl --owner 65534"));
+	o = owner_opts(OTHER);
+	assert_int_equal(tk_zone_access(zone, &o, why, sizeof(why)), 0);
+	assert_int_equal(tk_zone_destroy_opts(zone, &o), 0);
+	assert_int_equal(rmdir(srv), 0);
+}
+
 /* Not a regular file: refused at once (a fifo must not block). */
 static void test_not_regular(void **state)
 {
@@ -557,6 +612,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dir_squatter),
 		cmocka_unit_test(test_dir_symlink),
 		cmocka_unit_test(test_dir_writable),
+		cmocka_unit_test(test_whose_zone),
 		cmocka_unit_test(test_throttlectl),
 	};
 
