@@ -67,10 +67,12 @@ static const char *headers_name(const struct tk_mod_rule *rule)
 static void zone_counters(struct out *o, const struct tk_mod_store *s)
 {
 	struct tk_zone_info z;
+	struct tk_options opts;
 	int rc;
 
 	memset(&z, 0, sizeof(z));
-	rc = tk_zone_info(s->zone, &z, sizeof(z));
+	tk_mod_zone_options(s, &opts);
+	rc = tk_zone_info_opts(s->zone, &opts, &z, sizeof(z));
 	if (o->json) {
 		if (rc) {
 			ap_rprintf(o->r, ",\"zone\":{\"error\":%s}",
