@@ -86,31 +86,33 @@ void tk_mod_zone_options(const struct tk_mod_store *s, struct tk_options *o)
 	}
 }
 
-#define zone_options tk_mod_zone_options
-
 /*
  * The server's own directory of zones: ThrottleZoneDir, or "throttlekit"
- * in DefaultRuntimeDir.  Links in the configured path are resolved once
- * here (Debian's /var/run is one), since the library follows none; the
- * directory itself is judged by the library at every use.
+ * in DefaultRuntimeDir.  Links among its configured ancestors are
+ * resolved once here, from the deepest one that exists (Debian's
+ * /var/run is one), since the library follows none; the directory itself
+ * is never resolved: a link there is refused by the library, which
+ * judges the whole path at every use.
  */
 static const char *zone_dir(apr_pool_t *p)
 {
-	const char *d = tk_mod_registry()->zone_dir;
+	const char *d = tk_mod_registry()->zone_dir, *rest = "";
 	char real[PATH_MAX];
-	const char *slash;
-	char *parent;
+	char *head, *slash;
 
 	if (!d)
 		d = ap_runtime_dir_relative(p, "throttlekit");
 	if (!d || d[0] != '/')
 		return d;
-	slash = strrchr(d, '/');
-	parent = slash == d ? apr_pstrdup(p, "/")
-			    : apr_pstrndup(p, d, (apr_size_t)(slash - d));
-	if (!realpath(parent, real))
-		return d;
-	return apr_pstrcat(p, strcmp(real, "/") ? real : "", slash, NULL);
+	head = apr_pstrdup(p, d);
+	while ((slash = strrchr(head, '/')) != NULL && slash != head) {
+		rest = apr_pstrcat(p, slash, rest, NULL);
+		*slash = '\0';
+		if (realpath(head, real))
+			return apr_pstrcat(p, strcmp(real, "/") ? real : "",
+					   rest, NULL);
+	}
+	return d;
 }
 
 /* The directory of zone path @zone. */
@@ -263,7 +265,7 @@ static const char *judge_zone(apr_pool_t *p, server_rec *srv,
 	uid_t was = 0;
 	int rc;
 
-	zone_options(s, &o);
+	tk_mod_zone_options(s, &o);
 	rc = tk_zone_access(s->zone, &o, why, sizeof(why));
 	if (rc == 0 || (rc == -ENOENT && strcmp(why, "no such zone") == 0))
 		return NULL;
@@ -298,7 +300,7 @@ static int create_zone(server_rec *srv, struct tk_mod_store *s)
 	char why[256];
 	int rc;
 
-	zone_options(s, &o);
+	tk_mod_zone_options(s, &o);
 	rc = tk_zone_create(s->zone, &o);
 	if (rc == 0) {
 		ap_log_error(APLOG_MARK, APLOG_INFO, 0, srv,
@@ -402,7 +404,7 @@ static int adopt_zone(server_rec *srv, apr_pool_t *p,
 	uid_t was = 0;
 	int rc;
 
-	zone_options(s, &o);
+	tk_mod_zone_options(s, &o);
 	rc = take_over(p, s, &o, 1, &was, why, sizeof(why));
 	if (rc == 1)
 		ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, srv,
@@ -474,7 +476,7 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 		struct tk_mod_store *s =
 			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
 
-		zone_options(s, &o);
+		tk_mod_zone_options(s, &o);
 		if (s->zone)
 			o.flags |= TK_OPT_ZONE_NO_CREATE;
 		/* A store that fails gives one that answers with its error,

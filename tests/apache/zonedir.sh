@@ -14,7 +14,9 @@
 #   4. a zone outside that directory made by root for the old user is
 #      refused by apache2 -t, naming its owner and the owner= that fixes
 #      it; with owner= the server uses it;
-#   5. owner=, group= and mode= give a new zone that owner, group and mode.
+#   5. owner=, group= and mode= give a new zone that owner, group and mode;
+#   6. ThrottleZoneDir: a link among its ancestors is resolved (as Debian's
+#      /var/run), the directory itself a link is refused.
 # Needs root (User, Group, chown) and the users www-data and nobody.
 #
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
@@ -127,5 +129,18 @@ httpd -f "$CONF" -k start && wait_started || { fail "no start with owner="; cat 
 check "owner=, group=, mode=" "www-data nogroup 660" "$(stat -c '%U %G %a' "$ROOT/ext/z")"
 check "the nobody children use it" "200 200 429" "$(codes 3 /o/x)"
 stop_server
+
+# 6. ThrottleZoneDir through a linked ancestor; a linked directory.
+ln -s "$ROOT/run" "$ROOT/runlink"
+write_conf prefork "$PORT" "ThrottleZoneDir $ROOT/runlink/other
+$BODY"
+httpd -f "$CONF" -k start && wait_started || { fail "no start with ThrottleZoneDir"; finish; }
+check "ThrottleZoneDir through a linked ancestor" "200 200 200 429" "$(codes 4 /z/x)"
+check "its zone, by its real path" "nobody 600" "$(stat -c '%U %a' "$ROOT/run/other/zd")"
+stop_server
+ln -s "$ROOT/run/other" "$ROOT/run/linked"
+write_conf prefork "$PORT" "ThrottleZoneDir $ROOT/run/linked
+$BODY"
+refuses "a linked zone directory" "*$ROOT/run/linked is a symbolic link*"
 no_crashes
 finish
