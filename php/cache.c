@@ -195,8 +195,9 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 	} else if (rc == -EINVAL) {
 		snprintf(why, len,
 			 "expected \"memory\", \"shm:NAME\" (NAME: 1 to 200 "
-			 "of [A-Za-z0-9._-]; a zone capacity that is a power "
-			 "of two), \"redis://[USER[:PASSWORD]@]HOST[:PORT]"
+			 "of [A-Za-z0-9._-]; or an absolute path ending in "
+			 "one; a zone capacity that is a power of two), "
+			 "\"redis://[USER[:PASSWORD]@]HOST[:PORT]"
 			 "[/DB][?OPTIONS]\" or \"redis+unix://[USER[:PASSWORD]"
 			 "@]/PATH[?OPTIONS]\" (OPTIONS: timeout=, "
 			 "connect_timeout=, key_prefix=, server_time=1; see "
