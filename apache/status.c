@@ -86,13 +86,14 @@ static void zone_counters(struct out *o, const struct tk_mod_store *s)
 			   "\"reclaims\":%" U64 ",\"evictions\":%" U64 ","
 			   "\"resets\":%" U64 ",\"corrupt\":%" U64 ","
 			   "\"violations\":%" U64 ",\"uid\":%u,\"gid\":%u,"
-			   "\"mode\":\"%04o\"}",
+			   "\"mode\":\"%04o\",\"path\":%s}",
 			   (apr_uint64_t)z.capacity, (apr_uint64_t)z.keys,
 			   (apr_uint64_t)z.checks, (apr_uint64_t)z.denies,
 			   (apr_uint64_t)z.inserts, (apr_uint64_t)z.reclaims,
 			   (apr_uint64_t)z.evictions, (apr_uint64_t)z.resets,
 			   (apr_uint64_t)z.corrupt, (apr_uint64_t)z.violations,
-			   z.uid, z.gid, z.mode & 07777);
+			   z.uid, z.gid, z.mode & 07777,
+			   js(o->r->pool, s->zone));
 		return;
 	}
 	if (rc) {
@@ -105,13 +106,13 @@ static void zone_counters(struct out *o, const struct tk_mod_store *s)
 		   "inserts=%" U64 " reclaims=%" U64 " evictions=%" U64
 		   " resets=%" U64 " "
 		   "corrupt=%" U64 " violations=%" U64
-		   " uid=%u gid=%u mode=%04o\n",
+		   " uid=%u gid=%u mode=%04o path=%s\n",
 		   (apr_uint64_t)z.capacity, (apr_uint64_t)z.keys,
 		   (apr_uint64_t)z.checks, (apr_uint64_t)z.denies,
 		   (apr_uint64_t)z.inserts, (apr_uint64_t)z.reclaims,
 		   (apr_uint64_t)z.evictions, (apr_uint64_t)z.resets,
 		   (apr_uint64_t)z.corrupt, (apr_uint64_t)z.violations, z.uid,
-		   z.gid, z.mode & 07777);
+		   z.gid, z.mode & 07777, s->zone);
 }
 
 static void store(struct out *o, const struct tk_mod_store *s, int first)

@@ -48,6 +48,9 @@ BODY='ThrottleStore local shm:zd
 ThrottleRule r "gcra:1/1h,burst=3" store=local
 <Location /z>
     Throttle r
+</Location>
+<Location /st>
+    SetHandler throttlekit-status
 </Location>'
 docs z o
 
@@ -61,6 +64,14 @@ check "a squatter blocks nothing" "200 200 200 429 429" "$(codes 5 /z/x)"
 check "the module's directory" "root root 755" "$(stat -c '%U %G %a' "$ZONES")"
 check "its zone" "www-data www-data 600" "$(stat -c '%U %G %a' "$ZONES/zd")"
 as_nobody sh -c ": >'$ZONES/x'" 2>/dev/null && fail "nobody wrote in $ZONES"
+case $(curl -s "http://127.0.0.1:$PORT/st") in
+*"store local spec=shm:zd"*" path=$ZONES/zd"*) say "ok: the status page shows the zone's path" ;;
+*) fail "the status page does not show the zone's path" ;;
+esac
+case $(curl -s "http://127.0.0.1:$PORT/st?json") in
+*"\"path\":\"$ZONES/zd\""*) say "ok: and its JSON" ;;
+*) fail "the status page's JSON does not show the zone's path" ;;
+esac
 
 # 3. A new User and Group: taken over on the graceful restart.
 USERS="User nobody
