@@ -4,13 +4,20 @@
  *
  * Process model (prefork and event alike):
  *   - pre_config starts a new registry for the generation being read;
+ *   - check_config, after each reading (apache2 -t too), turns a bare
+ *     zone name into its path in the server's own directory
+ *     (ThrottleZoneDir) and judges every zone as post_config will use
+ *     it, so that a configuration test fails where a restart would;
  *   - post_config, in the parent and only on the second pass (the first
- *     one only checks the configuration), creates every zone, owned by
- *     the server's User and Group when the parent is root, so that the
+ *     one only checks the configuration), makes the server's directory
+ *     (root's, 0755: nobody else can take a zone's name first), gives a
+ *     zone there that an earlier User owns to the owner the children
+ *     need now, and creates every zone, owned by the server's User and
+ *     Group (or owner=, group=) when the parent is root, so that the
  *     children, which run as User, can open it by name.  An existing
  *     zone is kept as it is and its counts go on: zones outlive graceful
- *     restarts and full stop/start alike, and nothing here or in a child
- *     ever removes one (throttlectl destroy does);
+ *     restarts, full stop/start and User changes alike, and nothing here
+ *     or in a child ever removes one (throttlectl destroy does);
  *   - child_init opens each store and one limiter per rule in the child;
  *     the parent never opens a store to use it (config.c opens and
  *     closes a Redis store to check its spec, which connects nothing),
@@ -146,11 +153,10 @@ static int wanted_owner(const struct tk_options *o, uid_t *uid, gid_t *gid)
  * the file judged is the one changed (its descriptor).  Elsewhere a zone
  * of another user may be anybody's: never taken.  With @act 0, only says
  * whether it would: 1 (taken, or would be), 0 (nothing to take), or -1
- * (not a zone the server may take) with the reason in @why.
+ * (not a zone the server may take, or the chown failed).
  */
 static int take_over(apr_pool_t *p, const struct tk_mod_store *s,
-		     const struct tk_options *o, int act, uid_t *was, char *why,
-		     size_t len)
+		     const struct tk_options *o, int act, uid_t *was)
 {
 	const char *zone = s->zone, *base = strrchr(zone, '/') + 1;
 	struct stat st;
@@ -158,25 +164,17 @@ static int take_over(apr_pool_t *p, const struct tk_mod_store *s,
 	gid_t gid;
 	int dfd, fd = -1, rc = -1;
 
-	if (!s->own_dir || !wanted_owner(o, &uid, &gid)) {
-		apr_snprintf(why, len, "%s", "not in the server's directory");
+	if (!s->own_dir || !wanted_owner(o, &uid, &gid))
 		return -1;
-	}
 	dfd = open(dir_of(p, zone),
 		   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0 || fstat(dfd, &st) != 0 || st.st_uid != 0 ||
-	    (st.st_mode & 022)) {
-		apr_snprintf(why, len,
-			     "%s is not a directory of root's that no one "
-			     "else may write",
-			     dir_of(p, zone));
+	    (st.st_mode & 022))
 		goto out;
-	}
 	fd = openat(dfd, base,
 		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		rc = fd < 0 && errno == ENOENT ? 0 : -1;
-		apr_snprintf(why, len, "%s", "not a regular file");
 		goto out;
 	}
 	*was = st.st_uid;
@@ -184,11 +182,7 @@ static int take_over(apr_pool_t *p, const struct tk_mod_store *s,
 		rc = 0;
 		goto out;
 	}
-	rc = 1;
-	if (act && fchown(fd, uid, gid) != 0) {
-		apr_snprintf(why, len, "chown: %s", strerror(errno));
-		rc = -1;
-	}
+	rc = act && fchown(fd, uid, gid) != 0 ? -1 : 1;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -280,8 +274,7 @@ static const char *judge_zone(apr_pool_t *p, server_rec *srv,
 				    "(create it, or name another directory "
 				    "with ThrottleZoneDir)",
 				    s->file, s->line, s->name, s->zone, why);
-	if (rc == -EACCES &&
-	    take_over(p, s, &o, 0, &was, why, sizeof(why)) == 1) {
+	if (rc == -EACCES && take_over(p, s, &o, 0, &was) == 1) {
 		ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, srv,
 			     "ThrottleStore %s: zone %s belongs to %s; the "
 			     "server gives it to %s when it starts (a zone "
@@ -297,7 +290,6 @@ static int create_zone(server_rec *srv, struct tk_mod_store *s)
 {
 	struct tk_options o;
 	struct tk_zone_info info;
-	char why[256];
 	int rc;
 
 	tk_mod_zone_options(s, &o);
@@ -325,7 +317,6 @@ static int create_zone(server_rec *srv, struct tk_mod_store *s)
 				     (apr_uint64_t)s->capacity);
 		return OK;
 	}
-	(void)why;
 	ap_log_error(APLOG_MARK, APLOG_EMERG, 0, srv, "%s",
 		     refusal(srv->process->pconf, s, &o, rc));
 	return HTTP_INTERNAL_SERVER_ERROR;
@@ -395,24 +386,23 @@ static int make_zone_dir(server_rec *srv, apr_pool_t *p,
 	return HTTP_INTERNAL_SERVER_ERROR;
 }
 
-/* Give a zone of the server's directory to the owner it needs now. */
-static int adopt_zone(server_rec *srv, apr_pool_t *p,
-		      const struct tk_mod_store *s)
+/*
+ * Give a zone of the server's directory to the owner it needs now; one
+ * that cannot be given is refused by create_zone(), which says why.
+ */
+static void adopt_zone(server_rec *srv, apr_pool_t *p,
+		       const struct tk_mod_store *s)
 {
 	struct tk_options o;
-	char why[256];
 	uid_t was = 0;
-	int rc;
 
 	tk_mod_zone_options(s, &o);
-	rc = take_over(p, s, &o, 1, &was, why, sizeof(why));
-	if (rc == 1)
+	if (take_over(p, s, &o, 1, &was) == 1)
 		ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, srv,
 			     "ThrottleStore %s: zone %s belonged to %s; given "
 			     "to %s, the server's user now",
 			     s->name, s->zone, user_name(p, was),
 			     user_name(p, (uid_t)o.zone_uid));
-	return OK;
 }
 
 static int pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
@@ -449,10 +439,11 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 		struct tk_mod_store *st =
 			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
 
-		if (st->zone && st->own_dir &&
-		    ((rc = make_zone_dir(s, ptemp, st)) != OK ||
-		     (rc = adopt_zone(s, ptemp, st)) != OK))
-			return rc;
+		if (st->zone && st->own_dir) {
+			if ((rc = make_zone_dir(s, ptemp, st)) != OK)
+				return rc;
+			adopt_zone(s, ptemp, st);
+		}
 		if (st->zone && (rc = create_zone(s, st)) != OK)
 			return rc;
 	}
