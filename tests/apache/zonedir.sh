@@ -16,7 +16,8 @@
 #      it; with owner= the server uses it;
 #   5. owner=, group= and mode= give a new zone that owner, group and mode;
 #   6. ThrottleZoneDir: a link among its ancestors is resolved (as Debian's
-#      /var/run), the directory itself a link is refused.
+#      /var/run), the directory itself a link is refused;
+#   7. in a ThrottleZoneDir that is not root's, nothing is taken over.
 # Needs root (User, Group, chown) and the users www-data and nobody.
 #
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
@@ -153,5 +154,19 @@ ln -s "$ROOT/run/other" "$ROOT/run/linked"
 write_conf prefork "$PORT" "ThrottleZoneDir $ROOT/run/linked
 $BODY"
 refuses "a linked zone directory" "*$ROOT/run/linked is a symbolic link*"
+
+# 7. A zone directory of www-data's: its zones may be anybody's.
+install -d -o www-data -g www-data -m 0755 "$ROOT/wdir"
+"$CTL" create "$ROOT/wdir/zd" --capacity 64 --owner www-data >/dev/null ||
+	fail "throttlectl create $ROOT/wdir/zd"
+write_conf prefork "$PORT" "ThrottleZoneDir $ROOT/wdir
+$BODY"
+refuses "a zone directory of another user's" \
+	"*directory $ROOT/wdir is owned by uid $(id -u www-data)*a start or restart would refuse it*"
+httpd -f "$CONF" -k start 2>/dev/null && wait_started &&
+	fail "httpd started with a zone directory of another user's"
+stop_server
+check "nothing taken in a directory of another user's" www-data \
+	"$(stat -c %U "$ROOT/wdir/zd")"
 no_crashes
 finish
