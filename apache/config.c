@@ -26,6 +26,7 @@
 
 #include "apr_lib.h"
 #include "apr_strings.h"
+#include "apr_user.h"
 #include "http_core.h"
 #include "http_log.h"
 
@@ -226,6 +227,26 @@ static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	return NULL;
 }
 
+/* owner=USER, group=GROUP: NULL if @w is neither, "" once set. */
+static const char *ownership(cmd_parms *cmd, struct tk_mod_store *s,
+			     const char *w)
+{
+	const char *u = option(w, "owner"), *g = option(w, "group");
+	apr_gid_t unused;
+	apr_status_t rv;
+
+	if (!u && !g)
+		return NULL;
+	rv = u ? apr_uid_get(&s->owner, &unused, u, cmd->temp_pool)
+	       : apr_gid_get(&s->group, g, cmd->temp_pool);
+	if (!*(u ? u : g) || rv != APR_SUCCESS)
+		return apr_psprintf(cmd->pool,
+				    "ThrottleStore %s: %s: no such %s", s->name,
+				    w, u ? "user" : "group");
+	*(u ? &s->has_owner : &s->has_group) = 1;
+	return "";
+}
+
 static const char *store_option(cmd_parms *cmd, void *obj, const char *w)
 {
 	struct tk_mod_store *s = obj;
@@ -233,11 +254,14 @@ static const char *store_option(cmd_parms *cmd, void *obj, const char *w)
 	char *end;
 	unsigned long m;
 
-	if (!s->zone && (option(w, "capacity") || option(w, "mode")))
+	if (!s->zone && (option(w, "capacity") || option(w, "mode") ||
+			 option(w, "owner") || option(w, "group")))
 		return apr_psprintf(cmd->pool,
 				    "ThrottleStore %s: %s is for a zone "
 				    "(shm:NAME), not a Redis store",
 				    s->name, w);
+	if ((err = ownership(cmd, s, w)) != NULL)
+		return *err ? err : NULL;
 	if ((v = option(w, "capacity")) != NULL) {
 		if ((err = parse_u64(v, &s->capacity)) != NULL ||
 		    s->capacity < 64 || s->capacity > (UINT64_C(1) << 32) ||
@@ -274,7 +298,8 @@ static const char *cmd_store(cmd_parms *cmd, void *dummy, const char *args)
 	s = apr_pcalloc(cmd->pool, sizeof(*s));
 	if ((err = declaration(cmd,
 			       "ThrottleStore: expected NAME SPEC "
-			       "[capacity=N] [mode=OCTAL]",
+			       "[capacity=N] [mode=OCTAL] [owner=USER] "
+			       "[group=GROUP]",
 			       &args, &s->name, &s->spec, store_taken)) ||
 	    (err = store_spec(cmd, s)) ||
 	    (err = options(cmd, &args, s, store_option)))
@@ -283,6 +308,29 @@ static const char *cmd_store(cmd_parms *cmd, void *dummy, const char *args)
 	s->line = cmd->directive->line_num;
 	s->index = registry->stores->nelts;
 	APR_ARRAY_PUSH(registry->stores, struct tk_mod_store *) = s;
+	return NULL;
+}
+
+/*
+ * ThrottleZoneDir DIR: where the zones of shm:NAME stores are.  Absolute,
+ * so that the library (which follows no link) and throttlectl name the
+ * same files; checked when the server starts (check_config).
+ */
+static const char *cmd_zone_dir(cmd_parms *cmd, void *dummy, const char *arg)
+{
+	const char *err;
+
+	(void)dummy;
+	if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL)
+		return err;
+	if (registry->zone_dir)
+		return "ThrottleZoneDir: given twice";
+	if (arg[0] != '/' || strlen(arg) < 2 || arg[strlen(arg) - 1] == '/')
+		return apr_psprintf(cmd->pool,
+				    "ThrottleZoneDir %s: expected an absolute "
+				    "directory, without a trailing /",
+				    arg);
+	registry->zone_dir = arg;
 	return NULL;
 }
 
@@ -644,8 +692,12 @@ void *tk_mod_dir_merge(apr_pool_t *p, void *base, void *add)
 
 const command_rec tk_mod_cmds[] = {
 	AP_INIT_RAW_ARGS("ThrottleStore", cmd_store, NULL, RSRC_CONF,
-			 "NAME SPEC [capacity=N] [mode=OCTAL]: a store "
-			 "shared by all children (shm:ZONE, redis://...)"),
+			 "NAME SPEC [capacity=N] [mode=OCTAL] [owner=USER] "
+			 "[group=GROUP]: a store shared by all children "
+			 "(shm:ZONE, shm:/PATH, redis://...)"),
+	AP_INIT_TAKE1("ThrottleZoneDir", cmd_zone_dir, NULL, RSRC_CONF,
+		      "DIR: the server's own directory of zones (default: "
+		      "throttlekit in DefaultRuntimeDir)"),
 	AP_INIT_RAW_ARGS("ThrottleRule", cmd_rule, NULL, RSRC_CONF,
 			 "NAME POLICY [store=NAME] [key=EXPR] [status=429|503] "
 			 "[headers=ietf|legacy|both|none] [fail=open|closed] "

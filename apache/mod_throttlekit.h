@@ -37,10 +37,21 @@ struct tk_mod_store {
 	const char *name;
 	const char *spec;  /* "shm:NAME", "redis://...", "redis+unix://..." */
 	const char *shown; /* spec, a Redis password as "***" */
-	const char *zone;  /* NAME of shm:NAME; NULL for Redis */
+	/*
+	 * What follows "shm:", NULL for Redis; from check_config on, the
+	 * library's name of the zone: a bare NAME becomes its path in the
+	 * server's zone directory (own_dir).
+	 */
+	const char *zone;
+	int own_dir;
 	uint64_t capacity; /* slots; 0: the library's default */
 	unsigned int mode; /* file mode; 0: the library's default */
-	const char *file;  /* where it was declared */
+	/* owner= and group=: the zone's owner and group instead of User and
+	 * Group (a root parent's default). */
+	int has_owner, has_group;
+	apr_uid_t owner;
+	apr_gid_t group;
+	const char *file; /* where it was declared */
 	unsigned int line;
 	int index; /* in the registry's stores */
 	/*
@@ -103,6 +114,7 @@ struct tk_mod_rule {
 
 /* All stores and rules of one configuration generation. */
 struct tk_mod_registry {
+	const char *zone_dir;	    /* ThrottleZoneDir; NULL: the default */
 	apr_array_header_t *stores; /* of struct tk_mod_store * */
 	apr_array_header_t *rules;  /* of struct tk_mod_rule * */
 };
@@ -135,6 +147,9 @@ void tk_mod_request_status(request_rec *r);
  * for the count= rules it passed whose statuses include its final one.
  */
 void tk_mod_request_done(request_rec *r);
+
+/* mod_throttlekit.c: the trust and ownership options of store @s. */
+void tk_mod_zone_options(const struct tk_mod_store *s, struct tk_options *o);
 
 /* status.c: the throttlekit-status handler. */
 int tk_mod_status_handler(request_rec *r, unsigned int generation,

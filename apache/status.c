@@ -67,10 +67,12 @@ static const char *headers_name(const struct tk_mod_rule *rule)
 static void zone_counters(struct out *o, const struct tk_mod_store *s)
 {
 	struct tk_zone_info z;
+	struct tk_options opts;
 	int rc;
 
 	memset(&z, 0, sizeof(z));
-	rc = tk_zone_info(s->zone, &z, sizeof(z));
+	tk_mod_zone_options(s, &opts);
+	rc = tk_zone_info_opts(s->zone, &opts, &z, sizeof(z));
 	if (o->json) {
 		if (rc) {
 			ap_rprintf(o->r, ",\"zone\":{\"error\":%s}",
@@ -84,13 +86,14 @@ static void zone_counters(struct out *o, const struct tk_mod_store *s)
 			   "\"reclaims\":%" U64 ",\"evictions\":%" U64 ","
 			   "\"resets\":%" U64 ",\"corrupt\":%" U64 ","
 			   "\"violations\":%" U64 ",\"uid\":%u,\"gid\":%u,"
-			   "\"mode\":\"%04o\"}",
+			   "\"mode\":\"%04o\",\"path\":%s}",
 			   (apr_uint64_t)z.capacity, (apr_uint64_t)z.keys,
 			   (apr_uint64_t)z.checks, (apr_uint64_t)z.denies,
 			   (apr_uint64_t)z.inserts, (apr_uint64_t)z.reclaims,
 			   (apr_uint64_t)z.evictions, (apr_uint64_t)z.resets,
 			   (apr_uint64_t)z.corrupt, (apr_uint64_t)z.violations,
-			   z.uid, z.gid, z.mode & 07777);
+			   z.uid, z.gid, z.mode & 07777,
+			   js(o->r->pool, s->zone));
 		return;
 	}
 	if (rc) {
@@ -103,13 +106,13 @@ static void zone_counters(struct out *o, const struct tk_mod_store *s)
 		   "inserts=%" U64 " reclaims=%" U64 " evictions=%" U64
 		   " resets=%" U64 " "
 		   "corrupt=%" U64 " violations=%" U64
-		   " uid=%u gid=%u mode=%04o\n",
+		   " uid=%u gid=%u mode=%04o path=%s\n",
 		   (apr_uint64_t)z.capacity, (apr_uint64_t)z.keys,
 		   (apr_uint64_t)z.checks, (apr_uint64_t)z.denies,
 		   (apr_uint64_t)z.inserts, (apr_uint64_t)z.reclaims,
 		   (apr_uint64_t)z.evictions, (apr_uint64_t)z.resets,
 		   (apr_uint64_t)z.corrupt, (apr_uint64_t)z.violations, z.uid,
-		   z.gid, z.mode & 07777);
+		   z.gid, z.mode & 07777, s->zone);
 }
 
 static void store(struct out *o, const struct tk_mod_store *s, int first)

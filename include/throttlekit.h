@@ -583,7 +583,12 @@ TK_API int tk_store_ping(struct tk_store *s, struct tk_store_ping *out,
 /*
  * Zones: tables in POSIX shared memory that unrelated processes share
  * without locks ("shm:NAME" stores).  NAME is 1 to 200 characters of
- * [A-Za-z0-9._-], not starting with '.'.  See throttlekit(7).
+ * [A-Za-z0-9._-], not starting with '.' (the file /dev/shm/throttlekit.NAME),
+ * or an absolute path ending in such a name (the file at that path), whose
+ * directory nobody but root, the caller or the named owner may write and
+ * which is reached without a symbolic link: -EACCES otherwise, -ENOENT if
+ * it does not exist.  A server keeps its zones there so that no other
+ * user can take their names first.  See throttlekit(7).
  */
 
 /*

@@ -27,6 +27,7 @@
 #include "php_throttlekit.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
@@ -141,16 +142,37 @@ static int store_options(struct tk_options *o, const struct tkphp_params *p,
 	return 0;
 }
 
+/*
+ * A bare zone name in throttlekit.zone_dir, the pool's own directory
+ * (throttlekit(7), "Servers: a directory of their own"); any other spec
+ * as it is.  NULL if the path does not fit.
+ */
+static const char *zone_spec(const char *spec, char *buf, size_t len)
+{
+	const char *dir = TKPHP_G(zone_dir);
+	int n;
+
+	if (!is_zone(spec) || spec[4] == '/' || !dir || !*dir)
+		return spec;
+	n = snprintf(buf, len, "shm:%s/%s", dir, spec + 4);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
 /* Open the store of @p, with the message of a failure in @why. */
 static int store_open(struct tk_store **out, const struct tkphp_params *p,
 		      char *why, size_t len)
 {
 	struct tk_options o;
-	const char *spec = ZSTR_VAL(p->store);
+	char path[PATH_MAX + 8];
+	const char *spec = zone_spec(ZSTR_VAL(p->store), path, sizeof(path));
 	size_t n;
 	int rc;
 
 	*why = '\0';
+	if (!spec) {
+		snprintf(why, len, "throttlekit.zone_dir is too long");
+		return -ENAMETOOLONG;
+	}
 	rc = store_options(&o, p, why, len);
 	if (rc)
 		return rc;
@@ -173,8 +195,9 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 	} else if (rc == -EINVAL) {
 		snprintf(why, len,
 			 "expected \"memory\", \"shm:NAME\" (NAME: 1 to 200 "
-			 "of [A-Za-z0-9._-]; a zone capacity that is a power "
-			 "of two), \"redis://[USER[:PASSWORD]@]HOST[:PORT]"
+			 "of [A-Za-z0-9._-]; or an absolute path ending in "
+			 "one; a zone capacity that is a power of two), "
+			 "\"redis://[USER[:PASSWORD]@]HOST[:PORT]"
 			 "[/DB][?OPTIONS]\" or \"redis+unix://[USER[:PASSWORD]"
 			 "@]/PATH[?OPTIONS]\" (OPTIONS: timeout=, "
 			 "connect_timeout=, key_prefix=, server_time=1; see "

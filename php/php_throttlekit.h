@@ -72,6 +72,7 @@ ZEND_BEGIN_MODULE_GLOBALS(throttlekit)
 char *default_store;
 char *fail;
 char *zone_owner;
+char *zone_dir; /* where shm:NAME zones are; "": /dev/shm */
 ZEND_END_MODULE_GLOBALS(throttlekit)
 
 ZEND_EXTERN_MODULE_GLOBALS(throttlekit)

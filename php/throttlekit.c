@@ -38,9 +38,23 @@ static ZEND_INI_MH(on_update_fail)
 			      stage);
 }
 
+/* throttlekit.zone_dir: "" or an absolute directory, no trailing '/'. */
+static ZEND_INI_MH(on_update_zone_dir)
+{
+	const char *d = ZSTR_VAL(new_value);
+	size_t n = ZSTR_LEN(new_value);
+
+	if (n && (d[0] != '/' || n < 2 || d[n - 1] == '/'))
+		return FAILURE;
+	return OnUpdateString(entry, new_value, mh_arg1, mh_arg2, mh_arg3,
+			      stage);
+}
+
 /*
  * SYSTEM|PERDIR: settable in php.ini and per pool (php_admin_value), not
- * by the scripts whose requests they limit.
+ * by the scripts whose requests they limit.  throttlekit.zone_dir is
+ * SYSTEM alone: a .user.ini, which a site's own files may be, must not
+ * move its pool's zones.
  */
 PHP_INI_BEGIN()
 STD_PHP_INI_ENTRY("throttlekit.default_store", "memory",
@@ -51,6 +65,9 @@ STD_PHP_INI_ENTRY("throttlekit.fail", "error", PHP_INI_SYSTEM | PHP_INI_PERDIR,
 		  throttlekit_globals)
 STD_PHP_INI_ENTRY("throttlekit.zone_owner", "", PHP_INI_SYSTEM | PHP_INI_PERDIR,
 		  OnUpdateString, zone_owner, zend_throttlekit_globals,
+		  throttlekit_globals)
+STD_PHP_INI_ENTRY("throttlekit.zone_dir", "", PHP_INI_SYSTEM,
+		  on_update_zone_dir, zone_dir, zend_throttlekit_globals,
 		  throttlekit_globals)
 PHP_INI_END()
 

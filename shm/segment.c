@@ -17,6 +17,24 @@
  * ours or named.  A zone whose owner the caller names is trusted as its
  * owner made it.  The opened descriptor is judged (fstat), never the path,
  * so a name swapped between the check and the use changes nothing.
+ *
+ * A zone named by an absolute path ("/run/throttlekit/apache2/api") is the
+ * file at that path, in a directory that must keep others from creating
+ * the name first (a squatter whose file is refused would stop the server
+ * that needed the zone):
+ *   - the directory is reached from "/" one component at a time
+ *     (openat(O_NOFOLLOW)), so a symbolic link anywhere on the way is
+ *     refused, not followed, and what is judged is what is used;
+ *   - every directory on the way is owned by root, by us or by the named
+ *     owner, and writable by no other user (sticky ancestors such as /tmp
+ *     excepted: others cannot rename or remove our entries there);
+ *   - the zone's own directory is writable by no other user at all, and
+ *     by its group only if that group is ours or named;
+ *   - every later step (create, link, attach, unlink) is relative to the
+ *     directory's descriptor.
+ * A bare NAME is /dev/shm/throttlekit.NAME (or TK_SHM_DIR's), as always:
+ * /dev/shm is writable by everyone, where only the file's judgement
+ * protects a zone.
  */
 #define _GNU_SOURCE
 #include "zone.h"
@@ -38,6 +56,8 @@
 #include <unistd.h>
 
 #define NAME_MAX_LEN 200
+/* An absolute zone path, bytes without the NUL. */
+#define PATH_MAX_LEN 1024
 #define DEFAULT_CAPACITY 65536
 #define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
 #define SLOTS_PER_SHARD 4096
@@ -61,7 +81,7 @@ struct tk__zone {
 	uint64_t carried;
 	int may_grow_slots;
 	uint64_t budget[2];
-	char name[NAME_MAX_LEN + 1];
+	char name[PATH_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
 	ino_t ino;
@@ -121,11 +141,30 @@ static int valid_name(const char *name)
 	return 1;
 }
 
-static int zone_path(char *buf, size_t len, const char *name)
+/* An absolute path whose every component is a plain name ("." and ".."
+ * and empty ones are not) and whose last one is a zone's name. */
+static int valid_path(const char *name)
 {
-	int n = snprintf(buf, len, "%s/throttlekit.%s", zone_dir(), name);
+	const char *p = name, *base = strrchr(name, '/');
+	size_t n;
 
-	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+	if (!base || name[0] != '/' || strlen(name) > PATH_MAX_LEN ||
+	    !valid_name(base + 1))
+		return 0;
+	while (p < base) {
+		p++;
+		n = strcspn(p, "/");
+		if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		p += n;
+	}
+	return 1;
+}
+
+static int valid_zone(const char *name)
+{
+	return name && (name[0] == '/' ? valid_path(name) : valid_name(name));
 }
 
 /* FNV-1a: the header check word catches corruption, not attackers. */
@@ -244,32 +283,196 @@ static uint64_t arena_pages(const struct tk__zone_config *c, uint64_t capacity)
 	return pages < TKZ_PAGES_MAX ? pages : TKZ_PAGES_MAX;
 }
 
+static int our_group(gid_t g, const struct tk__zone_config *cfg)
+{
+	return g == getegid() || group_member(g) ||
+	       (cfg && cfg->gid != (gid_t)-1 && g == cfg->gid);
+}
+
+static void say(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Where a zone's file is: its directory, open, and its name there. */
+struct where {
+	int dir; /* O_PATH */
+	char file[NAME_MAX_LEN + 16];
+};
+
+/*
+ * Judge directory @st, @shown[0..@n) of a zone's path, by the rules at
+ * the top of this file; @last: the zone's own directory.
+ */
+static int judge_dir(const struct stat *st, const struct tk__zone_config *cfg,
+		     int last, const char *shown, size_t n, char *why,
+		     size_t len)
+{
+	unsigned int mode = st->st_mode & 07777;
+	int sticky = !last && (mode & S_ISVTX);
+	int n_shown = n ? (int)n : 1;
+
+	if (S_ISLNK(st->st_mode)) {
+		say(why, len,
+		    "%.*s is a symbolic link, which a zone's path never "
+		    "follows; name the directory it leads to",
+		    n_shown, shown);
+		return -EACCES;
+	}
+	if (!S_ISDIR(st->st_mode)) {
+		say(why, len, "%.*s is not a directory", n_shown, shown);
+		return -EACCES;
+	}
+	if (st->st_uid != 0 && st->st_uid != geteuid() &&
+	    !(cfg && cfg->uid != (uid_t)-1 && st->st_uid == cfg->uid)) {
+		say(why, len,
+		    "directory %.*s is owned by uid %lu, neither root nor "
+		    "this process's (%lu) nor the named owner: that user "
+		    "could put any file at the zone's name",
+		    n_shown, shown, (unsigned long)st->st_uid,
+		    (unsigned long)geteuid());
+		return -EACCES;
+	}
+	if ((mode & 0002) && !sticky) {
+		say(why, len,
+		    "directory %.*s is writable by every user (mode %04o): "
+		    "anyone could take the zone's name first; make it 0755",
+		    n_shown, shown, mode);
+		return -EACCES;
+	}
+	if ((mode & 0020) && !sticky && !our_group(st->st_gid, cfg)) {
+		say(why, len,
+		    "directory %.*s is writable by group %lu (mode %04o), not "
+		    "one of this process's groups nor the named group",
+		    n_shown, shown, (unsigned long)st->st_gid, mode);
+		return -EACCES;
+	}
+	return 0;
+}
+
+/*
+ * Open the directory of absolute zone path @name from "/", one component
+ * at a time, never through a link, judging each (judge_dir()).  The
+ * descriptor, or a negative errno with the reason in @why.
+ */
+static int open_dir(const char *name, const struct tk__zone_config *cfg,
+		    char *why, size_t len)
+{
+	const char *base = strrchr(name, '/');
+	char comp[NAME_MAX + 1];
+	size_t i = 1, n;
+	struct stat st;
+	int fd, next, rc;
+
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno_rc();
+	rc = fstat(fd, &st)
+		     ? errno_rc()
+		     : judge_dir(&st, cfg, base == name, name, 1, why, len);
+	while (rc == 0 && name + i < base) {
+		n = strcspn(name + i, "/");
+		memcpy(comp, name + i, n);
+		comp[n] = '\0';
+		i += n;
+		next = openat(fd, comp,
+			      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT) {
+			say(why, len, "no directory %.*s", (int)i, name);
+			rc = -ENOENT;
+		} else if (next < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+			/* Say which: a link, or no directory at all. */
+			rc = fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW)
+				     ? -EACCES
+				     : judge_dir(&st, cfg, 0, name, i, why,
+						 len);
+			if (rc == 0)
+				rc = -EACCES;
+		} else if (next < 0) {
+			rc = errno_rc();
+			say(why, len, "directory %.*s: %s", (int)i, name,
+			    strerror(errno));
+		} else {
+			close(fd);
+			fd = next;
+			rc = fstat(fd, &st)
+				     ? errno_rc()
+				     : judge_dir(&st, cfg, name + i == base,
+						 name, i, why, len);
+		}
+		i++;
+	}
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Find zone @name's directory and file name; close w->dir after. */
+static int locate(struct where *w, const char *name,
+		  const struct tk__zone_config *cfg, char *why, size_t len)
+{
+	if (!valid_zone(name)) {
+		say(why, len, "%s",
+		    "not a zone's name (1 to 200 of A-Z a-z 0-9 . _ -, not "
+		    "beginning with '.'), nor an absolute path ending in one");
+		return -EINVAL;
+	}
+	if (name[0] == '/') {
+		snprintf(w->file, sizeof(w->file), "%s",
+			 strrchr(name, '/') + 1);
+		w->dir = open_dir(name, cfg, why, len);
+	} else {
+		snprintf(w->file, sizeof(w->file), "throttlekit.%s", name);
+		w->dir = open(zone_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (w->dir < 0) {
+			w->dir = errno_rc();
+			say(why, len, "%s: %s", zone_dir(), strerror(errno));
+		}
+	}
+	return w->dir < 0 ? w->dir : 0;
+}
+
 /*
  * Temporary files of creators that died half-way: nobody attaches to
  * them, and the next creator of the same zone removes those older than a
  * minute (younger ones may belong to a creator still at work).
  */
-static void remove_stale(const char *name)
+static void remove_stale(const struct where *w)
 {
-	char prefix[NAME_MAX_LEN + 16], path[PATH_MAX];
+	char prefix[NAME_MAX_LEN + 32];
 	struct dirent *d;
 	struct stat st;
 	size_t n;
 	DIR *dir;
+	int fd;
 	time_t now = time(NULL);
 
-	snprintf(prefix, sizeof(prefix), ".throttlekit.%s.", name);
+	snprintf(prefix, sizeof(prefix), ".%s.", w->file);
 	n = strlen(prefix);
-	dir = opendir(zone_dir());
-	if (!dir)
+	fd = openat(w->dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir = fd < 0 ? NULL : fdopendir(fd);
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	while ((d = readdir(dir)) != NULL) {
 		if (strncmp(d->d_name, prefix, n) != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", zone_dir(), d->d_name);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_mtime + 60 < now)
-			unlink(path);
+		if (fstatat(w->dir, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && st.st_mtime + 60 < now)
+			unlinkat(w->dir, d->d_name, 0);
 	}
 	closedir(dir);
 }
@@ -295,9 +498,9 @@ static void advise_huge(void *base, uint64_t size)
 
 /* Make the zone under a temporary name, then publish it.  -EEXIST if
  * another creator published first. */
-static int create(const char *name, const struct tk__zone_config *c)
+static int create(const struct where *w, const struct tk__zone_config *c)
 {
-	char tmp[PATH_MAX], final[PATH_MAX];
+	char tmp[PATH_MAX];
 	uint64_t capacity = c && c->capacity ? c->capacity : DEFAULT_CAPACITY;
 	unsigned int mode = c && c->mode ? c->mode : 0600;
 	uint64_t pages = arena_pages(c, capacity);
@@ -314,16 +517,15 @@ static int create(const char *name, const struct tk__zone_config *c)
 		return -EINVAL;
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		return -EIO;
-	remove_stale(name);
-	rc = zone_path(final, sizeof(final), name);
-	n = snprintf(tmp, sizeof(tmp), "%s/.throttlekit.%s.%ld.%08x",
-		     zone_dir(), name, (long)getpid(), nonce);
-	if (rc || n <= 0 || (size_t)n >= sizeof(tmp))
+	remove_stale(w);
+	n = snprintf(tmp, sizeof(tmp), ".%s.%ld.%08x", w->file, (long)getpid(),
+		     nonce);
+	if (n <= 0 || (size_t)n >= sizeof(tmp))
 		return -ENAMETOOLONG;
 	/* Private until complete; owner and group before the mode, on the
 	 * descriptor; fchmod() so the umask does not narrow the mode. */
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
+	fd = openat(w->dir, tmp,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno_rc();
 	if ((c && (c->uid != (uid_t)-1 || c->gid != (gid_t)-1) &&
@@ -353,32 +555,12 @@ static int create(const char *name, const struct tk__zone_config *c)
 		rc = -EIO;
 	if (rc)
 		goto out;
-	if (link(tmp, final) != 0)
+	if (linkat(w->dir, tmp, w->dir, w->file, 0) != 0)
 		rc = errno == EEXIST ? -EEXIST : errno_rc();
 out:
-	unlink(tmp);
+	unlinkat(w->dir, tmp, 0);
 	close(fd);
 	return rc;
-}
-
-static int our_group(gid_t g, const struct tk__zone_config *cfg)
-{
-	return g == getegid() || group_member(g) ||
-	       (cfg && cfg->gid != (gid_t)-1 && g == cfg->gid);
-}
-
-static void say(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
 }
 
 /*
@@ -405,8 +587,10 @@ static int judge(const struct stat *st, const struct tk__zone_config *cfg,
 	if (st->st_uid != geteuid() && st->st_uid != 0) {
 		say(why, len,
 		    "it is owned by uid %lu, neither this process's (%lu) "
-		    "nor root; name that owner to trust it",
-		    (unsigned long)st->st_uid, (unsigned long)geteuid());
+		    "nor root; name that owner to trust it (zone_uid with "
+		    "TK_OPT_ZONE_UID; throttlectl --owner %lu)",
+		    (unsigned long)st->st_uid, (unsigned long)geteuid(),
+		    (unsigned long)st->st_uid);
 		return -EACCES;
 	}
 	if (mode & 0002) {
@@ -428,10 +612,10 @@ static int judge(const struct stat *st, const struct tk__zone_config *cfg,
 
 /* Open zone file @path as attaching does: never through a link, never a
  * device's side effects. */
-static int open_zone(const char *path)
+static int open_zone(const struct where *w)
 {
-	return open(path,
-		    O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	return openat(w->dir, w->file,
+		      O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 }
 
 /* Validate the mapped header and copy the geometry (under a guard: the
@@ -519,23 +703,23 @@ static int map_zone(struct tk__zone *z, int fd,
 int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags)
 {
-	char path[PATH_MAX];
+	struct where w;
 	struct tk__zone *z;
 	int fd, rc, tries;
 
-	if (!valid_name(name))
-		return -EINVAL;
-	rc = zone_path(path, sizeof(path), name);
+	rc = locate(&w, name, cfg, NULL, 0);
 	if (rc)
 		return rc;
 	z = calloc(1, sizeof(*z));
-	if (!z)
+	if (!z) {
+		close(w.dir);
 		return -ENOMEM;
+	}
 	strcpy(z->name, name);
 	for (tries = 0; tries < 3; tries++) {
-		fd = open_zone(path);
+		fd = open_zone(&w);
 		if (fd < 0 && errno == ENOENT && (flags & TK__ZONE_CREATE)) {
-			rc = create(name, cfg);
+			rc = create(&w, cfg);
 			if (rc == -EEXIST && (flags & TK__ZONE_EXCL))
 				break;
 			/* -ENOENT: our temporary file was taken for a dead
@@ -561,6 +745,7 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 		close(fd);
 		break;
 	}
+	close(w.dir);
 	if (rc || !z->base) {
 		free(z);
 		return rc ? rc : -EIO;
@@ -624,13 +809,13 @@ void tk__zone_detach(struct tk__zone *z)
  * Judge the file at @path by the trust rules without needing to write it
  * (O_PATH): what destroy removes and what tk__zone_access() explains.
  */
-static int judge_path(const char *path, const struct tk__zone_config *cfg,
+static int judge_path(const struct where *w, const struct tk__zone_config *cfg,
 		      char *why, size_t len)
 {
 	struct stat st;
 	int fd, rc;
 
-	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(w->dir, w->file, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = errno_rc();
 		say(why, len, "%s",
@@ -644,64 +829,94 @@ static int judge_path(const char *path, const struct tk__zone_config *cfg,
 
 int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg)
 {
-	char path[PATH_MAX];
+	struct where w;
 	int rc;
 
-	if (!valid_name(name))
-		return -EINVAL;
-	rc = zone_path(path, sizeof(path), name);
-	if (rc == 0)
-		rc = judge_path(path, cfg, NULL, 0);
+	rc = locate(&w, name, cfg, NULL, 0);
 	if (rc)
 		return rc;
+	rc = judge_path(&w, cfg, NULL, 0);
 	/* A name replaced since the judgement can only be replaced by its
 	 * directory's writers; unlink(2) never follows a link. */
-	return unlink(path) == 0 ? 0 : errno_rc();
+	if (rc == 0 && unlinkat(w.dir, w.file, 0) != 0)
+		rc = errno_rc();
+	close(w.dir);
+	return rc;
 }
 
 int tk__zone_name_valid(const char *name)
 {
-	return valid_name(name);
+	return valid_zone(name);
+}
+
+/*
+ * Why a trusted zone may not be written: whose it is, and the one
+ * command that gives it to us (a root script's zone used by a server's
+ * user is the common case).
+ */
+static void not_ours(const struct where *w, const char *name, char *why,
+		     size_t len)
+{
+	unsigned long me = (unsigned long)geteuid();
+	struct stat st;
+
+	if (fstatat(w->dir, w->file, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		say(why, len, "it cannot be opened for reading and writing");
+		return;
+	}
+	/* Its counts stay: the file changes hands, not its contents. */
+	say(why, len,
+	    "it belongs to uid %lu, group %lu, mode %04o, which this process "
+	    "(uid %lu) may not write; give it to this user, as root: "
+	    "chown %lu %s%s%s",
+	    (unsigned long)st.st_uid, (unsigned long)st.st_gid,
+	    (unsigned int)(st.st_mode & 07777), me, me,
+	    name[0] == '/' ? "" : zone_dir(), name[0] == '/' ? "" : "/",
+	    name[0] == '/' ? name : w->file);
 }
 
 int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 		    char *why, size_t len)
 {
-	char path[PATH_MAX];
+	struct where w;
 	int fd, rc;
 
 	say(why, len, "%s", "the zone may be used");
-	if (!valid_name(name)) {
-		say(why, len, "%s", "not a valid zone name");
-		return -EINVAL;
-	}
-	rc = zone_path(path, sizeof(path), name);
-	if (rc == 0)
-		rc = judge_path(path, cfg, why, len);
+	rc = locate(&w, name, cfg, why, len);
 	if (rc)
 		return rc;
+	rc = judge_path(&w, cfg, why, len);
 	/* Trusted: but may we also read and write it? */
-	fd = open_zone(path);
-	if (fd < 0) {
+	if (rc == 0 && (fd = open_zone(&w)) < 0) {
 		rc = errno_rc();
-		say(why, len, "it cannot be opened for reading and writing: %s",
-		    strerror(errno));
-		return rc;
+		if (rc == -EACCES)
+			not_ours(&w, name, why, len);
+		else
+			say(why, len,
+			    "it cannot be opened for reading and writing: %s",
+			    strerror(errno));
+	} else if (rc == 0) {
+		close(fd);
 	}
-	close(fd);
-	return 0;
+	close(w.dir);
+	return rc;
 }
 
 int tk__zone_current(const struct tk__zone *z,
 		     const struct tk__zone_config *cfg)
 {
-	char path[PATH_MAX];
+	struct where w;
 	struct stat st;
+	int ok;
 
-	/* lstat(): a link at the name is another file, never followed. */
-	return zone_path(path, sizeof(path), z->name) == 0 &&
-	       lstat(path, &st) == 0 && st.st_dev == z->dev &&
-	       st.st_ino == z->ino && judge(&st, cfg, NULL, 0) == 0;
+	if (locate(&w, z->name, cfg, NULL, 0))
+		return 0;
+	/* A link at the name is another file, never followed. */
+	ok = fstatat(w.dir, w.file, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	     st.st_dev == z->dev && st.st_ino == z->ino &&
+	     judge(&st, cfg, NULL, 0) == 0;
+	close(w.dir);
+	return ok;
 }
 
 uint64_t *tk__zone_pagetable(struct tk__zone *z)

@@ -447,7 +447,7 @@ static int open_limiter(const struct zone_args *a, const char *policy,
 			struct tk_limiter **l)
 {
 	struct tk_options o = trust_of(a);
-	char spec[256];
+	char spec[1100];
 
 	o.prefix = a->prefix;
 	o.fail = a->fail;

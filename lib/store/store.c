@@ -76,7 +76,8 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 			rc = -EINVAL;
 			snprintf(why, len,
 				 "a zone's name is 1 to 200 letters, digits, "
-				 "'.', '_' and '-', not beginning with '.'");
+				 "'.', '_' and '-', not beginning with '.', "
+				 "or an absolute path ending in one");
 		}
 	} else if (is_redis(spec)) {
 		/* Opening connects nothing: it parses, and loads TLS files. */

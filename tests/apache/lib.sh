@@ -5,7 +5,7 @@
 # APACHE_MODULES) on 127.0.0.1 with a free port, in a temporary ServerRoot
 # of mode 0755 (the children, which run as www-data when the test runs as
 # root, must read it), with its zones in a directory of its own
-# (TK_SHM_DIR).  It stops the server by the pid it started, and nothing
+# (TK_SHM_DIR; the module keeps its own in ZONES).  It stops the server by the pid it started, and nothing
 # else.  Results are plain: exit 0 pass, 1 fail, 77 skip.  With
 # TK_REQUIRE_APACHE=1 (as tools/run-tests.sh sets) a missing httpd, module
 # or tool fails instead of skipping; with TK_REQUIRE_REDIS=1 so does a
@@ -101,6 +101,9 @@ chmod 755 "$ROOT"
 mkdir -p "$ROOT/htdocs" "$ROOT/run" "$ROOT/logs" "$ROOT/shm"
 TK_SHM_DIR=$ROOT/shm
 export TK_SHM_DIR
+# The module's own directory of zones (DefaultRuntimeDir is $ROOT/run):
+# a zone of shm:NAME is the file $ZONES/NAME.
+ZONES=$ROOT/run/throttlekit
 CONF=$ROOT/httpd.conf
 PIDFILE=$ROOT/run/httpd.pid
 PID=

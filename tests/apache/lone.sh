@@ -76,7 +76,7 @@ own=
 peek() # PREFIX: the remaining count of this client's key under PREFIX
 {
 	# shellcheck disable=SC2086 # $own is empty or two options
-	"$CTL" get tk-lone a:127.0.0.1/32 --policy "gcra:1/1h,burst=3" \
+	"$CTL" get "$ZONES/tk-lone" a:127.0.0.1/32 --policy "gcra:1/1h,burst=3" \
 		--prefix "$1" $own 2>&1 | sed -n 's/.*"remaining":\([0-9]*\).*/\1/p'
 }
 check "the plain check's state: solo" 0 "$(peek 'solo|gcra|')"

@@ -260,7 +260,7 @@ start_server prefork "$(printf '%s\n' "$BODY" |
 	sed 's|shm:tk-options capacity=1024|shm:tk-options capacity=2048|')" ||
 	fail "httpd did not start with capacity=2048"
 check "capacity warning with numbers" 1 \
-	"$(grep -c 'zone tk-options exists with capacity 1024, not 2048;' \
+	"$(grep -c "zone $ZONES/tk-options exists with capacity 1024, not 2048;" \
 		"$ROOT/logs/error.log")"
 check "capacity warning: no format left" 0 \
 	"$(grep -c 'capacity %' "$ROOT/logs/error.log")"

@@ -133,7 +133,7 @@ parent_threads "after 200 requests"
 
 # 2. Zones belong to User, and a graceful restart keeps the counts.
 if [ -n "$USERS" ]; then
-	check "zone owner" www-data "$(stat -c %U "$TK_SHM_DIR/throttlekit.tk-local" 2>/dev/null)"
+	check "zone owner" www-data "$(stat -c %U "$ZONES/tk-local" 2>/dev/null)"
 fi
 graceful || fail "no new generation after SIGUSR1"
 check "429s after a graceful restart" 5 "$(seq_get 5 /api/x | count 429)"
@@ -291,7 +291,7 @@ fi
 # (its zone's file truncated: the checks meet -EPROTO).
 check "fail=open before" 200 "$(seq_get 1 /fo/x)"
 check "fail=closed before" 200 "$(seq_get 1 /fc/x)"
-: >"$TK_SHM_DIR/throttlekit.tk-fragile"
+: >"$ZONES/tk-fragile"
 check "fail=open with a broken store" 200 "$(seq_get 1 /fo/x)"
 check "fail=closed with a broken store" 503 "$(seq_get 1 /fc/x)"
 wait_log /fc/x 2
@@ -304,7 +304,7 @@ check "the other store still works" 429 "$(seq_get 1 /api/x)"
 # degraded decision (503 and Retry-After: 1, no quota fields), and each
 # child opens the zone within a second of its return.
 check "late store before" 200 "$(seq_get 1 /lc/x)"
-mv "$TK_SHM_DIR/throttlekit.tk-late" "$ROOT/tk-late.away"
+mv "$ZONES/tk-late" "$ROOT/tk-late.away"
 for c in $(ps -o pid= --ppid "$PID"); do
 	kill -KILL "$c"
 done
@@ -328,7 +328,7 @@ case $(curl -s "http://127.0.0.1:$PORT/tk-status") in
 esac
 check "the error log says why" 1 \
 	"$(grep -c 'ThrottleStore late: cannot open shm:tk-late: No such zone; its rules answer by their fail policy until it opens' "$ROOT/logs/error.log" | awk '{ print ($1 > 0) }')"
-mv "$ROOT/tk-late.away" "$TK_SHM_DIR/throttlekit.tk-late"
+mv "$ROOT/tk-late.away" "$ZONES/tk-late"
 sleep 1.2
 check "fail=closed, zone back" "4 200" \
 	"$(seq_get 4 /lc/x | sort | uniq -c | awk '{ print $1, $2 }')"

@@ -101,7 +101,7 @@ check "direct requests of /target" "200 200 200 429 429" \
 	"$(codes /target/ /target/ /target/ /target/ /target/)"
 stop_server
 # A fresh zone for the same rule, reached by a RewriteRule this time.
-rm -f "$TK_SHM_DIR"/*
+rm -f "$ZONES"/*
 restart_server || { fail "httpd did not restart"; finish; }
 check "/target reached through a RewriteRule" "200 200 200 429 429" \
 	"$(codes /to-target /to-target /to-target /to-target /to-target)"
@@ -116,7 +116,7 @@ check "DirectoryIndex: a probed file never counts" \
 check "ErrorDocument: a missing file in the rule's place" \
 	"404 404 404 429" "$(codes /ed/a /ed/b /ed/c /ed/d)"
 stop_server
-rm -f "$TK_SHM_DIR"/*
+rm -f "$ZONES"/*
 restart_server || { fail "httpd did not restart"; finish; }
 check "ErrorDocument after a RewriteRule: counted once" "404 404 404 429" \
 	"$(codes /edr/a /edr/b /edr/c /edr/d)"

@@ -38,7 +38,7 @@ static int open_rc(const char *name, const struct tk_options *opts)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_store *s;
-	char spec[256];
+	char spec[700];
 	int rc;
 
 	if (opts)
@@ -52,7 +52,9 @@ static int open_rc(const char *name, const struct tk_options *opts)
 }
 
 /* Helper mode, as the other user: "create NAME MODE" (created 0600, then
- * chmod, since the library makes no world-writable zone) or "attach NAME".
+ * chmod, since the library makes no world-writable zone), "attach NAME",
+ * "mkzone NAME" (tk_zone_create()), "squat PATH" (a plain file) or
+ * "why NAME FILE" (tk_zone_access()'s reason into FILE).
  * Exits with -rc. */
 static int helper_main(int argc, char **argv)
 {
@@ -66,6 +68,21 @@ static int helper_main(int argc, char **argv)
 			rc = -errno;
 	} else if (argc == 4 && strcmp(argv[2], "attach") == 0) {
 		rc = open_rc(argv[3], NULL);
+	} else if (argc == 5 && strcmp(argv[2], "why") == 0) {
+		char why[512] = "";
+		FILE *f = fopen(argv[4], "w");
+
+		rc = tk_zone_access(argv[3], NULL, why, sizeof(why));
+		if (f) {
+			fputs(why, f);
+			fclose(f);
+		}
+	} else if (argc == 4 && strcmp(argv[2], "mkzone") == 0) {
+		rc = tk_zone_create(argv[3], NULL);
+	} else if (argc == 4 && strcmp(argv[2], "squat") == 0) {
+		/* A squatter needs no library: any file at the name. */
+		rc = open(argv[3], O_RDWR | O_CREAT | O_EXCL, 0666);
+		rc = rc < 0 ? -errno : close(rc);
 	}
 	return -rc;
 }
@@ -73,7 +90,7 @@ static int helper_main(int argc, char **argv)
 /* Run the helper as the other user; its exit status (-rc), or -1. */
 static int as_other(const char *op, const char *name, const char *mode)
 {
-	char cmd[1024];
+	char cmd[2048];
 	int st;
 
 	snprintf(cmd, sizeof(cmd),
@@ -270,32 +287,52 @@ static void test_symlink(void **state)
 	assert_int_equal(unlink(link), 0);
 }
 
+/* File @path's text into @buf ("" if it cannot be read). */
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+}
+
+/* @path under the test's directory. */
+static void in_dir(char *buf, size_t len, const char *rel)
+{
+	snprintf(buf, len, "%s/%s", dir, rel);
+}
+
+/* A directory @rel of the test's, with @mode (after the umask). */
+static void make_dir(const char *rel, mode_t mode, char *path, size_t len)
+{
+	in_dir(path, len, rel);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
 /* throttlectl: the same rules, --owner and --group to trust, and a
  * message that says which rule refused the zone. */
 static int ctl(const char *args, char *err, size_t len)
 {
 	char cmd[1024], errfile[400];
 	const char *top = getenv("top_builddir");
-	FILE *f;
-	size_t n = 0;
 	int st;
 
 	snprintf(errfile, sizeof(errfile), "%s/ctl.err", dir);
 	snprintf(cmd, sizeof(cmd), "%s/tools/throttlectl %s >/dev/null 2>%s",
 		 top ? top : ".", args, errfile);
 	st = system(cmd);
-	f = fopen(errfile, "r");
-	if (f) {
-		n = fread(err, 1, len - 1, f);
-		fclose(f);
-	}
-	err[n] = 0;
+	slurp(errfile, err, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static void test_throttlectl(void **state)
 {
-	char err[1024];
+	char err[1024], d[512], args[700];
 
 	(void)state;
 	need_root();
@@ -332,6 +369,194 @@ static void test_throttlectl(void **state)
 		0);
 	assert_int_equal(as_other("attach", "own", NULL), 0);
 	assert_int_equal(ctl("destroy own --owner 65534", err, sizeof(err)), 0);
+	/* A zone in a directory of its own, by its path. */
+	make_dir("ctl", 0755, d, sizeof(d));
+	snprintf(args, sizeof(args), "create %s/z --capacity 64", d);
+	assert_int_equal(ctl(args, err, sizeof(err)), 0);
+	snprintf(args, sizeof(args), "check %s/z k --policy gcra:5/1s", d);
+	assert_int_equal(ctl(args, err, sizeof(err)), 0);
+	snprintf(args, sizeof(args), "info %s/z", d);
+	assert_int_equal(ctl(args, err, sizeof(err)), 0);
+	snprintf(args, sizeof(args), "destroy %s/z", d);
+	assert_int_equal(ctl(args, err, sizeof(err)), 0);
+	assert_int_equal(chmod(d, 0777), 0);
+	snprintf(args, sizeof(args), "create %s/z --capacity 64", d);
+	assert_int_equal(ctl(args, err, sizeof(err)), 3);
+	assert_non_null(strstr(err, "writable by every user"));
+	assert_int_equal(rmdir(d), 0);
+}
+
+/* A server's directory @rel (root's, 0755) and its zone "api". */
+static void server_dir(const char *rel, char srv[512], char zone[600])
+{
+	make_dir(rel, 0755, srv, 512);
+	snprintf(zone, 600, "%s/api", srv);
+}
+
+/*
+ * A server's own directory (root's, 0755) is where squatting ends: the
+ * other user, who could take a name in the shared directory first and so
+ * stop the server (refused there, -EACCES), cannot create anything in it,
+ * and the server's zone is made and used there whatever that user did.
+ */
+static void test_dir_squatter(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char srv[512], zone[600], spec[700];
+	struct tk_store *s;
+
+	(void)state;
+	need_root();
+	o.zone_capacity = 64;
+	server_dir("srv", srv, zone);
+	snprintf(spec, sizeof(spec), "shm:%s", zone);
+	/* The same name in the shared directory: squatted, so refused. */
+	assert_int_equal(as_other("create", "api", "0644"), 0);
+	assert_int_equal(tk_store_open(&s, "shm:api", &o), -EACCES);
+	/* In the server's directory the squatter can do nothing. */
+	assert_int_equal(as_other("squat", zone, NULL), EACCES);
+	assert_int_equal(as_other("mkzone", zone, NULL), EACCES);
+	assert_int_equal(tk_store_open(&s, spec, &o), 0);
+	tk_store_close(s);
+	assert_int_equal(tk_zone_access(zone, NULL, NULL, 0), 0);
+	assert_int_equal(tk_zone_destroy(zone), 0);
+	o = owner_opts(OTHER);
+	assert_int_equal(tk_zone_destroy_opts("api", &o), 0);
+	/* Made for the server's user, who attaches it by its path. */
+	o.zone_capacity = 64;
+	assert_int_equal(tk_zone_create(zone, &o), 0);
+	assert_int_equal(as_other("attach", zone, NULL), 0);
+	assert_int_equal(tk_zone_destroy_opts(zone, &o), 0);
+	assert_int_equal(rmdir(srv), 0);
+}
+
+/* A directory reached through a symbolic link, anywhere on the path, is
+ * refused (-EACCES): what is judged must be what is used. */
+static void test_dir_symlink(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char real[512], link[512], zone[600], spec[700], why[512];
+	struct tk_store *s;
+	struct stat st;
+
+	(void)state;
+	o.zone_capacity = 64;
+	make_dir("real", 0755, real, sizeof(real));
+	in_dir(link, sizeof(link), "link");
+	assert_int_equal(symlink(real, link), 0);
+	snprintf(zone, sizeof(zone), "%s/api", link);
+	snprintf(spec, sizeof(spec), "shm:%s", zone);
+	assert_int_equal(tk_store_open(&s, spec, &o), -EACCES);
+	assert_int_equal(tk_zone_create(zone, &o), -EACCES);
+	assert_int_equal(tk_zone_access(zone, NULL, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "symbolic link"));
+	/* Nothing was made through it. */
+	snprintf(zone, sizeof(zone), "%s/api", real);
+	assert_int_equal(lstat(zone, &st), -1);
+	/* A link higher up: refused as well. */
+	assert_int_equal(mkdir(zone, 0755), 0);
+	snprintf(zone, sizeof(zone), "%s/api/x", link);
+	assert_int_equal(tk_zone_create(zone, &o), -EACCES);
+	snprintf(zone, sizeof(zone), "%s/api", real);
+	assert_int_equal(rmdir(zone), 0);
+	/* The real path works. */
+	snprintf(zone, sizeof(zone), "%s/api", real);
+	assert_int_equal(tk_zone_create(zone, &o), 0);
+	assert_int_equal(tk_zone_destroy(zone), 0);
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(rmdir(real), 0);
+}
+
+/* A zone's directory that others may write, or that another user owns,
+ * is refused (-EACCES) with the reason; naming the group or the owner
+ * trusts it; bad paths are -EINVAL. */
+static void test_dir_writable(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT, g;
+	char d[512], zone[600], why[512];
+
+	(void)state;
+	o.zone_capacity = 64;
+	/* The shared directory itself (01777, like /dev/shm) as a path. */
+	snprintf(zone, sizeof(zone), "%s/api", dir);
+	assert_int_equal(tk_zone_create(zone, &o), -EACCES);
+	assert_int_equal(tk_zone_access(zone, NULL, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "writable by every user"));
+	make_dir("open", 0777, d, sizeof(d));
+	snprintf(zone, sizeof(zone), "%s/api", d);
+	assert_int_equal(tk_zone_create(zone, &o), -EACCES);
+	assert_int_equal(rmdir(d), 0);
+	make_dir("gw", 0775, d, sizeof(d));
+	snprintf(zone, sizeof(zone), "%s/api", d);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(d, 0, FOREIGN_GID), 0);
+		assert_int_equal(tk_zone_create(zone, &o), -EACCES);
+		assert_int_equal(tk_zone_access(zone, NULL, why, sizeof(why)),
+				 -EACCES);
+		assert_non_null(strstr(why, "writable by group 54321"));
+		g = o;
+		g.zone_gid = FOREIGN_GID;
+		g.flags = TK_OPT_ZONE_GID;
+		assert_int_equal(tk_zone_create(zone, &g), 0);
+		assert_int_equal(tk_zone_destroy_opts(zone, &g), 0);
+		/* Owned by another user: that user could put anything at
+		 * the name. */
+		assert_int_equal(chown(d, OTHER, 0), 0);
+		assert_int_equal(chmod(d, 0755), 0);
+		assert_int_equal(tk_zone_create(zone, &o), -EACCES);
+		assert_int_equal(tk_zone_access(zone, NULL, why, sizeof(why)),
+				 -EACCES);
+		assert_non_null(strstr(why, "owned by uid 65534"));
+		g = owner_opts(OTHER);
+		g.zone_capacity = 64;
+		assert_int_equal(tk_zone_create(zone, &g), 0);
+		assert_int_equal(tk_zone_destroy_opts(zone, &g), 0);
+	}
+	assert_int_equal(rmdir(d), 0);
+	assert_int_equal(tk_zone_create("/", &o), -EINVAL);
+	assert_int_equal(tk_zone_create("/tmp/../tmp/x", &o), -EINVAL);
+	assert_int_equal(tk_zone_create("/tmp//x", &o), -EINVAL);
+	assert_int_equal(tk_zone_create("/tmp/.x", &o), -EINVAL);
+	assert_int_equal(tk_zone_create("tmp/x", &o), -EINVAL);
+	assert_int_equal(tk_store_validate("shm:/run/x/api", NULL, 0), 0);
+	assert_int_equal(tk_store_validate("shm:/run/x/", NULL, 0), -EINVAL);
+	assert_int_equal(
+		tk_zone_access("/nonexistent-tk/api", NULL, why, sizeof(why)),
+		-ENOENT);
+	assert_non_null(strstr(why, "no directory /nonexistent-tk"));
+}
+
+/*
+ * A zone a root script made, used by a server's user, and the reverse:
+ * the reason names the owner and the one thing that fixes it.
+ */
+static void test_whose_zone(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char srv[512], zone[600], file[600], why[512], fix[700];
+
+	(void)state;
+	need_root();
+	o.zone_capacity = 64;
+	server_dir("whose", srv, zone);
+	snprintf(file, sizeof(file), "%s/why", dir);
+	assert_int_equal(tk_zone_create(zone, &o), 0);
+	assert_int_equal(as_other("attach", zone, NULL), EACCES);
+	assert_int_equal(as_other("why", zone, file), EACCES);
+	slurp(file, why, sizeof(why));
+	assert_non_null(strstr(why, "belongs to uid 0, group 0, mode 0600"));
+	snprintf(fix, sizeof(fix), "as root: chown 65534 %s", zone);
+	assert_non_null(strstr(why, fix));
+	/* That command is the fix. */
+	assert_int_equal(chown(zone, OTHER, OTHER), 0);
+	assert_int_equal(as_other("attach", zone, NULL), 0);
+	/* Root meets the user's zone: the option to name. */
+	assert_int_equal(tk_zone_access(zone, NULL, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "throttlectl --owner 65534"));
+	o = owner_opts(OTHER);
+	assert_int_equal(tk_zone_access(zone, &o, why, sizeof(why)), 0);
+	assert_int_equal(tk_zone_destroy_opts(zone, &o), 0);
+	assert_int_equal(rmdir(srv), 0);
 }
 
 /* Not a regular file: refused at once (a fifo must not block). */
@@ -384,6 +609,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_own_zone),
 		cmocka_unit_test(test_symlink),
 		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_dir_squatter),
+		cmocka_unit_test(test_dir_symlink),
+		cmocka_unit_test(test_dir_writable),
+		cmocka_unit_test(test_whose_zone),
 		cmocka_unit_test(test_throttlectl),
 	};
 
