@@ -47,6 +47,9 @@ struct tkphp_limiter {
 	 * per-dimension decisions (the RateLimit fields need them); else 0. */
 	size_t group_dims;
 	uint64_t timeout; /* ns; 0: wait() sleeps as long as the policy says */
+	/* The policy on an empty memory store of its own, opened by the
+	 * first checkMany(): which costs it can never admit (limiter.c). */
+	_Atomic(struct tk_limiter *) probe;
 	_Atomic uint32_t refs; /* Limiter, Decision objects and the cache */
 	bool cached;
 };
