@@ -468,8 +468,12 @@ struct wait_ctx {
 	bool bounded;
 };
 
-/* Stop sleeping at the timeout option or when PHP must stop (its
- * execution timer or a signal sets vm_interrupt). */
+/*
+ * Stop sleeping at the timeout option or when PHP must stop: a signal
+ * handled with pcntl_async_signals() sets vm_interrupt.  So does the
+ * execution timer, but on Linux it counts CPU time, which a sleep does
+ * not use, so it never fires during a wait.
+ */
 static int wait_cancelled(void *arg)
 {
 	struct wait_ctx *w = arg;
