@@ -118,7 +118,7 @@ PHP_METHOD(ThrottleKit_Limiter, __construct)
 	struct limiter_obj *o = limiter_of(Z_OBJ_P(ZEND_THIS));
 	struct tkphp_params p = { 0 };
 	struct tkphp_limiter *l = NULL;
-	const char *fail = TKPHP_G(fail);
+	const char *fail = TKPHP_G(fail), *dflt;
 	zend_string *store = NULL;
 	HashTable *opts = NULL;
 	bool ok;
@@ -134,9 +134,12 @@ PHP_METHOD(ThrottleKit_Limiter, __construct)
 	/* The INI defaults, so that a pool's php_admin_value applies. */
 	if (tk_fail_parse(fail, strlen(fail), &p.fail))
 		p.fail = TK_FAIL_ERROR;
-	p.store = store ? zend_string_copy(store)
-			: zend_string_init(TKPHP_G(default_store),
-					   strlen(TKPHP_G(default_store)), 0);
+	if (store) {
+		p.store = zend_string_copy(store);
+	} else {
+		dflt = tkphp_default_store();
+		p.store = zend_string_init(dflt, strlen(dflt), 0);
+	}
 	ok = !opts || read_options(&p, opts);
 	if (ok && tkphp_limiter_get(&l, &p) == 0) {
 		tkphp_limiter_release(o->l);

@@ -87,6 +87,13 @@ void tkphp_cache_minit(void);
 void tkphp_cache_info(void);
 void tkphp_cache_shutdown(void);
 
+/*
+ * default-store.c: the store spec of a Limiter built without one:
+ * throttlekit.default_store, else the php-fpm pool's zone, else "memory".
+ * Call during a request.
+ */
+const char *tkphp_default_store(void);
+
 /* limiter.c, decision.c: class registration. */
 void tkphp_limiter_minit(void);
 void tkphp_decision_minit(void);

@@ -43,7 +43,7 @@ static ZEND_INI_MH(on_update_fail)
  * by the scripts whose requests they limit.
  */
 PHP_INI_BEGIN()
-STD_PHP_INI_ENTRY("throttlekit.default_store", "memory",
+STD_PHP_INI_ENTRY("throttlekit.default_store", "",
 		  PHP_INI_SYSTEM | PHP_INI_PERDIR, OnUpdateString,
 		  default_store, zend_throttlekit_globals, throttlekit_globals)
 STD_PHP_INI_ENTRY("throttlekit.fail", "error", PHP_INI_SYSTEM | PHP_INI_PERDIR,
@@ -104,6 +104,7 @@ static PHP_MINFO_FUNCTION(throttlekit)
 	php_info_print_table_row(2, "library version (built with)",
 				 TK_VERSION_STRING);
 	php_info_print_table_row(2, "license", PHP_THROTTLEKIT_LICENSE);
+	php_info_print_table_row(2, "default store", tkphp_default_store());
 	tkphp_cache_info();
 	php_info_print_table_end();
 	DISPLAY_INI_ENTRIES();

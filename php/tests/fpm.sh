@@ -12,7 +12,10 @@
 #     answering: that admission still counts (49 more, not 50), and the
 #     worker php-fpm starts in its place denies too;
 #  4. 100,000 requests in one worker (one kept-alive FastCGI connection)
-#     leave its private memory (RssAnon) flat.
+#     leave its private memory (RssAnon) flat;
+#  5. a pool without throttlekit.default_store: Limiters built without a
+#     store share the pool's zone (php-fpm.POOL, made by a worker as
+#     www-data, mode 0600): exactly 50 of 8 x 25 at burst 50.
 set -eu
 : "${srcdir:=.}"
 . "$srcdir/php/tests/lib.sh"
@@ -69,6 +72,17 @@ echo "RSS: worker $rpid RssAnon ${rss_warm} kB after 10,000 requests, ${rss_end}
 [ $((rss_end - rss_warm)) -le 256 ] || fail "RssAnon grew by $((rss_end - rss_warm)) kB"
 
 fpm_stop
+
+# 5. The default store of a pool is the pool's, not each worker's own.
+fpm_start ""
+burst_step pooldefault
+zone="$work/zones/throttlekit.php-fpm.test"
+[ -f "$zone" ] || fail "no zone php-fpm.test for the pool's default store"
+perm=$(stat -c '%U %a' "$zone")
+echo "pool's default zone: $perm"
+[ "$perm" = "www-data 600" ] || fail "the pool's zone is $perm, not www-data 600"
+fpm_stop
+
 if grep -E 'SIGSEGV|SIGBUS|SIGABRT|exited on signal (6|7|11)' "$work/fpm.log"; then
 	fail "a worker crashed"
 fi
