@@ -206,6 +206,7 @@ static void answer(zval *rv, struct tkphp_limiter *l, int rc,
 {
 	char msg[600]; /* a store spec is up to 511 bytes as shown */
 
+	rc = tkphp_absorb(l, rc, d);
 	if (rc == 0) {
 		tkphp_decision_new(rv, l, d, d->degraded ? NULL : dims);
 		return;
