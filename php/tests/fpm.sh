@@ -15,7 +15,9 @@
 #     leave its private memory (RssAnon) flat;
 #  5. a pool without throttlekit.default_store: Limiters built without a
 #     store share the pool's zone (php-fpm.POOL, made by a worker as
-#     www-data, mode 0600): exactly 50 of 8 x 25 at burst 50;
+#     www-data, mode 0600): exactly 50 of 8 x 25 at burst 50; a zone of
+#     that name made by another user (root) is refused; with
+#     fpm_get_status() disabled, the zone is the user's (php-fpm.uid-UID);
 #  6. failures the fail policy absorbs are logged: 6 checks at burst 3 on
 #     a zone the workers may not open, under fail=open, are all admitted
 #     (degraded) and leave one line per worker in the php-fpm log, with
@@ -81,13 +83,29 @@ echo "RSS: worker $rpid RssAnon ${rss_warm} kB after 10,000 requests, ${rss_end}
 fpm_stop
 
 # 5. The default store of a pool is the pool's, not each worker's own.
+"$PHP" -n -d "extension=$TK_PHP_EXT" -r '
+	(new ThrottleKit\Limiter("gcra:1/1h,burst=50", "shm:php-fpm.test"))->peek("x");'
 fpm_start ""
+line=$(fcgi "op=check&key=squat")
+echo "the pool's zone made by root: $line"
+case $line in
+*StoreException*shm:php-fpm.test*EACCES*) ;;
+*) fail "a www-data worker on the pool's zone made by root: $line" ;;
+esac
+rm "$work/zones/throttlekit.php-fpm.test"
 burst_step pooldefault
 zone="$work/zones/throttlekit.php-fpm.test"
 [ -f "$zone" ] || fail "no zone php-fpm.test for the pool's default store"
 perm=$(stat -c '%U %a' "$zone")
 echo "pool's default zone: $perm"
 [ "$perm" = "www-data 600" ] || fail "the pool's zone is $perm, not www-data 600"
+fpm_stop
+fpm_start "php_admin_value[disable_functions] = fpm_get_status"
+fcgi "op=check&key=nostatus" >/dev/null
+uid=$(id -u www-data)
+[ -f "$work/zones/throttlekit.php-fpm.uid-$uid" ] ||
+	fail "fpm_get_status() disabled: no zone php-fpm.uid-$uid"
+echo "fpm_get_status() disabled: the zone php-fpm.uid-$uid"
 
 # 6. Absorbed failures are logged, once per store and worker in 10 s.
 for i in 1 2 3 4 5 6; do
