@@ -18,6 +18,7 @@
 #     www-data, mode 0600): exactly 50 of 8 x 25 at burst 50; a zone of
 #     that name made by another user (root) is refused; with
 #     fpm_get_status() disabled, the zone is the user's (php-fpm.uid-UID);
+#     a pool "a b/c" gets php-fpm.a_20b_2Fc;
 #  6. failures the fail policy absorbs are logged: 6 checks at burst 3 on
 #     a zone the workers may not open, under fail=open, are all admitted
 #     (degraded) and leave one line per worker in the php-fpm log, with
@@ -106,6 +107,15 @@ uid=$(id -u www-data)
 [ -f "$work/zones/throttlekit.php-fpm.uid-$uid" ] ||
 	fail "fpm_get_status() disabled: no zone php-fpm.uid-$uid"
 echo "fpm_get_status() disabled: the zone php-fpm.uid-$uid"
+# A pool name with bytes a zone name cannot hold.
+fpm_stop
+fpm_pool="a b/c"
+fpm_start ""
+fpm_pool=
+fcgi "op=check&key=name" >/dev/null
+[ -f "$work/zones/throttlekit.php-fpm.a_20b_2Fc" ] ||
+	fail "pool \"a b/c\": no zone php-fpm.a_20b_2Fc: $(ls "$work/zones")"
+echo "pool \"a b/c\": the zone php-fpm.a_20b_2Fc"
 
 # 6. Absorbed failures are logged, once per store and worker in 10 s.
 for i in 1 2 3 4 5 6; do
