@@ -31,25 +31,32 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ext/standard/info.h"
 #include "zend_smart_str.h"
 
 #define TKPHP_CACHE_MAX 256
+/* s between two lines about the failures of one store (per process). */
+#define TKPHP_LOG_INTERVAL 10
 
 /* One process's cache.  ZTS builds share it between threads, hence the
- * mutex; only constructors and phpinfo() take it, never a check. */
+ * mutex; only constructors, phpinfo() and a check its store failed
+ * (tkphp_absorb()) take it, never a check its store answered. */
 static struct {
 	pthread_mutex_t mu;
 	pid_t pid;	    /* the process that filled it; 0: empty */
 	HashTable stores;   /* spec -> struct tk_store * */
 	HashTable limiters; /* parameters -> struct tkphp_limiter * */
+	HashTable failures; /* spec -> struct tkphp_failures * */
 } cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static void limiter_free(struct tkphp_limiter *l)
 {
 	tk_limiter_close(l->lim);
+	tk_limiter_close(atomic_load_explicit(&l->probe, memory_order_relaxed));
 	tk_policy_free(l->policy);
 	free(l->name);
 	free(l->store_spec);
@@ -90,6 +97,7 @@ static void cache_attach(void)
 	/* Inherited entries (if any) are abandoned, see the file comment. */
 	zend_hash_init(&cache.stores, 8, NULL, NULL, 1);
 	zend_hash_init(&cache.limiters, 8, NULL, NULL, 1);
+	zend_hash_init(&cache.failures, 8, NULL, NULL, 1);
 	cache.pid = getpid();
 }
 
@@ -262,12 +270,109 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 		strdup(tkphp_redact(ZSTR_VAL(p->store), shown, sizeof(shown)));
 	l->timeout = p->timeout;
 	atomic_init(&l->refs, 1);
+	atomic_init(&l->probe, NULL);
 	if (!l->name || !l->store_spec) {
 		l->policy = NULL;
 		limiter_free(l);
 		return NULL;
 	}
 	return l;
+}
+
+/* The failure counters of @p's store.  Called with cache.mu held. */
+static struct tkphp_failures *failures_of(const struct tkphp_params *p,
+					  const char *shown)
+{
+	struct tkphp_failures *f;
+
+	f = zend_hash_find_ptr(&cache.failures, p->store);
+	if (f)
+		return f;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	snprintf(f->spec, sizeof(f->spec), "%s", shown);
+	zend_hash_str_add_ptr(&cache.failures, ZSTR_VAL(p->store),
+			      ZSTR_LEN(p->store), f);
+	return f;
+}
+
+static uint64_t ns_of(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+/* The log line about @f, which failed with @rc.  Called with cache.mu
+ * held. */
+static void failure_line(char *line, size_t len, const struct tkphp_failures *f,
+			 int rc, uint64_t now)
+{
+	const char *why = rc == f->open_rc ? f->open_why : "";
+	char since[64];
+
+	if (f->logged_at)
+		snprintf(since, sizeof(since), "in the last %" PRIu64 " s",
+			 (now - f->logged_at) / 1000000000u);
+	else
+		snprintf(since, sizeof(since), "first failure");
+	snprintf(line, len,
+		 "throttlekit: store \"%s\" failed: %s (%s)%s%s; checks "
+		 "answered by the fail policy (%s): %" PRIu64
+		 " admitted by fail=open, %" PRIu64
+		 " denied by fail=closed; %" PRIu64
+		 " in all in process %d (at most a line per store every %d s)",
+		 f->spec, tk_strerror(rc), tk_strerrorname(rc),
+		 *why ? ": " : "", why, since, f->admitted_new, f->denied_new,
+		 f->admitted + f->denied, (int)getpid(), TKPHP_LOG_INTERVAL);
+}
+
+/*
+ * A store error @rc of a check of @l: under fail "open" or "closed" the
+ * library's degraded decision in *@d, counted and logged (the first
+ * failure at once, then a line per store every TKPHP_LOG_INTERVAL
+ * seconds at most, with what it absorbed since), and 0.  Otherwise @rc.
+ */
+int tkphp_absorb(struct tkphp_limiter *l, int rc, struct tk_decision *d)
+{
+	struct tkphp_failures *f = l->failures;
+	struct timespec rt, mono;
+	char line[1600];
+	bool log = false;
+	uint64_t now;
+
+	if (rc == 0 || l->fail == TK_FAIL_ERROR || tk_error_is_caller(rc))
+		return rc;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	if (tk_decision_degraded(l->policy, l->fail, ns_of(&rt), d))
+		return rc;
+	if (!f)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	now = ns_of(&mono);
+	pthread_mutex_lock(&cache.mu);
+	if (l->fail == TK_FAIL_OPEN) {
+		f->admitted++;
+		f->admitted_new++;
+	} else {
+		f->denied++;
+		f->denied_new++;
+	}
+	f->last_rc = rc;
+	f->failed_at = ns_of(&rt);
+	if (!f->logged_at ||
+	    now - f->logged_at >= TKPHP_LOG_INTERVAL * 1000000000ull) {
+		failure_line(line, sizeof(line), f, rc, now);
+		f->admitted_new = f->denied_new = 0;
+		f->logged_at = now ? now : 1;
+		log = true;
+	}
+	pthread_mutex_unlock(&cache.mu);
+	/* The error log (php-fpm's, with catch_workers_output, or error_log),
+	 * not a PHP warning: an error handler could turn that into an
+	 * exception, which the fail policy promises not to throw. */
+	if (log)
+		php_log_err_with_severity(line, LOG_WARNING);
+	return 0;
 }
 
 /*
@@ -324,15 +429,24 @@ static int limiter_open(struct tkphp_limiter **out,
 		return -ENOMEM;
 	}
 	l->group_dims = group_dims_of(pol);
+	l->fail = p->fail;
+	l->failures = failures_of(p, l->store_spec);
 	store_options(&o, p, why, sizeof(why));
 	if (rc) {
 		l->own_store = true;
 		spec = ZSTR_VAL(p->store);
+		/* As tk_limiter_open() does under "open" and "closed". */
+		o.flags |= TK_OPT_RETRY_OPEN;
+		if (l->failures) {
+			l->failures->open_rc = rc;
+			snprintf(l->failures->open_why,
+				 sizeof(l->failures->open_why), "%s", why);
+		}
 	} else {
 		o.store = s;
 	}
 	o.prefix = p->prefix ? ZSTR_VAL(p->prefix) : NULL;
-	o.fail = p->fail;
+	o.fail = TK_FAIL_ERROR;
 	rc = tk_limiter_open(&l->lim, ZSTR_VAL(p->policy), spec, &o);
 	if (rc) {
 		limiter_free(l);
@@ -379,6 +493,35 @@ out:
 	return rc;
 }
 
+/* phpinfo(): what the fail policy absorbed.  Called with cache.mu held. */
+static void failures_info(void)
+{
+	struct tkphp_failures *f;
+	struct timespec rt;
+	char name[600], row[1200];
+	const char *why;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	ZEND_HASH_FOREACH_PTR(&cache.failures, f)
+	{
+		if (!f->admitted && !f->denied)
+			continue;
+		why = f->last_rc == f->open_rc ? f->open_why : "";
+		snprintf(name, sizeof(name), "failures of \"%s\"", f->spec);
+		snprintf(row, sizeof(row),
+			 "%" PRIu64
+			 " checks answered by the fail policy (%" PRIu64
+			 " admitted, %" PRIu64 " denied); the last %" PRIu64
+			 " s ago: %s (%s)%s%s",
+			 f->admitted + f->denied, f->admitted, f->denied,
+			 (ns_of(&rt) - f->failed_at) / 1000000000u,
+			 tk_strerror(f->last_rc), tk_strerrorname(f->last_rc),
+			 *why ? ": " : "", why);
+		php_info_print_table_row(2, name, row);
+	}
+	ZEND_HASH_FOREACH_END();
+}
+
 void tkphp_cache_info(void)
 {
 	struct tk_store *s;
@@ -406,12 +549,14 @@ void tkphp_cache_info(void)
 	snprintf(row, sizeof(row), "%u",
 		 zend_hash_num_elements(&cache.limiters));
 	php_info_print_table_row(2, "cached limiters (this process)", row);
+	failures_info();
 out:
 	pthread_mutex_unlock(&cache.mu);
 }
 
 void tkphp_cache_shutdown(void)
 {
+	struct tkphp_failures *f;
 	struct tkphp_limiter *l;
 	struct tk_store *s;
 
@@ -428,8 +573,14 @@ void tkphp_cache_shutdown(void)
 			tk_store_close(s);
 		}
 		ZEND_HASH_FOREACH_END();
+		ZEND_HASH_FOREACH_PTR(&cache.failures, f)
+		{
+			free(f);
+		}
+		ZEND_HASH_FOREACH_END();
 		zend_hash_destroy(&cache.limiters);
 		zend_hash_destroy(&cache.stores);
+		zend_hash_destroy(&cache.failures);
 		cache.pid = 0;
 	}
 	pthread_mutex_unlock(&cache.mu);

@@ -21,6 +21,6 @@ if test "$PHP_THROTTLEKIT" != "no"; then
   PHP_SUBST([THROTTLEKIT_SHARED_LIBADD])
   AC_DEFINE([HAVE_THROTTLEKIT], [1], [Have the throttlekit extension])
   PHP_NEW_EXTENSION([throttlekit],
-    [throttlekit.c cache.c limiter.c decision.c],
+    [throttlekit.c cache.c limiter.c decision.c default-store.c],
     [$ext_shared],, [-std=gnu11 -DZEND_ENABLE_STATIC_TSRMLS_CACHE=1])
 fi

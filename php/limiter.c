@@ -118,7 +118,7 @@ PHP_METHOD(ThrottleKit_Limiter, __construct)
 	struct limiter_obj *o = limiter_of(Z_OBJ_P(ZEND_THIS));
 	struct tkphp_params p = { 0 };
 	struct tkphp_limiter *l = NULL;
-	const char *fail = TKPHP_G(fail);
+	const char *fail = TKPHP_G(fail), *dflt;
 	zend_string *store = NULL;
 	HashTable *opts = NULL;
 	bool ok;
@@ -134,9 +134,12 @@ PHP_METHOD(ThrottleKit_Limiter, __construct)
 	/* The INI defaults, so that a pool's php_admin_value applies. */
 	if (tk_fail_parse(fail, strlen(fail), &p.fail))
 		p.fail = TK_FAIL_ERROR;
-	p.store = store ? zend_string_copy(store)
-			: zend_string_init(TKPHP_G(default_store),
-					   strlen(TKPHP_G(default_store)), 0);
+	if (store) {
+		p.store = zend_string_copy(store);
+	} else {
+		dflt = tkphp_default_store();
+		p.store = zend_string_init(dflt, strlen(dflt), 0);
+	}
 	ok = !opts || read_options(&p, opts);
 	if (ok && tkphp_limiter_get(&l, &p) == 0) {
 		tkphp_limiter_release(o->l);
@@ -203,6 +206,7 @@ static void answer(zval *rv, struct tkphp_limiter *l, int rc,
 {
 	char msg[600]; /* a store spec is up to 511 bytes as shown */
 
+	rc = tkphp_absorb(l, rc, d);
 	if (rc == 0) {
 		tkphp_decision_new(rv, l, d, d->degraded ? NULL : dims);
 		return;
@@ -332,6 +336,75 @@ static bool request_of(zval *v, zend_ulong idx, zend_string *name,
 	return true;
 }
 
+/*
+ * The limiter's policy on an empty memory store of its own: a forecast
+ * there applies the library's rule for costs the policy can never admit
+ * (-ERANGE) without touching the limiter's store.  NULL if it cannot be
+ * opened.
+ */
+static struct tk_limiter *probe_of(struct tkphp_limiter *l)
+{
+	struct tk_limiter *p, *none = NULL;
+	struct tk_options o = TK_OPTIONS_INIT;
+	char text[4096];
+	int n;
+
+	/* acquire: pairs with the release of the exchange below. */
+	p = atomic_load_explicit(&l->probe, memory_order_acquire);
+	if (p)
+		return p;
+	n = tk_policy_format(l->policy, text, sizeof(text));
+	o.flags = TK_OPT_NO_RECLAIMER;
+	o.max_keys = 1;
+	if (n < 0 || (size_t)n >= sizeof(text) ||
+	    tk_limiter_open(&p, text, "memory", &o))
+		return NULL;
+	/* Another thread (ZTS) may have opened one first: use that. */
+	if (!atomic_compare_exchange_strong_explicit(&l->probe, &none, p,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		tk_limiter_close(p);
+		p = none;
+	}
+	return p;
+}
+
+/*
+ * Every request of a batch can be admitted some day, or nothing of the
+ * batch is checked: an exception after the first requests consumed would
+ * lose their decisions.  False with the exception otherwise.
+ */
+static bool batch_ok(struct tkphp_limiter *l, const struct tk_request *reqs,
+		     size_t n)
+{
+	struct tk_limiter *probe = probe_of(l);
+	struct tk_decision d;
+	char msg[600]; /* a store spec is up to 511 bytes as shown */
+	size_t i;
+	int rc;
+
+	if (!probe) {
+		tkphp_throw(-ENOMEM, "checkMany", NULL);
+		return false;
+	}
+	for (i = 0; i < n; i++) {
+		rc = tk_limiter_forecast(probe, reqs[i].key, reqs[i].key_len,
+					 reqs[i].cost, &d);
+		if (rc && tk_error_is_caller(rc)) {
+			snprintf(msg, sizeof(msg),
+				 "checkMany on \"%s\", request %zu (nothing "
+				 "checked)",
+				 l->store_spec, i);
+			tkphp_throw(rc, msg,
+				    rc == -ERANGE ? "the cost exceeds what the "
+						    "policy can ever admit"
+						  : NULL);
+			return false;
+		}
+	}
+	return true;
+}
+
 PHP_METHOD(ThrottleKit_Limiter, checkMany)
 {
 	struct tk_decision *out = NULL;
@@ -361,6 +434,8 @@ PHP_METHOD(ThrottleKit_Limiter, checkMany)
 			goto out;
 	}
 	ZEND_HASH_FOREACH_END();
+	if (!batch_ok(l, reqs, n))
+		goto out;
 	for (i = 0; i < n; i++)
 		rcs[i] = INT_MIN;
 	/* A clock failure checks nothing and leaves rcs unwritten. */
@@ -397,8 +472,12 @@ struct wait_ctx {
 	bool bounded;
 };
 
-/* Stop sleeping at the timeout option or when PHP must stop (its
- * execution timer or a signal sets vm_interrupt). */
+/*
+ * Stop sleeping at the timeout option or when PHP must stop: a signal
+ * handled with pcntl_async_signals() sets vm_interrupt.  So does the
+ * execution timer, but on Linux it counts CPU time, which a sleep does
+ * not use, so it never fires during a wait.
+ */
 static int wait_cancelled(void *arg)
 {
 	struct wait_ctx *w = arg;

@@ -28,6 +28,22 @@ extern zend_module_entry throttlekit_module_entry;
 #define TKPHP_FAIL_UNSET (-1)
 
 /*
+ * What fail "open" and "closed" absorbed on one store spec in this
+ * process, for the error log and phpinfo().  Guarded by the cache's mutex
+ * (cache.c); kept until the process exits.
+ */
+struct tkphp_failures {
+	char spec[512];			   /* as messages show it */
+	uint64_t admitted, denied;	   /* checks answered, in all */
+	uint64_t admitted_new, denied_new; /* of them, not yet logged */
+	uint64_t logged_at; /* ns, CLOCK_MONOTONIC: the last line; 0: none */
+	uint64_t failed_at; /* ns since the epoch: the last failure */
+	int last_rc;	    /* its error */
+	int open_rc;	    /* the error the store could not be opened with */
+	char open_why[512]; /* and why */
+};
+
+/*
  * A limiter as PHP code sees it: a library limiter and what Decision
  * objects need from it.  Cached ones (cache.c) live until the process
  * exits; others are freed with their last reference.
@@ -47,6 +63,16 @@ struct tkphp_limiter {
 	 * per-dimension decisions (the RateLimit fields need them); else 0. */
 	size_t group_dims;
 	uint64_t timeout; /* ns; 0: wait() sleeps as long as the policy says */
+	/*
+	 * The fail policy: the library limiter runs under TK_FAIL_ERROR, so
+	 * that each error comes back with its code, and tkphp_absorb()
+	 * answers it by this one and logs it.
+	 */
+	unsigned int fail;
+	struct tkphp_failures *failures; /* NULL: not counted (no memory) */
+	/* The policy on an empty memory store of its own, opened by the
+	 * first checkMany(): which costs it can never admit (limiter.c). */
+	_Atomic(struct tk_limiter *) probe;
 	_Atomic uint32_t refs; /* Limiter, Decision objects and the cache */
 	bool cached;
 };
@@ -81,9 +107,17 @@ ZEND_EXTERN_MODULE_GLOBALS(throttlekit)
 /* cache.c: the per-process stores and limiters. */
 int tkphp_limiter_get(struct tkphp_limiter **out, const struct tkphp_params *p);
 void tkphp_limiter_release(struct tkphp_limiter *l);
+int tkphp_absorb(struct tkphp_limiter *l, int rc, struct tk_decision *d);
 void tkphp_cache_minit(void);
 void tkphp_cache_info(void);
 void tkphp_cache_shutdown(void);
+
+/*
+ * default-store.c: the store spec of a Limiter built without one:
+ * throttlekit.default_store, else the php-fpm pool's zone, else "memory".
+ * Call during a request.
+ */
+const char *tkphp_default_store(void);
 
 /* limiter.c, decision.c: class registration. */
 void tkphp_limiter_minit(void);

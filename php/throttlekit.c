@@ -27,13 +27,29 @@ ZEND_DECLARE_MODULE_GLOBALS(throttlekit)
 zend_class_entry *tkphp_exception_ce;
 zend_class_entry *tkphp_store_exception_ce;
 
-/* A pool's php_admin_value[throttlekit.fail] must not fail silently. */
+/*
+ * A mistyped throttlekit.fail must not leave the limits to a policy the
+ * operator did not choose without a word: PHP keeps the previous value
+ * (at startup the default, "error"), and the warning says so.  At startup
+ * it reaches php -m, and php-fpm -t where log_errors is on (Debian's
+ * php.ini); a pool's php_admin_value is applied in each worker, whose
+ * warning goes to the php-fpm log.
+ */
 static ZEND_INI_MH(on_update_fail)
 {
 	unsigned int fail;
 
-	if (tk_fail_parse(ZSTR_VAL(new_value), ZSTR_LEN(new_value), &fail))
+	if (tk_fail_parse(ZSTR_VAL(new_value), ZSTR_LEN(new_value), &fail)) {
+		/* No quotes: html_errors (php-fpm's default) would escape
+		 * them in the log. */
+		php_error_docref(NULL, E_WARNING,
+				 "throttlekit.fail=%s is not error, open or "
+				 "closed: ignored, throttlekit.fail stays %s",
+				 ZSTR_VAL(new_value),
+				 entry->value ? ZSTR_VAL(entry->value)
+					      : "error");
 		return FAILURE;
+	}
 	return OnUpdateString(entry, new_value, mh_arg1, mh_arg2, mh_arg3,
 			      stage);
 }
@@ -57,7 +73,7 @@ static ZEND_INI_MH(on_update_zone_dir)
  * move its pool's zones.
  */
 PHP_INI_BEGIN()
-STD_PHP_INI_ENTRY("throttlekit.default_store", "memory",
+STD_PHP_INI_ENTRY("throttlekit.default_store", "",
 		  PHP_INI_SYSTEM | PHP_INI_PERDIR, OnUpdateString,
 		  default_store, zend_throttlekit_globals, throttlekit_globals)
 STD_PHP_INI_ENTRY("throttlekit.fail", "error", PHP_INI_SYSTEM | PHP_INI_PERDIR,
@@ -121,6 +137,7 @@ static PHP_MINFO_FUNCTION(throttlekit)
 	php_info_print_table_row(2, "library version (built with)",
 				 TK_VERSION_STRING);
 	php_info_print_table_row(2, "license", PHP_THROTTLEKIT_LICENSE);
+	php_info_print_table_row(2, "default store", tkphp_default_store());
 	tkphp_cache_info();
 	php_info_print_table_end();
 	DISPLAY_INI_ENTRIES();

@@ -95,7 +95,7 @@ ThrottleKit\Exception (22): checkMany(): element 1: expected a key or ["key" => 
 ThrottleKit\Exception (22): checkMany(): element "n": expected a key or ["key" => string, "cost" => int]
 ThrottleKit\Exception (22): cost: must be at least 1, not 0
 ThrottleKit\Exception (22): checkMany(): element 0: expected a key or ["key" => string, "cost" => int]
-ThrottleKit\Exception (34): checkMany on "memory": %s (ERANGE): the cost exceeds what the policy can ever admit
+ThrottleKit\Exception (34): checkMany on "memory", request 1 (nothing checked): %s (ERANGE): the cost exceeds what the policy can ever admit
 ThrottleKit\Exception (22): wait(): the policy is not a shaper (leaky:R/P,max-queue=Q)
 no exception
 ThrottleKit\Exception (22): headers(): style "html": expected "ietf", "legacy" or "both"

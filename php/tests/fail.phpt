@@ -5,6 +5,7 @@ throttlekit
 --SKIPIF--
 <?php if (!getenv("TK_SHM_DIR")) die("skip TK_SHM_DIR not set (run through make check)"); ?>
 --INI--
+error_log={PWD}/fail.log
 throttlekit.fail=closed
 --FILE--
 <?php

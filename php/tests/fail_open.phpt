@@ -4,6 +4,8 @@ fail: a store that cannot be opened throws under "error", is degraded under "ope
 throttlekit
 --SKIPIF--
 <?php if (!getenv("TK_SHM_DIR")) die("skip TK_SHM_DIR not set (run through make check)"); ?>
+--INI--
+error_log={PWD}/fail_open.log
 --FILE--
 <?php
 // SPDX-License-Identifier: BSD-2-Clause

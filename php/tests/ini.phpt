@@ -1,5 +1,5 @@
 --TEST--
-INI: throttlekit.default_store and throttlekit.fail are defaults; a bad fail value is refused
+INI: throttlekit.default_store and throttlekit.fail are defaults; a bad fail value is refused with a startup warning
 --EXTENSIONS--
 throttlekit
 --INI--
@@ -21,6 +21,7 @@ var_dump((new ThrottleKit\Limiter("gcra:1/1h,burst=2", "memory"))->check("k")->r
 var_dump((new ThrottleKit\Limiter("gcra:1/1h,burst=2", null))->check("k")->remaining);
 ?>
 --EXPECT--
+Warning: PHP Startup: throttlekit.fail=sometimes is not error, open or closed: ignored, throttlekit.fail stays error in Unknown on line 0
 string(11) "shm:initest"
 string(5) "error"
 string(0) ""

@@ -69,7 +69,7 @@ error_log = $work/fpm.log
 daemonize = no
 process_control_timeout = 5
 
-[test]
+[${fpm_pool:-test}]
 user = www-data
 group = www-data
 listen = 127.0.0.1:$port

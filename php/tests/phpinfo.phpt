@@ -17,6 +17,8 @@ preg_match('/^license => (.*)$/m', $s, $m); var_dump($m[1] ?? null);
 preg_match('/^memory => (.*)$/m', $s, $m); var_dump($m[1] ?? null);
 preg_match('/^throttlekit.fail => (.*)$/m', $s, $m); var_dump($m[1] ?? null);
 preg_match('/^throttlekit.default_store => (.*)$/m', $s, $m); var_dump($m[1] ?? null);
+// Without the setting, the CLI's default: this process alone.
+preg_match('/^default store => (.*)$/m', $s, $m); var_dump($m[1] ?? null);
 ?>
 --EXPECT--
 string(30) "throttlekit support => enabled"
@@ -24,4 +26,5 @@ int(1)
 string(12) "BSD-2-Clause"
 string(6) "2 keys"
 string(14) "error => error"
-string(16) "memory => memory"
+string(20) "no value => no value"
+string(6) "memory"

@@ -11,10 +11,14 @@ try {
         die("skip libthrottlekit built without hiredis");
 }
 ?>
+--INI--
+error_log={PWD}/redis_down.log
 --FILE--
 <?php
 // SPDX-License-Identifier: BSD-2-Clause
 use ThrottleKit\Limiter;
+
+@unlink(__DIR__ . "/redis_down.log");
 
 // A port nothing listens on: bound, then closed.
 $s = stream_socket_server("tcp://127.0.0.1:0");
@@ -41,9 +45,15 @@ phpinfo(INFO_MODULES);
 foreach (explode("\n", ob_get_clean()) as $line)
     if (str_contains($line, "127.0.0.1:$port"))
         echo str_contains($line, "s3cret") ? "LEAK: $line\n" : "phpinfo: " . strtok($line, "?") . "\n";
+// So does the error log: one line for the store's first failure, the
+// reason and what answered it.
+foreach (file(__DIR__ . "/redis_down.log") as $line)
+    echo str_contains($line, "s3cret") ? "LEAK: $line" : "log: " . substr($line, strpos($line, "throttlekit:"));
 ?>
 --EXPECTF--
 error: ThrottleKit\StoreException (111): check on "redis://user:***@127.0.0.1:%d?timeout=50ms&connect_timeout=50ms": %s (ECONNREFUSED)
 open: allowed=1 degraded=1 limit=5
 closed: allowed=0 degraded=1 limit=5
 phpinfo: redis://user:***@127.0.0.1:%d
+phpinfo: failures of "redis://user:***@127.0.0.1:%d
+log: throttlekit: store "redis://user:***@127.0.0.1:%d?timeout=50ms&connect_timeout=50ms" failed: %s (ECONNREFUSED); checks answered by the fail policy (first failure): 1 admitted by fail=open, 0 denied by fail=closed; 1 in all in process %d (at most a line per store every 10 s)

@@ -8,7 +8,7 @@ $op = $_GET["op"] ?? "check";
 $key = $_GET["key"] ?? "k";
 try {
     $opts = isset($_GET["fail"]) ? ["fail" => $_GET["fail"]] : [];
-    $l = new ThrottleKit\Limiter("gcra:1/1h,burst=50", $_GET["store"] ?? null, $opts);
+    $l = new ThrottleKit\Limiter($_GET["policy"] ?? "gcra:1/1h,burst=50", $_GET["store"] ?? null, $opts);
     switch ($op) {
     case "check":
         $d = $l->check($key);
