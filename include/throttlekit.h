@@ -364,6 +364,19 @@ TK_API int tk_policy_info(const struct tk_policy *p, size_t dim,
 			  struct tk_policy_info *out, size_t size);
 
 /*
+ * tk_policy_forecast() - what tk_limiter_forecast() answers, on any
+ * store, for a key never seen: whether @cost units at @now (ns) would be
+ * admitted, when (retry_after), and a new key's limit, remaining and
+ * reset, as a peek reports them; or that the policy can never admit
+ * that cost.  Returns 0
+ * (the decision in *@out), -ERANGE (no state could ever admit @cost),
+ * -EINVAL (NULL @p or @out, @cost 0), -EOVERFLOW (@now at or past
+ * 2^63 ns).  Pure: any thread, no allocation, no store.
+ */
+TK_API int tk_policy_forecast(const struct tk_policy *p, uint64_t now,
+			      uint64_t cost, struct tk_decision *out);
+
+/*
  * tk_policy_change() - what the keys keep when policy @to replaces policy
  * @from on the same store, prefix and keys (a reload, a deploy): a bit
  * set over @to's dimensions, bit i set where dimension i reads the states

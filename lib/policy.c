@@ -11,8 +11,10 @@
  * parses back to the same policy.
  */
 #include "algo/algo.h"
+#include "clock.h"
 #include "error.h"
 #include "parse.h"
+#include "step.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -233,6 +235,47 @@ TK_API int tk_policy_info(const struct tk_policy *p, size_t dim,
 	info.limit = d->limit;
 	info.dimensions = p->n;
 	memcpy(out, &info, size < sizeof(info) ? size : sizeof(info));
+	return 0;
+}
+
+/*
+ * A key never seen: every dimension's state absent, decided by the same
+ * run_op() as a check's forecast on a store (lib/step.c), so that a
+ * binding learns the library's answer without opening a store.
+ */
+TK_API int tk_policy_forecast(const struct tk_policy *p, uint64_t now,
+			      uint64_t cost, struct tk_decision *out)
+{
+	const uint64_t *old[TK__MULTI_MAX] = { NULL };
+	uint64_t *next[TK__MULTI_MAX] = { NULL };
+	uint64_t expires[TK__MULTI_MAX], unused;
+	int persist[TK__MULTI_MAX];
+	struct tk__transform t;
+	struct tk__step s;
+	int rc;
+
+	if (!p || !out || cost == 0 || p->n > TK__MULTI_MAX)
+		return -EINVAL;
+	if (now >= TK__NOW_LIMIT)
+		return -EOVERFLOW;
+	memset(&s, 0, sizeof(s));
+	if (p->kind == TK__SINGLE) {
+		tk__step_single(&s, TK__OP_FORECAST, &p->dim[0],
+				tk__step_flags(TK__OP_FORECAST, &p->dim[0]),
+				now, cost, &t);
+		rc = tk__forecast_fn(&s, NULL, NULL, &unused);
+	} else {
+		s.op = TK__OP_FORECAST;
+		s.now = now;
+		s.cost = cost;
+		s.policy = p;
+		s.n = p->n;
+		s.kind = p->kind;
+		rc = tk__composite_fn(&s, old, next, persist, expires);
+	}
+	if (rc < 0)
+		return tk__rc(rc);
+	*out = s.d;
 	return 0;
 }
 

@@ -56,7 +56,6 @@ static struct {
 static void limiter_free(struct tkphp_limiter *l)
 {
 	tk_limiter_close(l->lim);
-	tk_limiter_close(atomic_load_explicit(&l->probe, memory_order_relaxed));
 	tk_policy_free(l->policy);
 	free(l->name);
 	free(l->store_spec);
@@ -270,7 +269,6 @@ static struct tkphp_limiter *limiter_new(const struct tkphp_params *p,
 		strdup(tkphp_redact(ZSTR_VAL(p->store), shown, sizeof(shown)));
 	l->timeout = p->timeout;
 	atomic_init(&l->refs, 1);
-	atomic_init(&l->probe, NULL);
 	if (!l->name || !l->store_spec) {
 		l->policy = NULL;
 		limiter_free(l);

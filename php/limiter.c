@@ -337,39 +337,6 @@ static bool request_of(zval *v, zend_ulong idx, zend_string *name,
 }
 
 /*
- * The limiter's policy on an empty memory store of its own: a forecast
- * there applies the library's rule for costs the policy can never admit
- * (-ERANGE) without touching the limiter's store.  NULL if it cannot be
- * opened.
- */
-static struct tk_limiter *probe_of(struct tkphp_limiter *l)
-{
-	struct tk_limiter *p, *none = NULL;
-	struct tk_options o = TK_OPTIONS_INIT;
-	char text[4096];
-	int n;
-
-	/* acquire: pairs with the release of the exchange below. */
-	p = atomic_load_explicit(&l->probe, memory_order_acquire);
-	if (p)
-		return p;
-	n = tk_policy_format(l->policy, text, sizeof(text));
-	o.flags = TK_OPT_NO_RECLAIMER;
-	o.max_keys = 1;
-	if (n < 0 || (size_t)n >= sizeof(text) ||
-	    tk_limiter_open(&p, text, "memory", &o))
-		return NULL;
-	/* Another thread (ZTS) may have opened one first: use that. */
-	if (!atomic_compare_exchange_strong_explicit(&l->probe, &none, p,
-						     memory_order_acq_rel,
-						     memory_order_acquire)) {
-		tk_limiter_close(p);
-		p = none;
-	}
-	return p;
-}
-
-/*
  * Every request of a batch can be admitted some day, or nothing of the
  * batch is checked: an exception after the first requests consumed would
  * lose their decisions.  False with the exception otherwise.
@@ -377,19 +344,17 @@ static struct tk_limiter *probe_of(struct tkphp_limiter *l)
 static bool batch_ok(struct tkphp_limiter *l, const struct tk_request *reqs,
 		     size_t n)
 {
-	struct tk_limiter *probe = probe_of(l);
 	struct tk_decision d;
 	char msg[600]; /* a store spec is up to 511 bytes as shown */
+	uint64_t now;
 	size_t i;
 	int rc;
 
-	if (!probe) {
-		tkphp_throw(-ENOMEM, "checkMany", NULL);
-		return false;
-	}
-	for (i = 0; i < n; i++) {
-		rc = tk_limiter_forecast(probe, reqs[i].key, reqs[i].key_len,
-					 reqs[i].cost, &d);
+	/* The library's rule for a cost no state could admit, on the
+	 * policy alone: no store is touched. */
+	rc = tk_clock_now(tk_clock_system(), &now);
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = tk_policy_forecast(l->policy, now, reqs[i].cost, &d);
 		if (rc && tk_error_is_caller(rc)) {
 			snprintf(msg, sizeof(msg),
 				 "checkMany on \"%s\", request %zu (nothing "

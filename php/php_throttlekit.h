@@ -70,9 +70,6 @@ struct tkphp_limiter {
 	 */
 	unsigned int fail;
 	struct tkphp_failures *failures; /* NULL: not counted (no memory) */
-	/* The policy on an empty memory store of its own, opened by the
-	 * first checkMany(): which costs it can never admit (limiter.c). */
-	_Atomic(struct tk_limiter *) probe;
 	_Atomic uint32_t refs; /* Limiter, Decision objects and the cache */
 	bool cached;
 };
