@@ -148,8 +148,9 @@ static int valid_name(const char *name, int specs)
 	}
 	if (rc == 0)
 		return 1;
-	fprintf(stderr, "throttlectl: %s: %s\n",
-		ctl_redact(name, shown, sizeof(shown)), why);
+	fprintf(stderr, "throttlectl: %s: %s (%s): %s\n",
+		ctl_redact(name, shown, sizeof(shown)), tk_strerror(rc),
+		tk_strerrorname(rc), why);
 	return 0;
 }
 

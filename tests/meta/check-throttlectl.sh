@@ -336,14 +336,14 @@ expect 2 "throttlectl: store 'shm:': $bad_name" \
 expect 2 "throttlectl: store 'shm:a/b': $bad_name" \
 	"$ctl" simulate --policy gcra:1/s --store shm:a/b
 for cmd in create info ls stats verify sweep destroy; do
-	expect 2 "throttlectl: a/b: $bad_name
+	expect 2 "throttlectl: a/b: Invalid argument (EINVAL): $bad_name
 $(usage_of "$cmd")" "$ctl" "$cmd" a/b
 done
 for cmd in get check reset; do
-	expect 2 "throttlectl: a/b: $bad_name
+	expect 2 "throttlectl: a/b: Invalid argument (EINVAL): $bad_name
 $(usage_of "$cmd")" "$ctl" "$cmd" a/b k --policy gcra:1/s
 done
-expect 2 "throttlectl: redis://:***@h:99999: byte 14: expected a port from 1 to 65535
+expect 2 "throttlectl: redis://:***@h:99999: Invalid argument (EINVAL): byte 14: expected a port from 1 to 65535
 $usage_check" "$ctl" check 'redis://:pw@h:99999' k --policy gcra:1/s
 expect 2 "throttlectl: shm:a/b: Invalid argument (EINVAL): $bad_name" \
 	"$ctl" ping shm:a/b
