@@ -124,10 +124,36 @@ struct tk_options {
 /* A store failure denies, with tk_decision.degraded set. */
 #define TK_FAIL_CLOSED 2u
 
+/*
+ * TK_OPTIONS_INIT initialises a struct tk_options; tk_options_init()
+ * returns one, as an expression.  C++ before C++20 has no designated
+ * initializers, and C++20 warns about every field they leave out
+ * (-Wmissing-field-initializers), so in C++ the macro is the function.
+ */
+#ifdef __cplusplus
+#define TK_OPTIONS_INIT tk_options_init()
+#else
 #define TK_OPTIONS_INIT                                                        \
 	{                                                                      \
 		.size = sizeof(struct tk_options)                              \
 	}
+#endif
+
+/*
+ * tk_options_init() - options with every field zero (its default) and
+ * .size set.  Any thread; no side effects.
+ */
+static inline struct tk_options tk_options_init(void)
+{
+#ifdef __cplusplus
+	struct tk_options o = {};
+#else
+	struct tk_options o = TK_OPTIONS_INIT;
+#endif
+
+	o.size = sizeof(o);
+	return o;
+}
 
 /* Do not start a background reclaimer thread; reclaim on access instead. */
 #define TK_OPT_NO_RECLAIMER 0x1u

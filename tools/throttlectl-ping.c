@@ -38,8 +38,7 @@ int ctl_ping(int argc, char **argv)
 	int rc;
 
 	if (argc != 2 || argv[1][0] == '-' || argv[1][0] == '\0') {
-		fprintf(stderr, "usage: throttlectl ping STORE\n");
-		return CTL_USAGE;
+		return ctl_usage_error("ping");
 	}
 	/* A ping never creates a zone. */
 	o.flags = TK_OPT_ZONE_NO_CREATE;

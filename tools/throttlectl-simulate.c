@@ -91,28 +91,24 @@ static int open_store(const char *policy, const char *store,
 		return CTL_USAGE;
 	}
 	rc = tk_store_open(&o->store, store, o);
-	/* The policy was valid, so -EINVAL is the spec's (a bad zone name, a
-	 * file that is not a zone, a bad URL): usage, with the library's
-	 * reason.  A zone that cannot be used (corrupt, another user's, ...)
-	 * is an error. */
-	if (rc == -EINVAL) {
-		if (tk_store_validate(store, why, sizeof(why)) != rc)
-			snprintf(why, sizeof(why), "%s",
-				 "an invalid zone name, or a file that is "
-				 "not a zone");
-		fprintf(stderr, "throttlectl: store '%s': %s\n", shown, why);
-		return CTL_USAGE;
-	}
-	if (rc == -ENOTSUP &&
-	    tk_store_validate(store, why, sizeof(why)) == rc) {
-		fprintf(stderr, "throttlectl: store '%s': %s (%s): %s\n", shown,
-			tk_strerror(rc), tk_strerrorname(rc), why);
+	/* A spec whose text the library refuses (a bad zone name or URL, a
+	 * backend this build lacks) is bad usage, with its reason; a store
+	 * that cannot be used (a file that is not a zone, a corrupt zone,
+	 * another user's, ...) is an error, as for every command. */
+	if (rc && tk_store_validate(store, why, sizeof(why)) == rc) {
+		if (rc == -EINVAL)
+			fprintf(stderr, "throttlectl: store '%s': %s\n", shown,
+				why);
+		else
+			fprintf(stderr,
+				"throttlectl: store '%s': %s (%s): %s\n", shown,
+				tk_strerror(rc), tk_strerrorname(rc), why);
 		return CTL_USAGE;
 	}
 	if (rc) {
 		fprintf(stderr, "throttlectl: store '%s': %s (%s)\n", shown,
 			tk_strerror(rc), tk_strerrorname(rc));
-		return tk_error_is_caller(rc) ? CTL_USAGE : CTL_ERROR;
+		return CTL_ERROR;
 	}
 	rc = tk_limiter_open(l, policy, NULL, o);
 	if (rc == 0)
@@ -150,12 +146,8 @@ int ctl_simulate(int argc, char **argv)
 	ssize_t n;
 	int rc, shaper, status = 0;
 
-	if (parse_args(argc, argv, &policy, &store)) {
-		fprintf(stderr, "usage: throttlectl simulate --policy SPEC "
-				"[--store memory|shm:NAME|redis://...] < "
-				"replay.jsonl\n");
-		return CTL_USAGE;
-	}
+	if (parse_args(argc, argv, &policy, &store))
+		return ctl_usage_error("simulate");
 	rc = tk_policy_parse(&parsed, policy, &perr);
 	if (rc) {
 		fprintf(stderr, "throttlectl: policy '%s': %s\n", policy,

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "throttlectl.h"
 
@@ -51,11 +52,55 @@ static int is_spec(const char *name)
 	return strstr(name, "://") != NULL;
 }
 
-/* A zone refused: say why, as the library judges it. */
+/*
+ * The option that makes this process trust zone @name, which the trust
+ * rules refused: "--group G" or "--owner U", into @buf; NULL if neither
+ * would do.  The library judges each candidate (tk_zone_access()), so a
+ * hint is never wrong; the file's owner and group come from its path,
+ * $TK_SHM_DIR/throttlekit.NAME (throttlectl(1), FILES).
+ */
+static const char *trust_hint(const struct zone_args *a, char *buf, size_t len)
+{
+	struct tk_options o = trust_of(a);
+	const char *dir = getenv("TK_SHM_DIR");
+	struct passwd *pw;
+	struct group *g;
+	struct stat st;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/throttlekit.%s",
+		 dir && *dir ? dir : "/dev/shm", a->name);
+	if (lstat(path, &st) != 0)
+		return NULL;
+	o.zone_gid = st.st_gid;
+	o.flags |= TK_OPT_ZONE_GID;
+	if (tk_zone_access(a->name, &o, NULL, 0) == 0) {
+		g = getgrgid(st.st_gid);
+		if (g)
+			snprintf(buf, len, "--group %s", g->gr_name);
+		else
+			snprintf(buf, len, "--group %lu",
+				 (unsigned long)st.st_gid);
+		return buf;
+	}
+	o = trust_of(a);
+	o.zone_uid = st.st_uid;
+	o.flags |= TK_OPT_ZONE_UID;
+	if (tk_zone_access(a->name, &o, NULL, 0) != 0)
+		return NULL;
+	pw = getpwuid(st.st_uid);
+	if (pw)
+		snprintf(buf, len, "--owner %s", pw->pw_name);
+	else
+		snprintf(buf, len, "--owner %lu", (unsigned long)st.st_uid);
+	return buf;
+}
+
+/* A zone refused: say why, as the library judges it, and what to give. */
 static int fail_zone(int rc, const struct zone_args *a)
 {
 	struct tk_options o = trust_of(a);
-	char why[256];
+	char why[256], hint[300];
 
 	if (is_spec(a->name))
 		return ctl_store_error(a->name, rc);
@@ -64,7 +109,49 @@ static int fail_zone(int rc, const struct zone_args *a)
 		return fail(rc, a->name);
 	fprintf(stderr, "throttlectl: %s: %s (%s): %s\n", a->name,
 		tk_strerror(rc), tk_strerrorname(rc), why);
+	if (trust_hint(a, hint, sizeof(hint)))
+		fprintf(stderr,
+			"throttlectl: %s: give %s to this command and every "
+			"later one on this zone to trust it\n",
+			a->name, hint);
 	return CTL_ERROR;
+}
+
+/* A check, peek or reset that failed: usage for the caller's error. */
+static int fail_op(int rc, const char *key)
+{
+	fprintf(stderr, "throttlectl: %s: %s (%s)\n", key, tk_strerror(rc),
+		tk_strerrorname(rc));
+	return ctl_status(rc);
+}
+
+/*
+ * Whether @name is a name the library takes, as a zone's or (with
+ * @specs) as a store spec: a wrong one is bad usage, with the library's
+ * reason and the name as messages may show it.
+ */
+static int valid_name(const char *name, int specs)
+{
+	char why[256], shown[512], *spec;
+	int rc;
+
+	if (specs && is_spec(name)) {
+		rc = tk_store_validate(name, why, sizeof(why));
+	} else {
+		spec = malloc(strlen(name) + sizeof("shm:"));
+		if (!spec)
+			return 0;
+		strcpy(spec, "shm:");
+		strcat(spec, name);
+		rc = tk_store_validate(spec, why, sizeof(why));
+		free(spec);
+	}
+	if (rc == 0)
+		return 1;
+	fprintf(stderr, "throttlectl: %s: %s (%s): %s\n",
+		ctl_redact(name, shown, sizeof(shown)), tk_strerror(rc),
+		tk_strerrorname(rc), why);
+	return 0;
 }
 
 static int valid_policy(const char *text)
@@ -103,7 +190,13 @@ static int number(const char *opt, const char *s, unsigned int base,
 	return -1;
 }
 
-static int parse(int argc, char **argv, int positional, struct zone_args *a)
+/*
+ * The options and @positional arguments (the name, and with 2 a key) of a
+ * zone command; @specs: the name may be a store spec.  0, or -1 after a
+ * message for bad usage.
+ */
+static int parse(int argc, char **argv, int positional, int specs,
+		 struct zone_args *a)
 {
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
@@ -248,6 +341,8 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 	if (a->policy && !valid_policy(a->policy))
 		return -1;
 	a->name = argv[optind];
+	if (!valid_name(a->name, specs))
+		return -1;
 	a->key = positional > 1 ? argv[optind + 1] : NULL;
 	if (a->key && a->key[0] == '\0') {
 		fprintf(stderr, "throttlectl: empty key\n");
@@ -273,22 +368,14 @@ static int parse(int argc, char **argv, int positional, struct zone_args *a)
 	return 0;
 }
 
-static int usage(const char *text)
-{
-	fprintf(stderr, "usage: throttlectl %s\n", text);
-	return CTL_USAGE;
-}
-
 int ctl_create(int argc, char **argv)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct zone_args a;
 	int rc;
 
-	if (parse(argc, argv, 1, &a))
-		return usage("create NAME [--capacity N] [--arena BYTES] "
-			     "[--mode OCTAL] [--owner U] [--group G] "
-			     "[--grace SECONDS] [--refuse-full]");
+	if (parse(argc, argv, 1, 0, &a))
+		return ctl_usage_error("create");
 	o.zone_capacity = a.capacity;
 	o.zone_arena = a.arena;
 	o.zone_mode = a.mode;
@@ -351,15 +438,15 @@ static void print_info(const char *name, const struct tk_zone_info *i,
 }
 
 /* info and stats: the same output under two names. */
-static int show_info(int argc, char **argv, const char *usage_text)
+static int show_info(int argc, char **argv, const char *cmd)
 {
 	struct tk_zone_info info;
 	struct tk_options o;
 	struct zone_args a;
 	int rc;
 
-	if (parse(argc, argv, 1, &a))
-		return usage(usage_text);
+	if (parse(argc, argv, 1, 0, &a))
+		return ctl_usage_error(cmd);
 	o = trust_of(&a);
 	rc = tk_zone_info_opts(a.name, &o, &info, sizeof(info));
 	if (rc)
@@ -370,16 +457,12 @@ static int show_info(int argc, char **argv, const char *usage_text)
 
 int ctl_info(int argc, char **argv)
 {
-	return show_info(argc, argv,
-			 "info NAME [--json|--prometheus] [--owner U] "
-			 "[--group G]");
+	return show_info(argc, argv, "info");
 }
 
 int ctl_stats(int argc, char **argv)
 {
-	return show_info(argc, argv,
-			 "stats NAME [--json|--prometheus] [--owner U] "
-			 "[--group G]");
+	return show_info(argc, argv, "stats");
 }
 
 int ctl_verify(int argc, char **argv)
@@ -389,8 +472,8 @@ int ctl_verify(int argc, char **argv)
 	struct zone_args a;
 	int rc;
 
-	if (parse(argc, argv, 1, &a))
-		return usage("verify NAME [--owner U] [--group G]");
+	if (parse(argc, argv, 1, 0, &a))
+		return ctl_usage_error("verify");
 	o = trust_of(&a);
 	rc = tk_zone_verify_opts(a.name, &o, &info, sizeof(info));
 	if (rc && rc != -EBADMSG)
@@ -431,8 +514,8 @@ int ctl_ls(int argc, char **argv)
 	struct zone_args a;
 	int rc;
 
-	if (parse(argc, argv, 1, &a))
-		return usage("ls NAME [--json] [--owner U] [--group G]");
+	if (parse(argc, argv, 1, 0, &a))
+		return ctl_usage_error("ls");
 	o = trust_of(&a);
 	w.json = strcmp(a.format, "json") == 0;
 	if (w.json)
@@ -465,10 +548,8 @@ int ctl_get(int argc, char **argv)
 	struct tk_decision d;
 	int rc, shaper;
 
-	if (parse(argc, argv, 2, &a) || !a.policy)
-		return usage("get NAME KEY --policy P [--prefix P] "
-			     "[--fail error|open|closed] [--owner U] "
-			     "[--group G]");
+	if (parse(argc, argv, 2, 1, &a) || !a.policy)
+		return ctl_usage_error("get");
 	shaper = ctl_has_shaper(a.policy);
 	if (shaper < 0)
 		return fail(shaper, a.policy);
@@ -478,7 +559,7 @@ int ctl_get(int argc, char **argv)
 	rc = tk_limiter_peek(l, a.key, strlen(a.key), &d);
 	tk_limiter_close(l);
 	if (rc)
-		return fail(rc, a.key);
+		return fail_op(rc, a.key);
 	ctl_print_decision(stdout, &d, shaper);
 	return d.allowed ? CTL_OK : CTL_DENIED;
 }
@@ -491,11 +572,8 @@ int ctl_check(int argc, char **argv)
 	struct tk_decision d;
 	int rc = 0, shaper;
 
-	if (parse(argc, argv, 2, &a) || !a.policy)
-		return usage(
-			"check NAME KEY --policy P [--cost N] [--repeat N] "
-			"[--prefix P] [--fail error|open|closed] [--owner U] "
-			"[--group G]");
+	if (parse(argc, argv, 2, 1, &a) || !a.policy)
+		return ctl_usage_error("check");
 	shaper = ctl_has_shaper(a.policy);
 	if (shaper < 0)
 		return fail(shaper, a.policy);
@@ -513,7 +591,7 @@ int ctl_check(int argc, char **argv)
 	}
 	tk_limiter_close(l);
 	if (rc)
-		return fail(rc, a.key);
+		return fail_op(rc, a.key);
 	if (a.repeat > 1 && degraded)
 		printf("allowed=%" PRIu64 " denied=%" PRIu64
 		       " degraded=%" PRIu64 "\n",
@@ -546,9 +624,8 @@ int ctl_reset(int argc, char **argv)
 	struct tk_limiter *l;
 	int rc = 0;
 
-	if (parse(argc, argv, 2, &a))
-		return usage("reset NAME KEY [--policy P] [--prefix P] "
-			     "[--owner U] [--group G]");
+	if (parse(argc, argv, 2, 1, &a))
+		return ctl_usage_error("reset");
 	if (a.policy) {
 		policies = &a.policy;
 		n = 1;
@@ -561,7 +638,7 @@ int ctl_reset(int argc, char **argv)
 		tk_limiter_close(l);
 	}
 	if (rc)
-		return fail(rc, a.key);
+		return fail_op(rc, a.key);
 	printf("reset=%s\n", a.key);
 	return CTL_OK;
 }
@@ -571,16 +648,12 @@ static int on_zone(int argc, char **argv, const char *cmd,
 		   int (*op)(const char *name, const struct tk_options *o),
 		   const char *done)
 {
-	char text[96];
 	struct tk_options o;
 	struct zone_args a;
 	int rc;
 
-	if (parse(argc, argv, 1, &a)) {
-		snprintf(text, sizeof(text), "%s NAME [--owner U] [--group G]",
-			 cmd);
-		return usage(text);
-	}
+	if (parse(argc, argv, 1, 0, &a))
+		return ctl_usage_error(cmd);
 	o = trust_of(&a);
 	rc = op(a.name, &o);
 	if (rc)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlectl - the admin tool.  It uses only the public API, which makes
- * it the library's first client.  Exit codes: 0 ok (for checks: allowed),
- * 1 denied, 2 bad usage, 3 any other error.
+ * it the library's first client.  Exit codes (throttlectl(1), EXIT
+ * STATUS): 0 ok (for checks: allowed), 1 denied, 2 a command line that is
+ * wrong, whatever a store holds, 3 a store or zone that failed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,29 +12,47 @@
 
 #include "throttlectl.h"
 
+/* The one usage line of each command: help, --help and bad usage. */
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *usage;
+	const char *summary;
 } commands[] = {
 	{ "simulate", ctl_simulate,
 	  "simulate --policy SPEC [--store memory|shm:NAME|redis://...] < "
-	  "replay.jsonl" },
+	  "replay.jsonl",
+	  "replay a timeline of requests (JSON lines) through a policy" },
 	{ "create", ctl_create,
-	  "create NAME [--capacity N] [--mode OCTAL] [--owner U] [--group G] "
-	  "[--arena BYTES] [--grace SECONDS] [--refuse-full]" },
-	{ "info", ctl_info, "info NAME [--json|--prometheus]" },
-	{ "ls", ctl_ls, "ls NAME [--json]" },
-	{ "get", ctl_get, "get NAME KEY --policy P [--prefix P] [--fail F]" },
+	  "create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] "
+	  "[--owner U] [--group G] [--grace SECONDS] [--refuse-full]",
+	  "create the zone NAME" },
+	{ "info", ctl_info,
+	  "info NAME [--json|--prometheus] [--owner U] [--group G]",
+	  "print a zone's geometry, occupancy and counters" },
+	{ "ls", ctl_ls, "ls NAME [--json] [--owner U] [--group G]",
+	  "list a zone's keys: slot, fingerprint, state" },
+	{ "get", ctl_get,
+	  "get NAME KEY --policy P [--prefix P] [--fail error|open|closed] "
+	  "[--owner U] [--group G]",
+	  "what KEY could be admitted now, consuming nothing" },
 	{ "check", ctl_check,
 	  "check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] "
-	  "[--fail F]" },
-	{ "reset", ctl_reset, "reset NAME KEY [--policy P] [--prefix P]" },
-	{ "stats", ctl_stats, "stats NAME [--json|--prometheus]" },
-	{ "verify", ctl_verify, "verify NAME" },
-	{ "sweep", ctl_sweep, "sweep NAME" },
-	{ "destroy", ctl_destroy, "destroy NAME" },
-	{ "ping", ctl_ping, "ping STORE" },
+	  "[--fail error|open|closed] [--owner U] [--group G]",
+	  "check (and consume) units for KEY, as a server would" },
+	{ "reset", ctl_reset,
+	  "reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]",
+	  "forget KEY's state" },
+	{ "stats", ctl_stats,
+	  "stats NAME [--json|--prometheus] [--owner U] [--group G]",
+	  "info, for monitoring" },
+	{ "verify", ctl_verify, "verify NAME [--owner U] [--group G]",
+	  "check a zone's invariants" },
+	{ "sweep", ctl_sweep, "sweep NAME [--owner U] [--group G]",
+	  "reclaim a zone's expired states now" },
+	{ "destroy", ctl_destroy, "destroy NAME [--owner U] [--group G]",
+	  "remove a zone" },
+	{ "ping", ctl_ping, "ping STORE", "what serves a store, and how fast" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -85,13 +104,35 @@ int ctl_store_error(const char *spec, int rc)
 
 	ctl_redact(spec, shown, sizeof(shown));
 	if (tk_error_is_caller(rc) &&
-	    tk_store_validate(spec, why, sizeof(why)) == rc)
+	    tk_store_validate(spec, why, sizeof(why)) == rc) {
 		fprintf(stderr, "throttlectl: %s: %s (%s): %s\n", shown,
 			tk_strerror(rc), tk_strerrorname(rc), why);
-	else
-		fprintf(stderr, "throttlectl: %s: %s (%s)\n", shown,
-			tk_strerror(rc), tk_strerrorname(rc));
+		return CTL_USAGE;
+	}
+	fprintf(stderr, "throttlectl: %s: %s (%s)\n", shown, tk_strerror(rc),
+		tk_strerrorname(rc));
 	return CTL_ERROR;
+}
+
+int ctl_status(int rc)
+{
+	return tk_error_is_caller(rc) ? CTL_USAGE : CTL_ERROR;
+}
+
+const char *ctl_usage(const char *cmd)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (strcmp(commands[i].name, cmd) == 0)
+			return commands[i].usage;
+	return cmd;
+}
+
+int ctl_usage_error(const char *cmd)
+{
+	fprintf(stderr, "usage: throttlectl %s\n", ctl_usage(cmd));
+	return CTL_USAGE;
 }
 
 static int digit(char c)
@@ -137,12 +178,40 @@ static void usage(FILE *f)
 	size_t i;
 
 	fprintf(f, "usage: throttlectl COMMAND [ARGS]\n"
+		   "       throttlectl help [COMMAND]\n"
 		   "       throttlectl --version\n\ncommands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(f, "  %s\n", commands[i].usage);
-	fprintf(f, "\nzone commands also take --owner U and --group G: the "
-		   "zone's trusted\nowner and group (see throttlekit(7), "
-		   "Permissions)\n");
+	fprintf(f, "\n--owner and --group name a zone's trusted owner and "
+		   "group (see throttlekit(7),\nPermissions); exit status: 0 "
+		   "ok, 1 denied, 2 bad usage, 3 store or zone error;\n"
+		   "see throttlectl(1)\n");
+}
+
+/* throttlectl help CMD, CMD --help, CMD -h: to standard output. */
+static int command_help(size_t i)
+{
+	printf("usage: throttlectl %s\n%s; see throttlectl(1)\n",
+	       commands[i].usage, commands[i].summary);
+	return CTL_OK;
+}
+
+/* --help or -h among a command's options (not after "--"). */
+static int wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+static int is_help(const char *arg)
+{
+	return strcmp(arg, "help") == 0 || strcmp(arg, "--help") == 0 ||
+	       strcmp(arg, "-h") == 0;
 }
 
 /*
@@ -159,14 +228,27 @@ static int flushed(int rc)
 	return CTL_ERROR;
 }
 
+static size_t find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			break;
+	if (i == N_COMMANDS) {
+		fprintf(stderr, "throttlectl: unknown command '%s'\n", name);
+		usage(stderr);
+	}
+	return i;
+}
+
 static int run(int argc, char **argv)
 {
 	size_t i;
 
-	/* --version and help take no arguments; commands check their own. */
-	if (argc < 2 || (argc > 2 && (strcmp(argv[1], "--version") == 0 ||
-				      strcmp(argv[1], "--help") == 0 ||
-				      strcmp(argv[1], "help") == 0))) {
+	/* --version takes no argument, help one at most. */
+	if (argc < 2 || (argc > 2 && strcmp(argv[1], "--version") == 0) ||
+	    (argc > 3 && is_help(argv[1]))) {
 		usage(stderr);
 		return CTL_USAGE;
 	}
@@ -175,16 +257,16 @@ static int run(int argc, char **argv)
 		       TK_VERSION_STRING, tk_version());
 		return CTL_OK;
 	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+	if (is_help(argv[1]) && argc == 2) {
 		usage(stdout);
 		return CTL_OK;
 	}
-	for (i = 0; i < N_COMMANDS; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "throttlectl: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return CTL_USAGE;
+	i = find(argv[is_help(argv[1]) ? 2 : 1]);
+	if (i == N_COMMANDS)
+		return CTL_USAGE;
+	if (is_help(argv[1]) || wants_help(argc - 1, argv + 1))
+		return command_help(i);
+	return commands[i].run(argc - 1, argv + 1);
 }
 
 int main(int argc, char **argv)

@@ -8,10 +8,12 @@
 
 #include <throttlekit.h>
 
-/* Exit codes, stable for scripts. */
+/* Exit codes, stable for scripts: the table of throttlectl(1), EXIT STATUS. */
 #define CTL_OK 0
 #define CTL_DENIED 1
+/* The command line is wrong, whatever any store holds. */
 #define CTL_USAGE 2
+/* A store or zone failed, or output could not be written. */
 #define CTL_ERROR 3
 
 int ctl_simulate(int argc, char **argv);
@@ -44,12 +46,25 @@ const char *ctl_redact(const char *spec, char *buf, size_t len);
 
 /*
  * A store spec that failed with @rc, on standard error: the spec as
- * ctl_redact() shows it, the error, and for a spec refused (an error of
- * the caller's: tk_error_is_caller()) the library's reason
- * (tk_store_validate()).  Returns
- * CTL_ERROR.
+ * ctl_redact() shows it, the error, and for a spec whose text the library
+ * refuses (tk_store_validate() fails with @rc) its reason.  Returns
+ * CTL_USAGE for such a spec, CTL_ERROR for a store that failed.
  */
 int ctl_store_error(const char *spec, int rc);
+
+/*
+ * The exit status for an operation that failed with @rc: CTL_USAGE for an
+ * error of the caller's (tk_error_is_caller(): a cost the policy never
+ * admits, ...), CTL_ERROR for one of the store or clock.
+ */
+int ctl_status(int rc);
+
+/* The usage line of command @cmd, without "usage: throttlectl ". */
+const char *ctl_usage(const char *cmd);
+
+/* "usage: throttlectl " and @cmd's usage line on standard error;
+ * returns CTL_USAGE. */
+int ctl_usage_error(const char *cmd);
 
 /*
  * The one reader of numbers on the command line: digits of @base (2 to

@@ -10,17 +10,21 @@ cat > "$tmp/use.c" <<'SRC'
 int main(void)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_options p = tk_options_init();
 	struct tk_decision d = { 0 };
-	(void)o;
-	return d.allowed ? 1 : 0;
+	return d.allowed || o.size != sizeof(o) || p.flags ? 1 : 0;
 }
 SRC
+# C++ before C++20 has no designated initializers, and C++20 warns about
+# each field they leave out: TK_OPTIONS_INIT must be neither.
 cat > "$tmp/use.cc" <<'SRC'
 #include <throttlekit.h>
 int main()
 {
+	struct tk_options o = TK_OPTIONS_INIT;
+	tk_options p = tk_options_init();
 	struct tk_decision d = {};
-	return d.allowed ? 1 : 0;
+	return d.allowed || o.size != sizeof(o) || p.flags ? 1 : 0;
 }
 SRC
 for std in c99 c11; do
@@ -28,12 +32,14 @@ for std in c99 c11; do
 		-c "$tmp/use.c" -o "$tmp/use-$std.o" || { echo "FAIL: $std"; exit 1; }
 	echo "ok: compiles as $std"
 done
-if [ -n "$CXX_FOR_META" ]; then
-	$CXX_FOR_META -std=c++11 -pedantic -Wall -Wextra -Werror \
-		-I"$srcdir/include" -c "$tmp/use.cc" -o "$tmp/use-cxx.o" ||
-		{ echo "FAIL: C++"; exit 1; }
-	nm "$tmp/use-cxx.o" >/dev/null
-	echo "ok: compiles as C++11"
-else
-	echo "note: no C++ compiler, C++ check skipped"
+if [ -z "$CXX_FOR_META" ]; then
+	echo "SKIP: no C++ compiler (configure's CXX_FOR_META: g++ or clang++)"
+	exit 77
 fi
+for std in c++11 c++17 c++20; do
+	$CXX_FOR_META -std=$std -pedantic -Wall -Wextra -Werror \
+		-I"$srcdir/include" -c "$tmp/use.cc" -o "$tmp/use-$std.o" ||
+		{ echo "FAIL: $std"; exit 1; }
+	nm "$tmp/use-$std.o" >/dev/null
+	echo "ok: compiles as $std"
+done

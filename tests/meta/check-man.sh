@@ -11,7 +11,10 @@
 #       existing, real page of the same section instead;
 #   (c) if mandoc(1) is installed ($MANDOC, as configure found it, or
 #       mandoc in $PATH), "mandoc -Tlint -Wwarning" reports nothing (no
-#       WARNING, ERROR or worse) for any page that is not a ".so" alias.
+#       WARNING, ERROR or worse) for any page that is not a ".so" alias;
+#   (d) the example of tk_zone_create(3), built against the library of
+#       $top_builddir and run, prints what the page shows (in a
+#       temporary directory).
 #
 # Run by "make check" as a plain test (not TAP): exit 0 pass, 1 fail.  It
 # never skips (77): without mandoc it still runs (a) and (b).  The working
@@ -290,6 +293,41 @@ if command -v "$mandoc" >/dev/null 2>&1; then
 	done
 else
 	say "(c) mandoc not installed: skipping the lint check"
+fi
+
+# ---------------------------------------------------------------------------
+# (d) tk_zone_create(3): its example, built and run, prints what the page
+#     shows after it.
+
+page=$mandir/tk_zone_create.3
+so=${top_builddir:-.}/lib/.libs/libthrottlekit.so
+if [ -n "$SAN_CFLAGS" ]; then
+	# The page's text is the same in every build; the plain one runs it.
+	say "(d) a sanitizer build: tk_zone_create(3)'s example not run"
+elif [ -f "$so" ]; then
+	say "(d) the example of tk_zone_create(3) prints what the page shows"
+	tmp=$(mktemp -d) || exit 1
+	# roff escapes in examples: \e is a backslash, \- a minus.
+	unroff() { sed -e 's/\\-/-/g' -e 's/\\e/\\/g'; }
+	awk '/^\.SH EXAMPLES/ { f = 1 } f && /^\.EX/ { x = 1; next }
+		x && /^\.EE/ { exit } x' "$page" | unroff >"$tmp/ex.c"
+	awk '/^Built and run/ { f = 1 } f && /^\.EX/ { x = 1; next }
+		x && /^\.EE/ { exit } x && !/^\$ /' "$page" | unroff >"$tmp/want"
+	libdir=$(cd "${so%/*}" && pwd)
+	if ! ${CC:-cc} -o "$tmp/ex" "$tmp/ex.c" -I"$srcdir/include" \
+		-L"$libdir" -Wl,-rpath,"$libdir" -lthrottlekit 2>"$tmp/cc"; then
+		fail "tk_zone_create.3: the example does not build:"
+		sed 's/^/    /' "$tmp/cc"
+	elif ! (mkdir "$tmp/zones" && TK_SHM_DIR=$tmp/zones "$tmp/ex") \
+		>"$tmp/got" 2>&1 || ! cmp -s "$tmp/want" "$tmp/got"; then
+		fail "tk_zone_create.3: the example's output (- page, + run):"
+		diff -u "$tmp/want" "$tmp/got" | tail -n +3 | sed 's/^/    /'
+	else
+		say "  ok: $(tail -n 1 "$tmp/got")"
+	fi
+	rm -rf "$tmp"
+else
+	say "(d) no shared library at $so: tk_zone_create(3)'s example not run"
 fi
 
 # ---------------------------------------------------------------------------

@@ -173,8 +173,9 @@ fi
 expect_rc 1 "$ctl" check "$dead" k --policy "$p" --fail closed
 grep -q '"allowed":false,.*"degraded":true}$' "$tmp/out" ||
 	{ echo "FAIL: --fail closed, no server: $(cat "$tmp/out")"; fails=$((fails + 1)); }
-# A spec that does not parse: named, with its password hidden.
-expect_rc 3 "$ctl" check "redis://u:s3cret@h:99999" k --policy "$p"
+# A spec that does not parse: bad usage (throttlectl(1), EXIT STATUS),
+# named, with its password hidden.
+expect_rc 2 "$ctl" check "redis://u:s3cret@h:99999" k --policy "$p"
 if grep -q s3cret "$tmp/err" || ! grep -q 'redis://u:\*\*\*@h:99999' "$tmp/err"; then
 	echo "FAIL: a bad spec's error: $(cat "$tmp/err")"
 	fails=$((fails + 1))

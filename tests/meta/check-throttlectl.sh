@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# throttlectl: exit codes and messages on standard error, and simulate's
-# output byte for byte.
+# throttlectl: exit codes and messages on standard error, help, simulate's
+# output byte for byte, and the zone example of throttlectl(1) as printed.
 : "${top_builddir:=.}"
+: "${srcdir:=.}"
 ctl="$top_builddir/tools/throttlectl"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -40,6 +41,10 @@ expect() {
 		echo "ok: $* -> $want"
 	fi
 }
+# usage_of CMD: the usage line CMD prints for bad usage (help CMD's first).
+usage_of() {
+	"$ctl" help "$1" | head -n 1
+}
 usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] [--fail error|open|closed] [--owner U] [--group G]'
 usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--owner U] [--group G] [--grace SECONDS] [--refuse-full]'
 usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME|redis://...] < replay.jsonl'
@@ -55,9 +60,40 @@ expect 2 "usage: throttlectl COMMAND [ARGS]
 # An extra argument is bad usage for --version and help too.
 expect 2 "usage: throttlectl COMMAND [ARGS]
 ..." "$ctl" --version extra
-expect 2 "usage: throttlectl COMMAND [ARGS]
+expect 2 "throttlectl: unknown command 'extra'
+usage: throttlectl COMMAND [ARGS]
 ..." "$ctl" help extra
 expect 0 "" "$ctl" help
+# Help: the whole usage, or one command's, always to standard output.
+for h in help --help -h; do
+	expect 0 "" "$ctl" $h
+	grep -q '^usage: throttlectl COMMAND \[ARGS\]$' "$tmp/out" ||
+		failed "$h: no usage on standard output"
+	grep -q '^  destroy NAME \[--owner U\] \[--group G\]$' "$tmp/out" ||
+		failed "$h: no destroy in the usage"
+done
+printf '%s\n' "usage: throttlectl destroy NAME [--owner U] [--group G]" \
+	"remove a zone; see throttlectl(1)" >"$tmp/want_help"
+for h in "help destroy" "--help destroy" "-h destroy" "destroy --help" \
+	"destroy -h" "destroy z --help" "destroy --owner nobody -h"; do
+	# shellcheck disable=SC2086
+	expect 0 "" "$ctl" $h
+	cmp -s "$tmp/want_help" "$tmp/out" ||
+		{ failed "$h: output (- want, + got):"; diff -u "$tmp/want_help" "$tmp/out"; }
+done
+for cmd in simulate create info ls get check reset stats verify sweep destroy ping; do
+	expect 0 "" "$ctl" "$cmd" --help
+	head -n 1 "$tmp/out" | grep -q "^usage: throttlectl $cmd " ||
+		failed "$cmd --help: $(head -n 1 "$tmp/out")"
+done
+expect 2 "throttlectl: unknown command 'nosuch'
+usage: throttlectl COMMAND [ARGS]
+..." "$ctl" help nosuch
+expect 2 "usage: throttlectl COMMAND [ARGS]
+..." "$ctl" help destroy extra
+# After "--", --help is an argument (here a third one: bad usage).
+expect 2 "usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" \
+	"$ctl" reset z k -- --help
 expect 2 "throttlectl: unknown command 'nosuch'
 usage: throttlectl COMMAND [ARGS]
 ..." "$ctl" nosuch
@@ -83,7 +119,7 @@ fi
 if [ -n "$no_tls" ]; then
 	expect 2 "throttlectl: store 'rediss://127.0.0.1:1': Not supported by this build (ENOTSUP): $no_tls" \
 		"$ctl" simulate --policy gcra:1/s --store rediss://127.0.0.1:1
-	expect 3 "throttlectl: rediss://u:***@127.0.0.1:1: Not supported by this build (ENOTSUP): $no_tls" \
+	expect 2 "throttlectl: rediss://u:***@127.0.0.1:1: Not supported by this build (ENOTSUP): $no_tls" \
 		"$ctl" ping rediss://u:s3cret@127.0.0.1:1
 fi
 expect 2 "throttlectl: store 'redis://u:***@127.0.0.1:1?server_time=1': simulate needs the replay's clock, not server_time=1" \
@@ -293,19 +329,66 @@ for policy in gcra:10/1s,burst=5 token-bucket:capacity=4,refill=3/1s \
 	fi
 done
 
-# simulate: a store spec that is invalid is bad usage, whether the name
-# (shm:, shm:a/b) or the file (not a zone) is wrong.
+# One exit status for one kind of error, whatever the command: a name or
+# spec the library refuses as text is bad usage (2), with its reason; a
+# file that is not a zone is a zone's error (3).
 expect 2 "throttlectl: store 'shm:': $bad_name" \
 	"$ctl" simulate --policy gcra:1/s --store shm:
 expect 2 "throttlectl: store 'shm:a/b': $bad_name" \
 	"$ctl" simulate --policy gcra:1/s --store shm:a/b
+for cmd in create info ls stats verify sweep destroy; do
+	expect 2 "throttlectl: a/b: Invalid argument (EINVAL): $bad_name
+$(usage_of "$cmd")" "$ctl" "$cmd" a/b
+done
+for cmd in get check reset; do
+	expect 2 "throttlectl: a/b: Invalid argument (EINVAL): $bad_name
+$(usage_of "$cmd")" "$ctl" "$cmd" a/b k --policy gcra:1/s
+done
+expect 2 "throttlectl: redis://:***@h:99999: Invalid argument (EINVAL): byte 14: expected a port from 1 to 65535
+$usage_check" "$ctl" check 'redis://:pw@h:99999' k --policy gcra:1/s
+expect 2 "throttlectl: shm:a/b: Invalid argument (EINVAL): $bad_name" \
+	"$ctl" ping shm:a/b
 head -c 65536 /dev/zero | tr '\0' X >"$TK_SHM_DIR/throttlekit.text"
-expect 2 "throttlectl: store 'shm:text': $not_zone" \
+expect 3 "throttlectl: store 'shm:text': Invalid argument (EINVAL)" \
 	"$ctl" simulate --policy gcra:1/s --store shm:text
+expect 3 "throttlectl: text: Invalid argument (EINVAL)" "$ctl" info text
+expect 3 "throttlectl: shm:text: Invalid argument (EINVAL)" "$ctl" ping shm:text
 
 # Zone commands, their exit codes and messages.
 expect 0 "" "$ctl" create z --capacity 256 --mode 0640
 expect 3 "throttlectl: z: Zone exists (EEXIST)" "$ctl" create z
+# A zone command takes its arguments and no more: one too many is bad
+# usage, and the command does nothing.
+for cmd in destroy sweep verify info stats ls create; do
+	expect 2 "$(usage_of "$cmd")" "$ctl" "$cmd" z extra
+	expect 2 "$(usage_of "$cmd")" "$ctl" "$cmd" z -- extra
+done
+for cmd in get check reset; do
+	expect 2 "$(usage_of "$cmd")" "$ctl" "$cmd" z k extra --policy gcra:2/1h
+done
+expect 0 "" "$ctl" info z
+grep -qx "checks=0" "$tmp/out" || failed "an extra argument did something"
+# --mode is octal, as chmod(1) takes it: with or without the leading 0.
+expect 0 "" "$ctl" create m --capacity 64 --mode 640
+expect 0 "" "$ctl" info m
+grep -qx "mode=0640" "$tmp/out" || failed "--mode 640 is not 0640"
+expect 0 "" "$ctl" destroy m
+for bad in 0x1a0 8 '' 0o640 -640; do
+	expect 2 "throttlectl: --mode '$bad': expected an octal mode from 0 to 0777
+$usage_create" "$ctl" create m --mode "$bad"
+done
+# A zone the trust rules refuse: the message names the option that trusts
+# it.  Root can give a zone a group it is not in.
+if [ "$(id -u)" -eq 0 ] && ! getent group 54321 >/dev/null; then
+	expect 0 "" "$ctl" create gz --capacity 64 --mode 0660 --group 54321
+	expect 3 "throttlectl: gz: Zone not trusted or not accessible, or server login refused (EACCES): it is writable by group 54321 (mode 0660), not one of this process's groups; name that group to trust it
+throttlectl: gz: give --group 54321 to this command and every later one on this zone to trust it" \
+		"$ctl" info gz
+	expect 0 "" "$ctl" info gz --group 54321
+	expect 0 "" "$ctl" destroy gz --group 54321
+else
+	echo "note: not root: the trust hint is not checked"
+fi
 # Output that cannot be written is an error, not a success with nothing.
 if [ -w /dev/full ]; then
 	for cmd in "info z" "ls z --json" "verify z" "--version" "help"; do
@@ -430,9 +513,10 @@ expect 2 "throttlectl: --repeat ' -1': expected $any_u64
 $usage_check" timeout 10 "$ctl" check z alice --policy gcra:2/1h --repeat ' -1'
 expect 2 "throttlectl: --arena ' -1': expected an integer from 1 to 2147467264
 $usage_create" "$ctl" create big --arena ' -1'
-expect 3 "throttlectl: alice: Cost exceeds what the policy can ever admit (ERANGE)" \
+# A cost the policy never admits is the command line's error: usage.
+expect 2 "throttlectl: alice: Cost exceeds what the policy can ever admit (ERANGE)" \
 	"$ctl" check z alice --policy gcra:2/1h --cost 18446744073709551615
-expect 3 "throttlectl: alice: Cost exceeds what the policy can ever admit (ERANGE)" \
+expect 2 "throttlectl: alice: Cost exceeds what the policy can ever admit (ERANGE)" \
 	"$ctl" check z alice --policy gcra:2/1h --cost 0x10
 expect 1 "" "$ctl" check z alice --policy gcra:2/1h --cost 02
 expect 2 "throttlectl: --grace '18446744074': expected an integer from 1 to 18446744073
@@ -526,7 +610,7 @@ expect 3 "throttlectl: shm:nosuch: No such zone (ENOENT)" "$ctl" ping shm:nosuch
 expect 2 "usage: throttlectl ping STORE" "$ctl" ping
 expect 2 "usage: throttlectl ping STORE" "$ctl" ping memory extra
 expect 2 "usage: throttlectl ping STORE" "$ctl" ping --json
-expect 3 "throttlectl: bogus: Invalid argument (EINVAL): expected memory, shm:NAME, redis://, redis+unix://, redis+cluster:// or rediss://" \
+expect 2 "throttlectl: bogus: Invalid argument (EINVAL): expected memory, shm:NAME, redis://, redis+unix://, redis+cluster:// or rediss://" \
 	"$ctl" ping bogus
 if "$ctl" ping redis://127.0.0.1:1 2>&1 |
 	grep -q ENOTSUP; then
@@ -535,5 +619,67 @@ else
 	expect 3 "throttlectl: redis://u:***@127.0.0.1:1?connect_timeout=200ms: Store server refused the connection (ECONNREFUSED)" \
 		"$ctl" ping 'redis://u:s3cret@127.0.0.1:1?connect_timeout=200ms'
 	! grep -q s3cret "$tmp/out" "$tmp/err" || failed "ping showed a password"
+fi
+
+# throttlectl(1) lints clean at every level, style included (check-man.sh
+# holds the other pages to warnings).
+mandoc=${MANDOC:-mandoc}
+if command -v "$mandoc" >/dev/null 2>&1; then
+	"$mandoc" -Tlint "$srcdir/man/throttlectl.1" >"$tmp/lint" 2>&1
+	if [ -s "$tmp/lint" ]; then
+		failed "mandoc -Tlint throttlectl.1:"
+		cat "$tmp/lint"
+	else
+		echo "ok: mandoc -Tlint throttlectl.1"
+	fi
+else
+	echo "note: no mandoc: throttlectl(1) not linted"
+fi
+
+# The example of throttlectl(1) for a www-data server, run as printed:
+# each command's output, the times, slots and fingerprints aside, and the
+# key hash, which depends on the CPU.
+man_example() {
+	awk '/^A zone for a server whose workers run in the group/ { f = 1 }
+		f && /^\.EX/ { x = 1; next }
+		x && /^\.EE/ { exit }
+		x' "$srcdir/man/throttlectl.1" |
+		sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\e/\\/g'
+}
+normalise() {
+	sed -e 's/fingerprint=[0-9a-f]\{16\}/fingerprint=F/' \
+		-e 's/[0-9]\{10,\}/T/g' -e 's/^slot=[0-9]* /slot=S /' \
+		-e 's/^key_hash=.*/key_hash=H/' "$1" | sort
+}
+if [ "$(id -u)" -eq 0 ] && getent group www-data >/dev/null; then
+	man_example >"$tmp/example"
+	mkdir -p "$tmp/bin" "$tmp/example-zones"
+	abs_ctl=$(cd "$(dirname "$ctl")" && pwd)/throttlectl
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$abs_ctl" >"$tmp/bin/throttlectl"
+	chmod +x "$tmp/bin/throttlectl"
+	# Each "$ " line (and the lines a '\\' or '|' continues) printed,
+	# then run.
+	awk '
+		function flush() { if (cmd != "") print "{\n" cmd "\n} 2>&1"; cmd = "" }
+		/^\$ / { flush(); c = substr($0, 3); more = /[\\|]$/
+			print "cat <<\047TK_EOF\047\n" $0 "\nTK_EOF"; cmd = c; next }
+		more { print "cat <<\047TK_EOF\047\n" $0 "\nTK_EOF"
+			cmd = cmd "\n" $0; more = /[\\|]$/ }
+		END { flush() }' "$tmp/example" >"$tmp/example.sh"
+	if ! grep -q '^cat <<' "$tmp/example.sh"; then
+		failed "no www-data example in throttlectl(1)"
+	fi
+	PATH="$tmp/bin:$PATH" TK_SHM_DIR="$tmp/example-zones" \
+		sh "$tmp/example.sh" >"$tmp/example.out" 2>&1
+	normalise "$tmp/example" >"$tmp/example.want"
+	normalise "$tmp/example.out" >"$tmp/example.got"
+	if cmp -s "$tmp/example.want" "$tmp/example.got"; then
+		echo "ok: the www-data example of throttlectl(1), as printed"
+	else
+		failed "the www-data example of throttlectl(1), normalised and sorted (- printed, + got):"
+		diff -u "$tmp/example.want" "$tmp/example.got" | tail -n +3
+	fi
+else
+	echo "note: not root or no group www-data: the man page's example is not run"
 fi
 [ "$fails" -eq 0 ]
