@@ -90,6 +90,16 @@ check "status page: its failures" 1 \
 check "status page (json): the Redis store failed" 1 \
 	"$(printf '%s\n' "$json" | grep -cF "\"spec\":\"$SHOWN\",\"file\":\"$CONF\",\"line\":$line,\"open\":\"failed: Zone not trusted or not accessible, or server login refused (EACCES)\",\"failures\":{\"checks\":19,\"admitted\":12,\"refused\":7,\"last_error\":\"EACCES\",\"last_reason\":\"Zone not trusted or not accessible, or server login refused\",\"last_at\":\"")"
 
+if command -v python3 >/dev/null 2>&1; then
+	check "status page (json): parses, the failures of each store" \
+		"red 19 12 7 EACCES; z 0 0 0 None" \
+		"$(printf '%s\n' "$json" | python3 -c '
+import json, sys
+print("; ".join("%s %d %d %d %s" % (s["name"], s["failures"]["checks"],
+    s["failures"]["admitted"], s["failures"]["refused"],
+    s["failures"]["last_error"]) for s in json.load(sys.stdin)["stores"]))')"
+fi
+
 # The zone the child cannot open: failed before any check asked it.
 case $status in
 *"store z spec=shm:tk-fail declared="*"open=failed: "*"(EACCES)
