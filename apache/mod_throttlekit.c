@@ -547,11 +547,11 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 	struct tk_stats st;
 	int i;
 
-	(void)pchild;
 	for (i = 0; i < reg->stores->nelts; i++) {
 		struct tk_mod_store *s =
 			APR_ARRAY_IDX(reg->stores, i, struct tk_mod_store *);
 
+		s->failures = tk_mod_failures_make(pchild);
 		tk_mod_zone_options(s, &o);
 		if (s->zone)
 			o.flags |= TK_OPT_ZONE_NO_CREATE;
@@ -586,7 +586,10 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 		memset(&o, 0, sizeof(o));
 		o.size = sizeof(o);
 		o.store = r->store->handle;
-		o.fail = r->fail;
+		/* A failure comes back as its error, which request.c
+		 * answers by the rule's fail policy, logs and counts: the
+		 * library's degraded decision would not say why. */
+		o.fail = TK_FAIL_ERROR;
 		/* Rules never share keys.  A rule whose policy changes over a
 		 * restart meets the states it can read (counts kept) and no
 		 * other (a fresh budget, once): tk_limiter_open(3), logged by

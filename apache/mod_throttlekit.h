@@ -26,11 +26,43 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "ap_expr.h"
+#include "apr_thread_mutex.h"
 
 #include <throttlekit.h>
 
 #define TK_MOD_HANDLER "throttlekit-status"
 #define TK_MOD_ENV "THROTTLE_STATUS"
+
+/*
+ * At most one error log line per store in this time about the failures
+ * its rules' fail policies absorbed, per child process (a line says how
+ * many since the one before, so none goes unaccounted).
+ */
+#define TK_MOD_FAILURE_LOG_INTERVAL apr_time_from_sec(10)
+
+/*
+ * The checks of one store that failed in this child process and were
+ * answered by the rules' fail policies: for the error log (one line per
+ * TK_MOD_FAILURE_LOG_INTERVAL) and the status page.  Made in child_init;
+ * the counts and times are read and written with mu held.
+ */
+struct tk_mod_failures {
+#if APR_HAS_THREADS
+	apr_thread_mutex_t *mu; /* the event MPM's threads share a store */
+#endif
+	/*
+	 * 1 while the store's last check failed (apr_atomic): a check that
+	 * works clears it, so the status page says what holds now.
+	 */
+	apr_uint32_t failing;
+	apr_uint64_t checks; /* failed checks since the child began */
+	apr_uint64_t admitted, refused; /* of those, by fail=open, =closed */
+	/* Of those, since the last log line. */
+	apr_uint64_t checks_new, admitted_new, refused_new;
+	int last_rc;	      /* the last failure's error */
+	apr_time_t last_at;   /* when it happened; 0: never */
+	apr_time_t logged_at; /* the last log line; 0: none yet */
+};
 
 /* A ThrottleStore. */
 struct tk_mod_store {
@@ -60,6 +92,7 @@ struct tk_mod_store {
 	 */
 	struct tk_store *handle;
 	int open_rc; /* in a child: tk_store_open()'s result */
+	struct tk_mod_failures *failures; /* in a child */
 };
 
 /* A ThrottleRule. */
@@ -147,6 +180,22 @@ void tk_mod_request_status(request_rec *r);
  * for the count= rules it passed whose statuses include its final one.
  */
 void tk_mod_request_done(request_rec *r);
+
+/* failures.c: the failure counts of one store in a child (child_init). */
+struct tk_mod_failures *tk_mod_failures_make(apr_pool_t *pchild);
+/*
+ * failures.c: a check on @s failed with @rc (0: an error the library did
+ * not name) and was answered by a fail policy: @outcome 1 admitted, 0
+ * refused, -1 neither (a count= rule's consumption after the response).
+ * Counted, and logged at once the first time, then at most once per
+ * TK_MOD_FAILURE_LOG_INTERVAL.  Any thread of a child.
+ */
+void tk_mod_failure(server_rec *srv, struct tk_mod_store *s, int rc,
+		    int outcome);
+/* failures.c: a check on @s worked; logs the end of a run of failures. */
+void tk_mod_failure_over(server_rec *srv, struct tk_mod_store *s);
+/* failures.c: a copy of @s's failure counts (zero outside a child). */
+void tk_mod_failures_get(struct tk_mod_store *s, struct tk_mod_failures *out);
 
 /* mod_throttlekit.c: the trust and ownership options of store @s. */
 void tk_mod_zone_options(const struct tk_mod_store *s, struct tk_options *o);

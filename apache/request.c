@@ -255,10 +255,11 @@ static int group_check(request_rec *r, const struct group *g,
 }
 
 /*
- * An error the library returned rather than decide: a rule whose limiter
- * could not be opened (a store that fails opens anyway and is decided
- * by the library), or a bug.  The request is still answered by the fail
- * policies: the strictest of the group, as tk_limiter_check_group()
+ * An error the library returned rather than decide: the store failed
+ * (limiters are opened under TK_FAIL_ERROR, so that the error reaches
+ * the log and the status page), a rule whose limiter could not be
+ * opened in this child, or a bug.  The request is still answered by the
+ * fail policies: the strictest of the group, as tk_limiter_check_group()
  * chooses, and the library's degraded decision.
  */
 static void failed(request_rec *r, const struct group *g, int rc,
@@ -273,11 +274,7 @@ static void failed(request_rec *r, const struct group *g, int rc,
 			fail = TK_FAIL_CLOSED;
 	tk_clock_now(tk_clock_system(), &now);
 	tk_decision_degraded(g->rules[0]->policy, fail, now, d);
-	ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-		      "ThrottleStore %s: check failed: %s; %s",
-		      g->rules[0]->store->name, tk_strerror(rc),
-		      d->allowed ? "admitted (fail=open)"
-				 : "refused (fail=closed)");
+	tk_mod_failure(r->server, g->rules[0]->store, rc, d->allowed);
 }
 
 /* The rule whose dimension denied (the first, in declaration order). */
@@ -342,13 +339,9 @@ static void decide(request_rec *r, struct group *g, struct verdict *v)
 	if (rc < 0)
 		failed(r, g, rc, &d);
 	else if (d.degraded)
-		/* The library answered by the fail policy: the store failed,
-		 * and an operator must see it, not only the access log. */
-		ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-			      "ThrottleStore %s: store failed; %s",
-			      g->rules[0]->store->name,
-			      d.allowed ? "admitted (fail=open)"
-					: "refused (fail=closed)");
+		tk_mod_failure(r->server, g->rules[0]->store, 0, d.allowed);
+	else
+		tk_mod_failure_over(r->server, g->rules[0]->store);
 	if (d.degraded) {
 		v->degraded = 1;
 		if (!d.allowed && !g->dry_run) {
@@ -504,18 +497,14 @@ void tk_mod_request_done(request_rec *r)
 		 * and the next request is refused by its peek. */
 		rc = tk_limiter_check(p->rule->limiter, p->key.key,
 				      p->key.key_len, 1, &d);
-		if (rc < 0 || d.degraded)
-			ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-				      "ThrottleRule %s: cannot count status "
-				      "%d: %s",
-				      p->rule->name, status,
-				      rc < 0 ? tk_strerror(rc)
-					     : "the store failed");
-		else
-			ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
-				      "ThrottleRule %s: counted status %d "
-				      "for %s",
-				      p->rule->name, status, p->key.key);
+		if (rc < 0 || d.degraded) {
+			tk_mod_failure(r->server, p->rule->store, rc, -1);
+			continue;
+		}
+		tk_mod_failure_over(r->server, p->rule->store);
+		ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+			      "ThrottleRule %s: counted status %d for %s",
+			      p->rule->name, status, p->key.key);
 	}
 }
 

@@ -115,15 +115,64 @@ static void zone_counters(struct out *o, const struct tk_mod_store *s)
 		   z.gid, z.mode & 07777, s->zone);
 }
 
-static void store(struct out *o, const struct tk_mod_store *s, int first)
+/* An error as the page shows it: its text and name. */
+static const char *error_text(apr_pool_t *p, int rc)
+{
+	return apr_psprintf(p, "%s (%s)", tk_strerror(rc), tk_strerrorname(rc));
+}
+
+/* The checks of @s that failed in this child, if any. */
+static void failures(struct out *o, const struct tk_mod_failures *f)
 {
 	apr_pool_t *p = o->r->pool;
+	char when[APR_RFC822_DATE_LEN];
+
+	if (f->last_at)
+		apr_rfc822_date(when, f->last_at);
+	if (o->json) {
+		ap_rprintf(o->r,
+			   ",\"failures\":{\"checks\":%" U64
+			   ",\"admitted\":%" U64 ",\"refused\":%" U64
+			   ",\"last_error\":%s,\"last_reason\":%s,"
+			   "\"last_at\":%s}",
+			   (apr_uint64_t)f->checks, (apr_uint64_t)f->admitted,
+			   (apr_uint64_t)f->refused,
+			   f->last_at ? js(p, tk_strerrorname(f->last_rc))
+				      : "null",
+			   f->last_at ? js(p, tk_strerror(f->last_rc)) : "null",
+			   f->last_at ? js(p, when) : "null");
+		return;
+	}
+	if (!f->checks)
+		return;
+	ap_rprintf(o->r,
+		   "  failures checks=%" U64 " admitted=%" U64 " refused=%" U64
+		   " last=\"%s\" error=%s reason=\"%s\"\n",
+		   (apr_uint64_t)f->checks, (apr_uint64_t)f->admitted,
+		   (apr_uint64_t)f->refused, when, tk_strerrorname(f->last_rc),
+		   tk_strerror(f->last_rc));
+}
+
+/*
+ * A store: "ok", or "failed: " and why, if it could not be opened (yet)
+ * or if its last check in this child failed; then what failed.
+ */
+static void store(struct out *o, struct tk_mod_store *s, int first)
+{
+	apr_pool_t *p = o->r->pool;
+	struct tk_mod_failures f;
 	struct tk_stats st;
 	/* Now, not at child_init: a failed store opens when it can. */
 	int rc = s->handle ? tk_store_stats(s->handle, &st, sizeof(st))
 			   : s->open_rc;
-	const char *state = rc ? tk_strerror(rc) : "ok";
+	const char *state = "ok";
 
+	tk_mod_failures_get(s, &f);
+	if (rc)
+		state = apr_pstrcat(p, "failed: ", error_text(p, rc), NULL);
+	else if (f.failing)
+		state = apr_pstrcat(p, "failed: ", error_text(p, f.last_rc),
+				    NULL);
 	if (o->json)
 		ap_rprintf(o->r,
 			   "%s{\"name\":%s,\"spec\":%s,\"file\":%s,"
@@ -133,6 +182,7 @@ static void store(struct out *o, const struct tk_mod_store *s, int first)
 	else
 		ap_rprintf(o->r, "store %s spec=%s declared=%s:%u open=%s\n",
 			   s->name, s->shown, s->file, s->line, state);
+	failures(o, &f);
 	/* A Redis store's keys live on the server (its INFO keyspace). */
 	if (s->zone)
 		zone_counters(o, s);

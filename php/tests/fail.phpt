@@ -35,6 +35,12 @@ foreach ([$open, $closed] as $l) {
     $m = $l->checkMany(["a", "b"]);
     var_dump($m[0]->allowed, $m[1]->degraded);
 }
+// Degraded: a denial says when to come back (the library's degraded
+// decision: one second), by every call; an admission, never.
+foreach (["open" => $open, "closed" => $closed] as $name => $l)
+    printf("%s: retryAfter check %d, peek %d, checkMany %d\n", $name,
+        $l->check("k")->retryAfter, $l->peek("k")->retryAfter,
+        $l->checkMany(["a"])[0]->retryAfter);
 // Degraded: no quota fields; a denial says when to come back.
 var_dump($open->check("k")->headers("both"), $closed->check("k")->headers("both"));
 try { $open->reset("k"); } catch (ThrottleKit\StoreException $e) { echo "reset: ", $e->getCode(), "\n"; }
@@ -56,6 +62,8 @@ bool(false)
 bool(true)
 bool(false)
 bool(true)
+open: retryAfter check 0, peek 0, checkMany 0
+closed: retryAfter check 1000000000, peek 1000000000, checkMany 1000000000
 array(0) {
 }
 array(1) {

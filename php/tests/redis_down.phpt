@@ -31,8 +31,11 @@ foreach (["error", "open", "closed"] as $fail) {
         // The store connects lazily: constructing does not fail.
         $l = new Limiter("gcra:10/s,burst=5", $store, ["fail" => $fail]);
         $d = $l->check("k");
-        printf("%s: allowed=%d degraded=%d limit=%d\n", $fail, $d->allowed,
-            $d->degraded, $d->limit);
+        // A degraded denial says when to come back: the library's
+        // degraded decision, one second; an admission, never.
+        printf("%s: allowed=%d degraded=%d limit=%d retryAfter=%d (%d s)\n",
+            $fail, $d->allowed, $d->degraded, $d->limit, $d->retryAfter,
+            $d->retryAfterSeconds());
     } catch (Throwable $e) {
         echo "$fail: ", get_class($e), " (", $e->getCode(), "): ", $e->getMessage(), "\n";
     }
@@ -52,8 +55,8 @@ foreach (file(__DIR__ . "/redis_down.log") as $line)
 ?>
 --EXPECTF--
 error: ThrottleKit\StoreException (111): check on "redis://user:***@127.0.0.1:%d?timeout=50ms&connect_timeout=50ms": %s (ECONNREFUSED)
-open: allowed=1 degraded=1 limit=5
-closed: allowed=0 degraded=1 limit=5
+open: allowed=1 degraded=1 limit=5 retryAfter=0 (0 s)
+closed: allowed=0 degraded=1 limit=5 retryAfter=1000000000 (1 s)
 phpinfo: redis://user:***@127.0.0.1:%d
 phpinfo: failures of "redis://user:***@127.0.0.1:%d
 log: throttlekit: store "redis://user:***@127.0.0.1:%d?timeout=50ms&connect_timeout=50ms" failed: %s (ECONNREFUSED); checks answered by the fail policy (first failure): 1 admitted by fail=open, 0 denied by fail=closed; 1 in all in process %d (at most a line per store every 10 s)

@@ -138,6 +138,17 @@ mpm_block()
 		MaxRequestWorkers 4
 		EOF
 		;;
+	prefork1)
+		# One child: what a child logs and counts is all there is.
+		cat <<-EOF
+		LoadModule mpm_prefork_module $APACHE_MODULES/mod_mpm_prefork.so
+		StartServers 1
+		MinSpareServers 1
+		MaxSpareServers 1
+		ServerLimit 1
+		MaxRequestWorkers 1
+		EOF
+		;;
 	event)
 		cat <<-EOF
 		LoadModule mpm_event_module $APACHE_MODULES/mod_mpm_event.so
@@ -461,4 +472,61 @@ parent_threads()
 {
 	check "$1: threads of the parent $PID" "$STOCK_THREADS" \
 		"$(ls "/proc/$PID/task" | wc -l)"
+}
+
+# redis_tools: skip (or fail, with TK_REQUIRE_REDIS=1) without a
+# redis-server, a redis-cli ($REDIS_SERVER, $REDIS_CLI: make check passes
+# configure's, else those on the PATH) or a library built with hiredis;
+# then start_redis starts a server with the password $PASS, rcli talks
+# to it, and the EXIT trap stops it by its pid.
+redis_tools()
+{
+	REDIS_SERVER=${REDIS_SERVER:-$(command -v redis-server)}
+	REDIS_CLI=${REDIS_CLI:-$(command -v redis-cli)}
+	[ -x "$REDIS_SERVER" ] || skip TK_REQUIRE_REDIS "no redis-server ($REDIS_SERVER)"
+	[ -x "$REDIS_CLI" ] || skip TK_REQUIRE_REDIS "no redis-cli ($REDIS_CLI)"
+	write_conf prefork 1 "ThrottleStore red redis://127.0.0.1"
+	case $(httpd -t -f "$CONF" 2>&1) in
+	*"Not supported by this build"*) skip TK_REQUIRE_REDIS "libthrottlekit was built without hiredis" ;;
+	esac
+	RPID=
+	RPORT=
+	mkdir -p "$ROOT/redis"
+	trap 'stop_redis; cleanup' EXIT
+}
+
+stop_redis()
+{
+	[ -n "$RPID" ] || return 0
+	kill -CONT "$RPID" 2>/dev/null
+	kill -TERM "$RPID" 2>/dev/null
+	wait "$RPID" 2>/dev/null
+	RPID=
+}
+
+rcli() { "$REDIS_CLI" -p "$RPORT" --no-auth-warning -a "$PASS" "$@"; }
+
+# start_redis: a redis-server with the password $PASS on a free loopback
+# port $RPORT.
+start_redis()
+{
+	tries=0
+	while [ $tries -lt 20 ]; do
+		tries=$((tries + 1))
+		RPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		port_free "$RPORT" || continue
+		"$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --save '' \
+			--appendonly no --dir "$ROOT/redis" --daemonize no \
+			--requirepass "$PASS" >"$ROOT/redis/log" 2>&1 &
+		RPID=$!
+		i=0
+		while [ $i -lt 50 ]; do
+			i=$((i + 1))
+			[ "$(rcli ping 2>/dev/null)" = PONG ] && return 0
+			kill -0 "$RPID" 2>/dev/null || break
+			sleep 0.1
+		done
+		stop_redis
+	done
+	return 1
 }

@@ -322,7 +322,7 @@ check "its Retry-After" 1 \
 check "no RateLimit fields without a quota" 0 \
 	"$(printf '%s\n' "$r" | grep -ci '^x\{0,1\}-\{0,1\}ratelimit')"
 case $(curl -s "http://127.0.0.1:$PORT/tk-status") in
-*"store late spec=shm:tk-late"*"open=No such zone"*)
+*"store late spec=shm:tk-late"*"open=failed: No such zone (ENOENT)"*)
 	say "ok: the status page says the store failed" ;;
 *) fail "the status page does not say the late store failed" ;;
 esac
