@@ -3,6 +3,9 @@
 # The Redis store over loopback, and the two scripts users write by hand,
 # in one run (part of make bench; also on its own):
 #   sh bench/redis.sh BUILDDIR [ROUNDS [ROUND_MS]]
+#   TK_REDIS_COST_ONLY=1 sh bench/redis.sh BUILDDIR [CHECKS [POLICY...]]
+# then the server's time per check of each policy against a hand-written
+# Lua GCRA (bench/redis-cost.c; the second form runs only that).
 # Builds bench/redis-bench.c against BUILDDIR's library and hiredis,
 # starts a redis-server on a free port of 127.0.0.1 (no persistence, in
 # a temporary directory), runs, and stops it by its pid.  Exits 77 (and
@@ -29,11 +32,14 @@ san=$(sed -n 's/^SAN_CFLAGS = //p' "$build/Makefile")
 	{ echo "bench: $build is a sanitizer build; use a plain one" >&2; exit 1; }
 mkdir -p "$build/bench"
 rb=$build/bench/redis-bench
-# shellcheck disable=SC2086 # $hiredis is a list of options
-${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes \
-	-Wmissing-prototypes -I"$src/include" -o "$rb" "$bench/redis-bench.c" \
-	-L"$libdir" -lthrottlekit -Wl,-rpath,"$libdir" $hiredis -lpthread ||
-	{ echo "bench: cannot build redis-bench" >&2; exit 1; }
+for prog in redis-bench redis-cost; do
+	# shellcheck disable=SC2086 # $hiredis is a list of options
+	${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wshadow \
+		-Wstrict-prototypes -Wmissing-prototypes -I"$src/include" \
+		-o "$build/bench/$prog" "$bench/$prog.c" -L"$libdir" \
+		-lthrottlekit -Wl,-rpath,"$libdir" $hiredis -lpthread ||
+		{ echo "bench: cannot build $prog" >&2; exit 1; }
+done
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tk-redis-bench.XXXXXX")
 pid=
@@ -55,4 +61,11 @@ for try in 1 2 3 4 5; do
 	pid=
 done
 [ -n "$pid" ] || { echo "bench: redis-server did not start" >&2; exit 1; }
+if [ -n "${TK_REDIS_COST_ONLY:-}" ]; then
+	shift
+	"$build/bench/redis-cost" 127.0.0.1 "$port" "$@"
+	exit
+fi
 "$rb" 127.0.0.1 "$port" "${2:-5}" "${3:-300}"
+echo
+"$build/bench/redis-cost" 127.0.0.1 "$port"

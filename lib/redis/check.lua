@@ -156,8 +156,7 @@ local function one_word(alg, value, now, arg)
 		if id ~= alg or not old then
 			return nil, 'state of another algorithm'
 		end
-		local half = { 9223372036, 854775808 } -- 2^63
-		if cmp(old, half) < 0 or cmp(sub(old, half), valid) < 0 then
+		if cmp(old, HALF) < 0 or cmp(sub(old, HALF), valid) < 0 then
 			base = max(old, now)
 		end
 	end
@@ -316,7 +315,8 @@ end
 local function sliding(alg, value, now, arg)
 	local w, s, c, e = arg[1], arg[2], arg[3], arg[4]
 	local cost, limit, slot = arg[5], arg[6], arg[7][2] + 1
-	local n = s[2] + 1 -- S <= 100
+	-- S <= 100.
+	local n = s[2] + 1
 	local tick, count = {}, {}
 	if value then
 		local id, vs, vw, rest =
@@ -379,6 +379,210 @@ local function sliding(alg, value, now, arg)
 	local ends = bigstr(bigmul(big(str(add(add(top, one), s))), bw))
 	return true, alg .. ':' .. str(s) .. ':' .. str(w) .. ':' ..
 		table.concat(out, ':'), num(ends) or { 0, 0 }
+end
+
+-- Fast paths for the one-word and window policies (issue #25: every
+-- string operation costs the server a tenth of a microsecond or more):
+-- - Numbers are plain doubles or two locals hi, lo (hi * 10^9 + lo),
+--   never tables; decisions are taken on differences from NOW, exact
+--   while below 2^53.
+-- - The arguments are taken as the library spells them (scripts.c:
+--   decimal, no leading zero); a state is checked as strictly as by the
+--   general code above.
+-- - A fast path answers nil for anything else (a value of 10^15 or more,
+--   a time at or past 2^63, a state spelt otherwise than the library
+--   writes it, a state of another policy), and the general code
+--   decides: it stays the one reference for every edge.
+
+-- @s below 10^15 as a number; nil otherwise.
+local function small(s)
+	if #s > 15 then
+		return nil
+	end
+	return tonumber(s)
+end
+
+-- @s below 10^19 as hi, lo; nil otherwise.
+local function pair(s)
+	local k = #s
+	if k <= 9 then
+		return 0, tonumber(s)
+	elseif k > 19 then
+		return nil
+	end
+	return tonumber(s:sub(1, k - 9)), tonumber(s:sub(k - 8))
+end
+
+local function fmt(hi, lo)
+	if hi == 0 then
+		return string.format('%d', lo)
+	end
+	return string.format('%d%09d', hi, lo)
+end
+
+-- The TTL in ms of a state that expires at {ehi, elo}: floor((expiry +
+-- GRACE - NOW) / 10^6) + 1, as the general code; nil beyond 46 days or
+-- before NOW.  math.fmod is exact, the floor of a quotient is not.
+local function fast_ttl(ehi, elo, g, nhi, nlo)
+	local dh = ehi - nhi
+	if dh < -1 or dh >= 4000000 then
+		return nil
+	end
+	local t = dh * E9 + (elo - nlo) + g
+	if t < 0 then
+		return nil
+	end
+	return (t - math.fmod(t, 1000000)) / 1000000 + 1
+end
+
+-- one_word() for arguments INC AHEAD LIMIT below 10^15 and a WORD
+-- below 2^63 within 46 days of NOW.
+local function fast_word(alg, value, ARGV, at, nhi, nlo, g)
+	local inc, ahead, limit = small(ARGV[at + 3]), small(ARGV[at + 4]),
+		small(ARGV[at + 5])
+	if not (inc and ahead and limit) then
+		return nil
+	end
+	-- base - NOW: below 4 * 10^15 + 10^9, so base + AHEAD - NOW and
+	-- NOW's nanoseconds + base - NOW + INC stay below 2^53.
+	local b = 0
+	if value then
+		local id, word = string.match(value, '^(%d+):(%d+)$')
+		if id ~= alg then
+			return nil
+		end
+		local ohi, olo = pair(word)
+		if not ohi or ohi >= 9223372036 then
+			return nil
+		end
+		local dh = ohi - nhi
+		if dh >= 4000000 or dh <= -4000000 then
+			return nil
+		end
+		local d = dh * E9 + (olo - nlo)
+		if d > 0 then
+			b = d
+		end
+	end
+	if b + ahead > limit then
+		return false
+	end
+	local s = nlo + b + inc
+	local lo = math.fmod(s, E9)
+	local hi = nhi + (s - lo) / E9
+	local ms = fast_ttl(hi, lo, g, nhi, nlo)
+	if not ms then
+		return nil
+	end
+	return true, alg .. ':' .. fmt(hi, lo), ms
+end
+
+-- window() for COST and LIMIT below 10^15, a count below 10^15, a
+-- window ending within 46 days of NOW.
+local function fast_window(alg, value, ARGV, at, nhi, nlo, g)
+	local policy, ws, we = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+	local cost, limit = small(ARGV[at + 6]), small(ARGV[at + 7])
+	local shi, slo = pair(ws)
+	local ehi, elo = pair(we)
+	if not (cost and limit and shi and ehi) then
+		return nil
+	end
+	local count = 0
+	if value then
+		local id, vp, vs, ve, vc =
+			string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+		if id ~= alg or vp ~= policy then
+			return nil
+		end
+		-- The state's window checked as window() does: below 2^63,
+		-- ending after it starts, as wide as a fixed window's.
+		local c = small(vc)
+		local ahi, alo, bhi, blo = shi, slo, ehi, elo
+		if vs ~= ws or ve ~= we then
+			ahi, alo = pair(vs)
+			bhi, blo = pair(ve)
+		end
+		if not (c and ahi and bhi) or ahi >= 9223372036 or
+			bhi - ahi >= 4000000 then
+			return nil
+		end
+		local width = (bhi - ahi) * E9 + (blo - alo)
+		if width <= 0 or (alg == '3' and width ~= small(policy)) then
+			return nil
+		end
+		if ahi > shi or (ahi == shi and alo > slo) then
+			shi, slo, ehi, elo, ws, we = ahi, alo, bhi, blo, nil, nil
+		end
+		if ahi == shi and alo == slo then
+			count = c
+		end
+	end
+	count = count + cost
+	if count > limit then
+		return false
+	end
+	local ms = fast_ttl(ehi, elo, g, nhi, nlo)
+	if not ms then
+		return nil
+	end
+	return true, alg .. ':' .. policy .. ':' .. (ws or fmt(shi, slo)) ..
+		':' .. (we or fmt(ehi, elo)) .. ':' .. string.format('%d', count),
+		ms
+end
+
+-- A check of one dimension of those above, whole: the reply, or nil to
+-- leave it to the general code.
+local function fast(KEYS, ARGV)
+	local alg, arg, g = ARGV[5], ARGV[2], small(ARGV[3])
+	local one = alg == '1' or alg == '2' or alg == '7'
+	if not (one or alg == '3' or alg == '6') or not g then
+		return nil
+	end
+	local nhi, nlo, nows
+	if arg == 'TIME' or string.sub(arg, 1, 5) == 'TIME:' then
+		local lo, hi = string.match(arg, '^TIME:(%d+):(%d+)$')
+		if arg ~= 'TIME' and not lo then
+			return nil
+		end
+		if redis.replicate_commands then
+			redis.replicate_commands()
+		end
+		local t = redis.call('TIME')
+		nhi, nlo = tonumber(t[1]), tonumber(t[2]) * 1000
+		nows = fmt(nhi, nlo)
+		if lo then
+			local lh, ll = pair(lo)
+			local hh, hl = pair(hi)
+			if not (lh and hh) then
+				return nil
+			end
+			if nhi < lh or (nhi == lh and nlo < ll) or nhi > hh or
+				(nhi == hh and nlo >= hl) then
+				return { 2, nows }
+			end
+		end
+	else
+		nhi, nlo = pair(arg)
+		if not nhi then
+			return nil
+		end
+		nows = arg
+	end
+	local old = redis.call('GET', KEYS[1])
+	local ok, new, ms
+	if one then
+		ok, new, ms = fast_word(alg, old, ARGV, 4, nhi, nlo, g)
+	else
+		ok, new, ms = fast_window(alg, old, ARGV, 4, nhi, nlo, g)
+	end
+	if ok == nil then
+		return nil
+	end
+	if ok and ARGV[6] == '1' then
+		redis.call('SET', KEYS[1], new, 'PX', ms)
+		return { 1, old or false, new, nows }
+	end
+	return { 0, old or false, false, nows }
 end
 
 local function proto(why)
@@ -486,7 +690,7 @@ local function put(key, value)
 	end
 end
 
-if ARGV[1] == 'refund' then
+local function refund(KEYS, ARGV)
 	local rn = tonumber(ARGV[2])
 	if not rn or rn ~= #KEYS or #ARGV ~= 2 + 5 * rn then
 		return proto('bad arguments')
@@ -517,79 +721,106 @@ if ARGV[1] == 'refund' then
 	return done
 end
 
-local kind, now, grace, n = ARGV[1], num(ARGV[2]), num(ARGV[3]),
-	tonumber(ARGV[4])
-local lo, hi = string.match(ARGV[2], '^TIME:(%d+):(%d+)$')
-local span = lo ~= nil
-if ARGV[2] == 'TIME' or span then
-	-- Before Redis 5, a script writes after TIME only so replicated.
-	if redis.replicate_commands then
-		redis.replicate_commands()
+-- The script: a function of a library loaded by FUNCTION LOAD (the
+-- helpers above are made once, when it loads), or the end of the
+-- script EVALSHA runs (scripts.c).
+local function check(KEYS, ARGV)
+	if ARGV[1] == 'refund' then
+		return refund(KEYS, ARGV)
 	end
-	local t = redis.call('TIME')
-	now = num(t[1] .. string.format('%09d', tonumber(t[2]) * 1000))
-	lo, hi = num(lo), num(hi)
-end
-if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n or
-	(span and not (lo and hi)) then
-	return proto('bad arguments')
-end
--- The arguments hold from LO to HI: decide at TIME only within.
-if span and (cmp(now, lo) < 0 or cmp(now, hi) >= 0) then
-	return { 2, str(now) }
-end
-local old, admits, new, expiry = {}, {}, {}, {}
-local yes, no = 0, 0
-for i = 1, n do
-	local at = 4 + 9 * (i - 1)
-	local alg, usable = ARGV[at + 1], ARGV[at + 2]
-	local arg = {}
-	for j = 1, 7 do
-		arg[j] = num(ARGV[at + 2 + j])
-		if not arg[j] then
-			return proto('bad arguments')
+	if #KEYS == 1 and #ARGV == 13 and ARGV[4] == '1' then
+		local r = fast(KEYS, ARGV)
+		if r then
+			return r
 		end
 	end
-	old[i] = redis.call('GET', KEYS[i])
-	local ok, why
-	if alg == '3' or alg == '6' then
-		ok, why, expiry[i] = window(alg, old[i], now, arg)
-	elseif alg == '5' then
-		ok, why, expiry[i] = log(alg, old[i], now, arg)
-	elseif alg == '4' then
-		if span then
-			-- NOW's offset in tick c: NOW - c * w, exactly.
-			arg[4] = sub(now, num(bigstr(bigmul(big(str(arg[3])),
-				big(str(arg[1]))))))
+	local kind, now, grace, n = ARGV[1], nil, num(ARGV[3]), tonumber(ARGV[4])
+	local g = ARGV[3] and small(ARGV[3])
+	local lo, hi = string.match(ARGV[2], '^TIME:(%d+):(%d+)$')
+	local span = lo ~= nil
+	if ARGV[2] == 'TIME' or span then
+		-- Before Redis 5, a script writes after TIME only so replicated.
+		if redis.replicate_commands then
+			redis.replicate_commands()
 		end
-		ok, why, expiry[i] = sliding(alg, old[i], now, arg)
+		local t = redis.call('TIME')
+		now = num(t[1] .. string.format('%09d', tonumber(t[2]) * 1000))
+		lo, hi = num(lo), num(hi)
 	else
-		ok, why, expiry[i] = one_word(alg, old[i], now, arg)
+		now = num(ARGV[2])
 	end
-	if ok == nil then
-		return proto(why)
+	if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n or
+		(span and not (lo and hi)) then
+		return proto('bad arguments')
 	end
-	admits[i] = ok and usable == '1'
-	new[i] = why
-	if admits[i] then
-		yes = yes + 1
-	else
-		no = no + 1
+	-- The arguments hold from LO to HI: decide at TIME only within.
+	if span and (cmp(now, lo) < 0 or cmp(now, hi) >= 0) then
+		return { 2, str(now) }
 	end
-end
+	local old, admits, new, ms = {}, {}, {}, {}
+	local yes, no = 0, 0
+	for i = 1, n do
+		local at = 4 + 9 * (i - 1)
+		local alg, usable = ARGV[at + 1], ARGV[at + 2]
+		local ok, why, expiry
+		old[i] = redis.call('GET', KEYS[i])
+		if g and (alg == '1' or alg == '2' or alg == '7') then
+			ok, why, ms[i] = fast_word(alg, old[i], ARGV, at, now[1],
+				now[2], g)
+		elseif g and (alg == '3' or alg == '6') then
+			ok, why, ms[i] = fast_window(alg, old[i], ARGV, at, now[1],
+				now[2], g)
+		end
+		if ok == nil then
+			local arg = {}
+			for j = 1, 7 do
+				arg[j] = num(ARGV[at + 2 + j])
+				if not arg[j] then
+					return proto('bad arguments')
+				end
+			end
+			if alg == '3' or alg == '6' then
+				ok, why, expiry = window(alg, old[i], now, arg)
+			elseif alg == '5' then
+				ok, why, expiry = log(alg, old[i], now, arg)
+			elseif alg == '4' then
+				if span then
+					-- NOW's offset in tick c: NOW - c * w, exactly.
+					arg[4] = sub(now, num(bigstr(bigmul(
+						big(str(arg[3])), big(str(arg[1]))))))
+				end
+				ok, why, expiry = sliding(alg, old[i], now, arg)
+			else
+				ok, why, expiry = one_word(alg, old[i], now, arg)
+			end
+			if ok == nil then
+				return proto(why)
+			end
+			if ok then
+				local ttl = sub(add(expiry, grace), now)
+				-- ttl < 2^65 ns, so ms < 2^46: exact.
+				ms[i] = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1
+			end
+		end
+		admits[i] = ok and usable == '1'
+		new[i] = why
+		if admits[i] then
+			yes = yes + 1
+		else
+			no = no + 1
+		end
+	end
 
-local admitted = (kind == 'all' and no == 0) or (kind == 'any' and yes > 0)
-local reply = { admitted and 1 or 0 }
-for i = 1, n do
-	reply[1 + i] = old[i] or false
-	reply[1 + n + i] = false
-	if admitted and admits[i] then
-		local ttl = sub(add(expiry[i], grace), now)
-		-- ttl < 2^65 ns, so ms < 2^46: exact.
-		local ms = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1
-		redis.call('SET', KEYS[i], new[i], 'PX', ms)
-		reply[1 + n + i] = new[i]
+	local admitted = (kind == 'all' and no == 0) or (kind == 'any' and yes > 0)
+	local reply = { admitted and 1 or 0 }
+	for i = 1, n do
+		reply[1 + i] = old[i] or false
+		reply[1 + n + i] = false
+		if admitted and admits[i] then
+			redis.call('SET', KEYS[i], new[i], 'PX', ms[i])
+			reply[1 + n + i] = new[i]
+		end
 	end
+	reply[2 + 2 * n] = str(now)
+	return reply
 end
-reply[2 + 2 * n] = str(now)
-return reply

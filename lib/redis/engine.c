@@ -150,21 +150,21 @@ int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
 int tk__redis_library_make(struct tk__redis_store *s)
 {
 	static const uint64_t key[2] = { 0x7468726f74746c65, 0x6b6974 };
-	static const char head[] = "#!lua name=throttlekit_%016llx\n"
-				   "redis.register_function('%s',\n"
-				   "function(KEYS, ARGV)\n";
-	static const char tail[] = "\nend)\n";
+	static const char head[] = "#!lua name=throttlekit_%016llx\n";
+	static const char tail[] = "redis.register_function('%s', check)\n";
 	size_t len = strlen(tk__redis_check_lua);
 	uint64_t h = tk__siphash(key, tk__redis_check_lua, len);
 	int n;
 
 	snprintf(s->function, sizeof(s->function), "tk_check_%016llx",
 		 (unsigned long long)h);
-	s->library = malloc(sizeof(head) + 64 + len + sizeof(tail));
+	len -= sizeof(TK__REDIS_EVAL_TAIL) - 1;
+	s->library = malloc(sizeof(head) + 16 + len + sizeof(tail) +
+			    sizeof(s->function));
 	if (!s->library)
 		return -ENOMEM;
-	n = sprintf(s->library, head, (unsigned long long)h, s->function);
+	n = sprintf(s->library, head, (unsigned long long)h);
 	memcpy(s->library + n, tk__redis_check_lua, len);
-	memcpy(s->library + n + len, tail, sizeof(tail));
+	sprintf(s->library + n + len, tail, s->function);
 	return 0;
 }

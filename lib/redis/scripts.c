@@ -29,9 +29,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* check.lua defines check(KEYS, ARGV); EVALSHA's script runs it. */
 const char tk__redis_check_lua[] =
 #include "redis/check-lua.inc"
-	;
+	TK__REDIS_EVAL_TAIL;
 
 /*
  * Sent by FUNCTION LOAD (with a short header) or SCRIPT LOAD, possibly

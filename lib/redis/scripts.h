@@ -12,6 +12,13 @@
 
 struct tk__policy;
 
+/*
+ * The script EVALSHA runs: check.lua, which defines its helpers and
+ * check(KEYS, ARGV), then TK__REDIS_EVAL_TAIL.  A function library
+ * (engine.c) has the same text up to the tail and registers check
+ * instead, so its helpers are made once, when it loads, not per call.
+ */
+#define TK__REDIS_EVAL_TAIL "return check(KEYS, ARGV)\n"
 extern const char tk__redis_check_lua[];
 /* Does the check script know @p's algorithm? */
 int tk__redis_supported(const struct tk__policy *p);

@@ -595,6 +595,87 @@ static void test_estimate_beyond_2_53(void **state)
 		assert_memory_equal(&d[0][i], &d[1][i], sizeof(d[0][i]));
 }
 
+/*
+ * The script's fast paths (check.lua) at their edges, as on memory:
+ * times at the split of nine digits, 2^53 and 10^18, next to 2^63 (the
+ * general code's); tolerances and windows at 10^15 ns (the fast paths'
+ * bound) and at 46 days (their TTL's); limits 1 and huge; windows crossed.
+ */
+static void test_fast_path_edges(void **state)
+{
+	static const char *const policies[] = {
+		"gcra:1/1s,burst=1",
+		"gcra:1/999999s,burst=2",
+		"gcra:1/1000000s,burst=2",
+		"gcra:1/46d,burst=2",
+		"gcra:1000000000/1s,burst=1000000000000",
+		"token-bucket:capacity=2,refill=1/10ms",
+		"leaky:1/1s,max-queue=1s",
+		"fixed-window:2/10ms",
+		"fixed-window:1/999999s",
+		"fixed-window:1/1000000s",
+		"fixed-window:1/47d",
+		"fixed-window:1000000000000/1s",
+		"quota:2/day",
+	};
+	static const uint64_t starts[] = {
+		0,
+		999999999,
+		(UINT64_C(1) << 53) - 3,
+		UINT64_C(999999999999999999),
+		(UINT64_C(1) << 63) - 10 * SEC,
+	};
+	static const uint64_t steps[] = {
+		0,
+		0,
+		1,
+		10 * MS - 1,
+		1,
+		SEC,
+		1000000 * SEC - 2,
+		2,
+		46 * 86400 * SEC,
+	};
+	struct tk_decision d[2];
+	struct tk_limiter *l[2];
+	struct tk_clock *c[2];
+	size_t i, j, k;
+	uint64_t now;
+	int m, rc[2];
+
+	(void)state;
+	need_server();
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+		for (j = 0; j < sizeof(starts) / sizeof(starts[0]); j++) {
+			open_at(&l[0], &c[0], policies[i], "memory",
+				TK_FAIL_ERROR);
+			open_at(&l[1], &c[1], policies[i],
+				spec_with(&kit, "?key_prefix=edge:"),
+				TK_FAIL_ERROR);
+			assert_rc(tk_limiter_reset(l[1], "k", 1), 0);
+			now = starts[j];
+			for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+				now += steps[k];
+				if (now > (UINT64_C(1) << 63) - 1)
+					now = (UINT64_C(1) << 63) - 1;
+				/* A quota has no calendar near 2^63:
+				 * -EOVERFLOW on both. */
+				for (m = 0; m < 2; m++) {
+					tk_clock_set(c[m], now);
+					rc[m] = tk_limiter_check(l[m], "k", 1,
+								 1, &d[m]);
+				}
+				assert_rc(rc[1], rc[0]);
+				if (rc[0] == 0)
+					assert_same_decision(d[1], d[0]);
+			}
+			for (m = 0; m < 2; m++) {
+				tk_limiter_close(l[m]);
+				tk_clock_free(c[m]);
+			}
+		}
+}
+
 /* Batches (request by request) and waits of a shaper, as on memory. */
 static void test_batches_and_waits(void **state)
 {
@@ -1581,6 +1662,7 @@ int main(void)
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_invalid_state_is_none),
 		cmocka_unit_test(test_estimate_beyond_2_53),
+		cmocka_unit_test(test_fast_path_edges),
 		cmocka_unit_test(test_groups_and_keys),
 		cmocka_unit_test(test_batches_and_waits),
 		cmocka_unit_test(test_exact_across_processes),
