@@ -20,6 +20,9 @@
  * succeed (no READONLY, -EROFS or -EPROTO), and no replica was ever sent
  * FCALL, EVALSHA or FUNCTION LOAD (their commandstats show none rejected),
  * and the nodes answered at most one CLUSTER SLOTS per 100 ms.
+ *
+ * Then a manual failover (CLUSTER FAILOVER) back to the old master: no
+ * connection fails, only MOVED tells, and one MOVED refreshes the map.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,6 +79,20 @@ static int teardown(void **state)
 	for (i = 0; i < 6; i++)
 		redis_kit_destroy(&nodes[i]);
 	return 0;
+}
+
+/* How many FCALLs @k refused (MOVED, READONLY): INFO commandstats. */
+static long fcall_rejected(const struct redis_kit *k)
+{
+	char info[16384], *at;
+
+	if (redis_kit_cmd(k, info, sizeof(info), "INFO commandstats") != 0)
+		return -1;
+	at = strstr(info, "cmdstat_fcall:");
+	if (!at)
+		return 0;
+	at = strstr(at, "rejected_calls=");
+	return at ? atol(at + 15) : 0;
 }
 
 static void sleep_ms(long ms)
@@ -270,6 +287,8 @@ static void judge(const struct worker *w, unsigned long long killed,
 }
 
 static char vkey[16], okey[16], gkey[2][16];
+/* The master killed, its replica promoted, a master that stays. */
+static int victim = -1, heir = -1, survivor = -1;
 
 /* A worker of @kind on a store of its own, its keys checked once. */
 static void worker_open(struct worker *w, int kind, const char *spec)
@@ -316,7 +335,7 @@ static void test_failover(void **state)
 	char spec[128];
 	unsigned long long opened, killed, promoted, rejoined;
 	long maps = 0;
-	int i, on_victim, victim = -1, heir = -1, survivor = -1, port;
+	int i, on_victim, port;
 	char info[4096], want[48];
 
 	(void)state;
@@ -423,11 +442,56 @@ static void test_failover(void **state)
 	}
 }
 
+/*
+ * A manual failover (CLUSTER FAILOVER on the old master, now a replica):
+ * nothing fails, so only MOVED tells.  One MOVED refreshes the whole map:
+ * checks of 64 keys of the demoted master's slots, one after the other,
+ * pass, and it refused at most a few of them (each would meet MOVED
+ * if the map were corrected slot by slot).
+ */
+static void test_manual_failover(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	char spec[128], key[64][16], stem[8];
+	long before, moved;
+	int i;
+
+	(void)state;
+	if (victim < 0 || heir < 0 || !nodes[victim].pid)
+		skip(); /* test_failover did not leave its cluster */
+	snprintf(spec, sizeof(spec),
+		 "redis+cluster://127.0.0.1:%d?timeout=200ms",
+		 nodes[survivor].port);
+	assert_rc(tk_limiter_open(&l, "gcra:1000000/1s", spec, NULL), 0);
+	for (i = 0; i < 64; i++) {
+		snprintf(stem, sizeof(stem), "m%d_", i);
+		pick(&nodes[heir], stem, 0, 1, key[i]);
+		assert_rc(tk_limiter_check(l, key[i], strlen(key[i]), 1, &d),
+			  0);
+	}
+	before = fcall_rejected(&nodes[heir]);
+	assert_int_equal(
+		redis_kit_cmd(&nodes[victim], NULL, 0, "CLUSTER FAILOVER"), 0);
+	wait_role(&nodes[survivor], &nodes[victim], 'M', 20000);
+	wait_role(&nodes[survivor], &nodes[heir], 'S', 20000);
+	for (i = 0; i < 64; i++)
+		assert_rc(tk_limiter_check(l, key[i], strlen(key[i]), 1, &d),
+			  0);
+	moved = fcall_rejected(&nodes[heir]) - before;
+	print_message("# %ld MOVED for 64 keys after the switch\n", moved);
+	if (moved > 4)
+		fail_msg("%ld MOVED for 64 keys: the map was not refreshed",
+			 moved);
+	tk_limiter_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_failover, teardown),
+		cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_manual_failover),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, teardown);
 }
