@@ -308,36 +308,49 @@ static int refresh(struct tk__redis_cluster *cl,
 
 /*
  * One refresh, unless one is in flight or began less than REFRESH_GAP
- * ago (-EALREADY); with @wait, one in flight is waited for, within the
- * call's deadline.  0, -EALREADY, or the refresh's error.
+ * ago (-EALREADY).  @wait 1: one in flight is waited for (then the map is
+ * as fresh as this one would make it: -EALREADY); 2: the gap too, then
+ * a refresh.  Waits are within the call's deadline.  0, -EALREADY, or
+ * the refresh's error.
  */
 static int refresh_once(struct tk__redis_cluster *cl,
 			const struct tk__redis_conn *failed, int wait)
 {
-	uint64_t now, last;
+	uint64_t now = 0, last;
 	uint32_t idle;
-	int rc;
+	int rc, waited = 0;
 
 	for (;;) {
 		if (tk__redis_deadline_left() == 0)
 			return -ETIMEDOUT;
+		/* acquire: pairs with the release below, for the map. */
+		if (tk_atomic_load_u32(&cl->refreshing, TK_MO_ACQUIRE)) {
+			if (!wait)
+				return -EALREADY;
+			waited = 1;
+			pause_ms(1);
+			continue;
+		}
+		if (waited)
+			return -EALREADY;
 		now = monotonic_ns();
 		/* Relaxed: only a rate; the CAS below orders the refresh. */
 		last = tk_atomic_load_u64(&cl->refreshed_at, TK_MO_RELAXED);
-		if (last && now - last < REFRESH_GAP)
-			return -EALREADY;
+		if (last && now - last < REFRESH_GAP) {
+			if (wait < 2)
+				return -EALREADY;
+			pause_ms(1);
+			continue;
+		}
 		idle = 0;
 		/* acquire: pairs with the release below, for the map. */
 		if (tk_atomic_cas_u32(&cl->refreshing, &idle, 1, TK_MO_ACQUIRE))
 			break;
-		if (!wait)
-			return -EALREADY;
-		pause_ms(1);
 	}
 	tk_atomic_store_u64(&cl->refreshed_at, now, TK_MO_RELAXED);
 	rc = refresh(cl, failed);
 	tk_atomic_store_u32(&cl->last_rc, (uint32_t)-rc, TK_MO_RELAXED);
-	/* release: the map written; pairs with the CAS's acquire above. */
+	/* release: the map written; pairs with the acquires above. */
 	tk_atomic_store_u32(&cl->refreshing, 0, TK_MO_RELEASE);
 	return rc;
 }
@@ -346,6 +359,12 @@ int tk__redis_cluster_refresh(struct tk__redis_cluster *cl,
 			      const struct tk__redis_conn *failed)
 {
 	return refresh_once(cl, failed, 0);
+}
+
+int tk__redis_cluster_refresh_due(struct tk__redis_cluster *cl,
+				  const struct tk__redis_conn *failed)
+{
+	return refresh_once(cl, failed, 2);
 }
 
 int tk__redis_cluster_serves(struct tk__redis_cluster *cl, unsigned int slot,

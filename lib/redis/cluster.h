@@ -55,6 +55,14 @@ int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
  */
 int tk__redis_cluster_refresh(struct tk__redis_cluster *cl,
 			      const struct tk__redis_conn *failed);
+/*
+ * The map is known stale (READONLY: @failed's node was demoted): as
+ * tk__redis_cluster_refresh(), but a refresh in flight is waited for
+ * (-EALREADY once done), and one begun less than 100 ms ago is waited
+ * out, then the map refreshed: within the call's deadline (-ETIMEDOUT).
+ */
+int tk__redis_cluster_refresh_due(struct tk__redis_cluster *cl,
+				  const struct tk__redis_conn *failed);
 /* Does the map name @c's node as the master of @slot? */
 int tk__redis_cluster_serves(struct tk__redis_cluster *cl, unsigned int slot,
 			     const struct tk__redis_conn *c);

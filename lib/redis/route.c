@@ -37,7 +37,8 @@ static int elsewhere(struct tk__redis_cluster *cl, unsigned int slot,
  * @fn on the master of @slot, following the cluster: MOVED corrects the
  * map and follows, ASK follows with ASKING; TRYAGAIN, CLUSTERDOWN
  * (-EAGAIN) and READONLY (-EROFS: the node was demoted) were not run,
- * and go again after 1 ms, to the slot's master of a refreshed map.  A
+ * and go again to the slot's master of a refreshed map: after 1 ms, or
+ * for READONLY after a refresh it waits for (a stale map for sure).  A
  * connect that fails is tried again on a refreshed map's master if that
  * is another node: nothing was sent.  A command that failed on its
  * connection may have run: only the map is refreshed, for the next call.
@@ -79,8 +80,13 @@ static int on_cluster(struct tk__redis_store *s, unsigned int slot,
 				tk__redis_cluster_refresh(cl, NULL);
 			continue;
 		}
-		pause_ms(1);
-		tk__redis_cluster_refresh(cl, c);
+		if (rc == -EROFS) {
+			/* The map names a replica: a refresh will tell. */
+			tk__redis_cluster_refresh_due(cl, c);
+		} else {
+			pause_ms(1);
+			tk__redis_cluster_refresh(cl, c);
+		}
 		c = NULL;
 		rc = tk__redis_cluster_conn(cl, slot, &c);
 	}

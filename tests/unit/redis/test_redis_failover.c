@@ -11,8 +11,10 @@
  * the cross-slot path).  The master is killed (kill -9); once a survivor's
  * CLUSTER NODES shows its replica promoted:
  * - each thread succeeds within 3 s (the design: 1 s; a shared machine);
- * - after its first success on the new master, no check of it fails;
- * - every check begun 3 s after the promotion succeeds;
+ * - after its first success on the new master, no check of it fails,
+ *   and every check begun 3 s after the promotion succeeds (a reply later than
+ * the 200 ms timeout, on a shared machine, aside: -ETIMEDOUT, at most 1% of a
+ * thread's checks; any other error fails);
  * - on stores left unused since the kill, the first check of each kind
  *   passes: a connect that fails refreshes the map and goes to the new
  *   master within the same call.
@@ -23,6 +25,9 @@
  *
  * Then a manual failover (CLUSTER FAILOVER) back to the old master: no
  * connection fails, only MOVED tells, and one MOVED refreshes the map.
+ * Last, a takeover under a store that never connected to the demoted
+ * node: its first command there meets READONLY, which refreshes the map
+ * and goes to the new master.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -251,7 +256,7 @@ static void judge(const struct worker *w, unsigned long long killed,
 		  unsigned long long promoted)
 {
 	const struct event *first = NULL, *e;
-	size_t i, before = 0, between = 0;
+	size_t i, before = 0, between = 0, slow = 0;
 
 	for (i = 0; i < w->n; i++) {
 		e = &w->ev[i];
@@ -276,14 +281,22 @@ static void judge(const struct worker *w, unsigned long long killed,
 			 worker_name[w->kind], first->end - promoted);
 	for (i = 0; i < w->n; i++) {
 		e = &w->ev[i];
-		if (e->rc && (e->start >= first->start ||
-			      e->start >= promoted + RECOVER_MS))
-			fail_msg("%s: check begun %lld ms after the promotion "
-				 "failed: %s",
-				 worker_name[w->kind],
-				 (long long)(e->start - promoted),
-				 tk_strerrorname(e->rc));
+		if (!e->rc || (e->start < first->start &&
+			       e->start < promoted + RECOVER_MS))
+			continue;
+		/* A reply later than 200 ms on a loaded machine says nothing
+		 * of the failover; a few are allowed, no other error. */
+		if (e->rc == -ETIMEDOUT && ++slow * 100 <= w->n)
+			continue;
+		fail_msg("%s: check begun %lld ms after the promotion failed "
+			 "after %llu ms: %s (%s)",
+			 worker_name[w->kind], (long long)(e->start - promoted),
+			 e->end - e->start, tk_strerrorname(e->rc),
+			 e->victim ? "the victim's slot" : "another");
 	}
+	if (slow)
+		print_message("# %s: %zu timeouts after the recovery\n",
+			      worker_name[w->kind], slow);
 }
 
 static char vkey[16], okey[16], gkey[2][16];
@@ -486,11 +499,91 @@ static void test_manual_failover(void **state)
 	tk_limiter_close(l);
 }
 
+/* The index of the node that serves slot 0, as @from's CLUSTER NODES
+ * says (its line's slots begin at 0). */
+static int slot0_master(const struct redis_kit *from)
+{
+	char text[8192], *at, *line;
+	int i, port;
+
+	assert_int_equal(
+		redis_kit_cmd(from, text, sizeof(text), "CLUSTER NODES"), 0);
+	at = strstr(text, " connected 0-");
+	if (!at)
+		at = strstr(text, " connected 0\n");
+	assert_non_null(at);
+	*at = '\0';
+	line = strrchr(text, '\n');
+	line = strstr(line ? line : text, " 127.0.0.1:");
+	assert_non_null(line);
+	port = atoi(line + 11);
+	for (i = 0; i < 6; i++)
+		if (nodes[i].port == port)
+			return i;
+	fail_msg("no node on port %d", port);
+	return -1;
+}
+
+/*
+ * A node demoted while a store's map still names it, the store never
+ * connected to it: a ping (slot 0's master, which loads the library on
+ * a new connection) meets READONLY there, which did not run; the map is
+ * refreshed and the ping answers from the new master.
+ */
+static void test_demoted_ping(void **state)
+{
+	struct tk_store_ping out;
+	struct tk_store *st;
+	struct tk_decision d;
+	struct tk_limiter *l;
+	struct tk_options o = TK_OPTIONS_INIT;
+	char spec[128], want[48], info[4096], key[16];
+	int i, old, seed = -1, next = -1;
+
+	(void)state;
+	if (victim < 0 || !nodes[victim].pid)
+		skip(); /* test_failover did not leave its cluster */
+	old = slot0_master(&nodes[survivor]);
+	snprintf(want, sizeof(want), "master_port:%d\r", nodes[old].port);
+	for (i = 0; i < 6; i++) {
+		if (i != old && seed < 0 &&
+		    redis_cluster_role(&nodes[survivor], &nodes[i]) == 'M')
+			seed = i;
+		if (redis_kit_cmd(&nodes[i], info, sizeof(info),
+				  "INFO replication") == 0 &&
+		    strstr(info, want) && strstr(info, "master_link_status:up"))
+			next = i;
+	}
+	assert_true(seed >= 0 && next >= 0);
+	snprintf(spec, sizeof(spec),
+		 "redis+cluster://127.0.0.1:%d?timeout=200ms",
+		 nodes[seed].port);
+	assert_rc(tk_store_open(&st, spec, NULL), 0);
+	o.store = st;
+	assert_rc(tk_limiter_open(&l, "gcra:1000000/1s", NULL, &o), 0);
+	/* The whole map learnt, no connection to slot 0's master. */
+	pick(&nodes[seed], "p", 0, 1, key);
+	assert_rc(tk_limiter_check(l, key, strlen(key), 1, &d), 0);
+	assert_int_equal(redis_kit_cmd(&nodes[next], NULL, 0,
+				       "CLUSTER FAILOVER TAKEOVER"),
+			 0);
+	/* No vote: this shard may have failed over moments ago. */
+	wait_role(&nodes[survivor], &nodes[next], 'M', 20000);
+	wait_role(&nodes[survivor], &nodes[old], 'S', 20000);
+	memset(&out, 0, sizeof(out));
+	assert_rc(tk_store_ping(st, &out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "127.0.0.1:%d", nodes[next].port);
+	assert_string_equal(out.server, want);
+	tk_limiter_close(l);
+	tk_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_manual_failover),
+		cmocka_unit_test(test_demoted_ping),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);
