@@ -7,9 +7,33 @@
  * hash tag (the bytes between the first '{' and the next '}', if any)
  * or of the whole key, and every slot on one master.  The map here holds,
  * per slot, which node serves it (0: not known yet); it is filled by
- * CLUSTER SLOTS, asked of any known node (the seeds first) when a check
- * meets a slot not known, and corrected slot by slot by the MOVED replies
- * the servers send while slots migrate.
+ * CLUSTER SLOTS, asked of the known nodes when a check meets a slot not
+ * known or a stale map (below), and corrected slot by slot by the MOVED
+ * replies the servers send while slots migrate.
+ *
+ * Failover: a master that dies is replaced by one of its replicas, at
+ * another address, and only a fresh CLUSTER SLOTS tells.  So whatever
+ * hints that the map is stale (a connect or command that failed on a
+ * node, a READONLY, CLUSTERDOWN or TRYAGAIN reply, a redirection) asks
+ * for a refresh (tk__redis_cluster_refresh()):
+ * - at most one in flight per store (one CAS on refreshing): other
+ *   threads go on with the map as it is, which is at worst as stale as
+ *   it was;
+ * - at most one begun per REFRESH_GAP, so that a dead node refusing
+ *   every check costs the cluster ten CLUSTER SLOTS a second, not one
+ *   per check;
+ * - asked of every known node in turn (seeds included), from the one
+ *   after the node that answered last, until one answers: a dead node
+ *   costs one refused connect (then its backoff), and a node with a
+ *   stale view is not the only one asked twice running;
+ * - but not of the node whose failure asked for it, unless no other is
+ *   known: a node that hangs (stopped, partitioned) would spend the rest
+ *   of the call's deadline, which a cross-slot check needs for its
+ *   refunds.
+ * Only masters enter the map (a CLUSTER SLOTS entry's first address), so
+ * no write or FUNCTION LOAD is sent to a replica unless a stale map still
+ * names a master since demoted; it answers MOVED or READONLY, and either
+ * refreshes the map.
  *
  * A node is a spec (the store's, with the node's host and port) and the
  * per-thread pool of conn.c.  The table of nodes only grows (a
@@ -24,11 +48,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
 #define NODES_MAX 64
 #define SLOTS 16384
+#define REFRESH_GAP (UINT64_C(100) * 1000000) /* ns between two refreshes */
 
 struct node {
 	struct tk__redis_spec spec; /* host and port: the node's */
@@ -39,7 +65,26 @@ struct tk__redis_cluster {
 	const struct tk__redis_spec *spec;
 	tk_atomic_ptr node[NODES_MAX]; /* NULL: free, then set once */
 	tk_atomic_u32 slot[SLOTS];     /* node index + 1; 0: not known */
+	tk_atomic_u32 refreshing;      /* 1: a refresh is in flight */
+	tk_atomic_u64 refreshed_at;    /* monotonic ns a refresh began; 0 */
+	tk_atomic_u32 last_rc;	       /* -errno of the last refresh */
+	tk_atomic_u32 turn; /* the node the next refresh asks first */
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
 
 unsigned int tk__redis_slot(const char *key, size_t len)
 {
@@ -222,21 +267,113 @@ static int refresh_from(struct tk__redis_cluster *cl, size_t i)
 	return rc;
 }
 
-/* The map from the first node that answers: the seeds, then the others. */
-static int refresh(struct tk__redis_cluster *cl)
+/* Is @n the node @c connects to? */
+static int is_node(const struct node *n, const struct tk__redis_conn *c)
 {
-	size_t i;
-	int rc = -ECONNREFUSED, last;
+	return c && n &&
+	       tk__redis_conn_spec((struct tk__redis_conn *)c) == &n->spec;
+}
 
-	for (i = 0; i < NODES_MAX; i++) {
-		last = refresh_from(cl, i);
-		if (last == -ENOENT)
+/*
+ * The map from the first node that answers, every known node asked in
+ * turn from cl->turn (see the top), but @failed's node (NULL: none)
+ * unless no other is known: it just failed, and a node that hangs would
+ * spend the call's time.
+ */
+static int refresh(struct tk__redis_cluster *cl,
+		   const struct tk__redis_conn *failed)
+{
+	size_t i, k, known;
+	int rc = -ECONNREFUSED;
+
+	for (known = 0; known < NODES_MAX; known++)
+		if (!tk_atomic_load_ptr(&cl->node[known], TK_MO_ACQUIRE))
 			break;
-		rc = last;
+	/* Relaxed: a hint of where to start; any start is correct. */
+	i = tk_atomic_load_u32(&cl->turn, TK_MO_RELAXED);
+	for (k = 0; k < known; k++, i++) {
+		if (known > 1 &&
+		    is_node(tk_atomic_load_ptr(&cl->node[i % known],
+					       TK_MO_ACQUIRE),
+			    failed))
+			continue;
+		rc = refresh_from(cl, i % known);
 		if (rc == 0)
 			break;
 	}
+	tk_atomic_store_u32(&cl->turn, known ? (uint32_t)((i + 1) % known) : 0,
+			    TK_MO_RELAXED);
 	return rc;
+}
+
+/*
+ * One refresh, unless one is in flight or began less than REFRESH_GAP
+ * ago (-EALREADY).  @wait 1: one in flight is waited for (then the map is
+ * as fresh as this one would make it: -EALREADY); 2: the gap too, then
+ * a refresh.  Waits are within the call's deadline.  0, -EALREADY, or
+ * the refresh's error.
+ */
+static int refresh_once(struct tk__redis_cluster *cl,
+			const struct tk__redis_conn *failed, int wait)
+{
+	uint64_t now = 0, last;
+	uint32_t idle;
+	int rc, waited = 0;
+
+	for (;;) {
+		if (tk__redis_deadline_left() == 0)
+			return -ETIMEDOUT;
+		/* acquire: pairs with the release below, for the map. */
+		if (tk_atomic_load_u32(&cl->refreshing, TK_MO_ACQUIRE)) {
+			if (!wait)
+				return -EALREADY;
+			waited = 1;
+			pause_ms(1);
+			continue;
+		}
+		if (waited)
+			return -EALREADY;
+		now = monotonic_ns();
+		/* Relaxed: only a rate; the CAS below orders the refresh. */
+		last = tk_atomic_load_u64(&cl->refreshed_at, TK_MO_RELAXED);
+		if (last && now - last < REFRESH_GAP) {
+			if (wait < 2)
+				return -EALREADY;
+			pause_ms(1);
+			continue;
+		}
+		idle = 0;
+		/* acquire: pairs with the release below, for the map. */
+		if (tk_atomic_cas_u32(&cl->refreshing, &idle, 1, TK_MO_ACQUIRE))
+			break;
+	}
+	tk_atomic_store_u64(&cl->refreshed_at, now, TK_MO_RELAXED);
+	rc = refresh(cl, failed);
+	tk_atomic_store_u32(&cl->last_rc, (uint32_t)-rc, TK_MO_RELAXED);
+	/* release: the map written; pairs with the acquires above. */
+	tk_atomic_store_u32(&cl->refreshing, 0, TK_MO_RELEASE);
+	return rc;
+}
+
+int tk__redis_cluster_refresh(struct tk__redis_cluster *cl,
+			      const struct tk__redis_conn *failed)
+{
+	return refresh_once(cl, failed, 0);
+}
+
+int tk__redis_cluster_refresh_due(struct tk__redis_cluster *cl,
+				  const struct tk__redis_conn *failed)
+{
+	return refresh_once(cl, failed, 2);
+}
+
+int tk__redis_cluster_serves(struct tk__redis_cluster *cl, unsigned int slot,
+			     const struct tk__redis_conn *c)
+{
+	uint32_t i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_ACQUIRE);
+
+	return i &&
+	       is_node(tk_atomic_load_ptr(&cl->node[i - 1], TK_MO_ACQUIRE), c);
 }
 
 static int conn_of(struct tk__redis_cluster *cl, uint32_t i,
@@ -254,12 +391,14 @@ int tk__redis_cluster_node(struct tk__redis_cluster *cl, unsigned int slot)
 	int rc;
 
 	if (i == 0) {
-		rc = refresh(cl);
-		if (rc)
-			return rc;
+		rc = refresh_once(cl, NULL, 1);
 		i = tk_atomic_load_u32(&cl->slot[slot], TK_MO_ACQUIRE);
+		/* Another thread's refresh, just done, may have failed. */
+		if (i == 0 && rc == -EALREADY)
+			rc = -(int)tk_atomic_load_u32(&cl->last_rc,
+						      TK_MO_RELAXED);
 		if (i == 0)
-			return -EAGAIN; /* no master serves the slot */
+			return rc ? rc : -EAGAIN; /* no master serves it */
 	}
 	return (int)i - 1;
 }

@@ -6,6 +6,7 @@
 #ifndef TK_REDIS_CLUSTER_H
 #define TK_REDIS_CLUSTER_H
 
+#include <errno.h>
 #include <stddef.h>
 
 #include "redis/conn.h"
@@ -42,5 +43,38 @@ int tk__redis_cluster_follow(struct tk__redis_cluster *cl, unsigned int slot,
 /* After TK__REDIS_MOVED on @c: the map corrected, nothing connected. */
 int tk__redis_cluster_moved(struct tk__redis_cluster *cl, unsigned int slot,
 			    struct tk__redis_conn *c);
+
+/*
+ * The map may be stale (a node failed, a READONLY, CLUSTERDOWN or
+ * TRYAGAIN reply, a redirection): CLUSTER SLOTS asked again of the known
+ * nodes in turn, but @failed's (the connection that met it; NULL: none)
+ * unless it is the only one, and unless a refresh is in flight or began
+ * less than 100 ms ago (-EALREADY: the map as it is).  0, -EALREADY, or
+ * the errors of tk__redis_conn_get() when no node answered.  Within the
+ * call's deadline; never waits for another thread.
+ */
+int tk__redis_cluster_refresh(struct tk__redis_cluster *cl,
+			      const struct tk__redis_conn *failed);
+/*
+ * The map is known stale (READONLY: @failed's node was demoted): as
+ * tk__redis_cluster_refresh(), but a refresh in flight is waited for
+ * (-EALREADY once done), and one begun less than 100 ms ago is waited
+ * out, then the map refreshed: within the call's deadline (-ETIMEDOUT).
+ */
+int tk__redis_cluster_refresh_due(struct tk__redis_cluster *cl,
+				  const struct tk__redis_conn *failed);
+/* Does the map name @c's node as the master of @slot? */
+int tk__redis_cluster_serves(struct tk__redis_cluster *cl, unsigned int slot,
+			     const struct tk__redis_conn *c);
+/*
+ * Does @rc hint that the map is stale?  A connect or command that
+ * failed on the node, READONLY (-EROFS: a master since demoted),
+ * CLUSTERDOWN and TRYAGAIN (-EAGAIN), MOVED.
+ */
+static inline int tk__redis_cluster_stale(int rc)
+{
+	return rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -ETIMEDOUT ||
+	       rc == -EROFS || rc == -EAGAIN || rc == TK__REDIS_MOVED;
+}
 
 #endif /* TK_REDIS_CLUSTER_H */

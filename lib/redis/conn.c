@@ -142,6 +142,11 @@ static uint64_t time_left(uint64_t cap, uint64_t deadline, uint64_t floor)
 	return left < cap ? left : cap;
 }
 
+uint64_t tk__redis_deadline_left(void)
+{
+	return time_left(UINT64_MAX, 0, 0);
+}
+
 /*
  * Before a read on @c: its socket's timeout cut to time_left() when that
  * is less than the spec's (then *@cut is set, for uncut()).  -ETIMEDOUT:

@@ -70,6 +70,8 @@ int tk__redis_command(struct tk__redis_conn *c, int argc, const char **argv,
  */
 uint64_t tk__redis_deadline_begin(const struct tk__redis_spec *spec);
 void tk__redis_deadline_end(uint64_t was);
+/* The ns left before this thread's call's deadline; UINT64_MAX: none. */
+uint64_t tk__redis_deadline_left(void);
 
 /*
  * Pipelining: queue a command (nothing is sent), send every queued one,

@@ -18,9 +18,12 @@
  *   run: it is loaded again and only the requests that met it are sent
  *   again, in order, in a second pipeline (three rounds at most, as a
  *   single check tries three times);
- * - MOVED corrects the slot map; MOVED, ASK, TRYAGAIN and CLUSTERDOWN
- *   send that request again alone, after the pipelines, by the single
- *   check's path (which follows redirects);
+ * - MOVED corrects the slot map; MOVED, ASK, TRYAGAIN, CLUSTERDOWN and
+ *   READONLY (a master since demoted) send that request again alone,
+ *   after the pipelines, by the single check's path (which follows
+ *   redirects and refreshes the map, cluster.c), as does a request for a
+ *   node no connection could be made to (a failover may have moved its
+ *   slots);
  * - a check over keys of several slots of a cluster is made alone too,
  *   after the pipelines (xslot.c: one script per slot, in order);
  * - a connection that fails mid-pipeline (reset, timeout) answers every
@@ -153,7 +156,11 @@ static void assign_nodes(struct batch *b)
 		}
 		if (rc == 0)
 			rc = conn_for(b, node, &k);
-		if (rc == -E2BIG) /* sent alone instead */
+		/* A node that cannot be reached may have failed over:
+		 * nothing was sent, so the single check's path (a refreshed
+		 * map, the new master) may still make it. */
+		if (rc == -E2BIG ||
+		    (rc && node >= 0 && tk__redis_cluster_stale(rc)))
 			b->p[i].state = REDIRECT;
 		else if (rc)
 			done(b, i, rc);
@@ -339,7 +346,7 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 			b->p[i].state = TODO;
 			lost = rc;
 		} else if (rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK ||
-			   rc == -EAGAIN) {
+			   rc == -EAGAIN || (rc == -EROFS && b->s->cluster)) {
 			/* Not run either; MOVED: the map learns now, while
 			 * the connection still holds the target. */
 			if (rc == TK__REDIS_MOVED && b->s->cluster)

@@ -220,7 +220,7 @@ static void pause_ms(long ms)
 
 static int spawn(struct redis_kit *k)
 {
-	const char *argv[16];
+	const char *argv[24];
 	char port[16];
 	int i, n = 0, devnull;
 
@@ -251,7 +251,7 @@ static int spawn(struct redis_kit *k)
 			argv[n++] = "--requirepass";
 			argv[n++] = k->password;
 		}
-		for (i = 0; i < 4 && k->extra[i]; i++)
+		for (i = 0; i < 6 && k->extra[i]; i++)
 			argv[n++] = k->extra[i];
 		argv[n] = NULL;
 		execv(argv[0], (char *const *)argv);
@@ -306,6 +306,16 @@ void redis_kit_stop(struct redis_kit *k)
 		return;
 	kill(k->pid, SIGCONT);
 	kill(k->pid, SIGTERM);
+	waitpid(k->pid, NULL, 0);
+	k->pid = 0;
+	set_pid(k);
+}
+
+void redis_kit_kill(struct redis_kit *k)
+{
+	if (k->pid <= 0)
+		return;
+	kill(k->pid, SIGKILL);
 	waitpid(k->pid, NULL, 0);
 	k->pid = 0;
 	set_pid(k);
@@ -368,23 +378,38 @@ int redis_kit_start_node(struct redis_kit *k, unsigned int *seed)
 	return -1;
 }
 
-int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len)
+/*
+ * Start @n nodes (their extra[4..] as set) and join them, @replicas per
+ * master, by redis-cli --cluster create.  0, or -1.
+ */
+static int create(struct redis_kit *nodes, int n, int replicas)
 {
 	unsigned int seed = (unsigned int)getpid() ^ (unsigned int)time(NULL);
-	char cmd[256], info[4096];
+	char cmd[512];
+	size_t len;
+	int i;
+
+	len = (size_t)snprintf(cmd, sizeof(cmd), "'%s' --cluster create",
+			       program("REDIS_CLI", REDIS_CLI));
+	for (i = 0; i < n; i++) {
+		if (redis_kit_start_node(&nodes[i], &seed))
+			return -1;
+		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len,
+					" 127.0.0.1:%d", nodes[i].port);
+	}
+	snprintf(cmd + len, sizeof(cmd) - len,
+		 " --cluster-replicas %d --cluster-yes >/dev/null 2>&1",
+		 replicas);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len)
+{
+	char info[4096];
 	int i, tries, ok = 0;
 
 	memset(nodes, 0, 3 * sizeof(nodes[0]));
-	for (i = 0; i < 3; i++)
-		if (redis_kit_start_node(&nodes[i], &seed))
-			goto fail;
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' --cluster create 127.0.0.1:%d 127.0.0.1:%d "
-		 "127.0.0.1:%d --cluster-replicas 0 --cluster-yes "
-		 ">/dev/null 2>&1",
-		 program("REDIS_CLI", REDIS_CLI), nodes[0].port, nodes[1].port,
-		 nodes[2].port);
-	if (system(cmd) != 0)
+	if (create(nodes, 3, 0))
 		goto fail;
 	for (tries = 0; tries < 200 && ok < 3; tries++) {
 		for (ok = 0, i = 0; i < 3; i++)
@@ -403,6 +428,74 @@ fail:
 	for (i = 0; i < 3; i++)
 		redis_kit_destroy(&nodes[i]);
 	return -1;
+}
+
+/* Every node's CLUSTER INFO says ok, every replica's link is up. */
+static int replicas_up(struct redis_kit *nodes, int n)
+{
+	char info[4096];
+	int i, up = 0;
+
+	for (i = 0; i < n; i++) {
+		if (redis_kit_cmd(&nodes[i], info, sizeof(info),
+				  "CLUSTER INFO") != 0 ||
+		    !strstr(info, "cluster_state:ok") ||
+		    redis_kit_cmd(&nodes[i], info, sizeof(info),
+				  "INFO replication") != 0)
+			continue;
+		up += strstr(info, "role:master") ||
+		      strstr(info, "master_link_status:up");
+	}
+	return up == n;
+}
+
+int redis_cluster_start_replicas(struct redis_kit nodes[6], int timeout_ms)
+{
+	int i, tries;
+
+	memset(nodes, 0, 6 * sizeof(nodes[0]));
+	for (i = 0; i < 6; i++) {
+		snprintf(nodes[i].arg, sizeof(nodes[i].arg), "%d", timeout_ms);
+		nodes[i].extra[4] = "--cluster-node-timeout";
+		nodes[i].extra[5] = nodes[i].arg;
+	}
+	if (create(nodes, 6, 1))
+		goto fail;
+	for (tries = 0; tries < 600 && !replicas_up(nodes, 6); tries++)
+		pause_ms(50);
+	if (tries == 600)
+		goto fail;
+	return 0;
+fail:
+	for (i = 0; i < 6; i++)
+		redis_kit_destroy(&nodes[i]);
+	return -1;
+}
+
+int redis_cluster_role(const struct redis_kit *from, const struct redis_kit *k)
+{
+	char nodes[8192], addr[32], *line, *flags, *end;
+
+	if (redis_kit_cmd(from, nodes, sizeof(nodes), "CLUSTER NODES") != 0)
+		return 0;
+	snprintf(addr, sizeof(addr), " 127.0.0.1:%d@", k->port);
+	line = strstr(nodes, addr);
+	if (!line)
+		return 0;
+	flags = line + strlen(addr);
+	flags = strchr(flags, ' ');
+	if (!flags)
+		return 0;
+	flags++;
+	end = strchr(flags, ' ');
+	if (!end)
+		return 0;
+	*end = '\0';
+	if (strstr(flags, "fail"))
+		return 'F';
+	if (strstr(flags, "master"))
+		return 'M';
+	return strstr(flags, "slave") ? 'S' : 0;
 }
 
 void redis_kit_need(struct redis_kit *k)

@@ -18,7 +18,8 @@ struct redis_kit {
 	char password[32]; /* "": none */
 	char spec[128];	   /* redis://127.0.0.1:PORT */
 	/* More redis-server arguments, NULL-terminated; set before start. */
-	const char *extra[5];
+	const char *extra[7];
+	char arg[16]; /* room for an argument of extra, kept for restarts */
 };
 
 /* Is there a redis-server to run?  (The tests skip without one.) */
@@ -28,6 +29,9 @@ int redis_kit_available(void);
  * answers: 0, or -1.  A kit already holding a port reuses it (a restart).
  */
 int redis_kit_start(struct redis_kit *k, const char *password);
+/* kill -9 by its pid, waited for; keeps the port and dir for a restart
+ * (redis_kit_start()), as a crash would. */
+void redis_kit_kill(struct redis_kit *k);
 /* Stop it (SIGCONT first, then SIGTERM) and wait for it; keeps the dir. */
 void redis_kit_stop(struct redis_kit *k);
 /* Stop it and remove its directory. */
@@ -72,5 +76,19 @@ int redis_cluster_start(struct redis_kit nodes[3], char *spec, size_t len);
  */
 void redis_cluster_need(struct redis_kit nodes[3], char *spec, size_t len,
 			int *up);
+
+/*
+ * 3 masters and 3 replicas (--cluster-replicas 1), every node with
+ * cluster-node-timeout @timeout_ms: up once every node says
+ * cluster_state:ok and every replica master_link_status:up (or no
+ * failover could happen).  Which nodes are masters is for
+ * redis_cluster_role() to say.  0, or -1 (nodes destroyed).
+ */
+int redis_cluster_start_replicas(struct redis_kit nodes[6], int timeout_ms);
+/*
+ * @k's role in CLUSTER NODES as @from sees it: 'M' a master not failed,
+ * 'S' a replica, 'F' failed (or suspected), 0 unknown (or no answer).
+ */
+int redis_cluster_role(const struct redis_kit *from, const struct redis_kit *k);
 
 #endif
