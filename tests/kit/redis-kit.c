@@ -236,6 +236,20 @@ long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 	return rc;
 }
 
+const char *redis_kit_slow(const char *spec)
+{
+	static char buf[4][512];
+	static int next;
+	char *b;
+
+	if (strncmp(spec, "redis", 5) != 0)
+		return spec; /* "memory", "shm:..." */
+	b = buf[next++ % 4];
+	snprintf(b, sizeof(buf[0]), "%s%ctimeout=5s&connect_timeout=5s", spec,
+		 strchr(spec, '?') ? '&' : '?');
+	return b;
+}
+
 unsigned long long redis_kit_mono_ms(void)
 {
 	struct timespec ts;

@@ -94,12 +94,22 @@ static void open_at(struct tk_limiter **l, struct tk_clock **c,
 	assert_rc(tk_limiter_open(l, policy, spec, &o), 0);
 }
 
-/* A spec on the kit's server with extra options ("" for none). */
+/*
+ * A spec on the kit's server with extra options ("" for none, else
+ * "?..."), and a generous timeout unless they name one: a test not about
+ * time must not fail because a loaded machine stalled a reply beyond the
+ * 100 ms default.
+ */
 static const char *spec_with(const struct redis_kit *k, const char *opts)
 {
 	static char buf[256];
 
-	snprintf(buf, sizeof(buf), "%s%s", k->spec, opts);
+	if (strstr(opts, "timeout="))
+		snprintf(buf, sizeof(buf), "%s%s", k->spec, opts);
+	else
+		snprintf(buf, sizeof(buf),
+			 "%s%s%stimeout=5s&connect_timeout=5s", k->spec, opts,
+			 *opts ? "&" : "?");
 	return buf;
 }
 
@@ -739,7 +749,7 @@ static void test_threads(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:300/1d", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:300/1d", spec_with(&k, ""), TK_FAIL_ERROR);
 	base = clients(&k);
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < T; i++) {
@@ -913,7 +923,7 @@ static void test_evalsha_fallback(void **state)
 	k.extra[1] = "FUNCTION";
 	k.extra[2] = "";
 	assert_int_equal(redis_kit_start(&k, NULL), 0);
-	open_at(&l, &c, "all(gcra:2/s,sliding-log:3/1m)", k.spec,
+	open_at(&l, &c, "all(gcra:2/s,sliding-log:3/1m)", spec_with(&k, ""),
 		TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_true(calls(&k, "cmdstat_evalsha") > 0);
@@ -971,7 +981,7 @@ static void test_key_names(void **state)
 	assert_admits(l, "u}1", 3, true);
 	tk_limiter_close(l);
 	o.prefix = NULL;
-	assert_rc(tk_limiter_open(&l, "gcra:5/s", kit.spec, &o), 0);
+	assert_rc(tk_limiter_open(&l, "gcra:5/s", spec_with(&kit, ""), &o), 0);
 	assert_admits(l, "u}1", 3, true);
 	tk_limiter_close(l);
 	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS n{x:%b",
@@ -1129,7 +1139,7 @@ static void test_restarted_server(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_int_equal(kill(k.pid, SIGKILL), 0);
 	waitpid(k.pid, NULL, 0);
@@ -1160,7 +1170,7 @@ static void test_connection_killed(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_true(redis_kit_cmd(&k, NULL, 0,
 				  "CLIENT KILL TYPE normal SKIPME yes") == 1);
@@ -1192,7 +1202,7 @@ static void test_fork_after_open(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	before = clients(&k); /* the limiter's, and the asking one */
 	pid = fork();
@@ -1222,7 +1232,7 @@ static void test_auth(void **state)
 
 	(void)state;
 	own_server(&k, "s3cret");
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EACCES);
 	tk_limiter_close(l);
 	tk_clock_free(c);
@@ -1248,7 +1258,7 @@ static void test_server_oom(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_int_equal(
 		redis_kit_cmd(&k, NULL, 0,
@@ -1457,7 +1467,8 @@ static void test_cluster_moved(void **state)
 
 	(void)state;
 	need_cluster();
-	snprintf(spec, sizeof(spec), "%s?key_prefix=m:", cluster_spec);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=m:&timeout=5s",
+		 cluster_spec);
 	open_at(&mem, &cm, "sliding-window:10/1m", "memory", TK_FAIL_ERROR);
 	open_at(&red, &cr, "sliding-window:10/1m", spec, TK_FAIL_ERROR);
 	pol = &tk_limiter_policy(red)->dim[0];

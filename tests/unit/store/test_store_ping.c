@@ -89,7 +89,9 @@ static void engine_is(struct redis_kit *k, const struct tk_store_ping *p,
 	struct tk_decision d;
 
 	assert_string_equal(p->engine, engine);
-	assert_rc(tk_limiter_open(&l, "gcra:10/s", k->spec, NULL), 0);
+	assert_rc(
+		tk_limiter_open(&l, "gcra:10/s", redis_kit_slow(k->spec), NULL),
+		0);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
 	tk_limiter_close(l);
@@ -103,7 +105,7 @@ static void ping_spec(const char *spec, struct tk_store_ping *p, int want)
 	struct tk_store *s;
 
 	memset(p, 0, sizeof(*p));
-	assert_rc(tk_store_open(&s, spec, NULL), 0);
+	assert_rc(tk_store_open(&s, redis_kit_slow(spec), NULL), 0);
 	assert_rc(tk_store_ping(s, p, sizeof(*p)), want);
 	tk_store_close(s);
 }
