@@ -756,7 +756,8 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
  * stored, -ENOSPC if a bounded store finds no room even by eviction (the
  * memory store only when more threads insert at once than it has keys; a
  * zone created with TK_OPT_ZONE_REFUSE_FULL when full), -EIO if a zone's
- * keys changed under the check 128 times in a row, or a clock error.  On a
+ * keys kept changing under the check for over a second (a livelock, not
+ * contention), or a clock error.  On a
  * Redis store also -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
  * timed out, cannot be reached, or broke the connection), -EACCES (AUTH
  * refused), -ENOMEM (the server's OOM), -EROFS (the server is a replica),
@@ -905,7 +906,7 @@ TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
  *
  * Returns 0 (also when the key held no state), -EINVAL, -ENAMETOOLONG;
  * on a zone also -EPROTO (its file truncated, see tk_store_open()) and
- * -EIO (the key's slots changed under the reset 128 times in a row).
+ * -EIO (the key's slots kept changing under the reset for over a second).
  * A check racing a reset is ordered entirely before or after it.
  */
 TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #define CANDIDATES TKZ_CANDIDATES
+/* Rounds before an operation looks at the clock (go_on()). */
 #define ROUNDS_MAX 128
 /*
  * insert(): a step was made (a slot freed, an insert of the key committed
@@ -43,6 +44,31 @@ _Static_assert(TK__ZONE_SLEEP_MAX_NS ==
 	       "the documented bound of the backoff");
 #define SWEEP_CHUNK 64
 #define MS UINT64_C(1000000)
+
+/*
+ * May an operation in its round @round go on?  Contention is no reason
+ * to fail a check: a round lost means a rival's succeeded, and on a
+ * loaded machine (more processes than CPUs, a process off its CPU for
+ * tens of ms in the middle of a transition) 128 rounds and their 103 ms
+ * of sleep were seen to run out under a flood of new keys, failing
+ * checks with -EIO.  So the first ROUNDS_MAX rounds cost nothing but
+ * their backoff, and from then on the operation goes on until
+ * TK__ZONE_GIVE_UP_NS of real time have passed (*@until, 0 until set):
+ * only a livelock, which no rival's progress ends, gives -EIO.
+ */
+static int go_on(int round, uint64_t *until)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (round < ROUNDS_MAX)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	if (!*until)
+		*until = now + TK__ZONE_GIVE_UP_NS;
+	return now < *until;
+}
 
 struct view {
 	uint64_t w0[CANDIDATES], w1[CANDIDATES];
@@ -536,11 +562,16 @@ apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
 	struct view v;
 	int round, lost = 0, rc = -EIO, holding = 0;
 	int block = !!(k->fp & TKZ_FP_BLOCK);
+	uint64_t until = 0;
 
 	if (block ? tk__blk_class(words) < 0 : words != 1)
 		return -E2BIG;
 	tkz_candidates(z, k, &c);
-	for (round = 0; round < ROUNDS_MAX; round++) {
+	for (round = 0;; round++) {
+		if (!go_on(round, &until)) {
+			rc = -EIO;
+			break;
+		}
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
 			rc = -EPROTO;
@@ -569,8 +600,6 @@ apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
 			break;
 		tk__zone_backoff(lost++);
 	}
-	if (round == ROUNDS_MAX)
-		rc = -EIO;
 	unclaim(z, &c, k->fp, &own);
 	if (holding)
 		tk__blk_release(z, &held);
@@ -597,9 +626,14 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 	struct claim own = { -1, 0 };
 	struct view v;
 	int round, lost = 0, rc = -EIO;
+	uint64_t until = 0;
 
 	tkz_candidates(z, k, &c);
-	for (round = 0; round < ROUNDS_MAX; round++) {
+	for (round = 0;; round++) {
+		if (!go_on(round, &until)) {
+			rc = -EIO;
+			break;
+		}
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
 			rc = -EPROTO;
@@ -623,8 +657,6 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 			break;
 		tk__zone_backoff(lost++);
 	}
-	if (round == ROUNDS_MAX)
-		rc = -EIO;
 	unclaim(z, &c, k->fp, &own);
 	return rc;
 }
@@ -634,10 +666,11 @@ int tk__zone_reset(struct tk__zone *z, const struct tk__zone_key *k)
 	struct tkz_slot *slots = tk__zone_slots(z);
 	struct tkz_cand c;
 	struct view v;
+	uint64_t until = 0;
 	int round;
 
 	tkz_candidates(z, k, &c);
-	for (round = 0; round < ROUNDS_MAX; round++) {
+	for (round = 0; go_on(round, &until); round++) {
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem < 0)
 			/* Grown: the key may have moved (a frozen slot matches

@@ -151,18 +151,21 @@ static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
  * committed, so the first 8 retry at once.  An update that keeps losing
  * is slower than its rivals' whole cycles (more processes than CPUs, a
  * longer transition): the next 8 yield the CPU, and from the 16th lost
- * round on each sleeps, 1 us doubling up to 1 ms, so that the 128 rounds
- * before -EIO span real time even where a yield returns at once.  Rounds
+ * round on each sleeps, 1 us doubling up to 1 ms, so that the first 128
+ * rounds span real time even where a yield returns at once.  Rounds
  * 16 to 127 request 1 + 2 + ... + 512 us, then 102 x 1 ms: about 103 ms
  * in all (TK__ZONE_SLEEP_MAX_NS), plus what the scheduler adds to each
- * wake-up, is the longest one update waits before -EIO.  Nothing waits
- * for anyone: a rival that dies changes nothing here.
+ * wake-up.  Then the update goes on, sleeping 1 ms per lost round, for
+ * TK__ZONE_GIVE_UP_NS more of real time before -EIO (slots.c, go_on()):
+ * contention ends, a livelock does not.  Nothing waits for anyone: a
+ * rival that dies changes nothing here.
  */
 #define TK__ZONE_YIELD_FROM 8
 #define TK__ZONE_SLEEP_FROM 16
 #define TK__ZONE_SLEEP_MIN_NS 1000		  /* the first sleep */
 #define TK__ZONE_SLEEP_CAP_NS 1000000		  /* the longest one */
 #define TK__ZONE_SLEEP_MAX_NS UINT64_C(103023000) /* all of them */
+#define TK__ZONE_GIVE_UP_NS UINT64_C(1000000000)  /* after them */
 
 /* slots.c: the slow part of tk__zone_backoff(). */
 void tk__zone_pause(int lost);

@@ -14,9 +14,13 @@
  * beside them, moved on by a CAS.  A shard is added to the zone by its
  * counter at every TK__TALLY_FLUSH-th check, and every shard of the
  * mapping when the process reads the counters
- * (tk_store_stats(), tk_zone_info()) or closes a store: each count
- * reaches the zone exactly once, whoever adds it.  A fork() child drops
- * the batch it inherited (its parent still holds and flushes it).  A
+ * (tk_store_stats(), tk_zone_info()) or closes a store; a thread's shard
+ * (own or shared) of every mapping when the thread exits, and every
+ * shard at exit(), so that a worker that leaves without closing its store
+ * loses no count: each count reaches the zone exactly once, whoever adds
+ * it.  Only a process killed, or one that calls _exit() while a thread
+ * that counted still runs, leaves what it did not add yet.  A fork() child
+ * drops the batch it inherited (its parent still holds and flushes it).  A
  * memory store's batch is never flushed: its counts are the store's,
  * and a fork() child keeps them with the copy of its table.
  */

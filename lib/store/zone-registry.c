@@ -59,23 +59,66 @@ static tk_atomic_u32 owned;
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static int slot_key_ok;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 _Static_assert(TK__TALLY_SHARDS <= 32, "owned is 32 bits");
 
-static void give_back(void *v)
-{
-	unsigned int bit = (unsigned int)(uintptr_t)v - 1;
+struct shard_of {
+	struct entry *e;
+	int shard; /* -1: every shard */
+};
 
+static int flush_shard_of(void *ctx)
+{
+	struct shard_of *f = ctx;
+
+	tk__tally_flush(f->e->zone, f->e->tally, f->shard);
+	return 0;
+}
+
+/*
+ * Add shard @shard of every mapping's batch to its zone.  A process may
+ * leave by _exit() or be killed once its threads are done, and nothing
+ * else would add what a thread counted since its last TK__TALLY_FLUSH-th
+ * check.  RCU, not the lock: a fork() child may inherit the lock held.
+ */
+static void flush_all(int shard)
+{
+	struct shard_of f = { NULL, shard };
+	struct entry *e;
+
+	tk__rcu_read_lock();
+	cds_list_for_each_entry_rcu(e, &zones, node)
+	{
+		if (tk__zone_broken(e->zone))
+			continue;
+		f.e = e;
+		tk__zone_run(e->zone, flush_shard_of, &f);
+	}
+	tk__rcu_read_unlock();
+}
+
+static void give_back(unsigned int bit)
+{
 	/* A later destructor of this thread may still check: it counts in
 	 * the shared shard, not in the next owner's. */
 	tk__tally_slot = TK__TALLY_SHARDS + 1;
 	/* Release: the next owner sees this one's counts. */
-	tk_atomic_and_u32(&owned, ~(UINT32_C(1) << bit), TK_MO_RELEASE);
+	if (bit < TK__TALLY_SHARDS)
+		tk_atomic_and_u32(&owned, ~(UINT32_C(1) << bit), TK_MO_RELEASE);
+}
+
+static void thread_exit(void *v)
+{
+	unsigned int bit = (unsigned int)(uintptr_t)v - 1;
+
+	flush_all((int)bit);
+	give_back(bit);
 }
 
 static void slot_key_init(void)
 {
-	slot_key_ok = pthread_key_create(&slot_key, give_back) == 0;
+	slot_key_ok = pthread_key_create(&slot_key, thread_exit) == 0;
 }
 
 unsigned int tk__tally_take_slot(void)
@@ -91,11 +134,15 @@ unsigned int tk__tally_take_slot(void)
 			continue;
 		if (pthread_setspecific(slot_key,
 					(void *)(uintptr_t)(bit + 1)) != 0) {
-			give_back((void *)(uintptr_t)(bit + 1));
+			give_back(bit);
 			break;
 		}
 		return tk__tally_slot = bit + 1;
 	}
+	/* The shared shard too is added at this thread's exit. */
+	if (slot_key_ok)
+		(void)pthread_setspecific(
+			slot_key, (void *)(uintptr_t)(TK__TALLY_SHARDS + 1));
 	return tk__tally_slot = TK__TALLY_SHARDS + 1;
 }
 
@@ -207,6 +254,18 @@ static int flush_entry(void *ctx)
 	return 0;
 }
 
+/* exit() with stores still open: every shard, the exiting thread's
+ * (which runs no key destructor) and the shared one among them. */
+static void flush_at_exit(void)
+{
+	flush_all(-1);
+}
+
+static void exit_flush_init(void)
+{
+	(void)atexit(flush_at_exit);
+}
+
 void tk__tally_flush_named(const char *name)
 {
 	struct entry *e;
@@ -286,6 +345,7 @@ int tk__zone_open_shared(struct tk__zone **out, struct tk__zone_tally **tally,
 	int rc = 0;
 
 	tk__rcu_setup();
+	pthread_once(&exit_once, exit_flush_init);
 	/* Every store open, also of a zone already mapped: a server may
 	 * have replaced the handler since (see shm/guard.c). */
 	tk__guard_install();

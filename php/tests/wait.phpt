@@ -14,13 +14,15 @@ for ($i = 0; $i < 3; $i++) {
 }
 $ms = (hrtime(true) - $t) / 1e6;
 var_dump($ms >= 150 && $ms < 1500);
-// The queue is bounded: a burst beyond it is refused without sleeping.
+// The queue is bounded: a burst beyond it is refused without sleeping
+// (a sleep until its turn would take 400 ms or more; a loaded machine
+// may be slow, not that slow).
 $t = hrtime(true);
 $n = 0;
 for ($i = 0; $i < 8; $i++)
     $n += $l->check("q")->allowed;
 $refused = $l->wait("q");
-var_dump($n, $refused->allowed, (hrtime(true) - $t) / 1e6 < 100);
+var_dump($n, $refused->allowed, (hrtime(true) - $t) / 1e6 < 300);
 // timeout: cut short after 50 ms, the reservation stays taken.
 $l = new ThrottleKit\Limiter("leaky:1/s,max-queue=3s", "memory", ["timeout" => 50000000]);
 $l->check("t");

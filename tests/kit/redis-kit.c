@@ -36,11 +36,19 @@
  * destroyed: a failed assertion leaves its test by longjmp, past the
  * test's own cleanup, so this process stops them at exit.  A pid is kept
  * only while its process is unreaped, so no other process can hold it.
+ *
+ * The kit holds its ports (hold[], sockets bound but not listening) from
+ * the moment it picks them until it is destroyed: a test that stops its
+ * server and starts it again, or looks at a stopped one, finds the port
+ * still its own, where another process's free port could otherwise have
+ * landed in between.  The held socket sets SO_REUSEADDR once bound, as
+ * redis-server does, so the server binds beside it.
  */
 static struct {
 	int used;
 	pid_t pid;
 	char dir[64];
+	int hold[2]; /* -1: none; the port, a cluster node's bus port */
 } kits[16];
 static pid_t owner;
 
@@ -60,6 +68,17 @@ static void set_pid(const struct redis_kit *k)
 
 	if (i >= 0)
 		kits[i].pid = k->pid;
+}
+
+static void release(int i)
+{
+	int j;
+
+	for (j = 0; j < 2; j++) {
+		if (kits[i].hold[j] >= 0)
+			close(kits[i].hold[j]);
+		kits[i].hold[j] = -1;
+	}
 }
 
 static void remove_dir(const char *dir)
@@ -84,6 +103,7 @@ static void stop_all(void)
 			kill(kits[i].pid, SIGKILL);
 			waitpid(kits[i].pid, NULL, 0);
 		}
+		release(i);
 		remove_dir(kits[i].dir);
 		kits[i].used = 0;
 	}
@@ -103,6 +123,7 @@ static void remember(const struct redis_kit *k)
 		return;
 	kits[i].used = 1;
 	kits[i].pid = 0;
+	kits[i].hold[0] = kits[i].hold[1] = -1;
 	memcpy(kits[i].dir, k->dir, sizeof(kits[i].dir));
 }
 
@@ -141,22 +162,35 @@ int redis_kit_available(void)
 	return present(program("REDIS_SERVER", REDIS_SERVER));
 }
 
-/* A port the kernel hands out now; the server binds it right after. */
-static int free_port(void)
+/*
+ * Hold 127.0.0.1:@port (0: one the kernel picks) for @k's kit, as its
+ * @which-th port: the port, or -1.
+ */
+static int hold_port(const struct redis_kit *k, int which, int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t len = sizeof(a);
-	int fd, port = -1;
+	int fd, one = 1, i = entry(k->dir);
 
+	if (i < 0)
+		return -1;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_port = htons((uint16_t)port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
+	/* Bound before SO_REUSEADDR is set: no other socket holds the
+	 * port, not even one of another kit. */
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+		close(fd);
+		return -1;
+	}
+	if (kits[i].hold[which] >= 0)
+		close(kits[i].hold[which]);
+	kits[i].hold[which] = fd;
+	return ntohs(a.sin_port);
 }
 
 static redisContext *connect_kit(const struct redis_kit *k)
@@ -200,6 +234,20 @@ long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 	freeReplyObject(r);
 	redisFree(c);
 	return rc;
+}
+
+const char *redis_kit_slow(const char *spec)
+{
+	static char buf[4][512];
+	static int next;
+	char *b;
+
+	if (strncmp(spec, "redis", 5) != 0)
+		return spec; /* "memory", "shm:..." */
+	b = buf[next++ % 4];
+	snprintf(b, sizeof(buf[0]), "%s%ctimeout=5s&connect_timeout=5s", spec,
+		 strchr(spec, '?') ? '&' : '?');
+	return b;
 }
 
 unsigned long long redis_kit_mono_ms(void)
@@ -272,24 +320,32 @@ static int spawn(struct redis_kit *k)
 	return -1;
 }
 
+/* @k's directory, made at its first start: 0, or -1. */
+static int prepare(struct redis_kit *k, const char *password)
+{
+	if (k->dir[0])
+		return 0;
+	snprintf(k->dir, sizeof(k->dir), "/tmp/tk-redis-XXXXXX");
+	if (!mkdtemp(k->dir)) {
+		k->dir[0] = '\0';
+		return -1;
+	}
+	remember(k);
+	snprintf(k->password, sizeof(k->password), "%s",
+		 password ? password : "");
+	return 0;
+}
+
 int redis_kit_start(struct redis_kit *k, const char *password)
 {
 	int tries;
 
-	if (!k->dir[0]) {
-		snprintf(k->dir, sizeof(k->dir), "/tmp/tk-redis-XXXXXX");
-		if (!mkdtemp(k->dir)) {
-			k->dir[0] = '\0';
-			return -1;
-		}
-		remember(k);
-		snprintf(k->password, sizeof(k->password), "%s",
-			 password ? password : "");
-	}
+	if (prepare(k, password) != 0)
+		return -1;
 	if (k->port)
 		return spawn(k);
 	for (tries = 0; tries < 5; tries++) {
-		k->port = free_port();
+		k->port = hold_port(k, 0, 0);
 		if (k->port > 0 && spawn(k) == 0) {
 			snprintf(k->spec, sizeof(k->spec),
 				 "redis://127.0.0.1:%d", k->port);
@@ -329,8 +385,10 @@ void redis_kit_destroy(struct redis_kit *k)
 	if (!k->dir[0])
 		return;
 	i = entry(k->dir);
-	if (i >= 0)
+	if (i >= 0) {
+		release(i);
 		kits[i].used = 0;
+	}
 	remove_dir(k->dir);
 	k->dir[0] = '\0';
 }
@@ -341,21 +399,6 @@ int redis_cluster_available(void)
 	       present(program("REDIS_CLI", REDIS_CLI));
 }
 
-/* Can a listener bind 127.0.0.1:@port now? */
-static int port_free(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-
-	if (fd < 0)
-		return 0;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)port);
-	ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return ok;
-}
-
 int redis_kit_start_node(struct redis_kit *k, unsigned int *seed)
 {
 	int tries;
@@ -364,9 +407,12 @@ int redis_kit_start_node(struct redis_kit *k, unsigned int *seed)
 	k->extra[1] = "yes";
 	k->extra[2] = "--cluster-config-file";
 	k->extra[3] = "nodes.conf";
+	if (prepare(k, NULL) != 0)
+		return -1;
 	for (tries = 0; tries < 20; tries++) {
 		k->port = 20000 + (int)(rand_r(seed) % 35000);
-		if (!port_free(k->port) || !port_free(k->port + 10000))
+		if (hold_port(k, 0, k->port) != k->port ||
+		    hold_port(k, 1, k->port + 10000) != k->port + 10000)
 			continue;
 		if (redis_kit_start(k, NULL) == 0) {
 			snprintf(k->spec, sizeof(k->spec),

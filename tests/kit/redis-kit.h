@@ -44,6 +44,14 @@ void redis_kit_destroy(struct redis_kit *k);
 long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 			const char *fmt, ...);
 
+/*
+ * Redis @spec with generous timeouts (5 s) added (another store's as
+ * it is), for a test not about time:
+ * a loaded machine may stall a reply beyond the 100 ms default.  In one
+ * of a few static buffers, reused in turn.
+ */
+const char *redis_kit_slow(const char *spec);
+
 /* The monotonic clock, in ms: for bounds on how long a call waits. */
 unsigned long long redis_kit_mono_ms(void);
 

@@ -94,23 +94,33 @@ static void open_at(struct tk_limiter **l, struct tk_clock **c,
 	assert_rc(tk_limiter_open(l, policy, spec, &o), 0);
 }
 
-/* A spec on the kit's server with extra options ("" for none). */
+/*
+ * A spec on the kit's server with extra options ("" for none, else
+ * "?..."), and a generous timeout unless they name one: a test not about
+ * time must not fail because a loaded machine stalled a reply beyond the
+ * 100 ms default.
+ */
 static const char *spec_with(const struct redis_kit *k, const char *opts)
 {
 	static char buf[256];
 
-	snprintf(buf, sizeof(buf), "%s%s", k->spec, opts);
+	if (strstr(opts, "timeout="))
+		snprintf(buf, sizeof(buf), "%s%s", k->spec, opts);
+	else
+		snprintf(buf, sizeof(buf),
+			 "%s%s%stimeout=5s&connect_timeout=5s", k->spec, opts,
+			 *opts ? "&" : "?");
 	return buf;
 }
 
-/* Check "k" until the server answers (3 s at most): the last result. */
+/* Check "k" until the server answers (10 s at most): the last result. */
 static int check_until_up(struct tk_limiter *l, struct tk_decision *d)
 {
 	uint64_t t = mono_ms();
 	int rc;
 
 	while ((rc = tk_limiter_check(l, "k", 1, 1, d)) != 0 &&
-	       mono_ms() - t < 3000)
+	       mono_ms() - t < 10000)
 		;
 	return rc;
 }
@@ -820,7 +830,7 @@ static void test_threads(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:300/1d", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:300/1d", spec_with(&k, ""), TK_FAIL_ERROR);
 	base = clients(&k);
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < T; i++) {
@@ -994,7 +1004,7 @@ static void test_evalsha_fallback(void **state)
 	k.extra[1] = "FUNCTION";
 	k.extra[2] = "";
 	assert_int_equal(redis_kit_start(&k, NULL), 0);
-	open_at(&l, &c, "all(gcra:2/s,sliding-log:3/1m)", k.spec,
+	open_at(&l, &c, "all(gcra:2/s,sliding-log:3/1m)", spec_with(&k, ""),
 		TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_true(calls(&k, "cmdstat_evalsha") > 0);
@@ -1052,7 +1062,7 @@ static void test_key_names(void **state)
 	assert_admits(l, "u}1", 3, true);
 	tk_limiter_close(l);
 	o.prefix = NULL;
-	assert_rc(tk_limiter_open(&l, "gcra:5/s", kit.spec, &o), 0);
+	assert_rc(tk_limiter_open(&l, "gcra:5/s", spec_with(&kit, ""), &o), 0);
 	assert_admits(l, "u}1", 3, true);
 	tk_limiter_close(l);
 	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EXISTS n{x:%b",
@@ -1141,7 +1151,13 @@ static void own_server(struct redis_kit *k, const char *password)
 	assert_int_equal(redis_kit_start(k, password), 0);
 }
 
-/* A stopped server: every fail policy answers within the timeout. */
+/*
+ * A stopped server: every fail policy answers once the timeout has
+ * passed, not before half of it and well before ten times it (a loaded
+ * machine may be slow to wake a thread; a check that hangs, or waits
+ * for more than its own reply, is not).
+ */
+#define STOPPED_TIMEOUT_MS 100
 static void test_stopped_server(void **state)
 {
 	static const unsigned int fails[] = { TK_FAIL_ERROR, TK_FAIL_OPEN,
@@ -1157,7 +1173,7 @@ static void test_stopped_server(void **state)
 	own_server(&k, NULL);
 	for (i = 0; i < 3; i++) {
 		open_at(&l[i], &c[i], "gcra:5/s",
-			spec_with(&k, "?timeout=50ms&connect_timeout=50ms"),
+			spec_with(&k, "?timeout=100ms&connect_timeout=100ms"),
 			fails[i]);
 		assert_admits(l[i], "k", 1, true);
 	}
@@ -1166,7 +1182,8 @@ static void test_stopped_server(void **state)
 		t = mono_ms();
 		rc = tk_limiter_check(l[i], "k", 1, 1, &d);
 		t = mono_ms() - t;
-		assert_true(t < 50 + 100);
+		assert_true(t >= STOPPED_TIMEOUT_MS / 2);
+		assert_true(t < 10 * STOPPED_TIMEOUT_MS);
 		if (fails[i] == TK_FAIL_ERROR) {
 			assert_rc(rc, -ETIMEDOUT);
 			/* A timed-out command starts no backoff: the next
@@ -1175,7 +1192,7 @@ static void test_stopped_server(void **state)
 			t = mono_ms();
 			assert_rc(tk_limiter_check(l[0], "k", 1, 1, &d),
 				  -ETIMEDOUT);
-			assert_true(mono_ms() - t >= 25);
+			assert_true(mono_ms() - t >= STOPPED_TIMEOUT_MS / 2);
 			continue;
 		}
 		assert_rc(rc, 0);
@@ -1203,7 +1220,7 @@ static void test_restarted_server(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_int_equal(kill(k.pid, SIGKILL), 0);
 	waitpid(k.pid, NULL, 0);
@@ -1234,7 +1251,7 @@ static void test_connection_killed(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_true(redis_kit_cmd(&k, NULL, 0,
 				  "CLIENT KILL TYPE normal SKIPME yes") == 1);
@@ -1266,7 +1283,7 @@ static void test_fork_after_open(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	before = clients(&k); /* the limiter's, and the asking one */
 	pid = fork();
@@ -1296,7 +1313,7 @@ static void test_auth(void **state)
 
 	(void)state;
 	own_server(&k, "s3cret");
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EACCES);
 	tk_limiter_close(l);
 	tk_clock_free(c);
@@ -1322,7 +1339,7 @@ static void test_server_oom(void **state)
 
 	(void)state;
 	own_server(&k, NULL);
-	open_at(&l, &c, "gcra:5/s", k.spec, TK_FAIL_ERROR);
+	open_at(&l, &c, "gcra:5/s", spec_with(&k, ""), TK_FAIL_ERROR);
 	assert_admits(l, "k", 1, true);
 	assert_int_equal(
 		redis_kit_cmd(&k, NULL, 0,
@@ -1531,7 +1548,8 @@ static void test_cluster_moved(void **state)
 
 	(void)state;
 	need_cluster();
-	snprintf(spec, sizeof(spec), "%s?key_prefix=m:", cluster_spec);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=m:&timeout=5s",
+		 cluster_spec);
 	open_at(&mem, &cm, "sliding-window:10/1m", "memory", TK_FAIL_ERROR);
 	open_at(&red, &cr, "sliding-window:10/1m", spec, TK_FAIL_ERROR);
 	pol = &tk_limiter_policy(red)->dim[0];

@@ -135,7 +135,7 @@ static void hostile_with(const char *policy, int dim, const char *value,
 	o.fail = TK_FAIL_ERROR;
 	o.flags = TK_OPT_NO_RECLAIMER;
 	snprintf(spec, sizeof(spec), "%s?key_prefix=h:%s", kit.spec, opts);
-	assert_rc(tk_limiter_open(&l, policy, spec, &o), 0);
+	assert_rc(tk_limiter_open(&l, policy, redis_kit_slow(spec), &o), 0);
 	if (redis_kit_cmd(&kit, NULL, 0, "SET h:%b %s", key, klen, value) != 0)
 		fail_msg("SET %s", value);
 	rc[0] = tk_limiter_check(l, "k", 1, 1, &d);

@@ -33,7 +33,7 @@ static int ping(const char *spec)
 	struct tk_store *s;
 	int rc;
 
-	assert_rc(tk_store_open(&s, spec, NULL), 0);
+	assert_rc(tk_store_open(&s, redis_kit_slow(spec), NULL), 0);
 	rc = tk_store_ping(s, &p, sizeof(p));
 	tk_store_close(s);
 	return rc;
@@ -45,7 +45,8 @@ static int check(const char *spec)
 	struct tk_decision d;
 	int rc;
 
-	assert_rc(tk_limiter_open(&l, "gcra:10/s", spec, NULL), 0);
+	assert_rc(tk_limiter_open(&l, "gcra:10/s", redis_kit_slow(spec), NULL),
+		  0);
 	rc = tk_limiter_check(l, "k", 1, 1, &d);
 	tk_limiter_close(l);
 	return rc;
@@ -149,7 +150,7 @@ static void test_fd_exhaustion(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(exhausted(kit.spec));
+		_exit(exhausted(redis_kit_slow(kit.spec)));
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
@@ -162,7 +163,7 @@ static void policy_is(const char *spec, const char *want)
 	struct tk_store *s;
 
 	memset(&p, 'X', sizeof(p));
-	assert_rc(tk_store_open(&s, spec, NULL), 0);
+	assert_rc(tk_store_open(&s, redis_kit_slow(spec), NULL), 0);
 	assert_rc(tk_store_ping(s, &p, sizeof(p)), 0);
 	tk_store_close(s);
 	assert_string_equal(p.maxmemory_policy, want);

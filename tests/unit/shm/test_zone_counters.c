@@ -9,7 +9,10 @@
  * gives its shard back (and counts in the shared one if it checks again
  * from a later destructor), also in a fork() child for the threads it
  * does not have; a second process's counts reach the zone when it closes its
- * store, and a fork() child does not add its parent's batch again.
+ * store, and a fork() child does not add its parent's batch again;
+ * children that exit without closing their store leave exactly their
+ * checks in the zone: by their threads' exits (also of threads in the
+ * shared shard), and by exit() for the main thread's.
  *
  * White-box (statically linked) for the shards' owners (lib/store/tally.h).
  */
@@ -364,6 +367,127 @@ static void test_fork_child_counts_its_own(void **state)
 	tk_clock_free(c);
 }
 
+/*
+ * Workers that exit without closing their store, as a server's children
+ * do when they are told to stop: N children of T threads of C checks
+ * each (C below TK__TALLY_FLUSH, so no count reached the zone on the
+ * way) leave exactly N * T * C checks in the zone.
+ */
+#define N_CHILDREN 2
+#define T_THREADS 4
+#define C_CHECKS 200
+
+_Static_assert(C_CHECKS < TK__TALLY_FLUSH, "no flush on the way");
+
+struct unclosed {
+	struct run r;
+	pthread_barrier_t all_counted;
+};
+
+static void *check_c(void *arg)
+{
+	struct unclosed *u = arg;
+	struct tk_decision d;
+	int i;
+
+	for (i = 0; i < C_CHECKS; i++)
+		if (tk_limiter_check(u->r.l, "k", 1, 1, &d) != 0)
+			atomic_fetch_add(&u->r.errors, 1);
+	return NULL;
+}
+
+/* Every thread holds its shard until all have counted: with more
+ * threads than shards, some count in the shared one. */
+static void *check_c_together(void *arg)
+{
+	struct unclosed *u = arg;
+
+	check_c(u);
+	pthread_barrier_wait(&u->all_counted);
+	return NULL;
+}
+
+/* A child: @threads threads of C checks, and C more in its main thread
+ * if @main_checks; its store is left open. */
+static int unclosed_child(const char *name, struct tk_clock *c, int threads,
+			  int main_checks)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct unclosed u = { .r = { .l = NULL } };
+	pthread_t th[TK__TALLY_SHARDS + T_THREADS];
+	char spec[64];
+	int i;
+
+	/* No cmocka assertion in a child: it would go on with the tests. */
+	o.clock = c;
+	o.zone_capacity = 1024;
+	snprintf(spec, sizeof(spec), "shm:%s", name);
+	if (tk_limiter_open(&u.r.l, "gcra:300/1h", spec, &o) != 0)
+		return 1;
+	if (pthread_barrier_init(&u.all_counted, NULL, (unsigned)threads))
+		return 1;
+	for (i = 0; i < threads; i++)
+		if (pthread_create(&th[i], NULL, check_c_together, &u) != 0)
+			return 1;
+	for (i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	if (main_checks)
+		check_c(&u);
+	return atomic_load(&u.r.errors) ? 1 : 0;
+}
+
+static void children_unclosed(const char *name, int threads, int main_checks)
+{
+	struct tk_zone_info info;
+	struct tk_clock *c;
+	pid_t pid[N_CHILDREN];
+	int i, rc;
+
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	for (i = 0; i < N_CHILDREN; i++) {
+		pid[i] = fork();
+		assert_true(pid[i] >= 0);
+		if (pid[i] != 0)
+			continue;
+		rc = unclosed_child(name, c, threads, main_checks);
+		/* _exit() runs no atexit() handler: only the threads' exits
+		 * can have added their counts. */
+		if (main_checks)
+			exit(rc);
+		_exit(rc);
+	}
+	for (i = 0; i < N_CHILDREN; i++)
+		kit_wait_exit(pid[i], 0);
+	assert_rc(tk_zone_info(name, &info, sizeof(info)), 0);
+	assert_int_equal(info.checks,
+			 (uint64_t)N_CHILDREN *
+				 (uint64_t)(threads + !!main_checks) *
+				 C_CHECKS);
+	assert_rc(tk_zone_destroy(name), 0);
+	tk_clock_free(c);
+}
+
+/* Each thread's exit adds its shard to the zone. */
+static void test_threads_exit_unclosed_exact(void **state)
+{
+	(void)state;
+	children_unclosed("unclosed-t", T_THREADS, 0);
+}
+
+/* Also the exits of threads that counted in the shared shard. */
+static void test_shared_shard_exit_unclosed_exact(void **state)
+{
+	(void)state;
+	children_unclosed("unclosed-s", TK__TALLY_SHARDS + T_THREADS, 0);
+}
+
+/* exit() adds what is left, the main thread's shard among it. */
+static void test_process_exit_unclosed_exact(void **state)
+{
+	(void)state;
+	children_unclosed("unclosed-p", T_THREADS, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +498,9 @@ int main(void)
 		cmocka_unit_test(test_shards_given_back),
 		cmocka_unit_test(test_exited_thread_counts_shared),
 		cmocka_unit_test(test_fork_child_shards_free),
+		cmocka_unit_test(test_threads_exit_unclosed_exact),
+		cmocka_unit_test(test_shared_shard_exit_unclosed_exact),
+		cmocka_unit_test(test_process_exit_unclosed_exact),
 	};
 	int rc;
 
