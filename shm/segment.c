@@ -18,27 +18,13 @@
  * owner made it.  The opened descriptor is judged (fstat), never the path,
  * so a name swapped between the check and the use changes nothing.
  *
- * A zone named by an absolute path ("/run/throttlekit/apache2/api") is the
- * file at that path, in a directory that must keep others from creating
- * the name first (a squatter whose file is refused would stop the server
- * that needed the zone):
- *   - the directory is reached from "/" one component at a time
- *     (openat(O_NOFOLLOW)), so a symbolic link anywhere on the way is
- *     refused, not followed, and what is judged is what is used;
- *   - every directory on the way is owned by root, by us or by the named
- *     owner, and writable by no other user (sticky ancestors such as /tmp
- *     excepted: others cannot rename or remove our entries there);
- *   - the zone's own directory is writable by no other user at all, and
- *     by its group only if that group is ours or named;
- *   - every later step (create, link, attach, unlink) is relative to the
- *     directory's descriptor.
- * A bare NAME is /dev/shm/throttlekit.NAME (or TK_SHM_DIR's), as always:
- * /dev/shm is writable by everyone, where only the file's judgement
- * protects a zone.
+ * Where a zone's file is, and which directories may hold one, is
+ * where.c's.
  */
 #define _GNU_SOURCE
 #include "zone.h"
 #include "guard.h"
+#include "where.h"
 
 #include <ck_pr.h>
 #include <dirent.h>
@@ -55,9 +41,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NAME_MAX_LEN 200
-/* An absolute zone path, bytes without the NUL. */
-#define PATH_MAX_LEN 1024
 #define DEFAULT_CAPACITY 65536
 #define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
 #define SLOTS_PER_SHARD 4096
@@ -81,7 +64,7 @@ struct tk__zone {
 	uint64_t carried;
 	int may_grow_slots;
 	uint64_t budget[2];
-	char name[PATH_MAX_LEN + 1];
+	char name[TKZ_PATH_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
 	ino_t ino;
@@ -116,56 +99,6 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, budget) ==
 			       offsetof(struct tk__zone_head, budget),
 	       "struct tk__zone_head");
-
-static const char *zone_dir(void)
-{
-	const char *d = getenv("TK_SHM_DIR");
-
-	return d && *d ? d : "/dev/shm";
-}
-
-static int valid_name(const char *name)
-{
-	size_t i, n = name ? strlen(name) : 0;
-
-	if (n == 0 || n > NAME_MAX_LEN || name[0] == '.')
-		return 0;
-	for (i = 0; i < n; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-		      c == '-'))
-			return 0;
-	}
-	return 1;
-}
-
-/* An absolute path whose every component is a plain name ("." and ".."
- * and empty ones are not) and whose last one is a zone's name. */
-static int valid_path(const char *name)
-{
-	const char *p = name, *base = strrchr(name, '/');
-	size_t n;
-
-	if (!base || name[0] != '/' || strlen(name) > PATH_MAX_LEN ||
-	    !valid_name(base + 1))
-		return 0;
-	while (p < base) {
-		p++;
-		n = strcspn(p, "/");
-		if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
-		    (n == 2 && p[0] == '.' && p[1] == '.'))
-			return 0;
-		p += n;
-	}
-	return 1;
-}
-
-static int valid_zone(const char *name)
-{
-	return name && (name[0] == '/' ? valid_path(name) : valid_name(name));
-}
 
 /* FNV-1a: the header check word catches corruption, not attackers. */
 uint64_t tk__zone_header_check(const struct tkz_header *h)
@@ -226,26 +159,6 @@ int tk__zone_validate(const struct tkz_header *h, uint64_t size)
 	return tk__zone_check_geo(&g, size);
 }
 
-static int errno_rc(void)
-{
-	switch (errno) {
-	case EACCES:
-	case EPERM:
-	case ELOOP:  /* O_NOFOLLOW met a symbolic link */
-	case EISDIR: /* not a regular file */
-	case ENXIO:
-		return -EACCES;
-	case ENOENT:
-		return -ENOENT;
-	case ENOMEM:
-		return -ENOMEM;
-	case ENAMETOOLONG:
-		return -ENAMETOOLONG;
-	default:
-		return -EIO;
-	}
-}
-
 static void fill_header(struct tkz_header *h, const struct tk__zone_config *c,
 			uint64_t capacity, uint64_t pages)
 {
@@ -283,174 +196,14 @@ static uint64_t arena_pages(const struct tk__zone_config *c, uint64_t capacity)
 	return pages < TKZ_PAGES_MAX ? pages : TKZ_PAGES_MAX;
 }
 
-static int our_group(gid_t g, const struct tk__zone_config *cfg)
-{
-	return g == getegid() || group_member(g) ||
-	       (cfg && cfg->gid != (gid_t)-1 && g == cfg->gid);
-}
-
-static void say(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
-/* Where a zone's file is: its directory, open, and its name there. */
-struct where {
-	int dir; /* O_PATH */
-	char file[NAME_MAX_LEN + 16];
-};
-
-/*
- * Judge directory @st, @shown[0..@n) of a zone's path, by the rules at
- * the top of this file; @last: the zone's own directory.
- */
-static int judge_dir(const struct stat *st, const struct tk__zone_config *cfg,
-		     int last, const char *shown, size_t n, char *why,
-		     size_t len)
-{
-	unsigned int mode = st->st_mode & 07777;
-	int sticky = !last && (mode & S_ISVTX);
-	int n_shown = n ? (int)n : 1;
-
-	if (S_ISLNK(st->st_mode)) {
-		say(why, len,
-		    "%.*s is a symbolic link, which a zone's path never "
-		    "follows; name the directory it leads to",
-		    n_shown, shown);
-		return -EACCES;
-	}
-	if (!S_ISDIR(st->st_mode)) {
-		say(why, len, "%.*s is not a directory", n_shown, shown);
-		return -EACCES;
-	}
-	if (st->st_uid != 0 && st->st_uid != geteuid() &&
-	    !(cfg && cfg->uid != (uid_t)-1 && st->st_uid == cfg->uid)) {
-		say(why, len,
-		    "directory %.*s is owned by uid %lu, neither root nor "
-		    "this process's (%lu) nor the named owner: that user "
-		    "could put any file at the zone's name",
-		    n_shown, shown, (unsigned long)st->st_uid,
-		    (unsigned long)geteuid());
-		return -EACCES;
-	}
-	if ((mode & 0002) && !sticky) {
-		say(why, len,
-		    "directory %.*s is writable by every user (mode %04o): "
-		    "anyone could take the zone's name first; make it 0755",
-		    n_shown, shown, mode);
-		return -EACCES;
-	}
-	if ((mode & 0020) && !sticky && !our_group(st->st_gid, cfg)) {
-		say(why, len,
-		    "directory %.*s is writable by group %lu (mode %04o), not "
-		    "one of this process's groups nor the named group",
-		    n_shown, shown, (unsigned long)st->st_gid, mode);
-		return -EACCES;
-	}
-	return 0;
-}
-
-/*
- * Open the directory of absolute zone path @name from "/", one component
- * at a time, never through a link, judging each (judge_dir()).  The
- * descriptor, or a negative errno with the reason in @why.
- */
-static int open_dir(const char *name, const struct tk__zone_config *cfg,
-		    char *why, size_t len)
-{
-	const char *base = strrchr(name, '/');
-	char comp[NAME_MAX + 1];
-	size_t i = 1, n;
-	struct stat st;
-	int fd, next, rc;
-
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno_rc();
-	rc = fstat(fd, &st)
-		     ? errno_rc()
-		     : judge_dir(&st, cfg, base == name, name, 1, why, len);
-	while (rc == 0 && name + i < base) {
-		n = strcspn(name + i, "/");
-		memcpy(comp, name + i, n);
-		comp[n] = '\0';
-		i += n;
-		next = openat(fd, comp,
-			      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT) {
-			say(why, len, "no directory %.*s", (int)i, name);
-			rc = -ENOENT;
-		} else if (next < 0 && (errno == ENOTDIR || errno == ELOOP)) {
-			/* Say which: a link, or no directory at all. */
-			rc = fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW)
-				     ? -EACCES
-				     : judge_dir(&st, cfg, 0, name, i, why,
-						 len);
-			if (rc == 0)
-				rc = -EACCES;
-		} else if (next < 0) {
-			rc = errno_rc();
-			say(why, len, "directory %.*s: %s", (int)i, name,
-			    strerror(errno));
-		} else {
-			close(fd);
-			fd = next;
-			rc = fstat(fd, &st)
-				     ? errno_rc()
-				     : judge_dir(&st, cfg, name + i == base,
-						 name, i, why, len);
-		}
-		i++;
-	}
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
-/* Find zone @name's directory and file name; close w->dir after. */
-static int locate(struct where *w, const char *name,
-		  const struct tk__zone_config *cfg, char *why, size_t len)
-{
-	if (!valid_zone(name)) {
-		say(why, len, "%s",
-		    "not a zone's name (1 to 200 of A-Z a-z 0-9 . _ -, not "
-		    "beginning with '.'), nor an absolute path ending in one");
-		return -EINVAL;
-	}
-	if (name[0] == '/') {
-		snprintf(w->file, sizeof(w->file), "%s",
-			 strrchr(name, '/') + 1);
-		w->dir = open_dir(name, cfg, why, len);
-	} else {
-		snprintf(w->file, sizeof(w->file), "throttlekit.%s", name);
-		w->dir = open(zone_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (w->dir < 0) {
-			w->dir = errno_rc();
-			say(why, len, "%s: %s", zone_dir(), strerror(errno));
-		}
-	}
-	return w->dir < 0 ? w->dir : 0;
-}
-
 /*
  * Temporary files of creators that died half-way: nobody attaches to
  * them, and the next creator of the same zone removes those older than a
  * minute (younger ones may belong to a creator still at work).
  */
-static void remove_stale(const struct where *w)
+static void remove_stale(const struct tk__zone_where *w)
 {
-	char prefix[NAME_MAX_LEN + 32];
+	char prefix[TKZ_NAME_MAX_LEN + 32];
 	struct dirent *d;
 	struct stat st;
 	size_t n;
@@ -498,7 +251,8 @@ static void advise_huge(void *base, uint64_t size)
 
 /* Make the zone under a temporary name, then publish it.  -EEXIST if
  * another creator published first. */
-static int create(const struct where *w, const struct tk__zone_config *c)
+static int create(const struct tk__zone_where *w,
+		  const struct tk__zone_config *c)
 {
 	char tmp[PATH_MAX];
 	uint64_t capacity = c && c->capacity ? c->capacity : DEFAULT_CAPACITY;
@@ -527,17 +281,17 @@ static int create(const struct where *w, const struct tk__zone_config *c)
 	fd = openat(w->dir, tmp,
 		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return errno_rc();
+		return tk__zone_errno();
 	if ((c && (c->uid != (uid_t)-1 || c->gid != (gid_t)-1) &&
 	     fchown(fd, c->uid, c->gid) != 0) ||
 	    fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)size) != 0) {
-		rc = errno_rc();
+		rc = tk__zone_errno();
 		goto out;
 	}
 	map = size >= HUGE_PAGE ? size : TKZ_HEADER_SIZE;
 	h = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (h == MAP_FAILED) {
-		rc = errno_rc();
+		rc = tk__zone_errno();
 		goto out;
 	}
 	advise_huge(h, map);
@@ -556,7 +310,7 @@ static int create(const struct where *w, const struct tk__zone_config *c)
 	if (rc)
 		goto out;
 	if (linkat(w->dir, tmp, w->dir, w->file, 0) != 0)
-		rc = errno == EEXIST ? -EEXIST : errno_rc();
+		rc = errno == EEXIST ? -EEXIST : tk__zone_errno();
 out:
 	unlinkat(w->dir, tmp, 0);
 	close(fd);
@@ -574,37 +328,40 @@ static int judge(const struct stat *st, const struct tk__zone_config *cfg,
 	unsigned int mode = st->st_mode & 07777;
 
 	if (S_ISLNK(st->st_mode)) {
-		say(why, len,
-		    "it is a symbolic link, which zones never follow");
+		tk__zone_say(why, len,
+			     "it is a symbolic link, which zones never follow");
 		return -EACCES;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		say(why, len, "it is not a regular file");
+		tk__zone_say(why, len, "it is not a regular file");
 		return -EACCES;
 	}
 	if (owner != (uid_t)-1 && st->st_uid == owner)
 		return 0;
 	if (st->st_uid != geteuid() && st->st_uid != 0) {
-		say(why, len,
-		    "it is owned by uid %lu, neither this process's (%lu) "
-		    "nor root; name that owner to trust it (zone_uid with "
-		    "TK_OPT_ZONE_UID; throttlectl --owner %lu)",
-		    (unsigned long)st->st_uid, (unsigned long)geteuid(),
-		    (unsigned long)st->st_uid);
+		tk__zone_say(
+			why, len,
+			"it is owned by uid %lu, neither this process's (%lu) "
+			"nor root; name that owner to trust it (zone_uid with "
+			"TK_OPT_ZONE_UID; throttlectl --owner %lu)",
+			(unsigned long)st->st_uid, (unsigned long)geteuid(),
+			(unsigned long)st->st_uid);
 		return -EACCES;
 	}
 	if (mode & 0002) {
-		say(why, len,
-		    "it is writable by every user (mode %04o); name its owner "
-		    "(uid %lu) to trust it anyway",
-		    mode, (unsigned long)st->st_uid);
+		tk__zone_say(why, len,
+			     "it is writable by every user (mode %04o); name "
+			     "its owner "
+			     "(uid %lu) to trust it anyway",
+			     mode, (unsigned long)st->st_uid);
 		return -EACCES;
 	}
-	if ((mode & 0020) && !our_group(st->st_gid, cfg)) {
-		say(why, len,
-		    "it is writable by group %lu (mode %04o), not one of this "
-		    "process's groups; name that group to trust it",
-		    (unsigned long)st->st_gid, mode);
+	if ((mode & 0020) && !tk__zone_our_group(st->st_gid, cfg)) {
+		tk__zone_say(why, len,
+			     "it is writable by group %lu (mode %04o), not one "
+			     "of this "
+			     "process's groups; name that group to trust it",
+			     (unsigned long)st->st_gid, mode);
 		return -EACCES;
 	}
 	return 0;
@@ -612,7 +369,7 @@ static int judge(const struct stat *st, const struct tk__zone_config *cfg,
 
 /* Open zone file @path as attaching does: never through a link, never a
  * device's side effects. */
-static int open_zone(const struct where *w)
+static int open_zone(const struct tk__zone_where *w)
 {
 	return openat(w->dir, w->file,
 		      O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -665,7 +422,7 @@ static int map_zone(struct tk__zone *z, int fd,
 	int rc;
 
 	if (fstat(fd, &st) != 0)
-		return errno_rc();
+		return tk__zone_errno();
 	rc = judge(&st, cfg, NULL, 0);
 	if (rc)
 		return rc;
@@ -681,7 +438,7 @@ static int map_zone(struct tk__zone *z, int fd,
 		mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (z->base == MAP_FAILED) {
 		z->base = NULL;
-		return errno_rc();
+		return tk__zone_errno();
 	}
 	z->h = z->base;
 	rc = tk__guard_add(z->base, z->size, &z->broken);
@@ -703,11 +460,11 @@ static int map_zone(struct tk__zone *z, int fd,
 int tk__zone_attach(struct tk__zone **out, const char *name,
 		    const struct tk__zone_config *cfg, int flags)
 {
-	struct where w;
+	struct tk__zone_where w;
 	struct tk__zone *z;
 	int fd, rc, tries;
 
-	rc = locate(&w, name, cfg, NULL, 0);
+	rc = tk__zone_where(&w, name, cfg, NULL, 0);
 	if (rc)
 		return rc;
 	z = calloc(1, sizeof(*z));
@@ -733,7 +490,7 @@ int tk__zone_attach(struct tk__zone **out, const char *name,
 			continue;
 		}
 		if (fd < 0) {
-			rc = errno_rc();
+			rc = tk__zone_errno();
 			break;
 		}
 		if (flags & TK__ZONE_EXCL) {
@@ -809,44 +566,39 @@ void tk__zone_detach(struct tk__zone *z)
  * Judge the file at @path by the trust rules without needing to write it
  * (O_PATH): what destroy removes and what tk__zone_access() explains.
  */
-static int judge_path(const struct where *w, const struct tk__zone_config *cfg,
-		      char *why, size_t len)
+static int judge_path(const struct tk__zone_where *w,
+		      const struct tk__zone_config *cfg, char *why, size_t len)
 {
 	struct stat st;
 	int fd, rc;
 
 	fd = openat(w->dir, w->file, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		rc = errno_rc();
-		say(why, len, "%s",
-		    rc == -ENOENT ? "no such zone" : strerror(errno));
+		rc = tk__zone_errno();
+		tk__zone_say(why, len, "%s",
+			     rc == -ENOENT ? "no such zone" : strerror(errno));
 		return rc;
 	}
-	rc = fstat(fd, &st) == 0 ? judge(&st, cfg, why, len) : errno_rc();
+	rc = fstat(fd, &st) == 0 ? judge(&st, cfg, why, len) : tk__zone_errno();
 	close(fd);
 	return rc;
 }
 
 int tk__zone_destroy(const char *name, const struct tk__zone_config *cfg)
 {
-	struct where w;
+	struct tk__zone_where w;
 	int rc;
 
-	rc = locate(&w, name, cfg, NULL, 0);
+	rc = tk__zone_where(&w, name, cfg, NULL, 0);
 	if (rc)
 		return rc;
 	rc = judge_path(&w, cfg, NULL, 0);
 	/* A name replaced since the judgement can only be replaced by its
 	 * directory's writers; unlink(2) never follows a link. */
 	if (rc == 0 && unlinkat(w.dir, w.file, 0) != 0)
-		rc = errno_rc();
+		rc = tk__zone_errno();
 	close(w.dir);
 	return rc;
-}
-
-int tk__zone_name_valid(const char *name)
-{
-	return valid_zone(name);
 }
 
 /*
@@ -854,47 +606,51 @@ int tk__zone_name_valid(const char *name)
  * command that gives it to us (a root script's zone used by a server's
  * user is the common case).
  */
-static void not_ours(const struct where *w, const char *name, char *why,
-		     size_t len)
+static void not_ours(const struct tk__zone_where *w, const char *name,
+		     char *why, size_t len)
 {
 	unsigned long me = (unsigned long)geteuid();
 	struct stat st;
 
 	if (fstatat(w->dir, w->file, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		say(why, len, "it cannot be opened for reading and writing");
+		tk__zone_say(why, len,
+			     "it cannot be opened for reading and writing");
 		return;
 	}
 	/* Its counts stay: the file changes hands, not its contents. */
-	say(why, len,
-	    "it belongs to uid %lu, group %lu, mode %04o, which this process "
-	    "(uid %lu) may not write; give it to this user, as root: "
-	    "chown %lu %s%s%s",
-	    (unsigned long)st.st_uid, (unsigned long)st.st_gid,
-	    (unsigned int)(st.st_mode & 07777), me, me,
-	    name[0] == '/' ? "" : zone_dir(), name[0] == '/' ? "" : "/",
-	    name[0] == '/' ? name : w->file);
+	tk__zone_say(why, len,
+		     "it belongs to uid %lu, group %lu, mode %04o, which this "
+		     "process "
+		     "(uid %lu) may not write; give it to this user, as root: "
+		     "chown %lu %s%s%s",
+		     (unsigned long)st.st_uid, (unsigned long)st.st_gid,
+		     (unsigned int)(st.st_mode & 07777), me, me,
+		     name[0] == '/' ? "" : tk__zone_dir(),
+		     name[0] == '/' ? "" : "/",
+		     name[0] == '/' ? name : w->file);
 }
 
 int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 		    char *why, size_t len)
 {
-	struct where w;
+	struct tk__zone_where w;
 	int fd, rc;
 
-	say(why, len, "%s", "the zone may be used");
-	rc = locate(&w, name, cfg, why, len);
+	tk__zone_say(why, len, "%s", "the zone may be used");
+	rc = tk__zone_where(&w, name, cfg, why, len);
 	if (rc)
 		return rc;
 	rc = judge_path(&w, cfg, why, len);
 	/* Trusted: but may we also read and write it? */
 	if (rc == 0 && (fd = open_zone(&w)) < 0) {
-		rc = errno_rc();
+		rc = tk__zone_errno();
 		if (rc == -EACCES)
 			not_ours(&w, name, why, len);
 		else
-			say(why, len,
-			    "it cannot be opened for reading and writing: %s",
-			    strerror(errno));
+			tk__zone_say(why, len,
+				     "it cannot be opened for reading and "
+				     "writing: %s",
+				     strerror(errno));
 	} else if (rc == 0) {
 		close(fd);
 	}
@@ -905,11 +661,11 @@ int tk__zone_access(const char *name, const struct tk__zone_config *cfg,
 int tk__zone_current(const struct tk__zone *z,
 		     const struct tk__zone_config *cfg)
 {
-	struct where w;
+	struct tk__zone_where w;
 	struct stat st;
 	int ok;
 
-	if (locate(&w, z->name, cfg, NULL, 0))
+	if (tk__zone_where(&w, z->name, cfg, NULL, 0))
 		return 0;
 	/* A link at the name is another file, never followed. */
 	ok = fstatat(w.dir, w.file, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
