@@ -190,6 +190,198 @@ static int number(const char *opt, const char *s, unsigned int base,
 	return -1;
 }
 
+/* The defaults of every zone command, before its options. */
+static void set_defaults(struct zone_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->cost = 1;
+	a->repeat = 1;
+	a->format = "text";
+	a->gid = -1;
+	a->uid = -1;
+}
+
+/* --capacity: 0 (the default) or a power of two of 64 to 2^32. */
+static int parse_capacity(const char *arg, struct zone_args *a)
+{
+	if (number("capacity", arg, 0, "an integer", 0, UINT64_C(1) << 32,
+		   &a->capacity))
+		return -1;
+	if (a->capacity &&
+	    (a->capacity < 64 || (a->capacity & (a->capacity - 1)))) {
+		fprintf(stderr,
+			"throttlectl: --capacity '%s': "
+			"expected 0 or a power of two from "
+			"64 to 2^32\n",
+			arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_mode(const char *arg, struct zone_args *a)
+{
+	uint64_t v;
+
+	if (number("mode", arg, 8, "an octal mode", 0, 0777, &v))
+		return -1;
+	/* The library refuses it too, but only as EINVAL. */
+	if (v & 0002) {
+		fprintf(stderr,
+			"throttlectl: --mode '%s': expected a "
+			"mode without the bit 0002: a zone "
+			"writable by every user is never "
+			"trusted\n",
+			arg);
+		return -1;
+	}
+	a->mode = (unsigned int)v;
+	return 0;
+}
+
+/*
+ * --group (@ch 'g') or --owner (@ch 'o'): a name, else a numeric ID.  The
+ * name is looked up first, so a user or group named by digits wins.
+ */
+static int parse_owner_group(int ch, const char *arg, struct zone_args *a)
+{
+	int64_t *id = ch == 'g' ? &a->gid : &a->uid;
+	const char *opt = ch == 'g' ? "group" : "owner";
+	const char *what = ch == 'g' ? "a group name or a group ID"
+				     : "a user name or a user ID";
+	struct passwd *pw = NULL;
+	struct group *g = NULL;
+	uint64_t v;
+
+	if (ch == 'g')
+		g = getgrnam(arg);
+	else
+		pw = getpwnam(arg);
+	if (g)
+		*id = g->gr_gid;
+	else if (pw)
+		*id = pw->pw_uid;
+	else if (number(opt, arg, 0, what, 0, UINT32_MAX - 1, &v) == 0)
+		*id = (int64_t)v;
+	else
+		return -1;
+	a->flags |= ch == 'g' ? TK_OPT_ZONE_GID : TK_OPT_ZONE_UID;
+	return 0;
+}
+
+/* --grace: whole seconds; the zone keeps ns. */
+static int parse_grace(const char *arg, struct zone_args *a)
+{
+	uint64_t v;
+
+	if (number("grace", arg, 0, "an integer", 1, UINT64_MAX / 1000000000u,
+		   &v))
+		return -1;
+	a->grace = v * 1000000000u;
+	return 0;
+}
+
+static int parse_fail(const char *arg, struct zone_args *a)
+{
+	if (tk_fail_parse(arg, strlen(arg), &a->fail)) {
+		fprintf(stderr,
+			"throttlectl: --fail: expected error, "
+			"open or closed, not \"%s\"\n",
+			arg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One option @ch, with its argument @arg (NULL for a flag), into @a.
+ * 0, or -1 for bad usage (after a message, except for an option
+ * getopt_long() did not know, which it has already named).
+ */
+static int apply_option(int ch, const char *arg, struct zone_args *a)
+{
+	switch (ch) {
+	case 'p':
+		a->policy = arg;
+		return 0;
+	case 'x':
+		a->prefix = arg;
+		return 0;
+	case 'c':
+		return number("cost", arg, 0, "an integer", 1, UINT64_MAX,
+			      &a->cost);
+	case 'r':
+		return number("repeat", arg, 0, "an integer", 1, UINT64_MAX,
+			      &a->repeat);
+	case 'C':
+		return parse_capacity(arg, a);
+	case 'm':
+		return parse_mode(arg, a);
+	case 'g':
+	case 'o':
+		return parse_owner_group(ch, arg, a);
+	case 'G':
+		return parse_grace(arg, a);
+	case 'R':
+		a->flags |= TK_OPT_ZONE_REFUSE_FULL;
+		return 0;
+	case 'A':
+		/* Bytes of state blocks, rounded up to pages. */
+		return number("arena", arg, 0, "an integer", 1, ARENA_MAX,
+			      &a->arena);
+	case 'j':
+		a->format = "json";
+		return 0;
+	case 'F':
+		return parse_fail(arg, a);
+	case 'P':
+		a->format = "prometheus";
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * The @n arguments @args left after the options: @positional of them (the
+ * name, and with 2 a key), and what can only be judged with all the
+ * options seen.  0, or -1 (after a message, except for a wrong count).
+ */
+static int check_positional(int n, char **args, int positional, int specs,
+			    struct zone_args *a)
+{
+	if (n != positional)
+		return -1;
+	if (a->policy && !valid_policy(a->policy))
+		return -1;
+	a->name = args[0];
+	if (!valid_name(a->name, specs))
+		return -1;
+	a->key = positional > 1 ? args[1] : NULL;
+	if (a->key && a->key[0] == '\0') {
+		fprintf(stderr, "throttlectl: empty key\n");
+		return -1;
+	}
+	if (a->key && strlen(a->key) > TK_KEY_MAX) {
+		fprintf(stderr, "throttlectl: key longer than %d bytes\n",
+			TK_KEY_MAX);
+		return -1;
+	}
+	if (is_spec(a->name) && (a->uid != -1 || a->gid != -1)) {
+		fprintf(stderr,
+			"throttlectl: --owner and --group are for "
+			"zones, not %s stores\n",
+			strncmp(a->name, "redis", 5) == 0 ? "Redis" : "other");
+		return -1;
+	}
+	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {
+		fprintf(stderr, "throttlectl: prefix longer than %d bytes\n",
+			TK_PREFIX_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The options and @positional arguments (the name, and with 2 a key) of a
  * zone command; @specs: the name may be a store spec.  0, or -1 after a
@@ -215,157 +407,16 @@ static int parse(int argc, char **argv, int positional, int specs,
 		{ "fail", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct passwd *pw;
-	struct group *g;
-	uint64_t v;
 	int ch;
 
-	memset(a, 0, sizeof(*a));
-	a->cost = 1;
-	a->repeat = 1;
-	a->format = "text";
-	a->gid = -1;
-	a->uid = -1;
+	set_defaults(a);
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			a->policy = optarg;
-			break;
-		case 'x':
-			a->prefix = optarg;
-			break;
-		case 'c':
-			if (number("cost", optarg, 0, "an integer", 1,
-				   UINT64_MAX, &a->cost))
-				return -1;
-			break;
-		case 'r':
-			if (number("repeat", optarg, 0, "an integer", 1,
-				   UINT64_MAX, &a->repeat))
-				return -1;
-			break;
-		case 'C':
-			/* 0 (the default) or a power of two of 64 to 2^32. */
-			if (number("capacity", optarg, 0, "an integer", 0,
-				   UINT64_C(1) << 32, &a->capacity))
-				return -1;
-			if (a->capacity &&
-			    (a->capacity < 64 ||
-			     (a->capacity & (a->capacity - 1)))) {
-				fprintf(stderr,
-					"throttlectl: --capacity '%s': "
-					"expected 0 or a power of two from "
-					"64 to 2^32\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case 'm':
-			if (number("mode", optarg, 8, "an octal mode", 0, 0777,
-				   &v))
-				return -1;
-			/* The library refuses it too, but only as EINVAL. */
-			if (v & 0002) {
-				fprintf(stderr,
-					"throttlectl: --mode '%s': expected a "
-					"mode without the bit 0002: a zone "
-					"writable by every user is never "
-					"trusted\n",
-					optarg);
-				return -1;
-			}
-			a->mode = (unsigned int)v;
-			break;
-		case 'g':
-			g = getgrnam(optarg);
-			if (g)
-				a->gid = g->gr_gid;
-			else if (number("group", optarg, 0,
-					"a group name or a group ID", 0,
-					UINT32_MAX - 1, &v) == 0)
-				a->gid = (int64_t)v;
-			else
-				return -1;
-			a->flags |= TK_OPT_ZONE_GID;
-			break;
-		case 'o':
-			pw = getpwnam(optarg);
-			if (pw)
-				a->uid = pw->pw_uid;
-			else if (number("owner", optarg, 0,
-					"a user name or a user ID", 0,
-					UINT32_MAX - 1, &v) == 0)
-				a->uid = (int64_t)v;
-			else
-				return -1;
-			a->flags |= TK_OPT_ZONE_UID;
-			break;
-		case 'G':
-			/* Whole seconds; the zone keeps ns. */
-			if (number("grace", optarg, 0, "an integer", 1,
-				   UINT64_MAX / 1000000000u, &v))
-				return -1;
-			a->grace = v * 1000000000u;
-			break;
-		case 'R':
-			a->flags |= TK_OPT_ZONE_REFUSE_FULL;
-			break;
-		case 'A':
-			/* Bytes of state blocks, rounded up to pages. */
-			if (number("arena", optarg, 0, "an integer", 1,
-				   ARENA_MAX, &a->arena))
-				return -1;
-			break;
-		case 'j':
-			a->format = "json";
-			break;
-		case 'F':
-			if (tk_fail_parse(optarg, strlen(optarg), &a->fail)) {
-				fprintf(stderr,
-					"throttlectl: --fail: expected error, "
-					"open or closed, not \"%s\"\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case 'P':
-			a->format = "prometheus";
-			break;
-		default:
+		if (apply_option(ch, optarg, a))
 			return -1;
-		}
 	}
-	if (argc - optind != positional)
-		return -1;
-	if (a->policy && !valid_policy(a->policy))
-		return -1;
-	a->name = argv[optind];
-	if (!valid_name(a->name, specs))
-		return -1;
-	a->key = positional > 1 ? argv[optind + 1] : NULL;
-	if (a->key && a->key[0] == '\0') {
-		fprintf(stderr, "throttlectl: empty key\n");
-		return -1;
-	}
-	if (a->key && strlen(a->key) > TK_KEY_MAX) {
-		fprintf(stderr, "throttlectl: key longer than %d bytes\n",
-			TK_KEY_MAX);
-		return -1;
-	}
-	if (is_spec(a->name) && (a->uid != -1 || a->gid != -1)) {
-		fprintf(stderr,
-			"throttlectl: --owner and --group are for "
-			"zones, not %s stores\n",
-			strncmp(a->name, "redis", 5) == 0 ? "Redis" : "other");
-		return -1;
-	}
-	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {
-		fprintf(stderr, "throttlectl: prefix longer than %d bytes\n",
-			TK_PREFIX_MAX);
-		return -1;
-	}
-	return 0;
+	return check_positional(argc - optind, argv + optind, positional, specs,
+				a);
 }
 
 int ctl_create(int argc, char **argv)
