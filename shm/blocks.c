@@ -17,60 +17,17 @@
  * common pool once none is in use: its free blocks are marked closed one
  * by one (a block in use aborts), then every cell is set to a gen above
  * any the page had, so no value of an earlier life of a page ever comes
- * back and every CAS prepared in one fails ("Pages" in the protocol).
+ * back and every CAS prepared in one fails ("Pages" in the protocol;
+ * pages.c).
  */
-#include "word.h"
+#include "blocks.h"
 
 #include <errno.h>
 
 #define VISITS_MAX 4096 /* blocks a visit near the cursor looks at */
-#define TRIES_MAX 64	/* CAS failures on one cell before leaving it */
 /* A class found full is looked at whole again after this at most, so a
  * count a killed process left short (tkz_alloc) is mended in time. */
 #define FULL_TTL_NS UINT64_C(1000000000)
-
-/* The passes of visit(): besides collecting garbage, what it does to the
- * live blocks it passes (press()). */
-enum pass {
-	RECLAIM, /* reclaim expired states (another class's: reuse) */
-	TURN,	 /* reclaim expired states, note when the others may */
-	EVICT,	 /* reclaim expired states, note the coldest of the others */
-	SPARE	 /* reclaim expired states, clear the others' ref bits */
-};
-
-/* The key an eviction would take: its slot and block, as read. */
-struct victim {
-	int have;
-	uint64_t slot, w0, w1; /* the slot index and its value */
-	uint64_t cell, h0, h1; /* the block and its header */
-	struct tkz_heat heat;
-};
-
-/* What a claim wants, and what its visits learn. */
-struct want {
-	int k;	       /* the class */
-	uint32_t mark; /* words or TKZ_BLK_DESC */
-	uint64_t bind; /* slot << 32 | tag */
-	uint64_t now;
-	uint64_t until;	      /* TURN: the earliest a live state may expire */
-	struct victim victim; /* EVICT: the coldest state seen */
-	struct tk__blk *b;
-};
-
-static uint64_t arena_cells(const struct tk__zone *z)
-{
-	return tk__zone_geo(z)->pages * TKZ_PAGE_CELLS;
-}
-
-static uint64_t class_cells(int k)
-{
-	return (uint64_t)TKZ_CLASS_MIN << k;
-}
-
-static struct tkz_alloc *alloc_of(struct tk__zone *z, int k)
-{
-	return &tk__zone_header(z)->alloc[k];
-}
 
 /* The smallest k with words + overhead <= 4 << k: no loop over classes. */
 int tk__blk_class(uint32_t words)
@@ -83,47 +40,6 @@ int tk__blk_class(uint32_t words)
 	units = (words + TKZ_BLK_OVERHEAD + 3) / 4; /* >= 1 */
 	k = units > 1 ? 32 - (uint32_t)__builtin_clz(units - 1) : 0;
 	return k < TKZ_CLASSES ? (int)k : -E2BIG;
-}
-
-static uint64_t *page_word(struct tk__zone *z, uint64_t cell)
-{
-	return &tk__zone_pagetable(z)[cell / TKZ_PAGE_CELLS];
-}
-
-/* Size in cells of the blocks of the page holding @cell; 0: none. */
-static uint64_t page_class_cells(struct tk__zone *z, uint64_t cell)
-{
-	return tkz_page_size(ck_pr_load_64(page_word(z, cell)));
-}
-
-/* The class of the page holding @cell, or NULL if it has none. */
-static struct tkz_alloc *class_at(struct tk__zone *z, uint64_t cell)
-{
-	uint64_t size = page_class_cells(z, cell);
-
-	return size ? alloc_of(z, __builtin_ctzll(size / TKZ_CLASS_MIN)) : NULL;
-}
-
-static uint64_t epoch_of(uint64_t pw)
-{
-	return pw >> TKZ_PAGE_EPOCH_SHIFT;
-}
-
-/* The word of a page of @size-cell blocks (0: of the pool) in @epoch. */
-static uint64_t page_word_of(uint64_t size, uint64_t epoch)
-{
-	return size | epoch << TKZ_PAGE_EPOCH_SHIFT;
-}
-
-static int page_open(uint64_t pw)
-{
-	return tkz_page_size(pw) &&
-	       !(pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT));
-}
-
-static uint64_t gen_of(uint64_t h0)
-{
-	return h0 & TKZ_BLK_GEN_MASK;
 }
 
 /*
@@ -223,7 +139,7 @@ int tk__blk_bound(struct tk__zone *z, uint64_t h1)
  * publish between two reads would look like neither).  Returns 1 if
  * released.
  */
-static int collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
+int tk__blk_collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
 {
 	uint64_t slot = h1 >> 32, w1;
 
@@ -265,8 +181,8 @@ static int take(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
  * on since, the CAS fails: a page's cells never take a value of an
  * earlier life again (see "State blocks" in docs/shm-protocol.md).
  */
-static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
-		     uint64_t h1, const struct want *w)
+int tk__blk_try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
+		      uint64_t h1, const struct want *w)
 {
 	if ((h0 & TKZ_BLK_USED) || (h1 != 0 && !(h1 & TKZ_BLK_CLOSED)))
 		return 0;
@@ -285,8 +201,8 @@ static int try_claim(struct tk__zone *z, uint64_t cell, uint64_t h0,
  * never free in between: no other claim can take it, and no release is
  * counted.  Returns 1 if @w has it.
  */
-static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
-		 enum pass pass, struct want *w)
+int tk__blk_press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
+		  enum pass pass, struct want *w)
 {
 	uint64_t slot = h1 >> 32, w0, w1, exp, at,
 		 grace = tk__zone_geo(z)->grace;
@@ -336,200 +252,12 @@ static int press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
  * @h1}.  0 if the page still had that word after the read, so that the
  * header belongs to that life of the page.
  */
-static int read_header(struct tk__zone *z, uint64_t cell, uint64_t pw,
-		       uint64_t *h0, uint64_t *h1)
+int tk__blk_read_header(struct tk__zone *z, uint64_t cell, uint64_t pw,
+			uint64_t *h0, uint64_t *h1)
 {
 	tkz_read(tk__zone_cells(z)[cell].w, h0, h1);
 	ck_pr_fence_load(); /* the header, then the page word again */
 	return ck_pr_load_64(page_word(z, cell)) == pw ? 0 : -1;
-}
-
-/*
- * Format page @p, word @pw (FORMAT): set every cell to {f, 0}, f above
- * every gen its blocks ever had.  Anyone may do it, and may stop anywhere:
- * f is computed alike by all (a header is {f, 0} once formatted, or still
- * {g, closed} with g < f), and a cell already at f or beyond is left.  A
- * cell read while the page was FORMAT with a tag below f never takes that
- * value again, so a late CAS fails.
- */
-static void format(struct tk__zone *z, uint64_t p, uint64_t pw)
-{
-	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t *w = &tk__zone_pagetable(z)[p], size = tkz_page_size(pw);
-	uint64_t first = p * TKZ_PAGE_CELLS, cell, h0, h1, f = 0, g;
-	int tries;
-
-	for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size) {
-		tkz_read(cells[cell].w, &h0, &h1);
-		g = gen_of(h0) + (h1 != 0);
-		f = g > f ? g : f;
-	}
-	ck_pr_fence_load();
-	if (ck_pr_load_64(w) != pw)
-		return;
-	for (cell = first; cell < first + TKZ_PAGE_CELLS; cell++) {
-		for (tries = 0;; tries++) {
-			if (tries == TRIES_MAX)
-				return; /* late writers: others will finish */
-			tkz_read(cells[cell].w, &h0, &h1);
-			ck_pr_fence_load();
-			if (ck_pr_load_64(w) != pw)
-				return;
-			if (h0 >= f || tkz_cas(cells[cell].w, h0, h1,
-					       f & TKZ_BLK_GEN_MASK, 0))
-				break;
-		}
-	}
-	ck_pr_cas_64(w, pw, page_word_of(0, epoch_of(pw) + 1));
-}
-
-/* Abort the closing of page @p, seen as @pw: its blocks marked closed
- * are free again, a release of each (full_turn()). */
-static void reopen(struct tk__zone *z, uint64_t p, uint64_t pw)
-{
-	uint64_t size = tkz_page_size(pw);
-	struct tkz_alloc *a =
-		alloc_of(z, __builtin_ctzll(size / TKZ_CLASS_MIN));
-
-	ck_pr_faa_64(&a->started, TKZ_PAGE_CELLS / size);
-	ck_pr_cas_64(&tk__zone_pagetable(z)[p], pw,
-		     page_word_of(size, epoch_of(pw) + 1));
-	ck_pr_faa_64(&a->done, TKZ_PAGE_CELLS / size);
-}
-
-/*
- * Help page @p along, seen as @pw: mark the free blocks of a CLOSING page
- * closed, or reopen it in a new epoch if one is in use (its marks are then
- * stale, and stale marks are free blocks); then format it.  Anyone may do
- * it, and a process killed anywhere here leaves a page the next helper
- * finishes: allocations and sweeps that meet one help it.
- */
-static void help_page(struct tk__zone *z, uint64_t p, uint64_t pw)
-{
-	struct tkz_cell *cells = tk__zone_cells(z);
-	uint64_t *w = &tk__zone_pagetable(z)[p], size = tkz_page_size(pw);
-	uint64_t first = p * TKZ_PAGE_CELLS, cell, h0, h1;
-	uint64_t closed = TKZ_BLK_CLOSED | epoch_of(pw);
-	int tries;
-
-	if (!size || (pw & TKZ_PAGE_CLOSING && pw & TKZ_PAGE_FORMAT))
-		return; /* not a state: a corrupt page stays out of use */
-	if (pw & TKZ_PAGE_CLOSING) {
-		for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size)
-			for (tries = 0;; tries++) {
-				if (tries == TRIES_MAX ||
-				    read_header(z, cell, pw, &h0, &h1))
-					return;
-				if (h0 & TKZ_BLK_USED) {
-					reopen(z, p, pw);
-					return;
-				}
-				if (h1 == closed ||
-				    tkz_cas(cells[cell].w, h0, h1, h0, closed))
-					break;
-			}
-		/* Every block closed, and none can be claimed while the page
-		 * is CLOSING in this epoch. */
-		if (!ck_pr_cas_64(w, pw,
-				  pw ^ TKZ_PAGE_CLOSING ^ TKZ_PAGE_FORMAT))
-			return;
-		pw ^= TKZ_PAGE_CLOSING ^ TKZ_PAGE_FORMAT;
-	}
-	if (pw & TKZ_PAGE_FORMAT)
-		format(z, p, pw);
-}
-
-/*
- * Return page @p to the pool if none of its blocks is in use (collecting
- * those no key can reference any more, and with @w, for whom the page is
- * wanted, reclaiming expired states).  Returns 1 if it is in the pool.
- */
-static int close_page(struct tk__zone *z, uint64_t p, struct want *w)
-{
-	uint64_t *word = &tk__zone_pagetable(z)[p], pw = ck_pr_load_64(word);
-	uint64_t size = tkz_page_size(pw), first = p * TKZ_PAGE_CELLS;
-	uint64_t cell, h0, h1;
-
-	if (page_open(pw)) {
-		for (cell = first; cell < first + TKZ_PAGE_CELLS; cell += size)
-			if (read_header(z, cell, pw, &h0, &h1) ||
-			    ((h0 & TKZ_BLK_USED) && !collect(z, cell, h0, h1) &&
-			     !(w && press(z, cell, h0, h1, RECLAIM, w))))
-				return 0;
-		if (!ck_pr_cas_64(word, pw, pw | TKZ_PAGE_CLOSING))
-			return 0;
-		pw |= TKZ_PAGE_CLOSING;
-	}
-	if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT))
-		help_page(z, p, pw);
-	pw = ck_pr_load_64(word);
-	return !(pw &
-		 (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT));
-}
-
-/*
- * Take a page of the pool for @w's class and claim its first block: 0,
- * or -ENOSPC if the pool is empty.  Pages being returned are helped on
- * the way, so a page a dead process left half returned is found here.
- * The class's cursor moves to the page: the next claims take its other
- * blocks, not one page each.
- */
-static int new_page(struct tk__zone *z, struct want *w)
-{
-	uint64_t *pt = tk__zone_pagetable(z), p, pw, open, h0, h1;
-	uint64_t size = class_cells(w->k);
-	struct tkz_alloc *a = alloc_of(z, w->k);
-	int taken;
-
-	for (p = 0; p < tk__zone_geo(z)->pages; p++) {
-		pw = ck_pr_load_64(&pt[p]);
-		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT)) {
-			help_page(z, p, pw);
-			pw = ck_pr_load_64(&pt[p]);
-		}
-		if (pw &
-		    (TKZ_PAGE_SIZE_MASK | TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT))
-			continue;
-		open = page_word_of(size, epoch_of(pw));
-		/* A release of each of its blocks, as a release is counted. */
-		ck_pr_faa_64(&a->started, TKZ_PAGE_CELLS / size);
-		taken = ck_pr_cas_64(&pt[p], pw, open);
-		ck_pr_faa_64(&a->done, TKZ_PAGE_CELLS / size);
-		if (!taken)
-			continue;
-		ck_pr_store_64(&a->v, p * TKZ_PAGE_CELLS + size);
-		if (read_header(z, p * TKZ_PAGE_CELLS, open, &h0, &h1) == 0 &&
-		    try_claim(z, p * TKZ_PAGE_CELLS, h0, h1, w))
-			return 0;
-		/* Raced for its first block: the class's visit finds the
-		 * others. */
-		return -EAGAIN;
-	}
-	return -ENOSPC;
-}
-
-/*
- * Return to the pool a page of another class than @w's that can be
- * emptied (its states expired or garbage), looking at each page once from
- * where the last look stopped: a class that needs a page then finds one,
- * whatever class had it before.  Returns 1 if one went.
- */
-static int reuse_page(struct tk__zone *z, struct want *w)
-{
-	uint64_t pages = tk__zone_geo(z)->pages, p, i, pw, size;
-	uint64_t *at = &tk__zone_header(z)->reuse.v, start = ck_pr_load_64(at);
-	int done = 0;
-
-	for (i = 0; i < pages && !done; i++) {
-		p = (start + i) % pages;
-		pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
-		size = tkz_page_size(pw);
-		if (!size || size == class_cells(w->k))
-			continue;
-		done = close_page(z, p, w);
-	}
-	ck_pr_store_64(at, (start + i) % pages);
-	return done;
 }
 
 /* Claim a block a release of @w's class offered lately, if one is still
@@ -548,8 +276,8 @@ static int claim_spare(struct tk__zone *z, struct want *w)
 			continue;
 		pw = ck_pr_load_64(page_word(z, cell));
 		if (page_open(pw) && tkz_page_size(pw) == class_cells(w->k) &&
-		    read_header(z, cell, pw, &h0, &h1) == 0 &&
-		    try_claim(z, cell, h0, h1, w)) {
+		    tk__blk_read_header(z, cell, pw, &h0, &h1) == 0 &&
+		    tk__blk_try_claim(z, cell, h0, h1, w)) {
 			ck_pr_cas_64(&a->spare[i], spare, 0);
 			return 1;
 		}
@@ -560,7 +288,7 @@ static int claim_spare(struct tk__zone *z, struct want *w)
 /*
  * Visit up to @max blocks of @w's class from the class's cursor: claim
  * the first free one, treating the blocks on the way as @pass says (see
- * enum pass and press()).  Pages that are not open for the class are
+ * enum pass and tk__blk_press()).  Pages that are not open for the class are
  * skipped (those being returned are helped).  The cursor moves past what
  * was visited, found or not: the next claim looks at other blocks, so
  * claims that fail still go round the class, and nothing makes a claim
@@ -580,7 +308,7 @@ static int visit(struct tk__zone *z, struct want *w, enum pass pass,
 		pw = ck_pr_load_64(page_word(z, cell));
 		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT) &&
 		    cell % TKZ_PAGE_CELLS == 0)
-			help_page(z, cell / TKZ_PAGE_CELLS, pw);
+			tk__blk_help_page(z, cell / TKZ_PAGE_CELLS, pw);
 		if (!page_open(pw) || tkz_page_size(pw) != size) {
 			/* Another class's page or a free one: skip it. */
 			cell = (cell / TKZ_PAGE_CELLS + 1) * TKZ_PAGE_CELLS;
@@ -589,15 +317,15 @@ static int visit(struct tk__zone *z, struct want *w, enum pass pass,
 			continue;
 		}
 		visits++;
-		if (read_header(z, cell, pw, &h0, &h1) == 0 &&
+		if (tk__blk_read_header(z, cell, pw, &h0, &h1) == 0 &&
 		    (h0 & TKZ_BLK_USED)) {
-			if (collect(z, cell, h0, h1))
-				read_header(z, cell, pw, &h0, &h1);
+			if (tk__blk_collect(z, cell, h0, h1))
+				tk__blk_read_header(z, cell, pw, &h0, &h1);
 			else
-				got = press(z, cell, h0, h1, pass, w);
+				got = tk__blk_press(z, cell, h0, h1, pass, w);
 		}
 		got = got || (ck_pr_load_64(page_word(z, cell)) == pw &&
-			      try_claim(z, cell, h0, h1, w));
+			      tk__blk_try_claim(z, cell, h0, h1, w));
 		cell = (cell + size) % total;
 	}
 	ck_pr_store_64(&a->v, cell);
@@ -652,7 +380,7 @@ static int full_turn(struct tk__zone *z, struct want *w)
 	w->until = w->now <= UINT64_MAX - FULL_TTL_NS ? w->now + FULL_TTL_NS
 						      : UINT64_MAX;
 	if (visit(z, w, TURN, UINT64_MAX) == 0 ||
-	    (reuse_page(z, w) && new_page(z, w) == 0))
+	    (tk__blk_reuse_page(z, w) && tk__blk_new_page(z, w) == 0))
 		return 0;
 	if (verdict(z) != v || !v)
 		return claim_spare(z, w) ? 0 : -ENOSPC;
@@ -724,7 +452,7 @@ static int claim(struct tk__zone *z, int k, uint32_t mark, uint64_t slot,
 	for (round = 0; round < 4; round++) {
 		if (claim_spare(z, &w) || visit(z, &w, TURN, VISITS_MAX) == 0)
 			return 0;
-		rc = new_page(z, &w);
+		rc = tk__blk_new_page(z, &w);
 		if (rc == 0)
 			return 0;
 		if (rc == -ENOSPC)
@@ -852,7 +580,7 @@ void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 		p = cell % total / TKZ_PAGE_CELLS;
 		pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
 		if (pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT)) {
-			help_page(z, p, pw);
+			tk__blk_help_page(z, p, pw);
 			pw = ck_pr_load_64(&tk__zone_pagetable(z)[p]);
 		}
 		if (!page_open(pw))
@@ -864,10 +592,10 @@ void tk__blk_sweep(struct tk__zone *z, uint64_t budget)
 		     cell < end && cell < next; cell += size) {
 			tkz_read(cells[cell % total].w, &h0, &h1);
 			if (h0 & TKZ_BLK_USED)
-				collect(z, cell % total, h0, h1);
+				tk__blk_collect(z, cell % total, h0, h1);
 		}
 		if (cell >= next)
-			close_page(z, p, NULL);
+			tk__blk_close_page(z, p, NULL);
 	}
 }
 
