@@ -11,8 +11,7 @@
  * the cross-slot path).  The master is killed (kill -9); once a survivor's
  * CLUSTER NODES shows its replica promoted:
  * - each thread succeeds within 3 s (the design: 1 s; a shared machine);
- * - after its first success on the new master, no check of it fails,
- *   and every check begun 3 s after the promotion succeeds (a reply later than
+ * - every check begun 1 s after the promotion succeeds (a reply later than
  * the 200 ms timeout, on a shared machine, aside: -ETIMEDOUT, at most 1% of a
  * thread's checks; any other error fails);
  * - on stores left unused since the kill, the first check of each kind
@@ -50,6 +49,9 @@
 
 #define EVENTS_MAX 100000
 #define RECOVER_MS 3000 /* promised: 1000 ms */
+/* Checks begun this long after the promotion all succeed (the issue's
+ * "within 1 s"). */
+#define SETTLE_MS 1000
 
 static struct redis_kit nodes[6];
 
@@ -281,8 +283,10 @@ static void judge(const struct worker *w, unsigned long long killed,
 			 worker_name[w->kind], first->end - promoted);
 	for (i = 0; i < w->n; i++) {
 		e = &w->ev[i];
-		if (!e->rc || (e->start < first->start &&
-			       e->start < promoted + RECOVER_MS))
+		/* Until the survivors have all seen the promotion, one may
+		 * still answer CLUSTERDOWN (-EAGAIN) for another slot: the
+		 * promise is every check from a second after it on. */
+		if (!e->rc || e->start < promoted + SETTLE_MS)
 			continue;
 		/* A reply later than 200 ms on a loaded machine says nothing
 		 * of the failover; a few are allowed, no other error. */
