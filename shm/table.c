@@ -52,6 +52,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+char tk__table_gone_mark;
+
 /* Held while tables are freed, or a shrink's successor is made and
  * published, and by fork(): a child never inherits a table half freed,
  * nor one made for nothing.  Taken in the child as in the parent, so the

@@ -17,9 +17,11 @@
 #define ROUNDS_MAX 64
 #define PAGE_BYTES (TKZ_PAGE_CELLS * sizeof(struct tkz_cell))
 
-/* A retired[] entry whose table is freed; its counters are in gone[]. */
-static char gone_mark;
-#define GONE ((struct tk__zone *)(void *)&gone_mark)
+/* A retired[] entry whose table is freed; its counters are in gone[].
+ * One object for both files (table.c defines it): a mark each file made
+ * its own would never equal the other's. */
+extern char tk__table_gone_mark;
+#define GONE ((struct tk__zone *)(void *)&tk__table_gone_mark)
 
 /* What the freed tables below entry @base of retired[] counted. */
 struct ledger {
