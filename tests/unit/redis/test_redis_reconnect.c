@@ -128,7 +128,7 @@ static void test_idle_closed(void **state)
  * connect's waits have one) answers "nothing" while blind is set: a close
  * that comes after that poll, which only the write can meet.
  */
-static int blind, polls;
+static int blind, polls; /* __atomic: the library polls from any thread */
 
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
@@ -137,8 +137,8 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 	nfds_t i;
 
 	if (timeout == 0)
-		polls++;
-	if (timeout == 0 && blind) {
+		__atomic_fetch_add(&polls, 1, __ATOMIC_RELAXED);
+	if (timeout == 0 && __atomic_load_n(&blind, __ATOMIC_RELAXED)) {
 		for (i = 0; i < n; i++)
 			fds[i].revents = 0;
 		return 0;
@@ -215,12 +215,12 @@ static void test_unsent_resent(void **state)
 	fd = socket_to(kit.port);
 	assert_true(fd >= 0);
 	assert_int_equal(shutdown(fd, SHUT_WR), 0);
-	before = polls;
-	blind = 1;
+	before = __atomic_load_n(&polls, __ATOMIC_RELAXED);
+	__atomic_store_n(&blind, 1, __ATOMIC_RELAXED);
 	assert_int_equal(tk_limiter_check(l, "unsent", 6, 1, &d), 0);
-	blind = 0;
+	__atomic_store_n(&blind, 0, __ATOMIC_RELAXED);
 	/* The connection was polled before its reuse. */
-	assert_true(polls > before);
+	assert_true(__atomic_load_n(&polls, __ATOMIC_RELAXED) > before);
 	assert_true(d.allowed);
 	assert_int_equal(d.remaining, 1);
 	assert_int_equal(tk_limiter_check(l, "unsent", 6, 1, &d), 0);
@@ -251,10 +251,10 @@ static void test_unsent_batch_resent(void **state)
 			fd = socket_to(kit.port);
 			assert_true(fd >= 0);
 			assert_int_equal(shutdown(fd, SHUT_WR), 0);
-			blind = 1;
+			__atomic_store_n(&blind, 1, __ATOMIC_RELAXED);
 		}
 		assert_int_equal(tk_limiter_check_many(l, req, 4, d, rcs), 0);
-		blind = 0;
+		__atomic_store_n(&blind, 0, __ATOMIC_RELAXED);
 		for (i = 0; i < 4; i++) {
 			assert_int_equal(rcs[i], 0);
 			assert_true(d[i].allowed);
