@@ -300,11 +300,11 @@ fi
 #     shows after it.
 
 page=$mandir/tk_zone_create.3
-so=${top_builddir:-.}/lib/.libs/libthrottlekit.so
+. "$srcdir/tests/meta/example.sh"
 if [ -n "$SAN_CFLAGS" ]; then
 	# The page's text is the same in every build; the plain one runs it.
 	say "(d) a sanitizer build: tk_zone_create(3)'s example not run"
-elif [ -f "$so" ]; then
+elif example_libdir >/dev/null; then
 	say "(d) the example of tk_zone_create(3) prints what the page shows"
 	tmp=$(mktemp -d) || exit 1
 	# roff escapes in examples: \e is a backslash, \- a minus.
@@ -313,21 +313,19 @@ elif [ -f "$so" ]; then
 		x && /^\.EE/ { exit } x' "$page" | unroff >"$tmp/ex.c"
 	awk '/^Built and run/ { f = 1 } f && /^\.EX/ { x = 1; next }
 		x && /^\.EE/ { exit } x && !/^\$ /' "$page" | unroff >"$tmp/want"
-	libdir=$(cd "${so%/*}" && pwd)
-	if ! ${CC:-cc} -o "$tmp/ex" "$tmp/ex.c" -I"$srcdir/include" \
-		-L"$libdir" -Wl,-rpath,"$libdir" -lthrottlekit 2>"$tmp/cc"; then
+	if ! example_build "$tmp/ex.c" "$tmp/ex"; then
 		fail "tk_zone_create.3: the example does not build:"
-		sed 's/^/    /' "$tmp/cc"
+		sed 's/^/    /' "$tmp/ex.cc"
 	elif ! (mkdir "$tmp/zones" && TK_SHM_DIR=$tmp/zones "$tmp/ex") \
 		>"$tmp/got" 2>&1 || ! cmp -s "$tmp/want" "$tmp/got"; then
 		fail "tk_zone_create.3: the example's output (- page, + run):"
-		diff -u "$tmp/want" "$tmp/got" | tail -n +3 | sed 's/^/    /'
+		example_diff "$tmp/want" "$tmp/got"
 	else
 		say "  ok: $(tail -n 1 "$tmp/got")"
 	fi
 	rm -rf "$tmp"
 else
-	say "(d) no shared library at $so: tk_zone_create(3)'s example not run"
+	say "(d) no shared library in ${top_builddir:-.}/lib/.libs: tk_zone_create(3)'s example not run"
 fi
 
 # ---------------------------------------------------------------------------
