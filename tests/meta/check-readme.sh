@@ -5,8 +5,9 @@
 # before its fence says:
 #
 #   <!-- test: c -->            built against this build's header and
-#                               library (tests/meta/example.sh) and run in
-#                               a temporary directory: exit 0
+#                               library (tests/meta/example.sh) without a
+#                               warning, and run in a temporary directory:
+#                               exit 0
 #   <!-- test: php -->          run by php with this build's extension:
 #                               exit 0, no warning
 #   <!-- test: output -->       what the c or php block just before prints
@@ -142,6 +143,8 @@ ctl_dir=$(cd "${top_builddir:-.}/tools" && pwd)
 lib_dir=$(example_libdir) || { fail "the library is not built"; exit 1; }
 REMOTE_ADDR=203.0.113.7
 export REMOTE_ADDR
+# An example that warns teaches the warning: none may.
+EXAMPLE_CFLAGS="-std=c11 -Wall -Wextra -Werror"
 
 # run_output N LINE WHAT: compare $tmp/got with block N+1 if it is the
 # "output" block; else WHAT's output must hold no PHP diagnostic.

@@ -16,14 +16,16 @@ example_libdir()
 
 # example_build SRC EXE: compile and link SRC into EXE against the public
 # header of $srcdir and the library of $top_builddir (found at run time
-# through an rpath); the compiler's messages go to EXE.cc.
+# through an rpath), with $EXAMPLE_CFLAGS; the compiler's messages go to
+# EXE.cc.
 example_build()
 {
 	_lib=$(example_libdir) || {
 		echo "no libthrottlekit.so in ${top_builddir:-.}/lib/.libs" >"$2.cc"
 		return 1
 	}
-	${CC:-cc} -o "$2" "$1" -I"${srcdir:-.}/include" -L"$_lib" \
+	# shellcheck disable=SC2086 # CC and EXAMPLE_CFLAGS are word lists
+	${CC:-cc} ${EXAMPLE_CFLAGS:-} -o "$2" "$1" -I"${srcdir:-.}/include" -L"$_lib" \
 		-Wl,-rpath,"$_lib" -lthrottlekit 2>"$2.cc"
 }
 
