@@ -52,14 +52,15 @@
  * So for keys of at most 32 bytes, the 64-bit hashes of distinct keys
  * are, up to that advantage, independent and uniform, whatever the keys.
  * In particular:
- *   - A zone's fingerprint is 57 bits of the hash, and a key's identity
- *     in its window.  To make a chosen victim key share a fingerprint
+ *   - A zone's fingerprint is 56 bits of the hash (TKZ_FP_KEY,
+ *     shm/layout.h), and a key's identity in its window.  To make a chosen
+ *     victim key share a fingerprint
  *     with a key of his, an attacker who cannot see hashes (he sees at
  *     most their side effects: a shared limit, an eviction, a refusal, a
- *     time) must try about 2^57 keys, each tried key succeeding with
- *     probability 2^-57 independently of all others (and to share the
+ *     time) must try about 2^56 keys, each tried key succeeding with
+ *     probability 2^-56 independently of all others (and to share the
  *     victim's slot the key must land in one of its two windows too).
- *     The birthday bound (about 2^28.5 keys for one collision) applies
+ *     The birthday bound (about 2^28 keys for one collision) applies
  *     only among keys he inserts himself, and a collision between two of
  *     his own keys only merges two of his own limits: it buys nothing
  *     against anyone else.
