@@ -2,12 +2,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Every test, from a fresh Debian 12 machine: installs what is missing,
 # then builds out of tree three times and runs the whole suite in each:
-#   build/plain   -Werror, make check (the spin model checks too) and
-#                 make distcheck
+#   build/plain   -Werror, make check (the spin model checks too),
+#                 make distcheck, and the tarball against git ls-files
 #   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
 #   build/tsan    ThreadSanitizer
 # and short libFuzzer runs of the parsers and decoders (with clang).
-# Any failure stops the run with a non-zero exit.
+# Any failure stops the run with a non-zero exit.  Each step prints the
+# time since the start, and the end the CPU time used.
+#
+# distcheck builds every test program from the tarball, installs and
+# uninstalls, but runs only the tests about the tarball itself (install,
+# man pages, README): the suite already ran on these sources, and what a
+# test needs from the tarball is checked file by file against git.
+# make check runs -j(2 x CPUs): many tests wait on servers, not CPUs.
 #
 # Nothing may skip quietly: configure must find hiredis, apxs and PHP
 # (--with-redis --with-apache --with-php), TK_REQUIRE_REDIS=1 and
@@ -65,6 +72,35 @@ audit_skips() {
 	return $bad
 }
 
+start=$(date +%s)
+step() {
+	echo "=== $* [$(($(date +%s) - start)) s]"
+}
+
+# Every file git tracks is in the release tarball, or below with why not.
+check_dist() {
+	tarball=$(ls build/plain/throttlekit-*.tar.gz)
+	if ! git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		echo "dist: not a git checkout; the tarball's contents are not compared"
+		return 0
+	fi
+	tar tzf "$tarball" | sed 's|^[^/]*/||' | sort >build/plain/dist.files
+	git -C "$top" ls-files | sort | comm -23 - build/plain/dist.files |
+		while read -r f; do
+			case $f in
+			.ci/* | .gitignore) ;; # CI's and git's own
+			bench/recorded/*) ;; # figures of past runs, not sources
+			*) echo "NOT IN THE TARBALL: $f" ;;
+			esac
+		done >build/plain/dist.missing
+	if [ -s build/plain/dist.missing ]; then
+		cat build/plain/dist.missing
+		return 1
+	fi
+	echo "dist: every tracked file is in $(basename "$tarball")"
+}
+
+step setup
 sh tools/setup-debian.sh
 autoreconf -fi >/dev/null 2>&1
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -72,35 +108,39 @@ jobs=$(nproc 2>/dev/null || echo 2)
 build() {
 	name=$1
 	shift
-	echo "=== $name: configure $*"
+	step "$name: configure $*"
 	rm -rf "build/$name"
 	mkdir -p "build/$name"
 	# --enable-tests: a machine without cmocka fails here, not later.
 	(cd "build/$name" && "$top/configure" --enable-werror --enable-tests \
 		--with-redis --with-apache --with-php "$@" >configure.out ||
 		{ cat configure.out; exit 1; })
-	echo "=== $name: make check"
+	step "$name: make"
 	make -C "build/$name" -j"$jobs" >/dev/null
-	if ! make -C "build/$name" -j"$jobs" check; then
+	step "$name: make check"
+	if ! make -C "build/$name" -j$((2 * jobs)) check; then
 		find "build/$name" -name '*.log' -exec grep -l -E '^(not ok|FAIL|ERROR)|(ThreadSanitizer|AddressSanitizer|runtime error)' {} + |
 			while read -r log; do echo "--- $log"; tail -n 60 "$log"; done
 		exit 1
 	fi
-	echo "=== $name: skips"
+	step "$name: skips"
 	audit_skips "$name" || exit 1
 }
 
 build plain
-echo "=== plain: make check-style"
+step "plain: make check-style"
 make -C build/plain check-style
-echo "=== plain: make distcheck"
+step "plain: make distcheck"
 make -C build/plain -j"$jobs" distcheck \
 	DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-model-check" \
+	TESTS="tests/meta/check-install.sh tests/meta/check-man.sh tests/meta/check-readme.sh" \
 	>build/plain/distcheck.out 2>&1 ||
 	{ tail -n 80 build/plain/distcheck.out; exit 1; }
 echo "distcheck: ok"
-echo "=== fuzz: the parsers and decoders"
+check_dist || exit 1
+step "fuzz: the parsers and decoders"
 sh tests/fuzz/run.sh "$top/build/plain" 30
 build asan --enable-sanitizers=address,undefined --disable-model-check
 build tsan --enable-sanitizers=thread --disable-model-check
-echo "run-tests: all builds passed"
+step "run-tests: all builds passed"
+times

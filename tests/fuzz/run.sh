@@ -4,6 +4,9 @@
 # and run each for a short while from its seed corpus.  Without clang it
 # skips (exit 77), or fails with TK_REQUIRE_FUZZ=1 (tools/run-tests.sh).
 # Usage: tests/fuzz/run.sh BUILDDIR [SECONDS]
+#
+# The library's sources are compiled once for every harness, and the
+# harnesses run one per CPU at a time: each still gets SECONDS of a CPU.
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$1
@@ -17,54 +20,100 @@ if ! command -v clang >/dev/null 2>&1; then
 	exit 77
 fi
 out="$build/fuzz"
-mkdir -p "$out"
+jobs=$(nproc 2>/dev/null || echo 2)
+rm -rf "$out/obj"
+mkdir -p "$out/obj"
 libs="$(pkg-config --libs liburcu-bp liburcu-cds) -lck -lpthread"
-# The library with the Redis store of a build without hiredis (the
-# real one needs hiredis and a generated script): the harnesses reach no
-# server.
-lib_sources=$(echo "$src"/lib/*.c "$src"/lib/algo/*.c "$src"/lib/store/*.c \
-	"$src"/lib/hash/*.c "$src"/lib/redis/spec.c "$src"/lib/redis/store-none.c)
+san="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cflags="$san -std=gnu11 -DTK_BUILDING_LIBRARY -I$build -I$src/include -I$src/lib"
+redis_ok=0
+if [ -f "$build/lib/redis/check-lua.inc" ] && pkg-config --exists hiredis; then
+	redis_ok=1
+fi
+
+# One object per source, named by its path (lib/store/store.c and
+# lib/redis/store.c must not meet), instrumented for libFuzzer's coverage.
+{
+	ls "$src"/lib/*.c "$src"/lib/algo/*.c "$src"/lib/store/*.c \
+		"$src"/lib/hash/*.c "$src"/lib/redis/spec.c \
+		"$src"/lib/redis/store-none.c "$src"/shm/*.c
+	[ $redis_ok = 1 ] && ls "$src"/lib/redis/scripts.c "$src"/lib/redis/verdict.c
+} | sed "s|^$src/||" >"$out/obj/sources"
+# shellcheck disable=SC2086 # $cflags is a list of flags
+xargs -P "$jobs" -I{} sh -c 'o=$(echo "$1" | tr / _); o=${o%.c}.o
+	clang $2 -fsanitize=fuzzer-no-link $3 -c "$4/$1" -o "$5/$o"' _ {} "$cflags" \
+	"-I$build/lib $( [ $redis_ok = 1 ] && pkg-config --cflags hiredis)" \
+	"$src" "$out/obj" <"$out/obj/sources"
+objs() { # the objects of every source but $1's extras
+	sed -e 's|/|_|g' -e 's|\.c$|.o|' -e "s|^|$out/obj/|" "$out/obj/sources" |
+		grep -v -e 'lib_redis_scripts.o' -e 'lib_redis_verdict.o'
+}
+
+# fuzz NAME SECONDS: runs the harness NAME from its corpus; its output
+# goes to $out/NAME.log, its exit status to $out/NAME.rc.
+fuzz() {
+	name=$1 time=$2
+	corpus="$out/corpus-${name#fuzz-}"
+	work="$out/$name-corpus"
+	mkdir -p "$work"
+	echo "fuzz: $name for ${time}s"
+	# A run of one input longer than 10 s is a hang, and fails.
+	rc=0
+	"$out/$name" -max_total_time="$time" -seed=1 -print_final_stats=1 \
+		-timeout=10 "$work" "$corpus" >"$out/$name.log" 2>&1 || rc=$?
+	echo $rc >"$out/$name.rc"
+}
+
+running=0
+names=
 for h in "$src"/tests/fuzz/fuzz-*.c; do
 	name=$(basename "$h" .c)
-	extra=
-	time=$secs
+	extra= time=$secs
 	if [ "$name" = fuzz-redis-state ]; then
 		# The Redis store's decoders: they need hiredis' reply type and
 		# the build's script; a few seconds cover their few formats.
-		if [ ! -f "$build/lib/redis/check-lua.inc" ] ||
-			! pkg-config --exists hiredis; then
+		if [ $redis_ok = 0 ]; then
 			echo "fuzz: $name skipped (a build without hiredis)"
 			continue
 		fi
-		extra="-I$build/lib $(pkg-config --cflags hiredis)
-			$src/lib/redis/scripts.c $src/lib/redis/verdict.c"
+		extra="$out/obj/lib_redis_scripts.o $out/obj/lib_redis_verdict.o
+			-I$build/lib $(pkg-config --cflags hiredis)"
 		[ "$time" -gt 5 ] && time=5
 	fi
 	corpus="$out/corpus-${name#fuzz-}"
-	rm -rf "$corpus" "$corpus.gen"
+	rm -rf "$corpus" "$corpus.gen" "$out/$name-corpus" "$out/$name.rc"
 	cp -r "$src/tests/fuzz/corpus-${name#fuzz-}" "$corpus" 2>/dev/null ||
 		mkdir -p "$corpus"
-	clang -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -std=gnu11 \
-		-DTK_BUILDING_LIBRARY -I"$build" -I"$src/include" -I"$src/lib" \
-		"$h" $lib_sources $extra "$src"/shm/*.c $libs -o "$out/$name"
-	work="$out/$name-corpus"
-	mkdir -p "$work" "$corpus.gen"
+	# shellcheck disable=SC2046,SC2086 # lists of flags and objects
+	clang $cflags -fsanitize=fuzzer "$h" $(objs) $extra $libs -o "$out/$name"
 	if [ "$name" = fuzz-zone ]; then
 		# Seeds: real zones, made by the tool itself.
+		mkdir -p "$corpus.gen"
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" create seed \
 			--capacity 64 >/dev/null 2>&1 || true
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed k \
 			--policy gcra:1/1s >/dev/null 2>&1 || true
 		TK_SHM_DIR="$corpus.gen" "$build/tools/throttlectl" check seed t \
 			--policy sliding-window:5/1s,buckets=4 >/dev/null 2>&1 || true
-		corpus="$corpus.gen"
+		cp "$corpus.gen"/* "$corpus/" 2>/dev/null || true
 	fi
-	echo "fuzz: $name for ${time}s"
-	# A run of one input longer than 10 s is a hang, and fails.
-	"$out/$name" -max_total_time="$time" -seed=1 -print_final_stats=1 \
-		-timeout=10 \
-		"$work" "$corpus" 2>"$out/$name.log" ||
-		{ tail -n 40 "$out/$name.log"; exit 1; }
-	grep -E "stat::number_of_executed_units|Done" "$out/$name.log" || true
+	fuzz "$name" "$time" &
+	names="$names $name"
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then
+		wait
+		running=0
+	fi
 done
+wait
+failed=0
+for name in $names; do
+	if [ "$(cat "$out/$name.rc" 2>/dev/null)" != 0 ]; then
+		tail -n 40 "$out/$name.log"
+		echo "fuzz: FAIL: $name"
+		failed=1
+	else
+		grep -E "stat::number_of_executed_units|Done" "$out/$name.log" || true
+	fi
+done
+exit $failed

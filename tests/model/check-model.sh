@@ -5,8 +5,14 @@
 # private slot table with spin: tests/model/slots.pml, blocks.pml, mcas.pml
 # and grow.pml must hold (0 errors) in every configuration below, and the
 # broken variants must be rejected (an assertion violation).
+# One model per run, so that make check -jN checks them side by side:
+#   sh check-model.sh tests/model/MODEL.pml   (make check names each .pml
+#   a test; slots.pml runs slots-naive.pml too)
 # Exit 0 pass, 77 skip (no spin), 1 fail.  Runs from the build directory;
 # $srcdir is the source tree.  Each pan is capped at 2000 MB (-DMEMLIM).
+# The correct models' pans are compiled with -O2; the broken variants,
+# whose searches stop at the first violation in well under a second,
+# with -O0, which compiles three times faster.
 #
 # Configurations (N slots, NW workers, NJ janitor actions; all with torn
 # reads, death at any step, the clock, SCANS=3, L=2):
@@ -124,6 +130,8 @@
 : "${srcdir:=.}"
 models="$srcdir/tests/model"
 pan_cc=${PAN_CC:-${CC:-cc}}
+[ $# -eq 1 ] || { echo "usage: $0 tests/model/MODEL.pml" >&2; exit 1; }
+which=$(basename "$1" .pml)
 
 if ! command -v spin >/dev/null 2>&1; then
 	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
@@ -154,11 +162,11 @@ run() {
 	echo
 	echo "== $name: $model $dflags"
 	echo "   spin $dflags -a $model"
-	echo "   $pan_cc -O2 -DSAFETY -DMEMLIM=2000 $cflags -o pan pan.c"
+	echo "   $pan_cc $opt -DSAFETY -DMEMLIM=2000 $cflags -o pan pan.c"
 	echo "   ./pan $pflags"
 	(cd "$dir" && spin $dflags -a "$model" >spin.log 2>&1) ||
 		{ cat "$dir/spin.log"; return 1; }
-	(cd "$dir" && $pan_cc -O2 -DSAFETY -DMEMLIM=2000 $cflags \
+	(cd "$dir" && $pan_cc $opt -DSAFETY -DMEMLIM=2000 $cflags \
 		-o pan pan.c >cc.log 2>&1) || { cat "$dir/cc.log"; return 1; }
 	start=$(date +%s)
 	(cd "$dir" && $limit ./pan $pflags >pan.out 2>&1)
@@ -186,7 +194,7 @@ ran() {
 
 # the correct protocol: must complete with 0 errors
 expect_ok() {
-	name=$1
+	name=$1 opt=-O2
 	ran "$@" || return
 	e=$(errors_of "$name")
 	if [ "$e" != 0 ]; then
@@ -206,7 +214,7 @@ expect_ok() {
 
 # a broken variant: must report an assertion violation
 expect_violation() {
-	name=$1
+	name=$1 opt=-O0
 	ran "$@" || return
 	e=$(errors_of "$name")
 	if [ "${e:-0}" -ge 1 ] && grep -q 'assertion violated' "$tmp/$name.out"
@@ -218,102 +226,116 @@ expect_violation() {
 	fi
 }
 
-expect_ok exhaustive-2w slots.pml "-DN=3 -DNW=2 -DNJ=2" \
-	"-DCOLLAPSE" "-m10000 -w24"
-expect_ok exhaustive-3w slots.pml "-DN=2 -DNW=3 -DNJ=0" \
-	"-DCOLLAPSE" "-m10000 -w23"
-expect_ok bitstate-3w slots.pml "-DN=3 -DNW=3 -DNJ=2" \
-	"-DBITSTATE" "-m10000 -w25 -k3"
-expect_violation naive slots-naive.pml "-DN=3 -DNW=2 -DNJ=2" \
-	"-DCOLLAPSE" "-m10000 -w24"
-expect_violation as-documented slots.pml "-DN=2 -DNW=3 -DNJ=0 -DAS_DOCUMENTED" \
-	"-DCOLLAPSE" "-m10000 -w23"
+slots() {
+	expect_ok exhaustive-2w slots.pml "-DN=3 -DNW=2 -DNJ=2" \
+		"-DCOLLAPSE" "-m10000 -w24"
+	expect_ok exhaustive-3w slots.pml "-DN=2 -DNW=3 -DNJ=0" \
+		"-DCOLLAPSE" "-m10000 -w23"
+	expect_ok bitstate-3w slots.pml "-DN=3 -DNW=3 -DNJ=2" \
+		"-DBITSTATE" "-m10000 -w25 -k3"
+	expect_violation naive slots-naive.pml "-DN=3 -DNW=2 -DNJ=2" \
+		"-DCOLLAPSE" "-m10000 -w24"
+	expect_violation as-documented slots.pml "-DN=2 -DNW=3 -DNJ=0 -DAS_DOCUMENTED" \
+		"-DCOLLAPSE" "-m10000 -w23"
+}
 
-expect_ok blocks blocks.pml "-DUPD0=2 -DUPD=1 -DNC=2" \
-	"-DCOLLAPSE" "-m10000 -w24"
-expect_ok blocks-trunc-newgen blocks.pml \
-	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-plain-writes blocks.pml \
-	"-DUPD0=2 -DUPD=1 -DNC=2 -DPLAIN_WRITES" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-collect-pending blocks.pml \
-	"-DUPD0=2 -DUPD=1 -DNC=2 -DCOLLECT_PENDING" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-slot-first blocks.pml \
-	"-DUPD0=2 -DUPD=1 -DNC=2 -DSLOT_FIRST" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-trunc blocks.pml \
-	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-rebind-shortcut blocks.pml \
-	"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT" \
-	"-DCOLLAPSE" "-m10000 -w22"
-pages="-DPAGES -DNB=2 -DUPD0=1 -DUPD=1 -DNC=1"
-expect_ok blocks-pages blocks.pml "$pages" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-pages-close-ignores-used blocks.pml \
-	"$pages -DCLOSE_IGNORES_USED" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation blocks-pages-format-zero blocks.pml \
-	"$pages -DFORMAT_ZERO" "-DCOLLAPSE" "-m10000 -w22"
+blocks() {
+	expect_ok blocks blocks.pml "-DUPD0=2 -DUPD=1 -DNC=2" \
+		"-DCOLLAPSE" "-m10000 -w24"
+	expect_ok blocks-trunc-newgen blocks.pml \
+		"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-plain-writes blocks.pml \
+		"-DUPD0=2 -DUPD=1 -DNC=2 -DPLAIN_WRITES" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-collect-pending blocks.pml \
+		"-DUPD0=2 -DUPD=1 -DNC=2 -DCOLLECT_PENDING" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-slot-first blocks.pml \
+		"-DUPD0=2 -DUPD=1 -DNC=2 -DSLOT_FIRST" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-trunc blocks.pml \
+		"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-rebind-shortcut blocks.pml \
+		"-DUPD0=1 -DUPD=1 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	pages="-DPAGES -DNB=2 -DUPD0=1 -DUPD=1 -DNC=1"
+	expect_ok blocks-pages blocks.pml "$pages" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-pages-close-ignores-used blocks.pml \
+		"$pages -DCLOSE_IGNORES_USED" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-pages-format-zero blocks.pml \
+		"$pages -DFORMAT_ZERO" "-DCOLLAPSE" "-m10000 -w22"
+}
 
-mcas2="-DNI=2 -DNS=0 -DTRIES=2 -DNC=2"
-mcas1="-DNI=1 -DNS=1 -DTRIES=2 -DSTRIES=2 -DNC=3"
-expect_ok mcas-2i mcas.pml "-DNI=2 -DNS=0 -DTRIES=2 -DNC=1" "-DCOLLAPSE" \
-	"-m10000 -w23"
-expect_ok mcas-single mcas.pml "$mcas1" "-DCOLLAPSE" "-m10000 -w23"
-expect_violation mcas-as-coded mcas.pml "$mcas2 -DAS_CODED" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation mcas-read-outcome mcas.pml "$mcas2 -DREAD_OUTCOME" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation mcas-helpers-decide mcas.pml "$mcas2 -DHELPERS_DECIDE" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation mcas-harris mcas.pml \
-	"$mcas2 -DHELPERS_DECIDE -DREAD_OUTCOME" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation mcas-free-unreferenced mcas.pml \
-	"$mcas2 -DFREE_UNREFERENCED" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation mcas-collect-through-desc mcas.pml \
-	"$mcas2 -DCOLLECT_THROUGH_DESC" "-DCOLLAPSE" "-m10000 -w22"
-expect_violation mcas-free-bound-only mcas.pml "$mcas1 -DFREE_BOUND_ONLY" \
-	"-DCOLLAPSE" "-m10000 -w22"
+mcas() {
+	mcas2="-DNI=2 -DNS=0 -DTRIES=2 -DNC=2"
+	mcas1="-DNI=1 -DNS=1 -DTRIES=2 -DSTRIES=2 -DNC=3"
+	expect_ok mcas-2i mcas.pml "-DNI=2 -DNS=0 -DTRIES=2 -DNC=1" "-DCOLLAPSE" \
+		"-m10000 -w23"
+	expect_ok mcas-single mcas.pml "$mcas1" "-DCOLLAPSE" "-m10000 -w23"
+	expect_violation mcas-as-coded mcas.pml "$mcas2 -DAS_CODED" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation mcas-read-outcome mcas.pml "$mcas2 -DREAD_OUTCOME" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation mcas-helpers-decide mcas.pml "$mcas2 -DHELPERS_DECIDE" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation mcas-harris mcas.pml \
+		"$mcas2 -DHELPERS_DECIDE -DREAD_OUTCOME" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation mcas-free-unreferenced mcas.pml \
+		"$mcas2 -DFREE_UNREFERENCED" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation mcas-collect-through-desc mcas.pml \
+		"$mcas2 -DCOLLECT_THROUGH_DESC" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation mcas-free-bound-only mcas.pml "$mcas1 -DFREE_BOUND_ONLY" \
+		"-DCOLLAPSE" "-m10000 -w22"
+}
 
-alloc2="-DNCL=2 -DCL=1 -DNR=2"
-expect_ok alloc-2r alloc.pml "$alloc2" "-DCOLLAPSE" "-m10000 -w23"
-expect_ok alloc-again alloc.pml "-DNCL=2 -DCL=2 -DNR=1" "-DCOLLAPSE" \
-	"-m10000 -w22"
-expect_violation alloc-one-count alloc.pml "$alloc2 -DONE_COUNT" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation alloc-done-first alloc.pml "$alloc2 -DDONE_FIRST" \
-	"-DCOLLAPSE" "-m10000 -w22"
+alloc() {
+	alloc2="-DNCL=2 -DCL=1 -DNR=2"
+	expect_ok alloc-2r alloc.pml "$alloc2" "-DCOLLAPSE" "-m10000 -w23"
+	expect_ok alloc-again alloc.pml "-DNCL=2 -DCL=2 -DNR=1" "-DCOLLAPSE" \
+		"-m10000 -w22"
+	expect_violation alloc-one-count alloc.pml "$alloc2 -DONE_COUNT" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation alloc-done-first alloc.pml "$alloc2 -DDONE_FIRST" \
+		"-DCOLLAPSE" "-m10000 -w22"
+}
 
-gmove="-DNO=1 -DNN=1"
-ginsert="-DNO=2 -DNN=0 -DINITK=0 -DDEATH"
-gsweep="-DNO=1 -DNN=0 -DNJ=2"
-expect_ok grow-move grow.pml "$gmove" "-DCOLLAPSE" "-m10000 -w24"
-expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
-expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
-expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
-	"-m10000 -w23"
-greset="-DNO=0 -DNN=1 -DNR=1"
-expect_ok grow-reset grow.pml "$greset" "-DCOLLAPSE" "-m10000 -w24"
-expect_ok grow-shrink grow.pml "-DN=3 -DM=2 -DNO=1 -DNN=1 -DINITK=0 -DKEY2" \
-	"-DCOLLAPSE" "-m10000 -w23"
-expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-freeze-one grow.pml "$ginsert -DFREEZE_ONE" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-has-torn grow.pml "$gsweep -DHAS_TORN" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-pull-fail-on grow.pml "$gmove -DPULL_FAIL_ON" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-count-after grow.pml "$greset -DCOUNT_AFTER" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-no-stale-check grow.pml "$greset -DNO_STALE_CHECK" \
-	"-DCOLLAPSE" "-m10000 -w22"
-expect_violation grow-owner-check grow.pml "$greset -DOWNER_CHECK" \
-	"-DCOLLAPSE" "-m10000 -w22"
+grow() {
+	gmove="-DNO=1 -DNN=1"
+	ginsert="-DNO=2 -DNN=0 -DINITK=0 -DDEATH"
+	gsweep="-DNO=1 -DNN=0 -DNJ=2"
+	expect_ok grow-move grow.pml "$gmove" "-DCOLLAPSE" "-m10000 -w24"
+	expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
+	expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
+	expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
+		"-m10000 -w23"
+	greset="-DNO=0 -DNN=1 -DNR=1"
+	expect_ok grow-reset grow.pml "$greset" "-DCOLLAPSE" "-m10000 -w24"
+	expect_ok grow-shrink grow.pml "-DN=3 -DM=2 -DNO=1 -DNN=1 -DINITK=0 -DKEY2" \
+		"-DCOLLAPSE" "-m10000 -w23"
+	expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-freeze-one grow.pml "$ginsert -DFREEZE_ONE" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-has-torn grow.pml "$gsweep -DHAS_TORN" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-pull-fail-on grow.pml "$gmove -DPULL_FAIL_ON" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-count-after grow.pml "$greset -DCOUNT_AFTER" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-no-stale-check grow.pml "$greset -DNO_STALE_CHECK" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-owner-check grow.pml "$greset -DOWNER_CHECK" \
+		"-DCOLLAPSE" "-m10000 -w22"
+}
 
+case $which in
+slots | blocks | mcas | alloc | grow) "$which" ;;
+*) echo "FAIL: no model $1"; exit 1 ;;
+esac
 echo
 if [ "$fails" -ne 0 ]; then
 	echo "FAIL: $fails model check(s) failed"
 	exit 1
 fi
-echo "ok: all model checks passed"
+echo "ok: every check of $which.pml passed"
 exit 0
