@@ -4,7 +4,8 @@
 # smoke-test what got installed, then purge them; as root on Debian 12
 # (CI: after tools/run-tests.sh's suites).  In order:
 #  1. installs what building and the smoke tests need (debian/control's
-#     Build-Depends, lintian, apache2, php, php-fpm, cgi-fcgi, curl);
+#     Build-Depends, lintian, apache2, php, php-fpm, cgi-fcgi, curl),
+#     which stays installed, as tools/setup-debian.sh's does;
 #  2. builds with dpkg-buildpackage -us -uc -b in a copy of the tree (the
 #     files git knows, as they are on disk), never in the tree itself;
 #  3. runs lintian on the build, and fails on any error (E:);
