@@ -4,6 +4,8 @@
 # then builds out of tree three times and runs the whole suite in each:
 #   build/plain   -Werror, make check (the spin model checks too),
 #                 make distcheck, and the tarball against git ls-files
+#   the Debian packages, built, linted, installed and smoke-tested
+#                 (tools/test-packages.sh), then purged
 #   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
 #   build/tsan    ThreadSanitizer
 # and short libFuzzer runs of the parsers and decoders (with clang).
@@ -138,6 +140,8 @@ make -C build/plain -j"$jobs" distcheck \
 	{ tail -n 80 build/plain/distcheck.out; exit 1; }
 echo "distcheck: ok"
 check_dist || exit 1
+step "packages: build, lintian, install, smoke tests, purge"
+sh tools/test-packages.sh
 step "fuzz: the parsers and decoders"
 sh tests/fuzz/run.sh "$top/build/plain" 30
 build asan --enable-sanitizers=address,undefined --disable-model-check
