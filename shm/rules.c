@@ -75,6 +75,8 @@ static uint64_t fnv(uint64_t x, const void *p, size_t n)
 
 #define FNV0 UINT64_C(0xcbf29ce484222325)
 
+void (*tk__rules_hook)(struct tk__zone *z, unsigned int i);
+
 static uint64_t stamp_now(void)
 {
 	struct timespec ts;
@@ -163,10 +165,12 @@ static int too_long(const struct tk__rule *r)
 	return 0;
 }
 
-/* Claimed entry @e (its word now @w): write name and text 0, publish. */
-static int fill(struct tkz_rule *e, uint64_t w, const struct tk__rule *r,
-		const struct tkz_rule_text *t)
+/* Claimed entry @i of @z (its word now @w): write name and text 0,
+ * publish. */
+static int fill(struct tk__zone *z, unsigned int i, uint64_t w,
+		const struct tk__rule *r, const struct tkz_rule_text *t)
 {
+	struct tkz_rule *e = entries(z) + i;
 	char name[TKZ_RULE_NAME_MAX + 1] = { 0 };
 	size_t n = strlen(r->name);
 
@@ -178,6 +182,8 @@ static int fill(struct tkz_rule *e, uint64_t w, const struct tk__rule *r,
 	/* Release: name and text before READY; pairs with the acquire
 	 * fence of the readers (read_entry()). */
 	ck_pr_fence_store();
+	if (tk__rules_hook)
+		tk__rules_hook(z, i);
 	return ck_pr_cas_64(&e->state, w, next_word(w, READY)) ? 0 : -EAGAIN;
 }
 
@@ -198,20 +204,28 @@ static int named(struct tkz_rule *e, uint64_t w, const char *name)
 	       ck_pr_load_64(&e->name_hash) == fnv(FNV0, got, n);
 }
 
+/* Between rounds of waiting for a rival: spin, yield, then sleep 1 ms,
+ * so that a lease (seconds) is waited out in real time. */
 static void pause_round(int round)
 {
+	struct timespec ms = { 0, 1000000 };
+
 	if (round < 64)
 		ck_pr_stall();
-	else
+	else if (round < 128)
 		sched_yield();
+	else
+		nanosleep(&ms, NULL);
 }
 
-/* Make @t the current text of READY entry @e, if it is not yet. */
-static int update(struct tkz_rule *e, const struct tkz_rule_text *t)
+/* Make @t the current text of READY entry @i of @z, if it is not yet. */
+static int update(struct tk__zone *z, unsigned int i,
+		  const struct tkz_rule_text *t)
 {
+	struct tkz_rule *e = entries(z) + i;
 	struct tkz_rule_text cur;
 	uint64_t w, nw, c;
-	int round;
+	int round, waits = 0;
 
 	for (round = 0; round < TRIES; round++) {
 		w = ck_pr_load_64(&e->state);
@@ -225,7 +239,7 @@ static int update(struct tkz_rule *e, const struct tkz_rule_text *t)
 			if (memcmp(&cur, t, sizeof(cur)) == 0)
 				return 0;
 		} else if (!stale(w)) {
-			pause_round(round);
+			pause_round(waits++);
 			continue;
 		}
 		/* Take the other text (or a dead writer's claim of it). */
@@ -235,6 +249,8 @@ static int update(struct tkz_rule *e, const struct tkz_rule_text *t)
 		w = nw;
 		put(&e->text[c ^ 1], t, sizeof(*t));
 		ck_pr_fence_store(); /* the text before it is current */
+		if (tk__rules_hook)
+			tk__rules_hook(z, i);
 		ck_pr_cas_64(&e->state, w, next_word(w, READY | (c ^ 1) << 2));
 	}
 	return -EBUSY;
@@ -259,7 +275,7 @@ int tk__rules_register(struct tk__zone *z, const struct tk__rule *r)
 		if ((w & PHASE_MASK) == READY) {
 			rc = named(&e[i], w, r->name);
 			if (rc == 1)
-				return update(&e[i], &t) ?: (int)i;
+				return update(z, i, &t) ?: (int)i;
 			if (rc == 0)
 				k++;
 			continue;
@@ -273,7 +289,7 @@ int tk__rules_register(struct tk__zone *z, const struct tk__rule *r)
 		}
 		nw = next_word(w, NAMING);
 		if (ck_pr_cas_64(&e[i].state, w, nw) &&
-		    fill(&e[i], nw, r, &t) == 0)
+		    fill(z, i, nw, r, &t) == 0)
 			return (int)i;
 	}
 	return -ENOSPC;

@@ -99,6 +99,11 @@ int tk__rules_read(struct tk__zone *z, unsigned int i, struct tk__rule *out);
 void tk__rules_count(struct tk__zone *z, unsigned int i, uint64_t checks,
 		     uint64_t denies);
 
+/* Tests: if set, called by a writer of entry @i of @z once it has written
+ * everything, just before the CAS that publishes it (a claim's, or an
+ * update's new text). */
+extern void (*tk__rules_hook)(struct tk__zone *z, unsigned int i);
+
 /* A writer's claim older than this may be taken over, seconds. */
 #define TK__RULES_LEASE_S 2
 
