@@ -512,8 +512,10 @@ static int print_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
 	struct walk_ctx *w = ctx;
 
 	if (w->json)
+		/* The state word is often a time in ns: a string (see
+		 * throttlectl-stats.c). */
 		printf("%s{\"slot\":%" PRIu64 ",\"fingerprint\":\"%016" PRIx64
-		       "\",\"state\":%" PRIu64 "}",
+		       "\",\"state\":\"%" PRIu64 "\"}",
 		       w->n ? "," : "", slot, fp, state);
 	else
 		printf("slot=%" PRIu64 " fingerprint=%016" PRIx64

@@ -407,6 +407,13 @@ expect 1 "" "$ctl" get z alice --policy gcra:2/1h
 expect 0 "" "$ctl" ls z
 grep -q "^slot=[0-9]* fingerprint=[0-9a-f]* state=[0-9]*$" "$tmp/out" ||
 	failed "ls output"
+# alice's GCRA state is a time in ns, above 2^53: a string in JSON, every
+# digit kept.
+state=$(sed -n 's/.* state=//p' "$tmp/out")
+[ "$state" -gt 9007199254740992 ] || failed "ls: state not above 2^53"
+expect 0 "" "$ctl" ls z --json
+grep -q "^\[{\"slot\":[0-9]*,\"fingerprint\":\"[0-9a-f]*\",\"state\":\"$state\"}\]\$" \
+	"$tmp/out" || failed "ls --json: state as a string"
 expect 0 "" "$ctl" info z
 for kv in capacity=256 keys=1 checks=4 denies=2 mode=0640; do
 	grep -qx "$kv" "$tmp/out" || failed "info lacks $kv"
