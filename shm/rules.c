@@ -262,7 +262,7 @@ int tk__rules_register(struct tk__zone *z, const struct tk__rule *r)
 	struct tkz_rule_text t;
 	uint64_t w, nw, h;
 	unsigned int i, k;
-	int rc, round = 0;
+	int rc, round = 0, waits = 0;
 
 	rc = too_long(r);
 	if (rc)
@@ -270,6 +270,8 @@ int tk__rules_register(struct tk__zone *z, const struct tk__rule *r)
 	text_of(r, &t);
 	h = fnv(FNV0, r->name, strlen(r->name));
 	for (k = 0; k < TKZ_RULES;) {
+		if (++round > TRIES)
+			return -EBUSY;
 		i = (unsigned int)((h + k) % TKZ_RULES);
 		w = ck_pr_load_64(&e[i].state);
 		if ((w & PHASE_MASK) == READY) {
@@ -280,11 +282,9 @@ int tk__rules_register(struct tk__zone *z, const struct tk__rule *r)
 				k++;
 			continue;
 		}
-		if (++round > TRIES)
-			return -EBUSY;
 		/* A rival names it now: wait for its name, unless it died. */
 		if ((w & PHASE_MASK) == NAMING && !stale(w)) {
-			pause_round(round);
+			pause_round(waits++);
 			continue;
 		}
 		nw = next_word(w, NAMING);
