@@ -27,6 +27,14 @@ var_dump($a->check("ip:192.0.2.1")->allowed, $a->check("ip:192.0.2.2")->allowed)
 echo shell_exec("$ctl reset $zone --rule api --client ip:192.0.2.1");
 var_dump($a->check("ip:192.0.2.1")->allowed, $a->check("ip:192.0.2.2")->allowed);
 echo shell_exec("$ctl reset $zone --rule nope --client x 2>&1");
+// A name with a quote, a backslash and a newline: escaped in the
+// Prometheus label as the exposition format asks, and in JSON.
+$odd = new ThrottleKit\Limiter("gcra:1/1h", "shm:$zone", ["prefix" => "a\"b\\c\nd:"]);
+$odd->check("x");
+echo shell_exec("$ctl stats $zone --prometheus | grep -F "
+                . escapeshellarg('rule="a\"b'));
+echo shell_exec("$ctl stats $zone --json | grep -o "
+                . escapeshellarg('{"rule":"a\\\\"[^}]*}'));
 ?>
 --EXPECTF--
 rule=api checks=13 denies=7
@@ -37,3 +45,6 @@ reset=ip:192.0.2.1 rule=api keys=1
 bool(true)
 bool(false)
 throttlectl: rulestest%d: no rule 'nope' in the zone; its rules: %s
+throttlekit_checks_total{zone="rulestest%d",rule="a\"b\\c\nd"} 1
+throttlekit_denies_total{zone="rulestest%d",rule="a\"b\\c\nd"} 0
+{"rule":"a\"b\\c\u000ad","checks":1,"denies":0}
