@@ -126,9 +126,52 @@ static void info_prometheus(const char *zone, const struct tk_zone_info *i)
 	       hash_of(i), i->mode, i->uid, i->gid);
 }
 
-void ctl_print_info(const char *zone, const struct tk_zone_info *i,
-		    const char *format)
+/* info's line (or JSON object) of a rule: how reset composes its keys. */
+static int rule_info(void *ctx, const struct tk_zone_rule *r)
 {
+	unsigned int *n = ctx;
+
+	if (*n == UINT32_MAX) {
+		printf("rule=%s policy=%s prefix=%s address=%s key=%s "
+		       "v6_prefix=%u v4_prefix=%u\n",
+		       r->name, r->policy, r->prefix,
+		       r->has_address ? r->address : "-",
+		       r->has_key ? (r->key[0] ? r->key : "\"\"") : "-",
+		       r->v6_prefix, r->v4_prefix);
+		return 0;
+	}
+	printf("%s{\"rule\":\"", (*n)++ ? "," : "");
+	json_str(r->name);
+	printf("\",\"policy\":\"");
+	json_str(r->policy);
+	printf("\",\"prefix\":\"");
+	json_str(r->prefix);
+	printf("\",\"address\":");
+	if (r->has_address) {
+		printf("\"");
+		json_str(r->address);
+		printf("\"");
+	} else {
+		printf("null");
+	}
+	printf(",\"key\":");
+	if (r->has_key) {
+		printf("\"");
+		json_str(r->key);
+		printf("\"");
+	} else {
+		printf("null");
+	}
+	printf(",\"v6_prefix\":%u,\"v4_prefix\":%u}", r->v6_prefix,
+	       r->v4_prefix);
+	return 0;
+}
+
+int ctl_print_info(const char *zone, const struct tk_options *o,
+		   const struct tk_zone_info *i, const char *format)
+{
+	unsigned int n = 0;
+	int rc;
 	static const char *const names[] = {
 		"capacity",  "shards",	   "window",	  "segment_size",
 		"created",   "grace",	   "refuse_full", "keys",
@@ -145,31 +188,35 @@ void ctl_print_info(const char *zone, const struct tk_zone_info *i,
 		i->resets,    i->arena_size, i->blocks,	     i->arena_used,
 		i->corrupt,
 	};
-	size_t k, n = sizeof(v) / sizeof(v[0]);
+	size_t k, nv = sizeof(v) / sizeof(v[0]);
 
 	if (strcmp(format, "prometheus") == 0) {
 		info_prometheus(zone, i);
-		return;
+		return 0;
 	}
 	if (strcmp(format, "json") == 0) {
 		printf("{\"zone\":\"");
 		json_str(zone);
 		printf("\"");
-		for (k = 0; k < n; k++)
+		for (k = 0; k < nv; k++)
 			/* created and grace are ns: strings. */
 			printf(k == 4 || k == 5 ? ",\"%s\":\"%" PRIu64 "\""
 						: ",\"%s\":%" PRIu64,
 			       names[k], v[k]);
 		printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\","
-		       "\"key_hash\":\"%s\"}\n",
+		       "\"key_hash\":\"%s\",\"rules\":[",
 		       i->uid, i->gid, i->mode, hash_of(i));
-		return;
+		rc = tk_zone_rules(zone, o, rule_info, &n);
+		printf("]}\n");
+		return rc;
 	}
 	printf("zone=%s\n", zone);
-	for (k = 0; k < n; k++)
+	for (k = 0; k < nv; k++)
 		printf("%s=%" PRIu64 "\n", names[k], v[k]);
 	printf("uid=%u\ngid=%u\nmode=%04o\nkey_hash=%s\n", i->uid, i->gid,
 	       i->mode, hash_of(i));
+	n = UINT32_MAX;
+	return tk_zone_rules(zone, o, rule_info, &n);
 }
 
 /* What stats shows: counters (monotonic), then gauges (now). */

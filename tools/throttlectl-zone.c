@@ -463,11 +463,10 @@ static int show_info(int argc, char **argv, const char *cmd)
 	rc = tk_zone_info_opts(a.name, &o, &info, sizeof(info));
 	if (rc)
 		return fail_zone(rc, &a);
-	if (strcmp(cmd, "info") == 0) {
-		ctl_print_info(a.name, &info, a.format);
-		return CTL_OK;
-	}
-	rc = ctl_print_stats(a.name, &o, &info, a.format);
+	if (strcmp(cmd, "info") == 0)
+		rc = ctl_print_info(a.name, &o, &info, a.format);
+	else
+		rc = ctl_print_stats(a.name, &o, &info, a.format);
 	return rc ? fail_zone(rc, &a) : CTL_OK;
 }
 

@@ -30,9 +30,10 @@ int ctl_destroy(int argc, char **argv);
 int ctl_ping(int argc, char **argv);
 
 /* throttlectl-stats.c: info's output of zone @zone in @format ("text",
- * "json" or "prometheus"). */
-void ctl_print_info(const char *zone, const struct tk_zone_info *i,
-		    const char *format);
+ * "json" or "prometheus"), its rules read with @o: 0 or the error of
+ * reading them. */
+int ctl_print_info(const char *zone, const struct tk_options *o,
+		   const struct tk_zone_info *i, const char *format);
 /* stats' output, its rules read with @o (tk_zone_rules()): 0 or the
  * error of reading them. */
 int ctl_print_stats(const char *zone, const struct tk_options *o,

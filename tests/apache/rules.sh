@@ -88,5 +88,22 @@ ctl reset "$zone" --rule nope --client alice >/dev/null 2>"$ROOT/err"
 check "unknown rule: exit status" 3 $?
 grep -q "no rule 'nope' in the zone; its rules: .*per_ip" "$ROOT/err" &&
 	grep -q "per_key" "$ROOT/err" || fail "unknown rule: $(cat "$ROOT/err")"
+# What info shows of each rule: how reset composes its keys.
+ctl info "$zone" >"$ROOT/info"
+check "info: per_ip" 1 "$(grep -cxF 'rule=per_ip policy=gcra:1/1h,burst=30 prefix=per_ip|gcra| address=a: key=- v6_prefix=64 v4_prefix=32' "$ROOT/info")"
+check "info: per_key" 1 "$(grep -cxF 'rule=per_key policy=gcra:1/1h,burst=10 prefix=per_key|gcra| address=a: key=k: v6_prefix=64 v4_prefix=32' "$ROOT/info")"
+# A reload that changes a rule's policy updates its entry; its counts go on.
+before=$(sed -n 's/^rule=per_ip checks=\([0-9]*\) .*/\1/p' "$ROOT/stats")
+BODY=$(printf '%s\n' "$BODY" | sed 's|gcra:1/1h,burst=30|gcra:1/1h,burst=40|')
+write_conf prefork "$PORT" "$(printf '%s\n' "$BODY" | sed "s|@ROOT@|$ROOT|g")"
+graceful || fail "no new generation after SIGUSR1"
+one "http://127.0.0.1:$PORT/a/x" >/dev/null
+ctl info "$zone" >"$ROOT/info"
+check "info after the reload: per_ip's new policy" 1 \
+	"$(grep -c '^rule=per_ip policy=gcra:1/1h,burst=40 ' "$ROOT/info")"
+check "one entry per rule after the reload" 2 "$(grep -c '^rule=' "$ROOT/info")"
+after=$(ctl stats "$zone" | sed -n 's/^rule=per_ip checks=\([0-9]*\) .*/\1/p')
+check "per_ip's counts go on over the reload" yes \
+	"$([ "$after" -gt "$before" ] && echo yes || echo "no: $before then $after")"
 no_crashes
 finish

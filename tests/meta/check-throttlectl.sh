@@ -427,7 +427,7 @@ fi
 tail -n 1 "$tmp/out" | grep -qx "key_hash=$hash" || failed "info key_hash"
 expect 0 "" "$ctl" info z --json
 grep -q '^{"zone":"z","capacity":256,' "$tmp/out" || failed "info --json"
-grep -q "\"key_hash\":\"$hash\"}\$" "$tmp/out" || failed "info --json key_hash"
+grep -q "\"key_hash\":\"$hash\",\"rules\":\[\]}\$" "$tmp/out" || failed "info --json key_hash"
 # Nanoseconds in JSON are strings: created is above 2^53, where a JSON
 # number loses digits in jq and JavaScript; every digit is kept.
 created=$("$ctl" info z | sed -n 's/^created=//p')
