@@ -596,6 +596,11 @@ static void child_init(apr_pool_t *pchild, server_rec *srv)
 		 * log_changes(). */
 		o.prefix =
 			apr_psprintf(pchild, "%s|%s|", r->name, r->algorithm);
+		/* The zone's rule directory: throttlectl names the rule and a
+		 * client, and counts per rule (request.c builds the keys). */
+		o.rule = r->name;
+		o.rule_address = TK_MOD_ADDRESS_KEY;
+		o.rule_key = r->key ? TK_MOD_KEY_KEY : NULL;
 		r->open_rc =
 			tk_limiter_open(&r->limiter, r->canonical, NULL, &o);
 		if (r->open_rc)

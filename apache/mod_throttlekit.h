@@ -32,6 +32,9 @@
 
 #define TK_MOD_HANDLER "throttlekit-status"
 #define TK_MOD_ENV "THROTTLE_STATUS"
+/* What precedes a client's address, and a key= value, in a rule's keys. */
+#define TK_MOD_ADDRESS_KEY "a:"
+#define TK_MOD_KEY_KEY "k:"
 
 /*
  * At most one error log line per store in this time about the failures

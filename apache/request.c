@@ -97,8 +97,9 @@ static void client_key(request_rec *r, struct tk_key *k)
 
 	n = tk_client_key(r->useragent_ip, 0, 0, buf, sizeof(buf));
 	k->key = n > 0 && (size_t)n < sizeof(buf)
-			 ? apr_pstrcat(r->pool, "a:", buf, NULL)
-			 : apr_pstrcat(r->pool, "a:", r->useragent_ip, NULL);
+			 ? apr_pstrcat(r->pool, TK_MOD_ADDRESS_KEY, buf, NULL)
+			 : apr_pstrcat(r->pool, TK_MOD_ADDRESS_KEY,
+				       r->useragent_ip, NULL);
 	k->key_len = strlen(k->key);
 }
 
@@ -114,7 +115,7 @@ static void rule_key(request_rec *r, const struct tk_mod_rule *rule,
 				      "ThrottleRule %s: key=%s: %s", rule->name,
 				      rule->key_text, err);
 		else if (v && *v && strlen(v) <= TK_KEY_MAX - 2) {
-			k->key = apr_pstrcat(r->pool, "k:", v, NULL);
+			k->key = apr_pstrcat(r->pool, TK_MOD_KEY_KEY, v, NULL);
 			k->key_len = strlen(k->key);
 			return;
 		}

@@ -190,10 +190,51 @@ static void store(struct out *o, struct tk_mod_store *s, int first)
 		ap_rputs("}", o->r);
 }
 
+struct counts {
+	const char *name;
+	struct tk_zone_rule r;
+	int found;
+};
+
+static int find_rule(void *ctx, const struct tk_zone_rule *r)
+{
+	struct counts *c = ctx;
+
+	if (strcmp(r->name, c->name) != 0)
+		return 0;
+	c->r = *r;
+	c->found = 1;
+	return 1;
+}
+
+/*
+ * The rule's checks and denials in every child, from its zone's rule
+ * directory (child_init registers it): "" for a Redis store or a rule
+ * the zone has not registered (no child opened it yet).
+ */
+static const char *rule_counts(struct out *o, const struct tk_mod_rule *r)
+{
+	struct counts c;
+	struct tk_options opts;
+
+	memset(&c, 0, sizeof(c));
+	c.name = r->name;
+	if (!r->store->zone)
+		return "";
+	tk_mod_zone_options(r->store, &opts);
+	if (tk_zone_rules(r->store->zone, &opts, find_rule, &c) < 0 || !c.found)
+		return "";
+	return apr_psprintf(o->r->pool,
+			    o->json ? ",\"checks\":%" U64 ",\"denies\":%" U64
+				    : " checks=%" U64 " denies=%" U64,
+			    (apr_uint64_t)c.r.checks, (apr_uint64_t)c.r.denies);
+}
+
 static void rule(struct out *o, const struct tk_mod_rule *r, int first)
 {
 	apr_pool_t *p = o->r->pool;
 	const char *fail = r->fail == TK_FAIL_CLOSED ? "closed" : "open";
+	const char *counts = rule_counts(o, r);
 
 	if (o->json) {
 		ap_rprintf(o->r,
@@ -201,14 +242,14 @@ static void rule(struct out *o, const struct tk_mod_rule *r, int first)
 			   "\"key\":%s,\"status\":%d,\"headers\":%s,"
 			   "\"headers_on_success\":%s,\"fail\":%s,"
 			   "\"dry_run\":%s,\"delay_us\":%" APR_TIME_T_FMT
-			   ",\"file\":%s,\"line\":%u}",
+			   ",\"file\":%s,\"line\":%u%s}",
 			   first ? "" : ",", js(p, r->name),
 			   js(p, r->canonical), js(p, r->store->name),
 			   js(p, r->key_text), r->status,
 			   js(p, headers_name(r)),
 			   r->headers_on_success ? "true" : "false",
 			   js(p, fail), r->dry_run ? "true" : "false", r->delay,
-			   js(p, r->file), r->line);
+			   js(p, r->file), r->line, counts);
 		return;
 	}
 	ap_rprintf(o->r,
@@ -220,7 +261,7 @@ static void rule(struct out *o, const struct tk_mod_rule *r, int first)
 		   fail, r->dry_run ? " dry-run" : "");
 	if (r->delay)
 		ap_rprintf(o->r, " delay=%" APR_TIME_T_FMT "us", r->delay);
-	ap_rprintf(o->r, " declared=%s:%u\n", r->file, r->line);
+	ap_rprintf(o->r, " declared=%s:%u%s\n", r->file, r->line, counts);
 }
 
 int tk_mod_status_handler(request_rec *r, unsigned int generation,

@@ -115,6 +115,24 @@ struct tk_options {
 	 * options of tk_limiter_open().  0: TK_FAIL_ERROR.
 	 */
 	unsigned int fail;
+	/*
+	 * Zones: the rule this limiter decides (an Apache ThrottleRule, a
+	 * PHP policy), registered at open in the zone's rule directory
+	 * with the limiter's policy and prefix and how a client becomes a
+	 * key (rule_address, rule_key, the prefix lengths), so that
+	 * operators can name it (tk_zone_rules(), tk_zone_reset_client()),
+	 * and its checks and denials counted there.  1 to 127 bytes; NULL:
+	 * none.  Ignored by other stores.
+	 */
+	const char *rule;
+	/* What precedes a client's address in its key ("a:"), the address
+	 * masked as tk_client_key() masks it with rule_v6_prefix and
+	 * rule_v4_prefix (0: 64 and 32); NULL: the rule keys no address. */
+	const char *rule_address;
+	/* What precedes a client's own key ("k:", or "" for the key as it
+	 * is); NULL: the rule keys no such key.  At most 23 bytes each. */
+	const char *rule_key;
+	unsigned int rule_v6_prefix, rule_v4_prefix;
 };
 
 /* A store failure is returned as its negative errno (the default). */
@@ -718,6 +736,43 @@ TK_API int tk_zone_destroy_opts(const char *name,
  */
 TK_API int tk_zone_access(const char *name, const struct tk_options *opts,
 			  char *why, size_t len);
+
+/* One rule of a zone's rule directory, from tk_zone_rules(). */
+struct tk_zone_rule {
+	char name[128];
+	char policy[704]; /* as the rule's limiter was opened with it */
+	char prefix[TK_PREFIX_MAX + 1];
+	char address[24]; /* before a client's address; see has_address */
+	char key[24];	  /* before a client's key; see has_key */
+	bool has_address, has_key;
+	unsigned int v6_prefix, v4_prefix; /* an address's mask, bits */
+	uint64_t checks, denies;	   /* counted by every process since the
+					    * rule was first registered */
+};
+
+/*
+ * tk_zone_rules() - call @fn(@ctx, rule) for each rule registered in zone
+ * @name (tk_options.rule), in directory order; stops early if @fn returns
+ * non-zero, and returns that.  A rule whose entry is being written is
+ * skipped.  Errors as tk_zone_info().
+ */
+TK_API int tk_zone_rules(const char *name, const struct tk_options *opts,
+			 int (*fn)(void *ctx, const struct tk_zone_rule *r),
+			 void *ctx);
+
+/*
+ * tk_zone_reset_client() - forget the state rule @rule of zone @name
+ * keeps for @client: an address (masked as the rule masks one) for a rule
+ * that keys addresses, a key for one that keys keys, and both when
+ * @client is an address and the rule keys both.  Every dimension, and the
+ * states a group check keeps (tk_limiter_check_group()).  Returns the
+ * number of client keys reset (1 or 2), -ESRCH (no rule of that name:
+ * tk_zone_rules() lists them), -EINVAL (@client is neither an address the
+ * rule keys nor a key: an address-only rule given a key), -ENAMETOOLONG,
+ * and the errors of tk_zone_info() and tk_limiter_reset().
+ */
+TK_API int tk_zone_reset_client(const char *name, const struct tk_options *opts,
+				const char *rule, const char *client);
 
 /*
  * tk_limiter_open() - bind a policy, a store and a clock.

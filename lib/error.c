@@ -39,6 +39,7 @@ static const struct {
 	{ EROFS, "EROFS", "Store server is a read-only replica" },
 	{ ENXIO, "ENXIO", "Store server has no such database" },
 	{ EMFILE, "EMFILE", "Too many open files for a store connection" },
+	{ ESRCH, "ESRCH", "No such rule in the zone" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))

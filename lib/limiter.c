@@ -20,6 +20,7 @@
 #include "options.h"
 #include "algo/gcra.h"
 #include "step.h"
+#include "rule.h"
 #include "store/store-key.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ struct tk_limiter {
 			 const struct tk__policy *p, uint64_t cost,
 			 struct tk_decision *d);
 	uint32_t flags; /* tk__step_flags() of its checks */
+	int rule; /* its entry in the zone's rule directory + 1; 0: none */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX + TK__STORE_KEY_TAG_MAX];
 };
@@ -309,6 +311,13 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			tk_store_close(l->store);
 		goto fail;
 	}
+	rc = tk__rule_register(l->store, &o, l->policy);
+	if (rc < 0) {
+		if (l->owns_store)
+			tk_store_close(l->store);
+		goto fail;
+	}
+	l->rule = rc;
 	if (l->policy->kind == TK__SINGLE) {
 		l->single = &l->policy->dim[0];
 		if (tk__gcra_family(l->single))
@@ -393,8 +402,11 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 		else if (l->fail != TK_FAIL_ERROR)
 			rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
 	}
-	if (rc == 0) /* a decision: nothing for the fail policy */
+	if (rc == 0) { /* a decision: nothing for the fail policy */
+		if (op == TK__OP_CHECK && l->rule)
+			tk__rule_count(l->store, l->rule, 1, !out->allowed);
 		return 0;
+	}
 	return fail_policy(l->fail, l->policy, now, rc, out);
 }
 
@@ -497,7 +509,7 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 				 struct tk_decision *out, int *rcs)
 {
 	int batch_rc[BATCH_MAX];
-	uint64_t now = 0;
+	uint64_t now = 0, checks = 0, denies = 0;
 	int rc, clock_rc, first = 0;
 	size_t i, at = 0, chunk = 0;
 
@@ -531,12 +543,18 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 					   NULL, TK__OP_CHECK, now,
 					   reqs[i].cost, &out[i]);
 		}
+		if (rc == 0) {
+			checks++;
+			denies += !out[i].allowed;
+		}
 		rc = fail_policy(l->fail, l->policy, now, rc, &out[i]);
 		if (rcs)
 			rcs[i] = rc;
 		if (rc && !first)
 			first = rc;
 	}
+	if (l->rule)
+		tk__rule_count(l->store, l->rule, checks, denies);
 	return first;
 }
 
@@ -610,6 +628,28 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	return ls[0]->store->ops->apply_multi(ls[0]->store, now, &m);
 }
 
+/*
+ * Each rule of a group checked once; denied if a dimension of its own
+ * denied (without @dims, every rule of a group that denied).
+ */
+static void count_group(struct tk_limiter *const *ls, size_t n,
+			const struct tk_decision *out,
+			const struct tk_decision *dims, size_t ndims)
+{
+	size_t i, j, at = 0;
+	int denied;
+
+	for (i = 0; i < n; i++) {
+		denied = !out->allowed && !dims;
+		for (j = 0; dims && j < ls[i]->policy->n; j++)
+			if (at + j < ndims && !dims[at + j].allowed)
+				denied = 1;
+		at += ls[i]->policy->n;
+		if (ls[i]->rule)
+			tk__rule_count(ls[i]->store, ls[i]->rule, 1, denied);
+	}
+}
+
 TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 				  const struct tk_key *keys, size_t n,
 				  uint64_t cost, struct tk_decision *out,
@@ -640,8 +680,10 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 	if (rc == 0)
 		rc = tk__step_done(ls[0]->store, &s,
 				   run_group(ls, keys, n, now, &s), out);
-	if (rc == 0)
+	if (rc == 0) {
+		count_group(ls, n, out, dims, ndims);
 		return 0;
+	}
 	return fail_policy(group_fail(ls, n), ls[0]->policy, now, rc, out);
 }
 

@@ -10,6 +10,7 @@
 #include "store/store-ops.h"
 #include "error.h"
 #include "options.h"
+#include "rule.h"
 #include "store/tally.h"
 #include "../shm/zone.h"
 
@@ -31,8 +32,8 @@ static int config_of(const struct tk_options *opts, struct tk__zone_config *c)
 }
 
 /* Attach @name as an administrator: never creates. */
-static int attach(struct tk__zone **z, const char *name,
-		  const struct tk_options *opts)
+int tk__zone_attach_admin(struct tk__zone **z, const char *name,
+			  const struct tk_options *opts)
 {
 	struct tk__zone_config cfg;
 	int rc;
@@ -121,7 +122,7 @@ static int info_of(const char *name, const struct tk_options *opts,
 
 	if (!out)
 		return -EINVAL;
-	rc = attach(&call.z, name, opts);
+	rc = tk__zone_attach_admin(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);
 	/* What this process has counted there, first. */
@@ -181,7 +182,7 @@ TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
 
 	if (!fn)
 		return -EINVAL;
-	rc = attach(&call.z, name, opts);
+	rc = tk__zone_attach_admin(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);
 	rc = tk__zone_run(call.z, walk, &call);
@@ -221,7 +222,7 @@ TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
 	 * go. */
 	if (now >= UINT64_C(1) << 63)
 		return -EINVAL;
-	rc = attach(&call.z, name, opts);
+	rc = tk__zone_attach_admin(&call.z, name, opts);
 	if (rc)
 		return tk__rc(rc);
 	rc = tk__zone_run(call.z, sweep, &call);

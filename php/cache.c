@@ -39,6 +39,8 @@
 #include "zend_smart_str.h"
 
 #define TKPHP_CACHE_MAX 256
+/* The longest rule name a zone's directory holds (tk_options.rule). */
+#define TKPHP_RULE_NAME_MAX 127
 /* s between two lines about the failures of one store (per process). */
 #define TKPHP_LOG_INTERVAL 10
 
@@ -445,6 +447,14 @@ static int limiter_open(struct tkphp_limiter **out,
 	}
 	o.prefix = p->prefix ? ZSTR_VAL(p->prefix) : NULL;
 	o.fail = TK_FAIL_ERROR;
+	/* A zone's rule directory names the policy as its RateLimit fields
+	 * do, and counts its checks; a client is a key as the script gives
+	 * it (throttlectl reset --rule NAME --client KEY).  A name too long
+	 * for the directory leaves the policy uncounted. */
+	if (strlen(l->name) <= TKPHP_RULE_NAME_MAX) {
+		o.rule = l->name;
+		o.rule_key = "";
+	}
 	rc = tk_limiter_open(&l->lim, ZSTR_VAL(p->policy), spec, &o);
 	if (rc) {
 		limiter_free(l);

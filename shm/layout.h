@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 8
+#define TKZ_VERSION 9
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -332,11 +332,23 @@ static inline uint64_t tkz_pagetable_size(uint64_t pages)
 	return (pages * sizeof(uint64_t) + TKZ_LINE - 1) / TKZ_LINE * TKZ_LINE;
 }
 
-static inline uint64_t tkz_segment_size(uint64_t capacity, uint64_t pages)
+/*
+ * The rule directory (shm/rules.h): TKZ_RULES entries of TKZ_RULE_SIZE
+ * bytes, right after the arena, so that no offset before it moves.
+ */
+#define TKZ_RULES 64
+#define TKZ_RULE_SIZE 2304
+
+static inline uint64_t tkz_rules_offset(uint64_t capacity, uint64_t pages)
 {
 	return TKZ_HEADER_SIZE + capacity * sizeof(struct tkz_slot) +
 	       tkz_pagetable_size(pages) +
 	       pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
+}
+
+static inline uint64_t tkz_segment_size(uint64_t capacity, uint64_t pages)
+{
+	return tkz_rules_offset(capacity, pages) + TKZ_RULES * TKZ_RULE_SIZE;
 }
 
 #endif /* TK_SHM_LAYOUT_H */

@@ -20,7 +20,7 @@
 #define ARENA_MAX (UINT64_C(131071) * 16384)
 
 struct zone_args {
-	const char *name, *key, *policy, *prefix, *format;
+	const char *name, *key, *policy, *prefix, *format, *rule, *client;
 	uint64_t cost, repeat, capacity, grace, arena;
 	unsigned int mode, flags, fail;
 	int64_t gid, uid;
@@ -337,6 +337,12 @@ static int apply_option(int ch, const char *arg, struct zone_args *a)
 	case 'P':
 		a->format = "prometheus";
 		return 0;
+	case 'u':
+		a->rule = arg;
+		return 0;
+	case 'l':
+		a->client = arg;
+		return 0;
 	default:
 		return -1;
 	}
@@ -405,6 +411,8 @@ static int parse(int argc, char **argv, int positional, int specs,
 		{ "json", no_argument, NULL, 'j' },
 		{ "prometheus", no_argument, NULL, 'P' },
 		{ "fail", required_argument, NULL, 'F' },
+		{ "rule", required_argument, NULL, 'u' },
+		{ "client", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -441,54 +449,7 @@ int ctl_create(int argc, char **argv)
 	return CTL_OK;
 }
 
-static void print_info(const char *name, const struct tk_zone_info *i,
-		       const char *format)
-{
-	static const char *const names[] = {
-		"capacity",  "shards",	   "window",	  "segment_size",
-		"created",   "grace",	   "refuse_full", "keys",
-		"tentative", "garbage",	   "violations",  "checks",
-		"denies",    "inserts",	   "reclaims",	  "evictions",
-		"resets",    "arena_size", "blocks",	  "arena_used",
-		"corrupt",
-	};
-	const uint64_t v[] = {
-		i->capacity,  i->shards,     i->window,	     i->segment_size,
-		i->created,   i->grace,	     i->refuse_full, i->keys,
-		i->tentative, i->garbage,    i->violations,  i->checks,
-		i->denies,    i->inserts,    i->reclaims,    i->evictions,
-		i->resets,    i->arena_size, i->blocks,	     i->arena_used,
-		i->corrupt,
-	};
-	const char *hash = i->siphash ? "siphash-1-3" : "aes-cmac";
-	size_t k, n = sizeof(v) / sizeof(v[0]);
-
-	if (strcmp(format, "json") == 0) {
-		printf("{\"zone\":\"%s\"", name);
-		for (k = 0; k < n; k++)
-			printf(",\"%s\":%" PRIu64, names[k], v[k]);
-		printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\","
-		       "\"key_hash\":\"%s\"}\n",
-		       i->uid, i->gid, i->mode, hash);
-		return;
-	}
-	if (strcmp(format, "prometheus") == 0) {
-		for (k = 0; k < n; k++)
-			printf("throttlekit_zone_%s{zone=\"%s\"} %" PRIu64 "\n",
-			       names[k], name, v[k]);
-		printf("throttlekit_zone_key_hash{zone=\"%s\",key_hash=\"%s\"} "
-		       "1\n",
-		       name, hash);
-		return;
-	}
-	printf("zone=%s\n", name);
-	for (k = 0; k < n; k++)
-		printf("%s=%" PRIu64 "\n", names[k], v[k]);
-	printf("uid=%u\ngid=%u\nmode=%04o\nkey_hash=%s\n", i->uid, i->gid,
-	       i->mode, hash);
-}
-
-/* info and stats: the same output under two names. */
+/* info (layout and sizes) and stats (counters, for scraping). */
 static int show_info(int argc, char **argv, const char *cmd)
 {
 	struct tk_zone_info info;
@@ -502,8 +463,11 @@ static int show_info(int argc, char **argv, const char *cmd)
 	rc = tk_zone_info_opts(a.name, &o, &info, sizeof(info));
 	if (rc)
 		return fail_zone(rc, &a);
-	print_info(a.name, &info, a.format);
-	return CTL_OK;
+	if (strcmp(cmd, "info") == 0)
+		rc = ctl_print_info(a.name, &o, &info, a.format);
+	else
+		rc = ctl_print_stats(a.name, &o, &info, a.format);
+	return rc ? fail_zone(rc, &a) : CTL_OK;
 }
 
 int ctl_info(int argc, char **argv)
@@ -547,8 +511,10 @@ static int print_key(void *ctx, uint64_t slot, uint64_t fp, uint64_t state)
 	struct walk_ctx *w = ctx;
 
 	if (w->json)
+		/* The state word is often a time in ns: a string (see
+		 * throttlectl-stats.c). */
 		printf("%s{\"slot\":%" PRIu64 ",\"fingerprint\":\"%016" PRIx64
-		       "\",\"state\":%" PRIu64 "}",
+		       "\",\"state\":\"%" PRIu64 "\"}",
 		       w->n ? "," : "", slot, fp, state);
 	else
 		printf("slot=%" PRIu64 " fingerprint=%016" PRIx64
@@ -667,16 +633,61 @@ static const char *const every_policy[] = {
 	"gcra:1/1s,gcra:1/1s)",
 };
 
+static int list_rule(void *ctx, const struct tk_zone_rule *r)
+{
+	unsigned int *n = ctx;
+
+	fprintf(stderr, "%s%s", (*n)++ ? ", " : "", r->name);
+	return 0;
+}
+
+/* reset NAME --rule R --client C: the key composed as the rule does. */
+static int reset_client(struct zone_args *a)
+{
+	struct tk_options o = trust_of(a);
+	unsigned int n = 0;
+	int rc;
+
+	rc = tk_zone_reset_client(a->name, &o, a->rule, a->client);
+	if (rc == -ESRCH) {
+		fprintf(stderr,
+			"throttlectl: %s: no rule '%s' in the zone; "
+			"its rules: ",
+			a->name, a->rule);
+		tk_zone_rules(a->name, &o, list_rule, &n);
+		fprintf(stderr, "%s\n", n ? "" : "none");
+		return CTL_ERROR;
+	}
+	if (rc == -EINVAL) {
+		fprintf(stderr,
+			"throttlectl: %s: rule '%s' keys client addresses, "
+			"and '%s' is not one\n",
+			a->name, a->rule, a->client);
+		return CTL_USAGE;
+	}
+	if (rc < 0)
+		return fail_zone(rc, a);
+	printf("reset=%s rule=%s keys=%d\n", a->client, a->rule, rc);
+	return CTL_OK;
+}
+
 int ctl_reset(int argc, char **argv)
 {
 	const char *const *policies = every_policy;
 	size_t i, n = sizeof(every_policy) / sizeof(every_policy[0]);
 	struct zone_args a;
 	struct tk_limiter *l;
-	int rc = 0;
+	int rc = 0, by_rule = 0;
 
-	if (parse(argc, argv, 2, 1, &a))
+	for (i = 1; i < (size_t)argc; i++)
+		if (strcmp(argv[i], "--rule") == 0 ||
+		    strncmp(argv[i], "--rule=", 7) == 0)
+			by_rule = 1;
+	if (parse(argc, argv, by_rule ? 1 : 2, by_rule ? 0 : 1, &a) ||
+	    !a.rule != !a.client || (a.rule && (a.policy || a.prefix)))
 		return ctl_usage_error("reset");
+	if (a.rule)
+		return reset_client(&a);
 	if (a.policy) {
 		policies = &a.policy;
 		n = 1;

@@ -29,6 +29,16 @@ int ctl_sweep(int argc, char **argv);
 int ctl_destroy(int argc, char **argv);
 int ctl_ping(int argc, char **argv);
 
+/* throttlectl-stats.c: info's output of zone @zone in @format ("text",
+ * "json" or "prometheus"), its rules read with @o: 0 or the error of
+ * reading them. */
+int ctl_print_info(const char *zone, const struct tk_options *o,
+		   const struct tk_zone_info *i, const char *format);
+/* stats' output, its rules read with @o (tk_zone_rules()): 0 or the
+ * error of reading them. */
+int ctl_print_stats(const char *zone, const struct tk_options *o,
+		    const struct tk_zone_info *i, const char *format);
+
 /*
  * {"allowed":...} as one line, the replay output format; @delay appends
  * "delay", which policies with a shaper dimension report.

@@ -101,6 +101,8 @@ struct tk__batch_item {
 	int rc;
 };
 
+struct tk__rule; /* shm/rules.h */
+
 struct tk__store_ops {
 	const char *name;
 	/* Run @t atomically on @key's state at @now.  Returns fn's final
@@ -142,6 +144,12 @@ struct tk__store_ops {
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
+	/* Optional (zones): register rule @r in the store's rule directory
+	 * (shm/rules.h): its entry's index, or a negative errno. */
+	int (*rule_register)(struct tk_store *s, const struct tk__rule *r);
+	/* With rule_register: add to the counters of entry @idx. */
+	void (*rule_count)(struct tk_store *s, int idx, uint64_t checks,
+			   uint64_t denies);
 	/* Optional: fill the server's fields of @out (Redis); a store
 	 * without it has no server (tk_store_ping()). */
 	int (*ping)(struct tk_store *s, struct tk_store_ping *out);

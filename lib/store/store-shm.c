@@ -32,6 +32,7 @@
 #include "hash/keyhash.h"
 #include "store/slot-store.h"
 #include "store/tally.h"
+#include "../../shm/rules.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -104,6 +105,37 @@ static void shm_close(struct tk_store *base)
 	free(s);
 }
 
+struct rule_call {
+	struct tk__zone *z;
+	const struct tk__rule *r;
+};
+
+static int rule_register(void *ctx)
+{
+	struct rule_call *c = ctx;
+
+	return tk__rules_register(c->z, c->r);
+}
+
+static int shm_rule_register(struct tk_store *base, const struct tk__rule *r)
+{
+	struct rule_call c = { shm_of(base)->zone, r };
+
+	return tk__zone_run(c.z, rule_register, &c);
+}
+
+/* A rule's counts, under the guard (a truncated zone counts nothing). */
+static void shm_rule_count(struct tk_store *base, int idx, uint64_t checks,
+			   uint64_t denies)
+{
+	struct tk__zone *z = shm_of(base)->zone;
+
+	if (tk__zone_enter(z) == 0) {
+		tk__rules_count(z, (unsigned int)idx, checks, denies);
+		tk__zone_leave(z, 0);
+	}
+}
+
 static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = tk__slot_zone_apply,
@@ -111,6 +143,8 @@ static const struct tk__store_ops shm_ops = {
 	.apply_multi = tk__slot_apply_multi,
 	.reset = tk__slot_reset,
 	.stats = shm_stats,
+	.rule_register = shm_rule_register,
+	.rule_count = shm_rule_count,
 	.failed = shm_failed,
 	.close = shm_close,
 };

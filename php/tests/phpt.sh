@@ -29,6 +29,9 @@ chmod u+w "$work"/*
 TK_SHM_DIR="$work/zones"
 mkdir "$TK_SHM_DIR"
 export TK_SHM_DIR
+# throttlectl of this build, for the tests that read a zone as operators do.
+TK_CTL=${abs_top_builddir:-$PWD}/tools/throttlectl
+export TK_CTL
 use_build_lib
 vg=
 [ "${TK_PHP_VALGRIND:-0}" = 1 ] && vg=-m

@@ -92,7 +92,7 @@ usage: throttlectl COMMAND [ARGS]
 expect 2 "usage: throttlectl COMMAND [ARGS]
 ..." "$ctl" help destroy extra
 # After "--", --help is an argument (here a third one: bad usage).
-expect 2 "usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" \
+expect 2 "usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G] | reset NAME --rule R --client C [--owner U] [--group G]" \
 	"$ctl" reset z k -- --help
 expect 2 "throttlectl: unknown command 'nosuch'
 usage: throttlectl COMMAND [ARGS]
@@ -407,6 +407,13 @@ expect 1 "" "$ctl" get z alice --policy gcra:2/1h
 expect 0 "" "$ctl" ls z
 grep -q "^slot=[0-9]* fingerprint=[0-9a-f]* state=[0-9]*$" "$tmp/out" ||
 	failed "ls output"
+# alice's GCRA state is a time in ns, above 2^53: a string in JSON, every
+# digit kept.
+state=$(sed -n 's/.* state=//p' "$tmp/out")
+[ "$state" -gt 9007199254740992 ] || failed "ls: state not above 2^53"
+expect 0 "" "$ctl" ls z --json
+grep -q "^\[{\"slot\":[0-9]*,\"fingerprint\":\"[0-9a-f]*\",\"state\":\"$state\"}\]\$" \
+	"$tmp/out" || failed "ls --json: state as a string"
 expect 0 "" "$ctl" info z
 for kv in capacity=256 keys=1 checks=4 denies=2 mode=0640; do
 	grep -qx "$kv" "$tmp/out" || failed "info lacks $kv"
@@ -418,14 +425,40 @@ if [ "$(uname -m)" = x86_64 ] && grep -qw aes /proc/cpuinfo &&
 	hash=aes-cmac
 fi
 tail -n 1 "$tmp/out" | grep -qx "key_hash=$hash" || failed "info key_hash"
+expect 0 "" "$ctl" info z --json
+grep -q '^{"zone":"z","capacity":256,' "$tmp/out" || failed "info --json"
+grep -q "\"key_hash\":\"$hash\",\"rules\":\[\]}\$" "$tmp/out" || failed "info --json key_hash"
+# Nanoseconds in JSON are strings: created is above 2^53, where a JSON
+# number loses digits in jq and JavaScript; every digit is kept.
+created=$("$ctl" info z | sed -n 's/^created=//p')
+[ "$created" -gt 9007199254740992 ] || failed "created not above 2^53"
+grep -q "\"created\":\"$created\",\"grace\":\"60000000000\"," "$tmp/out" ||
+	failed "info --json: created and grace as strings"
 expect 0 "" "$ctl" stats z --json
-grep -q '^{"zone":"z","capacity":256,' "$tmp/out" || failed "stats --json"
-grep -q "\"key_hash\":\"$hash\"}\$" "$tmp/out" || failed "stats --json key_hash"
+grep -q '^{"zone":"z","checks":4,"denies":2,.*"keys":1,.*"rules":\[\]}$' \
+	"$tmp/out" || failed "stats --json"
 expect 0 "" "$ctl" stats z --prometheus
 grep -q '^throttlekit_zone_keys{zone="z"} 1$' "$tmp/out" ||
-	failed "stats --prometheus"
-grep -qx "throttlekit_zone_key_hash{zone=\"z\",key_hash=\"$hash\"} 1" \
-	"$tmp/out" || failed "stats --prometheus key_hash"
+	failed "stats --prometheus keys"
+grep -q '^throttlekit_zone_checks_total{zone="z"} 4$' "$tmp/out" ||
+	failed "stats --prometheus checks"
+sh "$srcdir/tests/meta/prom-lint.sh" "$tmp/out" || failed "stats --prometheus format"
+expect 0 "" "$ctl" info z --prometheus
+sh "$srcdir/tests/meta/prom-lint.sh" "$tmp/out" || failed "info --prometheus format"
+grep -qx "throttlekit_zone_info{zone=\"z\",key_hash=\"$hash\",mode=\"0640\",uid=\"$(id -u)\",gid=\"$(id -g)\"} 1" \
+	"$tmp/out" || failed "info --prometheus key_hash"
+grep -qx 'throttlekit_zone_grace_seconds{zone="z"} 60.000000000' "$tmp/out" ||
+	failed "info --prometheus grace in seconds"
+# The linter itself refuses what the format forbids.
+printf '# HELP a_total x\n# TYPE a_total counter\na_total{zone="a\\q"} 1\n' >"$tmp/bad"
+sh "$srcdir/tests/meta/prom-lint.sh" "$tmp/bad" >/dev/null && failed "prom-lint: bad escape"
+printf '# HELP a x\n# TYPE a counter\na 1\n' >"$tmp/bad"
+sh "$srcdir/tests/meta/prom-lint.sh" "$tmp/bad" >/dev/null && failed "prom-lint: counter without _total"
+printf 'a 1\n' >"$tmp/bad"
+sh "$srcdir/tests/meta/prom-lint.sh" "$tmp/bad" >/dev/null && failed "prom-lint: no TYPE"
+# A rule the zone does not have: the error lists those it has.
+expect 3 "throttlectl: z: no rule 'per_ip' in the zone; its rules: none" \
+	"$ctl" reset z --rule per_ip --client 127.0.0.1
 expect 2 "usage: throttlectl stats NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" stats
 expect 2 "usage: throttlectl info NAME [--json|--prometheus] [--owner U] [--group G]" "$ctl" info
 expect 0 "" "$ctl" verify z
@@ -543,7 +576,7 @@ expect 2 "throttlectl: empty key
 $usage_check" "$ctl" check z "" --policy gcra:2/1h
 long=$(head -c 1025 /dev/zero | tr '\0' k)
 expect 2 "throttlectl: key longer than 1024 bytes
-usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G]" "$ctl" reset z "$long"
+usage: throttlectl reset NAME KEY [--policy P] [--prefix P] [--owner U] [--group G] | reset NAME --rule R --client C [--owner U] [--group G]" "$ctl" reset z "$long"
 expect 0 "" "$ctl" reset z "${long%k}"
 # A key that begins with '-' follows "--".
 expect 0 "" "$ctl" reset z --policy gcra:2/1h -- -42
