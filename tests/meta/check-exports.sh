@@ -3,7 +3,9 @@
 # Every dynamic symbol libthrottlekit exports is a tk_ function under the
 # version node THROTTLEKIT_0 (lib/libthrottlekit.map), each TK_API function
 # of the header is exported, and the map names exactly those functions:
-# one left out of the map would not be exported at all.
+# one left out of the map would not be exported at all.  The Debian
+# symbols file (debian/libthrottlekit0.symbols) names them too, so that a
+# new function fails here rather than in the package build.
 : "${srcdir:=.}"
 : "${top_builddir:=.}"
 : "${NM:=nm}"
@@ -51,6 +53,20 @@ else
 		printf '%s\n' "$declared" | grep -qx "$f" || echo "$f"
 	done)
 	[ -z "$stale" ] || failed "in $map but not declared with TK_API:" $stale
+fi
+symbols="$srcdir/debian/libthrottlekit0.symbols"
+if [ -f "$symbols" ]; then
+	listed=$(sed -n 's/^ \(tk_[a-z0-9_]*\)@THROTTLEKIT_0 .*/\1/p' "$symbols" |
+		sort)
+	unlisted=$(printf '%s\n' "$declared" | while read -r f; do
+		printf '%s\n' "$listed" | grep -qx "$f" || echo "$f"
+	done)
+	[ -z "$unlisted" ] ||
+		failed "declared with TK_API but not in $symbols (add \" NAME@THROTTLEKIT_0 VERSION\"):" $unlisted
+	gone=$(printf '%s\n' "$listed" | while read -r f; do
+		printf '%s\n' "$declared" | grep -qx "$f" || echo "$f"
+	done)
+	[ -z "$gone" ] || failed "in $symbols but not declared with TK_API:" $gone
 fi
 [ "$fails" -eq 0 ] || exit 1
 echo "ok: $(printf '%s\n' "$exported" | wc -l) exports, all tk_, all declared ones present, all versioned"
