@@ -831,11 +831,12 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * a store: @ls[i] for @keys[i], admitted only if every limiter admits, and
  * then every one consumes @cost (an all() over the limiters).
  *
- * A group keeps each limiter's states as an all() composite does, under
- * the limiter's prefix and one key per dimension: a limiter counts the
- * same in every group it is checked in, and an all() limiter the same as
- * with tk_limiter_check(), but a simple policy's group states are not
- * those of tk_limiter_check(): check such a limiter one way or the other.
+ * A group keeps each limiter's states under the keys of its own checks,
+ * so a limiter counts the same in every group it is checked in and as
+ * with tk_limiter_check(); except, on memory and zones, a simple policy
+ * whose state is one word (gcra, token bucket, leaky, small windows):
+ * its group states are apart from those of tk_limiter_check(), so check
+ * such a limiter one way or the other (tk_limiter_check_group(3)).
  * Each policy must be a simple one or all(), or the group one any()
  * limiter alone (which then decides as tk_limiter_check_keys() does, with
  * its dimensions' decisions in @dims); the group has at most

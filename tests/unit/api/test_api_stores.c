@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_api_stores.c - the C API's promises that hold on every store
+ * (memory, a zone, a real redis-server): a group and a single check of
+ * one limiter share its states where the store can decide them together,
+ * limiters opened on one spec group together, one check writes the
+ * RateLimit fields of a composite, and the count of dimensions to size
+ * a group's decisions.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <throttlekit.h>
+
+#include "asserts.h"
+#include "redis-kit.h"
+
+#define T0 (UINT64_C(1700000000) * SEC)
+
+static struct redis_kit kit;
+
+enum kind { MEMORY, ZONE, REDIS };
+
+/* The spec of store @k (starting a server for REDIS, or skipping). */
+static const char *spec_of(enum kind k)
+{
+	if (k == MEMORY)
+		return "memory";
+	if (k == ZONE) {
+		tk_zone_destroy("apistores");
+		return "shm:apistores";
+	}
+	redis_kit_need(&kit);
+	redis_kit_cmd(&kit, NULL, 0, "FLUSHALL");
+	return redis_kit_slow(kit.spec);
+}
+
+struct fx {
+	struct tk_clock *clock;
+	struct tk_store *store;
+	struct tk_limiter *l[2];
+};
+
+/* Limiters of @pols (prefixes "a", "b") on one store of kind @k. */
+static void fx_open(struct fx *f, enum kind k, const char *p0, const char *p1)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	memset(f, 0, sizeof(*f));
+	assert_rc(tk_clock_manual_new(&f->clock, T0), 0);
+	o.clock = f->clock;
+	assert_rc(tk_store_open(&f->store, spec_of(k), &o), 0);
+	o.store = f->store;
+	o.prefix = "a";
+	assert_rc(tk_limiter_open(&f->l[0], p0, NULL, &o), 0);
+	o.prefix = "b";
+	if (p1)
+		assert_rc(tk_limiter_open(&f->l[1], p1, NULL, &o), 0);
+}
+
+static void fx_close(struct fx *f)
+{
+	tk_limiter_close(f->l[0]);
+	tk_limiter_close(f->l[1]);
+	tk_store_close(f->store);
+	tk_clock_free(f->clock);
+}
+
+static struct tk_decision group(struct tk_limiter *const *ls, size_t n)
+{
+	struct tk_key k[2] = { { "k", 1 }, { "k", 1 } };
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check_group(ls, k, n, 1, &d, NULL, 0), 0);
+	return d;
+}
+
+/*
+ * Two group checks, then a single one, of a limiter of 2 per hour: the
+ * third is refused, as three single checks would be; and the other way
+ * round.  @p: a policy whose state the store decides in one step with
+ * others (every policy on Redis; one of more than a word on memory and
+ * zones, see tk_limiter_check_group(3)).
+ */
+static void one_state(enum kind k, const char *p)
+{
+	struct tk_decision d;
+	struct fx f;
+
+	fx_open(&f, k, p, "sliding-log:10/1h");
+	d = group(f.l, 1);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 1);
+	d = group(f.l, 2);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 0);
+	assert_rc(tk_limiter_check(f.l[0], "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
+	assert_int_equal(d.remaining, 0);
+	/* The other way: single checks, then groups see them. */
+	assert_rc(tk_limiter_check(f.l[0], "j", 1, 1, &d), 0);
+	assert_int_equal(d.remaining, 1);
+	{
+		struct tk_key kj[2] = { { "j", 1 }, { "j", 1 } };
+
+		assert_rc(tk_limiter_check_group(f.l, kj, 2, 1, &d, NULL, 0),
+			  0);
+		assert_true(d.allowed);
+		assert_int_equal(d.remaining, 0);
+		assert_rc(tk_limiter_check_group(f.l, kj, 1, 1, &d, NULL, 0),
+			  0);
+		assert_false(d.allowed);
+	}
+	/* The second limiter's states are shared too. */
+	assert_rc(tk_limiter_check(f.l[1], "j", 1, 1, &d), 0);
+	assert_int_equal(d.remaining, 8);
+	fx_close(&f);
+}
+
+static void test_one_state_memory(void **state)
+{
+	(void)state;
+	one_state(MEMORY, "sliding-log:2/1h");
+	one_state(MEMORY, "sliding-window:2/1h");
+}
+
+static void test_one_state_zone(void **state)
+{
+	(void)state;
+	one_state(ZONE, "sliding-log:2/1h");
+	one_state(ZONE, "sliding-window:2/1h");
+}
+
+static void test_one_state_redis(void **state)
+{
+	(void)state;
+	one_state(REDIS, "gcra:2/1h");
+	one_state(REDIS, "token-bucket:capacity=2,refill=2/1h");
+	one_state(REDIS, "fixed-window:2/1h");
+	one_state(REDIS, "sliding-log:2/1h");
+	one_state(REDIS, "quota:2/day");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_state_memory),
+		cmocka_unit_test(test_one_state_zone),
+		cmocka_unit_test(test_one_state_redis),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	redis_kit_destroy(&kit);
+	tk_zone_destroy("apistores");
+	return rc;
+}
