@@ -76,6 +76,14 @@ struct tk_decision {
 	 * TK_FAIL_CLOSED) decided instead; see tk_limiter_open().
 	 */
 	bool degraded;
+	/*
+	 * The dimension whose decision this is: of a composite (all(),
+	 * any()), the one that decided the representative decision (see
+	 * tk_limiter_check_keys()), which tk_http_headers() reports; of a
+	 * group, counted limiter by limiter; dims[i] of a group carry i.
+	 * 0 for a simple policy and a degraded decision.
+	 */
+	uint32_t dimension;
 };
 
 /*
@@ -952,8 +960,9 @@ struct tk_http_quota {
 	const struct tk_policy *policy; /* simple or composite */
 	/*
 	 * One decision per dimension of @policy (tk_limiter_check_group()
-	 * gives them), or NULL for a simple policy, whose decision is then
-	 * the one given to tk_http_headers().
+	 * gives them), or NULL: the decision given to tk_http_headers() is
+	 * then this quota's, of a simple policy or of a composite's
+	 * dimension tk_decision.dimension (one tk_limiter_check()).
 	 */
 	const struct tk_decision *dims;
 };
@@ -961,8 +970,9 @@ struct tk_http_quota {
 /*
  * tk_http_headers() - the header fields that answer decision @d, made at
  * time @now (ns) under the @nq quotas @q: RateLimit-Policy and RateLimit
- * (TK_HTTP_IETF, one list member per dimension of every quota; none if
- * @nq is 0), the X-RateLimit-* fields (TK_HTTP_LEGACY, from @d; -Reset in
+ * (TK_HTTP_IETF, one list member per dimension of every quota, but in
+ * RateLimit only @d's dimension of a composite given without @dims; none
+ * if @nq is 0), the X-RateLimit-* fields (TK_HTTP_LEGACY, from @d; -Reset in
  * delta-seconds), and Retry-After on a denial (delta-seconds rounded up,
  * never 0).  Every duration is rounded up to whole seconds; counts are
  * clamped to 999999999999999 (the largest structured-field integer).  A
@@ -973,8 +983,9 @@ struct tk_http_quota {
  *
  * Returns the number of fields written; -EINVAL for bad arguments (a NULL
  * @d, or a NULL @q, @fields or @buf with a non-zero count; unknown flags;
- * a name that is empty or not printable ASCII; a composite without @dims;
- * a decision whose limit is not its dimension's); -ENOSPC if @fields or
+ * a name that is empty or not printable ASCII; a composite without @dims
+ * whose @d names no dimension of it; a decision whose limit is not its
+ * dimension's); -ENOSPC if @fields or
  * @buf is too small.  On failure @fields is untouched and @buf, if @len
  * is not 0, holds an empty string.
  */

@@ -149,12 +149,81 @@ static void test_one_state_redis(void **state)
 	one_state(REDIS, "quota:2/day");
 }
 
+/* The RateLimit fields of one check of a composite, as
+ * "POLICY|RATELIMIT" into @out. */
+static void fields_of(struct tk_limiter *l, uint64_t cost, uint64_t now,
+		      char *out, size_t len)
+{
+	struct tk_http_quota q = { "api", tk_limiter_policy(l), NULL };
+	struct tk_http_field f[TK_HTTP_FIELDS_MAX];
+	struct tk_decision d;
+	char buf[512];
+
+	assert_rc(tk_limiter_check(l, "k", 1, cost, &d), 0);
+	assert_rc(tk_http_headers(&q, 1, &d, now, TK_HTTP_IETF, f,
+				  TK_HTTP_FIELDS_MAX, buf, sizeof(buf)),
+		  d.allowed ? 2 : 3);
+	snprintf(out, len, "%s|%s%s%s", f[0].value, f[1].value,
+		 d.allowed ? "" : "|", d.allowed ? "" : f[2].value);
+}
+
+/*
+ * T0 is 22:13:20 UTC: the day's quota resets in 6400 s.  RateLimit names
+ * the dimension that decided; RateLimit-Policy every dimension.
+ */
+static void composite_headers(enum kind k)
+{
+	static const char pol[] = "\"api.0\";q=10;w=1, "
+				  "\"api.1\";q=12;w=86400|";
+	char got[256], want[256];
+	struct fx f;
+
+	fx_open(&f, k, "all(gcra:10/1s,quota:12/day)", NULL);
+	fields_of(f.l[0], 1, T0, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s\"api.0\";r=9;t=1", pol);
+	assert_string_equal(got, want);
+	assert_rc(tk_clock_advance(f.clock, 2 * SEC), 0);
+	fields_of(f.l[0], 9, T0 + 2 * SEC, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s\"api.0\";r=1;t=1", pol);
+	assert_string_equal(got, want);
+	assert_rc(tk_clock_advance(f.clock, 2 * SEC), 0);
+	fields_of(f.l[0], 2, T0 + 4 * SEC, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s\"api.1\";r=0;t=6396", pol);
+	assert_string_equal(got, want);
+	/* Refused by the quota, not by the rate: its member, its wait. */
+	fields_of(f.l[0], 1, T0 + 4 * SEC, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s\"api.1\";r=0;t=6396|6396", pol);
+	assert_string_equal(got, want);
+	fx_close(&f);
+}
+
+static void test_composite_headers_memory(void **state)
+{
+	(void)state;
+	composite_headers(MEMORY);
+}
+
+static void test_composite_headers_zone(void **state)
+{
+	(void)state;
+	composite_headers(ZONE);
+}
+
+static void test_composite_headers_redis(void **state)
+{
+	(void)state;
+	composite_headers(REDIS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_state_memory),
 		cmocka_unit_test(test_one_state_zone),
 		cmocka_unit_test(test_one_state_redis),
+		cmocka_unit_test(test_composite_headers_memory),
+		cmocka_unit_test(test_composite_headers_zone),
+		cmocka_unit_test(test_composite_headers_redis),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
