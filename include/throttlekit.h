@@ -313,8 +313,9 @@ TK_API const char *tk_strerrorname(int err);
  * tk_error_is_caller() - is @err (negative or positive) the caller's
  * mistake rather than a failure of a store or clock: -EINVAL (a bad
  * argument, spec or option), -ENAMETOOLONG (a key or prefix too long),
- * -ERANGE (a cost the policy never admits) or -ENOTSUP (a backend or a
- * step this build or store cannot run).  A limiter returns these whatever
+ * -ERANGE (a cost the policy never admits), -ENOTSUP (a backend or a
+ * step this build or store cannot run) or -EXDEV (a group of limiters
+ * on different stores).  A limiter returns these whatever
  * its fail policy says; every other error of a check is a store's or a
  * clock's, which TK_FAIL_OPEN and TK_FAIL_CLOSED answer with a degraded
  * decision.  0 is no error, so not the caller's.
@@ -855,9 +856,11 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * are not written).  A store failure follows the strictest fail policy of
  * the group (closed, then error, then open).
  *
- * Returns as tk_limiter_check(), and -EINVAL if @n is 0, the limiters do
- * not share one store, a policy is any() in a group of several or there
- * are too many dimensions.
+ * The limiters share one store, or each opened the same zone or the same
+ * Redis server, database and key_prefix ("memory" is private to each
+ * open).  Returns as tk_limiter_check(), -EXDEV if the limiters reach
+ * different stores' states, and -EINVAL if @n is 0, a policy is any() in
+ * a group of several or there are too many dimensions.
  */
 TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 				  const struct tk_key *keys, size_t n,

@@ -555,6 +555,17 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 _Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
 	       "a group is one multi-key step");
 
+/*
+ * Do @a and @b hold the same states: one store, or two opens of one
+ * zone or one Redis server, database and key_prefix (the store's same())?
+ * Two "memory" stores never do: each open is private.
+ */
+static int same_store(struct tk_store *a, struct tk_store *b)
+{
+	return a == b ||
+	       (a->ops == b->ops && a->ops->same && a->ops->same(a, b));
+}
+
 /* The strictest fail policy of a group: closed, then error, then open. */
 static unsigned int group_fail(struct tk_limiter *const *ls, size_t n)
 {
@@ -655,9 +666,10 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 	if (!ls || !keys || !out || n == 0 || cost == 0)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		if (!ls[i] || ls[i]->store != ls[0]->store ||
-		    (ls[i]->policy->kind == TK__ANY && n > 1))
+		if (!ls[i] || (ls[i]->policy->kind == TK__ANY && n > 1))
 			return -EINVAL;
+		if (!same_store(ls[i]->store, ls[0]->store))
+			return -EXDEV;
 		rc = key_error(keys[i].key, keys[i].key_len);
 		if (rc)
 			return rc;

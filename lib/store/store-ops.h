@@ -142,6 +142,13 @@ struct tk__store_ops {
 	/* Optional: 0, or the error every call of the store now returns
 	 * (a zone whose file was truncated under it: -EPROTO). */
 	int (*failed)(struct tk_store *s);
+	/*
+	 * Optional: do @s and @other (a store of the same ops) reach the
+	 * same states, keys hashed alike (two opens of one zone; of one Redis
+	 * server, database and key_prefix)?  Without it only a store is the
+	 * same as itself.
+	 */
+	int (*same)(struct tk_store *s, struct tk_store *other);
 	/* Optional: fill the server's fields of @out (Redis); a store
 	 * without it has no server (tk_store_ping()). */
 	int (*ping)(struct tk_store *s, struct tk_store_ping *out);

@@ -104,6 +104,12 @@ static void shm_close(struct tk_store *base)
 	free(s);
 }
 
+/* One mapping per zone and process (zone-registry.c): the same zone. */
+static int shm_same(struct tk_store *a, struct tk_store *b)
+{
+	return shm_of(a)->zone == shm_of(b)->zone;
+}
+
 static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = tk__slot_zone_apply,
@@ -112,6 +118,7 @@ static const struct tk__store_ops shm_ops = {
 	.reset = tk__slot_reset,
 	.stats = shm_stats,
 	.failed = shm_failed,
+	.same = shm_same,
 	.close = shm_close,
 };
 

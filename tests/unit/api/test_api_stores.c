@@ -125,28 +125,18 @@ static void one_state(enum kind k, const char *p)
 	fx_close(&f);
 }
 
-static void test_one_state_memory(void **state)
+static void test_one_state(void **state)
 {
-	(void)state;
-	one_state(MEMORY, "sliding-log:2/1h");
-	one_state(MEMORY, "sliding-window:2/1h");
-}
+	enum kind k = *(enum kind *)*state;
 
-static void test_one_state_zone(void **state)
-{
-	(void)state;
-	one_state(ZONE, "sliding-log:2/1h");
-	one_state(ZONE, "sliding-window:2/1h");
-}
-
-static void test_one_state_redis(void **state)
-{
-	(void)state;
-	one_state(REDIS, "gcra:2/1h");
-	one_state(REDIS, "token-bucket:capacity=2,refill=2/1h");
-	one_state(REDIS, "fixed-window:2/1h");
-	one_state(REDIS, "sliding-log:2/1h");
-	one_state(REDIS, "quota:2/day");
+	one_state(k, "sliding-log:2/1h");
+	one_state(k, "sliding-window:2/1h");
+	if (k != REDIS)
+		return;
+	one_state(k, "gcra:2/1h");
+	one_state(k, "token-bucket:capacity=2,refill=2/1h");
+	one_state(k, "fixed-window:2/1h");
+	one_state(k, "quota:2/day");
 }
 
 /* The RateLimit fields of one check of a composite, as
@@ -197,33 +187,88 @@ static void composite_headers(enum kind k)
 	fx_close(&f);
 }
 
-static void test_composite_headers_memory(void **state)
+static void test_composite_headers(void **state)
 {
-	(void)state;
-	composite_headers(MEMORY);
+	composite_headers(*(enum kind *)*state);
 }
 
-static void test_composite_headers_zone(void **state)
+/*
+ * Two limiters each opening spec @spec group together where the spec
+ * names one store's states (a zone, a Redis server); "memory" is private
+ * to each open, and says so.
+ */
+static void same_spec(enum kind k)
 {
-	(void)state;
-	composite_headers(ZONE);
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *ls[3];
+	struct tk_key keys[3] = { { "k", 1 }, { "k", 1 }, { "k", 1 } };
+	struct tk_decision d, dims[2];
+	struct tk_clock *c;
+	char other[256];
+	const char *spec = spec_of(k);
+	int i;
+
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	o.prefix = "x";
+	assert_rc(tk_limiter_open(&ls[0], "gcra:2/1h", spec, &o), 0);
+	o.prefix = "y";
+	assert_rc(tk_limiter_open(&ls[1], "sliding-log:3/1h", spec, &o), 0);
+	if (k == MEMORY) {
+		assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0),
+			  -EXDEV);
+		assert_non_null(strstr(tk_strerror(-EXDEV), "memory"));
+		assert_true(tk_error_is_caller(-EXDEV));
+		goto out;
+	}
+	for (i = 0; i < 2; i++) {
+		assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, dims, 2),
+			  0);
+		assert_true(d.allowed);
+	}
+	assert_int_equal(dims[0].remaining, 0);
+	assert_int_equal(dims[1].remaining, 1);
+	/* One state: the other opens see what the group consumed. */
+	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
+	assert_false(d.allowed);
+	assert_rc(tk_limiter_check(ls[1], "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 0);
+	/* Another zone, or another key_prefix on the server: not one. */
+	if (k == ZONE)
+		snprintf(other, sizeof(other), "shm:apistores2");
+	else
+		snprintf(other, sizeof(other), "%s&key_prefix=other", spec);
+	assert_rc(tk_limiter_open(&ls[2], "gcra:2/1h", other, &o), 0);
+	assert_rc(tk_limiter_check_group(ls + 1, keys, 2, 1, &d, NULL, 0),
+		  -EXDEV);
+	tk_limiter_close(ls[2]);
+	tk_zone_destroy("apistores2");
+out:
+	tk_limiter_close(ls[0]);
+	tk_limiter_close(ls[1]);
+	tk_clock_free(c);
 }
 
-static void test_composite_headers_redis(void **state)
+static void test_same_spec(void **state)
 {
-	(void)state;
-	composite_headers(REDIS);
+	same_spec(*(enum kind *)*state);
 }
+
+/* Test @f on each kind of store, named by it. */
+#define ON(f, k)                                                               \
+	{                                                                      \
+#f "_" #k, f, NULL, NULL, &kinds[k]                            \
+	}
+#define EVERY_STORE(f) ON(f, MEMORY), ON(f, ZONE), ON(f, REDIS)
 
 int main(void)
 {
+	static enum kind kinds[] = { MEMORY, ZONE, REDIS };
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_state_memory),
-		cmocka_unit_test(test_one_state_zone),
-		cmocka_unit_test(test_one_state_redis),
-		cmocka_unit_test(test_composite_headers_memory),
-		cmocka_unit_test(test_composite_headers_zone),
-		cmocka_unit_test(test_composite_headers_redis),
+		EVERY_STORE(test_one_state),
+		EVERY_STORE(test_composite_headers),
+		EVERY_STORE(test_same_spec),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
