@@ -834,6 +834,22 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 
 /* Most dimensions one tk_limiter_check_group() call decides together. */
 #define TK_GROUP_DIMENSIONS_MAX 8
+/*
+ * Most dimensions of any policy (all(), any()) and of any group: an array
+ * of TK_DIMENSIONS_MAX decisions always holds a check's per-dimension
+ * decisions.
+ */
+#define TK_DIMENSIONS_MAX 8
+
+/*
+ * tk_limiter_dimensions() - how many per-dimension decisions
+ * tk_limiter_check_group() writes for the @n limiters @ls: the sum of
+ * their policies' tk_policy_dimensions(), at most TK_DIMENSIONS_MAX for
+ * a group it takes (a larger sum says the group has too many).  With @n
+ * 1, the dimensions of one limiter's policy.  Returns 0 for a NULL @ls,
+ * @n 0 or a NULL limiter.  Pure: any thread, no allocation.
+ */
+TK_API size_t tk_limiter_dimensions(struct tk_limiter *const *ls, size_t n);
 
 /*
  * tk_limiter_check_group() - one atomic check over @n limiters that share
@@ -853,8 +869,9 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * clock reads the time.  *@out is the representative decision as for
  * all(); @dims, if not NULL, receives one decision per dimension, limiter
  * by limiter in declaration order (@ndims of them; dimensions past @ndims
- * are not written).  A store failure follows the strictest fail policy of
- * the group (closed, then error, then open).
+ * are not written; tk_limiter_dimensions() counts them).  A store failure
+ * follows the strictest fail policy of the group (closed, then error,
+ * then open).
  *
  * The limiters share one store, or each opened the same zone or the same
  * Redis server, database and key_prefix ("memory" is private to each

@@ -554,6 +554,21 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 
 _Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
 	       "a group is one multi-key step");
+_Static_assert(TK_DIMENSIONS_MAX >= TK_GROUP_DIMENSIONS_MAX &&
+		       TK_DIMENSIONS_MAX >= TK__MULTI_MAX,
+	       "TK_DIMENSIONS_MAX bounds every policy and group");
+
+TK_API size_t tk_limiter_dimensions(struct tk_limiter *const *ls, size_t n)
+{
+	size_t i, total = 0;
+
+	for (i = 0; ls && i < n; i++) {
+		if (!ls[i])
+			return 0;
+		total += ls[i]->policy->n;
+	}
+	return total;
+}
 
 /*
  * Do @a and @b hold the same states: one store, or two opens of one

@@ -255,6 +255,37 @@ static void test_same_spec(void **state)
 	same_spec(*(enum kind *)*state);
 }
 
+/*
+ * tk_limiter_dimensions() sizes a group's decisions exactly: every one of
+ * them written, in order, and none past them.
+ */
+static void test_dimensions(void **state)
+{
+	struct tk_key k[2] = { { "k", 1 }, { "k", 1 } };
+	struct tk_decision d, dims[TK_DIMENSIONS_MAX + 1];
+	struct tk_limiter *none[2] = { NULL, NULL };
+	struct fx f;
+	size_t n;
+
+	fx_open(&f, *(enum kind *)*state, "all(gcra:10/1s,quota:1000/day)",
+		"sliding-window:100/1m");
+	assert_int_equal(tk_limiter_dimensions(f.l, 1), 2);
+	assert_int_equal(tk_limiter_dimensions(&f.l[1], 1), 1);
+	n = tk_limiter_dimensions(f.l, 2);
+	assert_int_equal(n, 3);
+	assert_int_equal(tk_limiter_dimensions(f.l, 0), 0);
+	assert_int_equal(tk_limiter_dimensions(NULL, 2), 0);
+	assert_int_equal(tk_limiter_dimensions(none, 2), 0);
+	memset(dims, 0xa5, sizeof(dims));
+	assert_rc(tk_limiter_check_group(f.l, k, 2, 1, &d, dims, n), 0);
+	assert_int_equal(dims[0].limit, 10);
+	assert_int_equal(dims[1].limit, 1000);
+	assert_int_equal(dims[2].limit, 100);
+	assert_int_equal(dims[2].dimension, 2);
+	assert_int_equal(dims[3].limit, UINT64_C(0xa5a5a5a5a5a5a5a5));
+	fx_close(&f);
+}
+
 /* Test @f on each kind of store, named by it. */
 #define ON(f, k)                                                               \
 	{                                                                      \
@@ -269,6 +300,7 @@ int main(void)
 		EVERY_STORE(test_one_state),
 		EVERY_STORE(test_composite_headers),
 		EVERY_STORE(test_same_spec),
+		EVERY_STORE(test_dimensions),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
