@@ -424,6 +424,90 @@ TK_API int tk_policy_forecast(const struct tk_policy *p, uint64_t now,
 TK_API int tk_policy_change(const struct tk_policy *from,
 			    const struct tk_policy *to);
 
+/* Algorithms of struct tk_policy_params. */
+#define TK_ALG_GCRA 1		/* gcra:L/P[,burst=B] */
+#define TK_ALG_TOKEN_BUCKET 2	/* token-bucket:capacity=C,refill=R/P */
+#define TK_ALG_FIXED_WINDOW 3	/* fixed-window:L/W */
+#define TK_ALG_SLIDING_WINDOW 4 /* sliding-window:L/W[,buckets=S] */
+#define TK_ALG_SLIDING_LOG 5	/* sliding-log:L/W */
+#define TK_ALG_QUOTA 6		/* quota:L/... */
+#define TK_ALG_LEAKY 7		/* leaky:R/P[,max-queue=Q] */
+
+/* Periods of a quota (struct tk_policy_params.cadence). */
+#define TK_CADENCE_PERIOD 0 /* quota:L/P[,anchor=NS] */
+#define TK_CADENCE_DAY 1    /* quota:L/day[,offset=] */
+#define TK_CADENCE_WEEK 2   /* quota:L/week[,offset=][,week-start=] */
+#define TK_CADENCE_MONTH 3  /* quota:L/month[,offset=] */
+
+/* How tk_policy_build() combines its dimensions. */
+#define TK_POLICY_SIMPLE 0 /* one dimension, no all() or any() */
+#define TK_POLICY_ALL 1	   /* all(...) */
+#define TK_POLICY_ANY 2	   /* any(...) */
+
+/*
+ * One dimension of a policy as numbers, for tk_policy_build(): the
+ * fields of the policy string, 0 where the string would leave a value
+ * out.  Start from TK_POLICY_PARAMS_INIT (.size tells the library which
+ * fields exist; the structure grows only by appending fields).
+ */
+struct tk_policy_params {
+	size_t size;		/* sizeof(struct tk_policy_params) */
+	unsigned int algorithm; /* TK_ALG_* */
+	/* L: requests per period (gcra), the limit of a window, log or
+	 * quota; R: the refill (token-bucket) or rate (leaky) per period. */
+	uint64_t limit;
+	/* ns: P (gcra, token-bucket, leaky, a quota of TK_CADENCE_PERIOD)
+	 * or the window W; 0 for a calendar quota. */
+	uint64_t period;
+	uint64_t burst;	      /* gcra: B (0: L); token-bucket: the capacity C */
+	uint64_t buckets;     /* sliding-window: S (0: 10) */
+	uint64_t max_queue;   /* leaky: Q, ns (0: none queues) */
+	unsigned int cadence; /* quota: TK_CADENCE_* */
+	/* quota of a day, week or month: seconds east of UTC, whole
+	 * minutes, at most 14 h either way. */
+	int32_t offset;
+	unsigned int week_start; /* quota of a week: 0 Monday .. 6 Sunday */
+	uint64_t anchor;	 /* quota of TK_CADENCE_PERIOD: ns */
+};
+
+#ifdef __cplusplus
+#define TK_POLICY_PARAMS_INIT tk_policy_params_init()
+#else
+#define TK_POLICY_PARAMS_INIT                                                  \
+	{                                                                      \
+		.size = sizeof(struct tk_policy_params)                        \
+	}
+#endif
+
+/* tk_policy_params_init() - params with every field 0 and .size set. */
+static inline struct tk_policy_params tk_policy_params_init(void)
+{
+#ifdef __cplusplus
+	struct tk_policy_params p = {};
+#else
+	struct tk_policy_params p = TK_POLICY_PARAMS_INIT;
+#endif
+
+	p.size = sizeof(p);
+	return p;
+}
+
+/*
+ * tk_policy_build() - the policy of @n dimensions @dims, combined as
+ * @kind says (TK_POLICY_SIMPLE with @n 1, TK_POLICY_ALL or TK_POLICY_ANY
+ * with @n 1 to TK_DIMENSIONS_MAX): the policy tk_policy_parse() makes of
+ * its canonical string, which tk_policy_format() then writes.  Every
+ * value is checked as the parser checks it, with the parser's errors:
+ * -EINVAL (and, if @err is not NULL, err->message says what; and
+ * err->position where in the canonical string) for a value out of range,
+ * an unknown algorithm, cadence or kind, a non-zero field the algorithm
+ * does not take, or a .size of 0; -ENOMEM.  @dims[i] are .size apart,
+ * each's .size that of the first.  Any thread.
+ */
+TK_API int tk_policy_build(struct tk_policy **out, unsigned int kind,
+			   const struct tk_policy_params *dims, size_t n,
+			   struct tk_parse_error *err);
+
 /* tk_policy_free() - free a parsed policy; NULL is ignored. */
 TK_API void tk_policy_free(struct tk_policy *p);
 
