@@ -636,6 +636,24 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
 TK_API int tk_store_validate(const char *spec, char *why, size_t len);
 
 /*
+ * tk_store_probe() - would a store of @spec, with @opts (may be NULL),
+ * open and answer a check now?  Returns 0 or the error a check would
+ * meet, with a sentence saying why in @why (at most @len bytes with the
+ * NUL; "" or a note on success; @why may be NULL if @len is 0), which
+ * tells apart the two refusals -EACCES covers: a zone the trust rules
+ * refuse ("zone NAME is not trusted or not accessible: it is owned by
+ * uid ..."), and a Redis server that refused the login ("the server of
+ * redis://u:***@host refused the login: ...").  A zone is judged as
+ * tk_zone_access() judges it, never created or attached; a Redis server
+ * is connected to and pinged (tk_store_ping()), then closed; the memory
+ * store always answers.  The sentence never quotes a password.  Errors
+ * as tk_store_validate(), tk_zone_access() and tk_store_ping().  Blocks
+ * as tk_store_ping(); any thread.
+ */
+TK_API int tk_store_probe(const char *spec, const struct tk_options *opts,
+			  char *why, size_t len);
+
+/*
  * tk_spec_redact() - store spec @spec as a message may show it: the
  * password replaced by "***" ("redis://u:***@host").  After "://" (from
  * the start of a spec without it, a mistyped one), everything from the

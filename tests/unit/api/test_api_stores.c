@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <throttlekit.h>
 
@@ -286,6 +288,73 @@ static void test_dimensions(void **state)
 	fx_close(&f);
 }
 
+/*
+ * -EACCES of a Redis server that refuses the login and of a zone the
+ * trust rules refuse: tk_store_probe() tells them apart, and shows no
+ * password.
+ */
+static void test_probe_redis_login(void **state)
+{
+	struct redis_kit k2 = { 0 };
+	char spec[160], why[512];
+
+	(void)state;
+	if (!redis_kit_available())
+		skip();
+	assert_int_equal(redis_kit_start(&k2, "s3cret"), 0);
+	snprintf(spec, sizeof(spec), "redis://:wr0ng@127.0.0.1:%d", k2.port);
+	assert_rc(tk_store_probe(redis_kit_slow(spec), NULL, why, sizeof(why)),
+		  -EACCES);
+	assert_non_null(strstr(why, "refused the login"));
+	assert_null(strstr(why, "wr0ng"));
+	assert_null(strstr(why, "zone"));
+	/* No password where one is required: the same refusal. */
+	snprintf(spec, sizeof(spec), "redis://127.0.0.1:%d", k2.port);
+	assert_rc(tk_store_probe(redis_kit_slow(spec), NULL, why, sizeof(why)),
+		  -EACCES);
+	assert_non_null(strstr(why, "refused the login"));
+	snprintf(spec, sizeof(spec), "redis://:s3cret@127.0.0.1:%d", k2.port);
+	assert_rc(tk_store_probe(redis_kit_slow(spec), NULL, why, sizeof(why)),
+		  0);
+	assert_string_equal(why, "");
+	redis_kit_destroy(&k2);
+}
+
+static void test_probe_zone_trust(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	char why[512];
+
+	(void)state;
+	assert_rc(tk_store_probe("memory", NULL, why, sizeof(why)), 0);
+	/* Absent: opening would create it; the probe does not. */
+	unlink("/dev/shm/throttlekit.apiprobe"); /* a failed run's */
+	assert_rc(tk_store_probe("shm:apiprobe", NULL, why, sizeof(why)), 0);
+	assert_int_equal(access("/dev/shm/throttlekit.apiprobe", F_OK), -1);
+	/* Writable by every user: refused, and said so. */
+	assert_rc(tk_zone_create("apiprobe", NULL), 0);
+	assert_int_equal(chmod("/dev/shm/throttlekit.apiprobe", 0606), 0);
+	assert_rc(tk_store_probe("shm:apiprobe", NULL, why, sizeof(why)),
+		  -EACCES);
+	assert_non_null(strstr(why, "zone apiprobe is not trusted"));
+	assert_non_null(strstr(why, "0606"));
+	assert_null(strstr(why, "login"));
+	/* tk_zone_destroy() removes no zone the trust rules refuse. */
+	assert_int_equal(chmod("/dev/shm/throttlekit.apiprobe", 0600), 0);
+	assert_rc(tk_zone_destroy("apiprobe"), 0);
+	if (geteuid() != 0)
+		return; /* only root gives a zone another owner */
+	o.flags = TK_OPT_ZONE_UID;
+	o.zone_uid = 65534;
+	assert_rc(tk_zone_create("apiprobe", &o), 0);
+	assert_rc(tk_store_probe("shm:apiprobe", NULL, why, sizeof(why)),
+		  -EACCES);
+	assert_non_null(strstr(why, "uid 65534"));
+	/* Naming that owner trusts it. */
+	assert_rc(tk_store_probe("shm:apiprobe", &o, why, sizeof(why)), 0);
+	tk_zone_destroy_opts("apiprobe", &o);
+}
+
 /* Test @f on each kind of store, named by it. */
 #define ON(f, k)                                                               \
 	{                                                                      \
@@ -301,6 +370,8 @@ int main(void)
 		EVERY_STORE(test_composite_headers),
 		EVERY_STORE(test_same_spec),
 		EVERY_STORE(test_dimensions),
+		cmocka_unit_test(test_probe_redis_login),
+		cmocka_unit_test(test_probe_zone_trust),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
