@@ -76,6 +76,14 @@ struct tk_decision {
 	 * TK_FAIL_CLOSED) decided instead; see tk_limiter_open().
 	 */
 	bool degraded;
+	/*
+	 * The dimension whose decision this is: of a composite (all(),
+	 * any()), the one that decided the representative decision (see
+	 * tk_limiter_check_keys()), which tk_http_headers() reports; of a
+	 * group, counted limiter by limiter; dims[i] of a group carry i.
+	 * 0 for a simple policy and a degraded decision.
+	 */
+	uint32_t dimension;
 };
 
 /*
@@ -323,8 +331,9 @@ TK_API const char *tk_strerrorname(int err);
  * tk_error_is_caller() - is @err (negative or positive) the caller's
  * mistake rather than a failure of a store or clock: -EINVAL (a bad
  * argument, spec or option), -ENAMETOOLONG (a key or prefix too long),
- * -ERANGE (a cost the policy never admits) or -ENOTSUP (a backend or a
- * step this build or store cannot run).  A limiter returns these whatever
+ * -ERANGE (a cost the policy never admits), -ENOTSUP (a backend or a
+ * step this build or store cannot run) or -EXDEV (a group of limiters
+ * on different stores).  A limiter returns these whatever
  * its fail policy says; every other error of a check is a store's or a
  * clock's, which TK_FAIL_OPEN and TK_FAIL_CLOSED answer with a degraded
  * decision.  0 is no error, so not the caller's.
@@ -432,6 +441,90 @@ TK_API int tk_policy_forecast(const struct tk_policy *p, uint64_t now,
  */
 TK_API int tk_policy_change(const struct tk_policy *from,
 			    const struct tk_policy *to);
+
+/* Algorithms of struct tk_policy_params. */
+#define TK_ALG_GCRA 1		/* gcra:L/P[,burst=B] */
+#define TK_ALG_TOKEN_BUCKET 2	/* token-bucket:capacity=C,refill=R/P */
+#define TK_ALG_FIXED_WINDOW 3	/* fixed-window:L/W */
+#define TK_ALG_SLIDING_WINDOW 4 /* sliding-window:L/W[,buckets=S] */
+#define TK_ALG_SLIDING_LOG 5	/* sliding-log:L/W */
+#define TK_ALG_QUOTA 6		/* quota:L/... */
+#define TK_ALG_LEAKY 7		/* leaky:R/P[,max-queue=Q] */
+
+/* Periods of a quota (struct tk_policy_params.cadence). */
+#define TK_CADENCE_PERIOD 0 /* quota:L/P[,anchor=NS] */
+#define TK_CADENCE_DAY 1    /* quota:L/day[,offset=] */
+#define TK_CADENCE_WEEK 2   /* quota:L/week[,offset=][,week-start=] */
+#define TK_CADENCE_MONTH 3  /* quota:L/month[,offset=] */
+
+/* How tk_policy_build() combines its dimensions. */
+#define TK_POLICY_SIMPLE 0 /* one dimension, no all() or any() */
+#define TK_POLICY_ALL 1	   /* all(...) */
+#define TK_POLICY_ANY 2	   /* any(...) */
+
+/*
+ * One dimension of a policy as numbers, for tk_policy_build(): the
+ * fields of the policy string, 0 where the string would leave a value
+ * out.  Start from TK_POLICY_PARAMS_INIT (.size tells the library which
+ * fields exist; the structure grows only by appending fields).
+ */
+struct tk_policy_params {
+	size_t size;		/* sizeof(struct tk_policy_params) */
+	unsigned int algorithm; /* TK_ALG_* */
+	/* L: requests per period (gcra), the limit of a window, log or
+	 * quota; R: the refill (token-bucket) or rate (leaky) per period. */
+	uint64_t limit;
+	/* ns: P (gcra, token-bucket, leaky, a quota of TK_CADENCE_PERIOD)
+	 * or the window W; 0 for a calendar quota. */
+	uint64_t period;
+	uint64_t burst;	      /* gcra: B (0: L); token-bucket: the capacity C */
+	uint64_t buckets;     /* sliding-window: S (0: 10) */
+	uint64_t max_queue;   /* leaky: Q, ns (0: none queues) */
+	unsigned int cadence; /* quota: TK_CADENCE_* */
+	/* quota of a day, week or month: seconds east of UTC, whole
+	 * minutes, at most 14 h either way. */
+	int32_t offset;
+	unsigned int week_start; /* quota of a week: 0 Monday .. 6 Sunday */
+	uint64_t anchor;	 /* quota of TK_CADENCE_PERIOD: ns */
+};
+
+#ifdef __cplusplus
+#define TK_POLICY_PARAMS_INIT tk_policy_params_init()
+#else
+#define TK_POLICY_PARAMS_INIT                                                  \
+	{                                                                      \
+		.size = sizeof(struct tk_policy_params)                        \
+	}
+#endif
+
+/* tk_policy_params_init() - params with every field 0 and .size set. */
+static inline struct tk_policy_params tk_policy_params_init(void)
+{
+#ifdef __cplusplus
+	struct tk_policy_params p = {};
+#else
+	struct tk_policy_params p = TK_POLICY_PARAMS_INIT;
+#endif
+
+	p.size = sizeof(p);
+	return p;
+}
+
+/*
+ * tk_policy_build() - the policy of @n dimensions @dims, combined as
+ * @kind says (TK_POLICY_SIMPLE with @n 1, TK_POLICY_ALL or TK_POLICY_ANY
+ * with @n 1 to TK_DIMENSIONS_MAX): the policy tk_policy_parse() makes of
+ * its canonical string, which tk_policy_format() then writes.  Every
+ * value is checked as the parser checks it, with the parser's errors:
+ * -EINVAL (and, if @err is not NULL, err->message says what; and
+ * err->position where in the canonical string) for a value out of range,
+ * an unknown algorithm, cadence or kind, a non-zero field the algorithm
+ * does not take, or a .size of 0; -ENOMEM.  @dims[i] are .size apart,
+ * each's .size that of the first.  Any thread.
+ */
+TK_API int tk_policy_build(struct tk_policy **out, unsigned int kind,
+			   const struct tk_policy_params *dims, size_t n,
+			   struct tk_parse_error *err);
 
 /* tk_policy_free() - free a parsed policy; NULL is ignored. */
 TK_API void tk_policy_free(struct tk_policy *p);
@@ -559,6 +652,24 @@ TK_API int tk_store_open(struct tk_store **out, const char *spec,
  * -ENOMEM.  Any thread; does not block.
  */
 TK_API int tk_store_validate(const char *spec, char *why, size_t len);
+
+/*
+ * tk_store_probe() - would a store of @spec, with @opts (may be NULL),
+ * open and answer a check now?  Returns 0 or the error a check would
+ * meet, with a sentence saying why in @why (at most @len bytes with the
+ * NUL; "" or a note on success; @why may be NULL if @len is 0), which
+ * tells apart the two refusals -EACCES covers: a zone the trust rules
+ * refuse ("zone NAME is not trusted or not accessible: it is owned by
+ * uid ..."), and a Redis server that refused the login ("the server of
+ * redis://u:***@host refused the login: ...").  A zone is judged as
+ * tk_zone_access() judges it, never created or attached; a Redis server
+ * is connected to and pinged (tk_store_ping()), then closed; the memory
+ * store always answers.  The sentence never quotes a password.  Errors
+ * as tk_store_validate(), tk_zone_access() and tk_store_ping().  Blocks
+ * as tk_store_ping(); any thread.
+ */
+TK_API int tk_store_probe(const char *spec, const struct tk_options *opts,
+			  char *why, size_t len);
 
 /*
  * tk_spec_redact() - store spec @spec as a message may show it: the
@@ -880,17 +991,34 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 
 /* Most dimensions one tk_limiter_check_group() call decides together. */
 #define TK_GROUP_DIMENSIONS_MAX 8
+/*
+ * Most dimensions of any policy (all(), any()) and of any group: an array
+ * of TK_DIMENSIONS_MAX decisions always holds a check's per-dimension
+ * decisions.
+ */
+#define TK_DIMENSIONS_MAX 8
+
+/*
+ * tk_limiter_dimensions() - how many per-dimension decisions
+ * tk_limiter_check_group() writes for the @n limiters @ls: the sum of
+ * their policies' tk_policy_dimensions(), at most TK_DIMENSIONS_MAX for
+ * a group it takes (a larger sum says the group has too many).  With @n
+ * 1, the dimensions of one limiter's policy.  Returns 0 for a NULL @ls,
+ * @n 0 or a NULL limiter.  Pure: any thread, no allocation.
+ */
+TK_API size_t tk_limiter_dimensions(struct tk_limiter *const *ls, size_t n);
 
 /*
  * tk_limiter_check_group() - one atomic check over @n limiters that share
  * a store: @ls[i] for @keys[i], admitted only if every limiter admits, and
  * then every one consumes @cost (an all() over the limiters).
  *
- * A group keeps each limiter's states as an all() composite does, under
- * the limiter's prefix and one key per dimension: a limiter counts the
- * same in every group it is checked in, and an all() limiter the same as
- * with tk_limiter_check(), but a simple policy's group states are not
- * those of tk_limiter_check(): check such a limiter one way or the other.
+ * A group keeps each limiter's states under the keys of its own checks,
+ * so a limiter counts the same in every group it is checked in and as
+ * with tk_limiter_check(); except, on memory and zones, a simple policy
+ * whose state is one word (gcra, token bucket, leaky, small windows):
+ * its group states are apart from those of tk_limiter_check(), so check
+ * such a limiter one way or the other (tk_limiter_check_group(3)).
  * Each policy must be a simple one or all(), or the group one any()
  * limiter alone (which then decides as tk_limiter_check_keys() does, with
  * its dimensions' decisions in @dims); the group has at most
@@ -898,12 +1026,15 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
  * clock reads the time.  *@out is the representative decision as for
  * all(); @dims, if not NULL, receives one decision per dimension, limiter
  * by limiter in declaration order (@ndims of them; dimensions past @ndims
- * are not written).  A store failure follows the strictest fail policy of
- * the group (closed, then error, then open).
+ * are not written; tk_limiter_dimensions() counts them).  A store failure
+ * follows the strictest fail policy of the group (closed, then error,
+ * then open).
  *
- * Returns as tk_limiter_check(), and -EINVAL if @n is 0, the limiters do
- * not share one store, a policy is any() in a group of several or there
- * are too many dimensions.
+ * The limiters share one store, or each opened the same zone or the same
+ * Redis server, database and key_prefix ("memory" is private to each
+ * open).  Returns as tk_limiter_check(), -EXDEV if the limiters reach
+ * different stores' states, and -EINVAL if @n is 0, a policy is any() in
+ * a group of several or there are too many dimensions.
  */
 TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 				  const struct tk_key *keys, size_t n,
@@ -1006,8 +1137,9 @@ struct tk_http_quota {
 	const struct tk_policy *policy; /* simple or composite */
 	/*
 	 * One decision per dimension of @policy (tk_limiter_check_group()
-	 * gives them), or NULL for a simple policy, whose decision is then
-	 * the one given to tk_http_headers().
+	 * gives them), or NULL: the decision given to tk_http_headers() is
+	 * then this quota's, of a simple policy or of a composite's
+	 * dimension tk_decision.dimension (one tk_limiter_check()).
 	 */
 	const struct tk_decision *dims;
 };
@@ -1015,8 +1147,9 @@ struct tk_http_quota {
 /*
  * tk_http_headers() - the header fields that answer decision @d, made at
  * time @now (ns) under the @nq quotas @q: RateLimit-Policy and RateLimit
- * (TK_HTTP_IETF, one list member per dimension of every quota; none if
- * @nq is 0), the X-RateLimit-* fields (TK_HTTP_LEGACY, from @d; -Reset in
+ * (TK_HTTP_IETF, one list member per dimension of every quota, but in
+ * RateLimit only @d's dimension of a composite given without @dims; none
+ * if @nq is 0), the X-RateLimit-* fields (TK_HTTP_LEGACY, from @d; -Reset in
  * delta-seconds), and Retry-After on a denial (delta-seconds rounded up,
  * never 0).  Every duration is rounded up to whole seconds; counts are
  * clamped to 999999999999999 (the largest structured-field integer).  A
@@ -1027,8 +1160,9 @@ struct tk_http_quota {
  *
  * Returns the number of fields written; -EINVAL for bad arguments (a NULL
  * @d, or a NULL @q, @fields or @buf with a non-zero count; unknown flags;
- * a name that is empty or not printable ASCII; a composite without @dims;
- * a decision whose limit is not its dimension's); -ENOSPC if @fields or
+ * a name that is empty or not printable ASCII; a composite without @dims
+ * whose @d names no dimension of it; a decision whose limit is not its
+ * dimension's); -ENOSPC if @fields or
  * @buf is too small.  On failure @fields is untouched and @buf, if @len
  * is not 0, holds an empty string.
  */

@@ -40,6 +40,9 @@ static const struct {
 	{ ENXIO, "ENXIO", "Store server has no such database" },
 	{ EMFILE, "EMFILE", "Too many open files for a store connection" },
 	{ ESRCH, "ESRCH", "No such rule in the zone" },
+	{ EXDEV, "EXDEV",
+	  "Limiters of a group on different stores (each \"memory\" open "
+	  "is a store of its own)" },
 };
 
 #define N_ERRORS (sizeof(errors) / sizeof(errors[0]))
@@ -89,7 +92,7 @@ TK_API bool tk_error_is_caller(int err)
 	long long code = err < 0 ? -(long long)err : err;
 
 	return code == EINVAL || code == ENAMETOOLONG || code == ERANGE ||
-	       code == ENOTSUP;
+	       code == ENOTSUP || code == EXDEV;
 }
 
 TK_API const char *tk_version(void)

@@ -11,7 +11,11 @@
  * 4.1.2).  Members are serialized as RFC 9651 4.1.1 does, separated by
  * ", ".  A simple policy's member is its name; dimension i of a composite
  * is "NAME.i", in declaration order, so RateLimit and RateLimit-Policy
- * name the same members.
+ * name the same members.  A composite given without its dimensions'
+ * decisions (one tk_limiter_check()) lists every dimension in
+ * RateLimit-Policy and, in RateLimit, the one its decision reports
+ * (tk_decision.dimension): the draft's RateLimit may name a subset of
+ * the policies (section 4), and the deciding one is what a client acts on.
  *
  * Every integer is an sf-integer, at most 15 digits (RFC 9651 3.3.1);
  * counts above 999999999999999 (policies allow 2^62) are clamped to it,
@@ -187,10 +191,22 @@ static const struct tk_decision *decision_of(const struct tk_http_quota *q,
 }
 
 /*
+ * Does RateLimit carry dimension @i of @q?  Every dimension with @dims;
+ * without, @d is the one decision there is, that of its dimension (all of
+ * a simple policy, the deciding one of a composite).
+ */
+static int reported(const struct tk_http_quota *q, size_t i,
+		    const struct tk_decision *d)
+{
+	return q->dims || q->policy->n == 1 || i == d->dimension;
+}
+
+/*
  * -EINVAL unless every quota has a valid name, a policy and, if that
- * policy is a composite, one decision per dimension; when @check_limits,
- * each decision must also carry its dimension's limit, which catches
- * decisions from another policy or in another order.
+ * policy is a composite without @dims, a decision @d of one of its
+ * dimensions; when @check_limits, each decision must also carry its
+ * dimension's limit, which catches decisions from another policy or in
+ * another order.
  */
 static int check_quotas(const struct tk_http_quota *q, size_t nq,
 			const struct tk_decision *d, int check_limits)
@@ -201,11 +217,14 @@ static int check_quotas(const struct tk_http_quota *q, size_t nq,
 		return -EINVAL;
 	for (k = 0; k < nq; k++) {
 		if (!name_valid(q[k].name) || !q[k].policy ||
-		    q[k].policy->n == 0 || (q[k].policy->n > 1 && !q[k].dims))
+		    q[k].policy->n == 0 ||
+		    (!q[k].dims && q[k].policy->n > 1 &&
+		     d->dimension >= q[k].policy->n))
 			return -EINVAL;
 		for (i = 0; check_limits && i < q[k].policy->n; i++)
-			if (decision_of(&q[k], i, d)->limit !=
-			    q[k].policy->dim[i].limit)
+			if (reported(&q[k], i, d) &&
+			    decision_of(&q[k], i, d)->limit !=
+				    q[k].policy->dim[i].limit)
 				return -EINVAL;
 	}
 	return 0;
@@ -221,13 +240,17 @@ static void put_list(struct tk__fmt *f, const struct tk_http_quota *q,
 	const struct tk__policy *p;
 	uint64_t qv, wv;
 	size_t k, i;
+	int first = 1;
 
 	for (k = 0; k < nq; k++) {
 		for (i = 0; i < q[k].policy->n; i++) {
 			p = &q[k].policy->dim[i];
 			di = decision_of(&q[k], i, d);
-			if (k || i)
+			if (!policy && !reported(&q[k], i, d))
+				continue;
+			if (!first)
 				tk__fmt(f, ", ");
+			first = 0;
 			put_member_name(f, &q[k], i);
 			if (policy) {
 				policy_qw(p, &qv, &wv);

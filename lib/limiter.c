@@ -572,6 +572,32 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 
 _Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
 	       "a group is one multi-key step");
+_Static_assert(TK_DIMENSIONS_MAX >= TK_GROUP_DIMENSIONS_MAX &&
+		       TK_DIMENSIONS_MAX >= TK__MULTI_MAX,
+	       "TK_DIMENSIONS_MAX bounds every policy and group");
+
+TK_API size_t tk_limiter_dimensions(struct tk_limiter *const *ls, size_t n)
+{
+	size_t i, total = 0;
+
+	for (i = 0; ls && i < n; i++) {
+		if (!ls[i])
+			return 0;
+		total += ls[i]->policy->n;
+	}
+	return total;
+}
+
+/*
+ * Do @a and @b hold the same states: one store, or two opens of one
+ * zone or one Redis server, database and key_prefix (the store's same())?
+ * Two "memory" stores never do: each open is private.
+ */
+static int same_store(struct tk_store *a, struct tk_store *b)
+{
+	return a == b ||
+	       (a->ops == b->ops && a->ops->same && a->ops->same(a, b));
+}
 
 /* The strictest fail policy of a group: closed, then error, then open. */
 static unsigned int group_fail(struct tk_limiter *const *ls, size_t n)
@@ -587,9 +613,38 @@ static unsigned int group_fail(struct tk_limiter *const *ls, size_t n)
 }
 
 /*
+ * Does @s keep a one-word state in its key's slot (memory, zones, and a
+ * store not open yet, which becomes one of them or Redis), where its
+ * multi-key step, which runs over blocks (shm/mcas.c), cannot reach it?
+ */
+static int words_in_slots(const struct tk_store *s)
+{
+	return strcmp(s->ops->name, "redis") != 0;
+}
+
+/*
+ * The store key's dimension of dimension @j of group member @l: a
+ * simple policy's own key, so that its group and single checks share one
+ * state, unless @l's store keeps that state in a word of its slot; an
+ * all() dimension's key, as its checks use it.
+ */
+static int group_dim(const struct tk_limiter *l, size_t j)
+{
+	const struct tk__policy *p = &l->policy->dim[j];
+
+	if (l->policy->kind != TK__SINGLE)
+		return (int)j;
+	if (p->state_words == 1 && p->word_is_expiry &&
+	    words_in_slots(l->store))
+		return 0;
+	return SINGLE;
+}
+
+/*
  * A group is an all() over the limiters' dimensions, each dimension kept
- * under its own limiter's prefix as an all() keeps it, so one limiter's
- * states are the same in every group.
+ * under its own limiter's prefix as group_dim() says, so one limiter's
+ * states are the same in every group, and those of tk_limiter_check()
+ * but where the store cannot run them in one step (group_dim()).
  */
 static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 		     size_t n, uint64_t now, struct tk__step *s)
@@ -608,8 +663,8 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	for (i = 0; i < n && rc == 0; i++) {
 		for (j = 0; j < ls[i]->policy->n && rc == 0; j++) {
 			dims[m.n] = &ls[i]->policy->dim[j];
-			rc = compose_key(ls[i], (int)j, keys[i].key,
-					 keys[i].key_len, buf[m.n],
+			rc = compose_key(ls[i], group_dim(ls[i], j),
+					 keys[i].key, keys[i].key_len, buf[m.n],
 					 &m.len[m.n]);
 			m.key[m.n] = buf[m.n];
 			m.words[m.n] = dims[m.n]->state_words;
@@ -666,9 +721,10 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 	if (!ls || !keys || !out || n == 0 || cost == 0)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		if (!ls[i] || ls[i]->store != ls[0]->store ||
-		    (ls[i]->policy->kind == TK__ANY && n > 1))
+		if (!ls[i] || (ls[i]->policy->kind == TK__ANY && n > 1))
 			return -EINVAL;
+		if (!same_store(ls[i]->store, ls[0]->store))
+			return -EXDEV;
 		rc = key_error(keys[i].key, keys[i].key_len);
 		if (rc)
 			return rc;

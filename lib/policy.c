@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DIMENSIONS_MAX 8
+#define DIMENSIONS_MAX TK_DIMENSIONS_MAX
 
 static const struct tk__algorithm *const algorithms[] = {
 	&tk__gcra,	     &tk__token_bucket, &tk__fixed_window,

@@ -128,6 +128,7 @@ static void represent(enum tk__composite kind, size_t n,
 		}
 	}
 	*out = dd[best];
+	out->dimension = (uint32_t)best;
 	for (i = 0; allowed && i < n; i++)
 		if (usable[i] && dd[i].allowed && dd[i].delay > out->delay)
 			out->delay = dd[i].delay;
@@ -181,6 +182,7 @@ int tk__composite_fn(void *ctx, const uint64_t *const *old,
 		    dd[i].allowed)
 			unconsumed(s, dim_of(s, i), old[i], &dd[i]);
 		s->dims[i] = dd[i];
+		s->dims[i].dimension = (uint32_t)i;
 	}
 	if (s->op != TK__OP_CHECK || !allowed)
 		return TK__KEEP;

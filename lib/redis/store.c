@@ -190,6 +190,31 @@ static void redis_close(struct tk_store *base)
 	free(s);
 }
 
+/*
+ * The same server (address, or the cluster's seeds), database and
+ * key_prefix, over TLS or not alike: the same keys.  The connection's
+ * timeouts and login may differ; a group runs on its first limiter's.
+ */
+static int redis_same(struct tk_store *a, struct tk_store *b)
+{
+	const struct tk__redis_spec *x = &((struct tk__redis_store *)a)->spec;
+	const struct tk__redis_spec *y = &((struct tk__redis_store *)b)->spec;
+	size_t i;
+
+	if (x->unix_socket != y->unix_socket || x->port != y->port ||
+	    x->db != y->db || x->tls != y->tls || x->cluster != y->cluster ||
+	    x->seeds != y->seeds || x->server_time != y->server_time ||
+	    strcmp(x->host, y->host) || strcmp(x->path, y->path) ||
+	    x->key_prefix_len != y->key_prefix_len ||
+	    memcmp(x->key_prefix, y->key_prefix, x->key_prefix_len))
+		return 0;
+	for (i = 0; i < x->seeds; i++)
+		if (x->seed[i].port != y->seed[i].port ||
+		    strcmp(x->seed[i].host, y->seed[i].host))
+			return 0;
+	return 1;
+}
+
 static const struct tk__store_ops redis_ops = {
 	.name = "redis",
 	.apply = redis_apply,
@@ -199,6 +224,7 @@ static const struct tk__store_ops redis_ops = {
 	.stats = redis_stats,
 	.supports = redis_supports,
 	.ping = tk__redis_ping,
+	.same = redis_same,
 	.close = redis_close,
 };
 

@@ -150,6 +150,13 @@ struct tk__store_ops {
 	/* With rule_register: add to the counters of entry @idx. */
 	void (*rule_count)(struct tk_store *s, int idx, uint64_t checks,
 			   uint64_t denies);
+	/*
+	 * Optional: do @s and @other (a store of the same ops) reach the
+	 * same states, keys hashed alike (two opens of one zone; of one Redis
+	 * server, database and key_prefix)?  Without it only a store is the
+	 * same as itself.
+	 */
+	int (*same)(struct tk_store *s, struct tk_store *other);
 	/* Optional: fill the server's fields of @out (Redis); a store
 	 * without it has no server (tk_store_ping()). */
 	int (*ping)(struct tk_store *s, struct tk_store_ping *out);

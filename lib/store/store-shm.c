@@ -136,6 +136,12 @@ static void shm_rule_count(struct tk_store *base, int idx, uint64_t checks,
 	}
 }
 
+/* One mapping per zone and process (zone-registry.c): the same zone. */
+static int shm_same(struct tk_store *a, struct tk_store *b)
+{
+	return shm_of(a)->zone == shm_of(b)->zone;
+}
+
 static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = tk__slot_zone_apply,
@@ -146,6 +152,7 @@ static const struct tk__store_ops shm_ops = {
 	.rule_register = shm_rule_register,
 	.rule_count = shm_rule_count,
 	.failed = shm_failed,
+	.same = shm_same,
 	.close = shm_close,
 };
 

@@ -735,8 +735,8 @@ static const struct simple {
 	 * whole units it grants (3 in 1000001 s, a little under the rate). */
 	{ "fixed-window:3/1000000000000001ns", 3, 3, 1000001 },
 	{ "sliding-window:100/1m", 100, 100, 60 },
-	{ "sliding-window:281474976710656/1h,buckets=4", 1ull << 48,
-	  1ull << 48, 3600 },
+	{ "sliding-window:281474976710656/1h,buckets=4", 1ull << 48, 1ull << 48,
+	  3600 },
 	{ "fixed-window:999999999999999/1s", SF_MAX, SF_MAX, 1 },
 	{ "fixed-window:1000000000000000/1s", SF_MAX + 1, SF_MAX, 1 },
 	{ "sliding-log:5/10s", 5, 5, 10 },
@@ -1265,10 +1265,19 @@ static void test_einval(void **state)
 	q = r.q[1];
 	q.policy = NULL;
 	assert_rc(H(&q, 1, &r.d, TK_HTTP_IETF), -EINVAL);
-	/* A composite needs its decisions. */
+	/* A composite without its decisions takes @d as that of the
+	 * dimension it names: one of its own, with that one's limit. */
 	q = r.q[0];
 	q.dims = NULL;
-	assert_rc(H(&q, 1, &r.d, TK_HTTP_IETF), -EINVAL);
+	assert_rc(H(&q, 1, &r.d, TK_HTTP_IETF), 3); /* a denial */
+	d = r.d;
+	d.dimension = 2;
+	assert_rc(H(&q, 1, &d, TK_HTTP_IETF), -EINVAL);
+	d.dimension = 1; /* limit 10, not 1000 */
+	assert_rc(H(&q, 1, &d, TK_HTTP_IETF), -EINVAL);
+	d = r.dims[1];
+	d.dimension = 1;
+	assert_rc(H(&q, 1, &d, TK_HTTP_IETF), 2);
 	/* Decisions of another policy, or in another order. */
 	q = r.q[0];
 	q.dims = &r.dims[1];

@@ -1664,8 +1664,10 @@ static void test_cluster_exact(void **state)
 					 ? tk_strerrorname(-WEXITSTATUS(status))
 					 : "killed");
 	}
+	/* The group's check of "a" and "b" took one of each: a simple
+	 * limiter's group and single checks share its states. */
 	for (k = 0; k < K; k++)
-		assert_int_equal(atomic_load(&admitted[k]), L);
+		assert_int_equal(atomic_load(&admitted[k]), k < 2 ? L - 1 : L);
 	tk_limiter_close(l);
 	tk_clock_free(c);
 	munmap((void *)admitted, 4096);
