@@ -886,15 +886,23 @@ TK_API int tk_decision_degraded(const struct tk_policy *p, unsigned int fail,
 				uint64_t now, struct tk_decision *out);
 
 /*
- * tk_limiter_wait() - shaper (leaky) policies: reserve @cost units and
- * sleep until their departure time.
+ * tk_limiter_wait() - block until @cost units for @key are admitted, on
+ * any policy (x/time/rate's WaitN).
  *
- * Sleeps in chunks of at most 100 ms, calling @cancelled(@ctx) (if not
- * NULL) between chunks.  Returns 0 with out->allowed true once the wait
- * is over; 0 with out->allowed false (nothing reserved, nothing slept) if
- * the queue would exceed max-queue; -ECANCELED if @cancelled returned
- * non-zero (the reservation stays consumed); -EINVAL for a policy that is
- * not a shaper.  Blocks; never call it from a signal handler.
+ * A shaper (a simple leaky: policy) reserves at once and sleeps its
+ * delay; a full queue returns 0 with out->allowed false at once.  Every
+ * other policy, composites included, checks, and while the check is
+ * denied sleeps the retry_after it reported and checks again: nothing is
+ * consumed while waiting, and the check itself decides each time, so
+ * waiters are admitted exactly at the policy's rate.  An admission that
+ * queues in a shaper dimension then sleeps its delay.  Sleeps are on the
+ * monotonic clock in chunks of at most 100 ms, calling @cancelled(@ctx)
+ * (if not NULL) before each.  Returns 0 with out->allowed true once
+ * admitted (and the delay slept); -ECANCELED if @cancelled returned
+ * non-zero (a shaper's reservation stays consumed; a wait for admission
+ * consumed nothing); -ERANGE at once if @cost can never be admitted;
+ * otherwise as tk_limiter_check().  Blocks; never call it from a signal
+ * handler.
  */
 TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
 			   size_t key_len, uint64_t cost,

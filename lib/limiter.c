@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct tk_limiter {
 	struct tk_policy *policy;
@@ -648,58 +647,6 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l)
 {
 	return l ? l->policy : NULL;
-}
-
-#define WAIT_CHUNK_NS UINT64_C(100000000)
-
-/*
- * Sleep @ns on the monotonic clock, in chunks of at most 100 ms so that
- * @cancelled is asked often and no single sleep exceeds what the
- * platform can express; a signal (EINTR) only shortens a chunk.
- */
-static int sleep_for(uint64_t ns, int (*cancelled)(void *ctx), void *ctx)
-{
-	struct timespec now, end, chunk;
-	uint64_t left;
-
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += (time_t)(ns / 1000000000u);
-	end.tv_nsec += (long)(ns % 1000000000u);
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > end.tv_sec ||
-		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-			return 0;
-		if (cancelled && cancelled(ctx))
-			return -ECANCELED;
-		left = (uint64_t)(end.tv_sec - now.tv_sec) * 1000000000u +
-		       (uint64_t)end.tv_nsec - (uint64_t)now.tv_nsec;
-		if (left > WAIT_CHUNK_NS)
-			left = WAIT_CHUNK_NS;
-		chunk.tv_sec = (time_t)(left / 1000000000u);
-		chunk.tv_nsec = (long)(left % 1000000000u);
-		nanosleep(&chunk, NULL);
-	}
-}
-
-TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
-			   size_t key_len, uint64_t cost,
-			   int (*cancelled)(void *ctx), void *ctx,
-			   struct tk_decision *out)
-{
-	int rc;
-
-	if (!l || !out || l->policy->kind != TK__SINGLE ||
-	    l->policy->dim[0].alg != &tk__leaky)
-		return -EINVAL;
-	rc = tk_limiter_check(l, key, key_len, cost, out);
-	if (rc || !out->allowed || out->delay == 0)
-		return rc;
-	return sleep_for(out->delay, cancelled, ctx);
 }
 
 TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,

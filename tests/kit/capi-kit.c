@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * capi-kit.c - see capi-kit.h.
+ *
+ * Every test runs on a manual clock, so that what a wait or a
+ * reservation decides is exact: a waiter sleeps real time but is
+ * admitted only once the test has moved the clock, and its decision is
+ * compared field for field with the same timeline run by plain checks
+ * on a memory store of its own ("the twin").  Real time only ever
+ * bounds how long the test waits for something to happen; the
+ * assertions are about what happened (counts, decisions, states).
+ */
+#include "capi-kit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "asserts.h"
+
+const struct capi_kit_target *capi_kit_target;
+
+/* 2023-11-14 23:00:00 UTC: every window of the tests starts here. */
+#define T0 (UINT64_C(1700002800) * SEC)
+
+struct fixture {
+	struct tk_clock *clock;
+	struct tk_store *store;
+};
+
+static void open_fixture(struct fixture *fx, int twin)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	assert_rc(tk_clock_manual_new(&fx->clock, T0), 0);
+	o.clock = fx->clock;
+	if (twin)
+		assert_rc(tk_store_open(&fx->store, "memory", &o), 0);
+	else
+		assert_rc(capi_kit_target->open(&fx->store, &o), 0);
+}
+
+static void close_fixture(struct fixture *fx)
+{
+	tk_store_close(fx->store);
+	tk_clock_free(fx->clock);
+}
+
+static struct tk_limiter *lim(const struct fixture *fx, const char *policy,
+			      const char *prefix)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+
+	o.clock = fx->clock;
+	o.store = fx->store;
+	o.prefix = prefix;
+	assert_rc(tk_limiter_open(&l, policy, NULL, &o), 0);
+	return l;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void assert_same(const struct tk_decision *a,
+			const struct tk_decision *b, const char *what)
+{
+	if (a->allowed != b->allowed || a->limit != b->limit ||
+	    a->remaining != b->remaining || a->reset_at != b->reset_at ||
+	    a->retry_after != b->retry_after || a->delay != b->delay)
+		fail_msg("%s: {%d %llu %llu %llu %llu %llu}, twin {%d %llu "
+			 "%llu %llu %llu %llu}",
+			 what, a->allowed, (unsigned long long)a->limit,
+			 (unsigned long long)a->remaining,
+			 (unsigned long long)a->reset_at,
+			 (unsigned long long)a->retry_after,
+			 (unsigned long long)a->delay, b->allowed,
+			 (unsigned long long)b->limit,
+			 (unsigned long long)b->remaining,
+			 (unsigned long long)b->reset_at,
+			 (unsigned long long)b->retry_after,
+			 (unsigned long long)b->delay);
+}
+
+struct waiter {
+	struct tk_limiter *l;
+	const char *key;
+	unsigned int waits;
+	_Atomic unsigned int *admitted; /* shared by the waiters of a key */
+	struct tk_decision *got;	/* one per admission, in order */
+	_Atomic int done;
+	int rc;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+	struct tk_decision d;
+	unsigned int i, at;
+
+	for (i = 0; i < w->waits; i++) {
+		w->rc = tk_limiter_wait(w->l, w->key, strlen(w->key), 1, NULL,
+					NULL, &d);
+		if (w->rc || !d.allowed)
+			break;
+		at = atomic_fetch_add(w->admitted, 1);
+		w->got[at] = d;
+	}
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* Wait (real time, at most 20 s) until @n admissions were counted. */
+static void await_count(_Atomic unsigned int *admitted, unsigned int n)
+{
+	unsigned int ms;
+
+	for (ms = 0; atomic_load(admitted) < n && ms < 20000; ms += 5)
+		sleep_ms(5);
+	assert_int_equal(atomic_load(admitted), n);
+}
+
+/*
+ * Each policy's key is exhausted by one check of @fill units; a waiter
+ * must then block (consuming nothing: the key's peek does not move)
+ * until the clock reaches the time forecast says, and be admitted by the
+ * check the twin makes at that time.
+ */
+static const struct {
+	const char *policy;
+	uint64_t fill;
+} policies[] = {
+	{ "gcra:10/s", 10 },
+	{ "token-bucket:capacity=3,refill=10/s", 3 },
+	{ "fixed-window:3/200ms", 3 },
+	{ "sliding-window:3/200ms", 3 },
+	{ "sliding-log:3/200ms", 3 },
+	{ "quota:3/200ms", 3 },
+	{ "all(gcra:10/s,fixed-window:20/1s)", 10 },
+	{ "any(fixed-window:3/200ms,sliding-log:3/200ms)", 3 },
+	{ "all(gcra:10/s,burst=1,leaky:100/s)", 1 },
+};
+
+static void wait_one_policy(struct fixture *fx, struct fixture *tw,
+			    const char *policy, uint64_t fill, int i)
+{
+	struct tk_decision d, t, before, after;
+	_Atomic unsigned int admitted = 0;
+	struct tk_limiter *l, *twin;
+	struct waiter w = { 0 };
+	char prefix[16];
+	pthread_t th;
+
+	snprintf(prefix, sizeof(prefix), "w%d:", i);
+	l = lim(fx, policy, prefix);
+	twin = lim(tw, policy, prefix);
+	assert_rc(tk_limiter_check(l, "k", 1, fill, &d), 0);
+	assert_rc(tk_limiter_check(twin, "k", 1, fill, &t), 0);
+	assert_true(d.allowed);
+	assert_rc(tk_limiter_peek(l, "k", 1, &before), 0);
+	assert_rc(tk_limiter_forecast(l, "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
+	assert_true(d.retry_after > 0);
+
+	w = (struct waiter){
+		.l = l, .key = "k", .waits = 1, .admitted = &admitted, .got = &t
+	};
+	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
+	/* Blocked, and consuming nothing, while the clock stands still. */
+	sleep_ms(250);
+	if (atomic_load(&w.done))
+		fail_msg("%s: the wait returned before the clock moved",
+			 policy);
+	assert_rc(tk_limiter_peek(l, "k", 1, &after), 0);
+	assert_same(&after, &before, policy);
+	/* A retry_after may be a lower bound (a sliding window's next
+	 * bucket): step by it until the key admits. */
+	while (!d.allowed) {
+		assert_rc(tk_clock_advance(fx->clock, d.retry_after), 0);
+		assert_rc(tk_clock_advance(tw->clock, d.retry_after), 0);
+		assert_rc(tk_limiter_forecast(l, "k", 1, 1, &d), 0);
+	}
+	pthread_join(th, NULL);
+	assert_rc(w.rc, 0);
+	assert_int_equal(admitted, 1);
+	/* The waiter's admission is the twin's check at that time. */
+	d = t;
+	assert_rc(tk_limiter_check(twin, "k", 1, 1, &t), 0);
+	assert_true(t.allowed);
+	assert_same(&d, &t, policy);
+	assert_rc(tk_limiter_peek(l, "k", 1, &after), 0);
+	assert_rc(tk_limiter_peek(twin, "k", 1, &t), 0);
+	assert_same(&after, &t, policy);
+	tk_limiter_close(l);
+	tk_limiter_close(twin);
+}
+
+void capi_kit_wait_every_policy(void **state)
+{
+	struct fixture fx, tw;
+	size_t i;
+
+	(void)state;
+	open_fixture(&fx, 0);
+	open_fixture(&tw, 1);
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+		wait_one_policy(&fx, &tw, policies[i].policy, policies[i].fill,
+				(int)i);
+	close_fixture(&tw);
+	close_fixture(&fx);
+}
+
+#define WAITERS 3
+#define WAITS 2
+
+/*
+ * Three threads wait for two units each of one key of gcra:10/s,burst=1
+ * (one unit every 100 ms): exactly one is admitted each time the clock
+ * moves by 100 ms, and none while it stands still, however often the
+ * others wake; the admissions are the GCRA's, 100 ms apart.
+ */
+void capi_kit_wait_contention(void **state)
+{
+	struct tk_decision got[WAITERS * WAITS], d;
+	struct waiter w[WAITERS];
+	_Atomic unsigned int admitted = 0;
+	pthread_t th[WAITERS];
+	struct tk_limiter *l;
+	struct fixture fx;
+	unsigned int i, k;
+
+	(void)state;
+	open_fixture(&fx, 0);
+	l = lim(&fx, "gcra:10/s,burst=1", "c:");
+	for (i = 0; i < WAITERS; i++) {
+		w[i] = (struct waiter){ .l = l,
+					.key = "hot",
+					.waits = WAITS,
+					.admitted = &admitted,
+					.got = got };
+		assert_int_equal(
+			pthread_create(&th[i], NULL, wait_thread, &w[i]), 0);
+	}
+	for (k = 1; k <= WAITERS * WAITS; k++) {
+		if (k > 1)
+			assert_rc(tk_clock_advance(fx.clock, 100 * MS), 0);
+		await_count(&admitted, k);
+		/* Every waiter re-checks within 100 ms: over-admission at
+		 * this instant would show by now. */
+		sleep_ms(250);
+		assert_int_equal(atomic_load(&admitted), k);
+	}
+	for (i = 0; i < WAITERS; i++) {
+		pthread_join(th[i], NULL);
+		assert_rc(w[i].rc, 0);
+	}
+	for (k = 0; k < WAITERS * WAITS; k++) {
+		assert_true(got[k].allowed);
+		assert_int_equal(got[k].reset_at, T0 + (k + 1) * 100 * MS);
+	}
+	/* Nothing consumed beyond the admissions. */
+	assert_rc(tk_limiter_peek(l, "hot", 3, &d), 0);
+	assert_int_equal(d.reset_at, T0 + WAITERS * WAITS * 100 * MS);
+	tk_limiter_close(l);
+	close_fixture(&fx);
+}
