@@ -857,10 +857,31 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 
 /*
  * tk_limiter_policy() - the limiter's policy, valid until the limiter is
- * closed (for tk_policy_format(), tk_policy_dimensions() and
- * tk_http_headers()).  Never fails for a valid limiter.
+ * closed, or, for a policy set by tk_limiter_set_policy(), until the
+ * next tk_limiter_set_policy() on it begins (for tk_policy_format(),
+ * tk_policy_dimensions() and tk_http_headers()).  Never fails for a
+ * valid limiter.
  */
 TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l);
+
+/*
+ * tk_limiter_set_policy() - replace the limiter's policy at runtime with
+ * the policy string @policy (x/time/rate's SetLimit and SetBurst): the
+ * same store, prefix, clock and fail policy, and the keys keep their
+ * counts exactly where a limiter opened on @policy would find them
+ * (tk_limiter_open(3), "Changing a policy").  Returns 0, -EINVAL for a
+ * NULL argument or an invalid policy, -ENOTSUP for a policy the store
+ * cannot run, -ENOMEM; on failure the limiter is unchanged.
+ *
+ * Concurrency: safe from any thread while others check: each call on
+ * the limiter runs wholly under the old policy or wholly under the new
+ * one (RCU: readers take no lock).  Blocks until calls that began under
+ * the policy it replaces have returned; never call it from a callback of
+ * the library (a custom clock, a wait's @cancelled).  The policy it
+ * replaces, if set by an earlier call, is freed before it returns: a
+ * pointer tk_limiter_policy() returned for it is then invalid.
+ */
+TK_API int tk_limiter_set_policy(struct tk_limiter *l, const char *policy);
 
 /*
  * tk_fail_parse() - the fail policy named by the @len bytes at @text:

@@ -21,6 +21,9 @@
 #include "algo/gcra.h"
 #include "step.h"
 #include "store/store-key.h"
+#include "atomic.h"
+#include "fork.h"
+#include "rcu.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +53,40 @@ struct tk_limiter {
 	uint32_t flags; /* tk__step_flags() of its checks */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX + TK__STORE_KEY_TAG_MAX];
+	/*
+	 * The policy set last by tk_limiter_set_policy(): a whole copy of
+	 * the limiter bound to it (whose own gen is NULL), or NULL while the
+	 * policy is the one opened with, these very fields (see gen_enter()).
+	 */
+	tk_atomic_ptr gen;
 };
+
+/*
+ * The limiter a call runs: @l itself while no policy was ever set (no RCU
+ * section: the handle's fields live until close), else its current
+ * generation, read in an RCU read-side section that gen_leave() ends, so
+ * that tk_limiter_set_policy() frees a generation it replaced only after
+ * every call that could see it is over.  A call sees one generation from
+ * start to end: either policy, never a mix.
+ */
+static inline __attribute__((always_inline)) struct tk_limiter *
+gen_enter(struct tk_limiter *l, int *rcu)
+{
+	*rcu = 0;
+	/* Relaxed: NULL publishes nothing; a generation is loaded again. */
+	if (caa_likely(!tk_atomic_load_ptr(&l->gen, TK_MO_RELAXED)))
+		return l;
+	*rcu = 1;
+	tk__rcu_read_lock();
+	/* Acquire: pairs with the release of the xchg in set_policy(). */
+	return tk_atomic_load_ptr(&l->gen, TK_MO_ACQUIRE);
+}
+
+static inline __attribute__((always_inline)) void gen_leave(int rcu)
+{
+	if (rcu)
+		tk__rcu_read_unlock();
+}
 
 /* The store key's format, and why: store-key.h. */
 #define SINGLE TK__STORE_KEY_SINGLE
@@ -258,6 +294,24 @@ static int run(struct tk_limiter *l, const char *key, size_t key_len,
 	return tk__step_done(l->store, &s, rc, out);
 }
 
+/* What a check of @l's policy needs bound at open (check_single()). */
+static void bind(struct tk_limiter *l)
+{
+	/* compose_key()'s bytes for a single policy, up to the key. */
+	l->head_len = tk__store_key_head(l->head, l->prefix, l->prefix_len,
+					 SINGLE, l->policy->dim[0].tag,
+					 l->policy->dim[0].tag_len);
+	l->single = NULL;
+	l->try_check = NULL;
+	l->flags = 0;
+	if (l->policy->kind == TK__SINGLE) {
+		l->single = &l->policy->dim[0];
+		if (tk__gcra_family(l->single))
+			l->try_check = l->store->ops->try_check;
+		l->flags = tk__step_flags(TK__OP_CHECK, l->single);
+	}
+}
+
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			   const char *store, const struct tk_options *opts)
 {
@@ -285,10 +339,6 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		l->prefix_len = strlen(o.prefix);
 		memcpy(l->prefix, o.prefix, l->prefix_len);
 	}
-	/* compose_key()'s bytes for a single policy, up to the key. */
-	l->head_len = tk__store_key_head(l->head, l->prefix, l->prefix_len,
-					 SINGLE, l->policy->dim[0].tag,
-					 l->policy->dim[0].tag_len);
 	if (o.store) {
 		l->store = o.store;
 	} else {
@@ -308,12 +358,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			tk_store_close(l->store);
 		goto fail;
 	}
-	if (l->policy->kind == TK__SINGLE) {
-		l->single = &l->policy->dim[0];
-		if (tk__gcra_family(l->single))
-			l->try_check = l->store->ops->try_check;
-		l->flags = tk__step_flags(TK__OP_CHECK, l->single);
-	}
+	bind(l);
 	*out = l;
 	return 0;
 fail:
@@ -371,10 +416,11 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 {
 	struct tk__when late;
 	uint64_t now = 0;
-	int rc;
+	int rc, rcu;
 
 	if (!l || !out)
 		return -EINVAL;
+	l = gen_enter(l, &rcu);
 	if (op == TK__OP_CHECK && l->try_check &&
 	    tk__store_reads_clock(l->store)) {
 		late = (struct tk__when){ l->clock, l->clock_id, 0 };
@@ -392,9 +438,10 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 		else if (l->fail != TK_FAIL_ERROR)
 			rc = keys_error(l->policy->n, key, key_len, keys) ?: rc;
 	}
-	if (rc == 0) /* a decision: nothing for the fail policy */
-		return 0;
-	return fail_policy(l->fail, l->policy, now, rc, out);
+	if (rc) /* a decision (0) is nothing for the fail policy */
+		rc = fail_policy(l->fail, l->policy, now, rc, out);
+	gen_leave(rcu);
+	return rc;
 }
 
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
@@ -491,9 +538,8 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 	free(br);
 }
 
-TK_API int tk_limiter_check_many(struct tk_limiter *l,
-				 const struct tk_request *reqs, size_t n,
-				 struct tk_decision *out, int *rcs)
+static int check_many(struct tk_limiter *l, const struct tk_request *reqs,
+		      size_t n, struct tk_decision *out, int *rcs)
 {
 	int batch_rc[BATCH_MAX];
 	uint64_t now = 0;
@@ -539,9 +585,23 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	return first;
 }
 
-TK_API int tk_limiter_check_keys(struct tk_limiter *l,
-				 const struct tk_key *keys, size_t n,
-				 uint64_t cost, struct tk_decision *out)
+TK_API int tk_limiter_check_many(struct tk_limiter *l,
+				 const struct tk_request *reqs, size_t n,
+				 struct tk_decision *out, int *rcs)
+{
+	int rc, rcu;
+
+	if (!l)
+		return -EINVAL;
+	l = gen_enter(l, &rcu);
+	rc = check_many(l, reqs, n, out, rcs);
+	gen_leave(rcu);
+	return rc;
+}
+
+/* The keys' count and the check, under one generation of @l. */
+static int check_keys(struct tk_limiter *l, const struct tk_key *keys, size_t n,
+		      uint64_t cost, struct tk_decision *out)
 {
 	if (!l || !keys || !out || cost == 0 || n != l->policy->n)
 		return -EINVAL;
@@ -549,6 +609,20 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 		return tk_limiter_check(l, keys[0].key, keys[0].key_len, cost,
 					out);
 	return run_now(l, NULL, 0, keys, TK__OP_CHECK, cost, out);
+}
+
+TK_API int tk_limiter_check_keys(struct tk_limiter *l,
+				 const struct tk_key *keys, size_t n,
+				 uint64_t cost, struct tk_decision *out)
+{
+	int rc, rcu;
+
+	if (!l)
+		return -EINVAL;
+	l = gen_enter(l, &rcu);
+	rc = check_keys(l, keys, n, cost, out);
+	gen_leave(rcu);
+	return rc;
 }
 
 _Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
@@ -609,10 +683,9 @@ static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	return ls[0]->store->ops->apply_multi(ls[0]->store, now, &m);
 }
 
-TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
-				  const struct tk_key *keys, size_t n,
-				  uint64_t cost, struct tk_decision *out,
-				  struct tk_decision *dims, size_t ndims)
+static int check_group(struct tk_limiter *const *ls, const struct tk_key *keys,
+		       size_t n, uint64_t cost, struct tk_decision *out,
+		       struct tk_decision *dims, size_t ndims)
 {
 	struct tk__step s = { .op = TK__OP_CHECK,
 			      .cost = cost,
@@ -644,13 +717,84 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 	return fail_policy(group_fail(ls, n), ls[0]->policy, now, rc, out);
 }
 
-TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l)
+/* Each limiter's current generation, all read in one RCU section. */
+TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
+				  const struct tk_key *keys, size_t n,
+				  uint64_t cost, struct tk_decision *out,
+				  struct tk_decision *dims, size_t ndims)
 {
-	return l ? l->policy : NULL;
+	struct tk_limiter *g[TK_GROUP_DIMENSIONS_MAX], *cur;
+	size_t i;
+	int rc;
+
+	/* Every limiter has a dimension at least. */
+	if (!ls || n == 0 || n > TK_GROUP_DIMENSIONS_MAX)
+		return -EINVAL;
+	tk__rcu_read_lock();
+	for (i = 0; i < n; i++) {
+		/* Acquire: pairs with the xchg in set_policy(). */
+		cur = ls[i] ? tk_atomic_load_ptr(&ls[i]->gen, TK_MO_ACQUIRE)
+			    : NULL;
+		g[i] = cur ? cur : ls[i];
+	}
+	rc = check_group(g, keys, n, cost, out, dims, ndims);
+	tk__rcu_read_unlock();
+	return rc;
 }
 
-TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
-			    size_t key_len)
+TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l)
+{
+	struct tk_limiter *g;
+
+	if (!l)
+		return NULL;
+	/* Acquire: pairs with the xchg in set_policy(). */
+	g = tk_atomic_load_ptr((tk_atomic_ptr *)&l->gen, TK_MO_ACQUIRE);
+	return g ? g->policy : l->policy;
+}
+
+/*
+ * A new generation of @l: the handle's store, clock, prefix and fail policy,
+ * bound to @policy.  Its keys are those the handle would compose for @policy,
+ * so a state keeps its counts exactly where a limiter opened on @policy would
+ * read it (tk_limiter_open(3), "Changing a policy").
+ */
+TK_API int tk_limiter_set_policy(struct tk_limiter *l, const char *policy)
+{
+	struct tk_limiter *g, *old;
+	int rc;
+
+	if (!l || !policy)
+		return -EINVAL;
+	g = malloc(sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	memcpy(g, l, sizeof(*g));
+	g->owns_store = 0;
+	tk_atomic_store_ptr(&g->gen, NULL, TK_MO_RELAXED);
+	g->policy = NULL;
+	rc = tk__policy_parse(&g->policy, policy, NULL);
+	if (rc == 0 && g->store->ops->supports)
+		rc = g->store->ops->supports(g->store, g->policy);
+	if (rc) {
+		tk_policy_free(g->policy);
+		free(g);
+		return tk__rc(rc);
+	}
+	bind(g);
+	tk__rcu_setup();
+	/* Release: publishes g's fields to gen_enter()'s acquire. */
+	old = tk_atomic_xchg_ptr(&l->gen, g, TK_MO_ACQ_REL);
+	if (old) {
+		/* No call that could see @old is still running after this. */
+		tk__rcu_synchronize();
+		tk_policy_free(old->policy);
+		free(old);
+	}
+	return 0;
+}
+
+static int reset(struct tk_limiter *l, const char *key, size_t key_len)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	const struct tk_policy *pol;
@@ -669,6 +813,19 @@ TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
 	return tk__rc(rc);
 }
 
+TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
+			    size_t key_len)
+{
+	int rc, rcu;
+
+	if (!l)
+		return -EINVAL;
+	l = gen_enter(l, &rcu);
+	rc = reset(l, key, key_len);
+	gen_leave(rcu);
+	return rc;
+}
+
 TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
 			    size_t size)
 {
@@ -679,8 +836,15 @@ TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
 
 TK_API void tk_limiter_close(struct tk_limiter *l)
 {
+	struct tk_limiter *g;
+
 	if (!l)
 		return;
+	g = tk_atomic_load_ptr(&l->gen, TK_MO_ACQUIRE);
+	if (g) {
+		tk_policy_free(g->policy);
+		free(g);
+	}
 	if (l->owns_store)
 		tk_store_close(l->store);
 	tk_policy_free(l->policy);

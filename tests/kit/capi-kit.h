@@ -29,6 +29,8 @@ extern const struct capi_kit_target *capi_kit_target;
 
 void capi_kit_wait_every_policy(void **state);
 void capi_kit_wait_contention(void **state);
+void capi_kit_set_policy(void **state);
+void capi_kit_set_policy_concurrent(void **state);
 
 /* Every test, named @prefix and its name, run after @setup (which sets
  * capi_kit_target). */
@@ -38,6 +40,8 @@ void capi_kit_wait_contention(void **state);
 	}
 #define CAPI_KIT_TESTS(prefix, setup)                                          \
 	CAPI_KIT_TEST(prefix, capi_kit_wait_every_policy, setup),              \
-		CAPI_KIT_TEST(prefix, capi_kit_wait_contention, setup)
+		CAPI_KIT_TEST(prefix, capi_kit_wait_contention, setup),        \
+		CAPI_KIT_TEST(prefix, capi_kit_set_policy, setup),             \
+		CAPI_KIT_TEST(prefix, capi_kit_set_policy_concurrent, setup)
 
 #endif
