@@ -55,6 +55,7 @@ extern "C" {
 
 struct tk_limiter;
 struct tk_store;
+struct tk_reservation;
 struct tk_clock;
 struct tk_policy;
 
@@ -863,6 +864,39 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
  * valid limiter.
  */
 TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l);
+
+/*
+ * tk_limiter_reserve() - a check of @cost units for @key that can be
+ * taken back (x/time/rate's ReserveN): as tk_limiter_check(), and, when
+ * admitted, *@res a reservation of the units consumed, which
+ * tk_reservation_cancel() gives back if the work did not happen and
+ * tk_reservation_free() releases; NULL when denied (nothing consumed).
+ * Returns 0 (the decision in *@out) or as tk_limiter_check(); the fail
+ * policy does not apply (a store failure is its error).  The limiter and
+ * its store must stay open while the reservation lives.  Concurrency: as
+ * tk_limiter_check(); one reservation is used by one thread at a time.
+ */
+TK_API int tk_limiter_reserve(struct tk_limiter *l, const char *key,
+			      size_t key_len, uint64_t cost,
+			      struct tk_reservation **res,
+			      struct tk_decision *out);
+
+/*
+ * tk_reservation_cancel() - give the reservation's units back, by the
+ * refund rules of tk_limiter_reserve(3): a key unchanged since gets its
+ * state before the check back exactly; a key checked since loses only
+ * the reservation's units where counts make that exact (windows, quotas,
+ * logs, sliding windows), and otherwise keeps them (gcra, token-bucket,
+ * leaky: fewer admitted, never more).  Returns the number of dimensions
+ * that got their units back (0 .. tk_policy_dimensions()), -EALREADY if
+ * the reservation was cancelled before, -ENOTSUP on a Redis store (not
+ * yet), -EINVAL for NULL, or a store's or clock's error.
+ */
+TK_API int tk_reservation_cancel(struct tk_reservation *r);
+
+/* tk_reservation_free() - release a reservation (its units stay taken
+ * unless it was cancelled); NULL is ignored. */
+TK_API void tk_reservation_free(struct tk_reservation *r);
 
 /*
  * tk_limiter_set_policy() - replace the limiter's policy at runtime with

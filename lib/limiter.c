@@ -24,6 +24,7 @@
 #include "atomic.h"
 #include "fork.h"
 #include "rcu.h"
+#include "reserve.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -823,6 +824,32 @@ TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
 	l = gen_enter(l, &rcu);
 	rc = reset(l, key, key_len);
 	gen_leave(rcu);
+	return rc;
+}
+
+int tk__limiter_reserve_keys(struct tk_limiter *l, const char *key,
+			     size_t key_len, struct tk__reserve_keys *k)
+{
+	size_t i, size;
+	int rc = 0, rcu;
+
+	l = gen_enter(l, &rcu);
+	k->store = l->store;
+	k->clock = l->clock;
+	size = sizeof(*l->policy) + l->policy->n * sizeof(l->policy->dim[0]);
+	k->policy = malloc(size);
+	if (!k->policy)
+		rc = -ENOMEM;
+	else
+		memcpy(k->policy, l->policy, size);
+	for (i = 0; rc == 0 && i < l->policy->n; i++)
+		rc = compose_key(l, l->single ? SINGLE : (int)i, key, key_len,
+				 k->key[i], &k->len[i]);
+	gen_leave(rcu);
+	if (rc) {
+		free(k->policy);
+		k->policy = NULL;
+	}
 	return rc;
 }
 
