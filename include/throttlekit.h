@@ -889,8 +889,9 @@ TK_API int tk_limiter_reserve(struct tk_limiter *l, const char *key,
  * logs, sliding windows), and otherwise keeps them (gcra, token-bucket,
  * leaky: fewer admitted, never more).  Returns the number of dimensions
  * that got their units back (0 .. tk_policy_dimensions()), -EALREADY if
- * the reservation was cancelled before, -ENOTSUP on a Redis store (not
- * yet), -EINVAL for NULL, or a store's or clock's error.
+ * the reservation was cancelled before, -EINVAL for NULL, or a store's
+ * or clock's error (on Redis, the refund script's: see
+ * tk_limiter_reserve(3)).
  */
 TK_API int tk_reservation_cancel(struct tk_reservation *r);
 

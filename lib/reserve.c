@@ -22,6 +22,10 @@
  *   - any other state is left as it is (gcra, token-bucket and leaky
  *     states written since, a later window, an expired or reset key):
  *     the consume stays, fewer admitted, never more.
+ * - A store that spells states its own way (Redis) keeps them as it
+ *   spelled them at the check and runs its own refund (its refund()
+ *   op: check.lua's refund script, through redis/xslot.c); every other
+ *   store runs give_back() below by apply().
  * - A reservation is cancelled at most once.
  */
 #include "algo/algo.h"
@@ -46,6 +50,9 @@ struct tk_reservation {
 	int had[TK__MULTI_MAX];	  /* a PRE state */
 	int wrote[TK__MULTI_MAX]; /* a POST state */
 	uint64_t *pre[TK__MULTI_MAX], *post[TK__MULTI_MAX];
+	/* The same states as a store with its own spelling (Redis) spells
+	 * them, for its refund(). */
+	struct tk__spelling spelling;
 	uint64_t words[]; /* PRE and POST, 2 * policy->state_words */
 };
 
@@ -274,6 +281,7 @@ static int check(struct tk_reservation *r, uint64_t now,
 		wrapped = t;
 		wrapped.fn = capture_one;
 		wrapped.ctx = &c;
+		wrapped.spelling = &r->spelling;
 		rc = r->store->ops->apply(r->store, r->key[0], r->len[0], now,
 					  &wrapped);
 	} else {
@@ -293,6 +301,7 @@ static int check(struct tk_reservation *r, uint64_t now,
 		mw = m;
 		mw.fn = capture_multi;
 		mw.ctx = &c;
+		mw.spelling = &r->spelling;
 		rc = r->store->ops->apply_multi(r->store, now, &mw);
 	}
 	r->now = s.now;
@@ -343,6 +352,28 @@ TK_API int tk_limiter_reserve(struct tk_limiter *l, const char *key,
 	return tk__rc(rc);
 }
 
+/* The refund of a store that runs it itself (Redis: check.lua's). */
+static int refund_there(struct tk_reservation *r)
+{
+	const struct tk__policy *pol[TK__MULTI_MAX];
+	const unsigned char *key[TK__MULTI_MAX];
+	int done[TK__MULTI_MAX], rc, n = 0;
+	size_t i;
+
+	for (i = 0; i < r->policy->n; i++) {
+		pol[i] = &r->policy->dim[i];
+		key[i] = r->key[i];
+	}
+	rc = r->store->ops->refund(r->store, r->policy->n, key, r->len, pol,
+				   &r->spelling, r->cost, done);
+	if (rc < 0)
+		return tk__rc(rc);
+	r->cancelled = 1;
+	for (i = 0; i < r->policy->n; i++)
+		n += done[i] != 0;
+	return n;
+}
+
 TK_API int tk_reservation_cancel(struct tk_reservation *r)
 {
 	const struct tk__policy *p;
@@ -357,9 +388,8 @@ TK_API int tk_reservation_cancel(struct tk_reservation *r)
 		return -EINVAL;
 	if (r->cancelled)
 		return -EALREADY;
-	/* The refund runs the transition here; Redis runs its own. */
-	if (!strcmp(r->store->ops->name, "redis"))
-		return -ENOTSUP;
+	if (r->store->ops->refund)
+		return refund_there(r);
 	/* A state that expired since holds none of the units. */
 	rc = tk__clock_read(r->clock, &now);
 	if (rc)
@@ -397,8 +427,14 @@ TK_API int tk_reservation_cancel(struct tk_reservation *r)
 
 TK_API void tk_reservation_free(struct tk_reservation *r)
 {
+	size_t i;
+
 	if (!r)
 		return;
+	for (i = 0; i < TK__MULTI_MAX; i++) {
+		free(r->spelling.pre[i]);
+		free(r->spelling.post[i]);
+	}
 	free(r->policy);
 	free(r);
 }
