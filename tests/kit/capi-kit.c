@@ -220,15 +220,27 @@ void capi_kit_wait_every_policy(void **state)
 #define WAITERS 3
 #define WAITS 2
 
+/* The manual clock @ctx, read slowly: a waiter that looked before it
+ * checked would leave the others time to look too. */
+static int slow_read(void *ctx, uint64_t *ns)
+{
+	sleep_ms(20);
+	return tk_clock_now(ctx, ns);
+}
+
 /*
  * Three threads wait for two units each of one key of gcra:10/s,burst=1
  * (one unit every 100 ms): exactly one is admitted each time the clock
  * moves by 100 ms, and none while it stands still, however often the
- * others wake; the admissions are the GCRA's, 100 ms apart.
+ * others wake; the admissions are the GCRA's, 100 ms apart.  The clock
+ * is slow to read, so that waiters overlap: a wait that looked (a peek)
+ * before its check would admit two at once.
  */
 void capi_kit_wait_contention(void **state)
 {
 	struct tk_decision got[WAITERS * WAITS], d;
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_clock *slow;
 	struct waiter w[WAITERS];
 	_Atomic unsigned int admitted = 0;
 	pthread_t th[WAITERS];
@@ -238,7 +250,11 @@ void capi_kit_wait_contention(void **state)
 
 	(void)state;
 	open_fixture(&fx, 0);
-	l = lim(&fx, "gcra:10/s,burst=1", "c:");
+	assert_rc(tk_clock_custom_new(&slow, slow_read, fx.clock), 0);
+	o.clock = slow;
+	o.store = fx.store;
+	o.prefix = "c:";
+	assert_rc(tk_limiter_open(&l, "gcra:10/s,burst=1", NULL, &o), 0);
 	for (i = 0; i < WAITERS; i++) {
 		w[i] = (struct waiter){ .l = l,
 					.key = "hot",
@@ -269,6 +285,7 @@ void capi_kit_wait_contention(void **state)
 	assert_rc(tk_limiter_peek(l, "hot", 3, &d), 0);
 	assert_int_equal(d.reset_at, T0 + WAITERS * WAITS * 100 * MS);
 	tk_limiter_close(l);
+	tk_clock_free(slow);
 	close_fixture(&fx);
 }
 
