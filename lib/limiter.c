@@ -718,28 +718,39 @@ static int check_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 	return fail_policy(group_fail(ls, n), ls[0]->policy, now, rc, out);
 }
 
-/* Each limiter's current generation, all read in one RCU section. */
+/*
+ * Each limiter's current generation, all read in one RCU section, or,
+ * while no limiter of the group ever had a policy set, the handles
+ * themselves without one (as gen_enter()).
+ */
 TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 				  const struct tk_key *keys, size_t n,
 				  uint64_t cost, struct tk_decision *out,
 				  struct tk_decision *dims, size_t ndims)
 {
 	struct tk_limiter *g[TK_GROUP_DIMENSIONS_MAX], *cur;
+	int rc, rcu = 0;
 	size_t i;
-	int rc;
 
 	/* Every limiter has a dimension at least. */
 	if (!ls || n == 0 || n > TK_GROUP_DIMENSIONS_MAX)
 		return -EINVAL;
-	tk__rcu_read_lock();
+	for (i = 0; i < n; i++)
+		/* Relaxed: a generation is loaded again below. */
+		if (ls[i] && tk_atomic_load_ptr(&ls[i]->gen, TK_MO_RELAXED))
+			rcu = 1;
+	if (rcu)
+		tk__rcu_read_lock();
 	for (i = 0; i < n; i++) {
 		/* Acquire: pairs with the xchg in set_policy(). */
-		cur = ls[i] ? tk_atomic_load_ptr(&ls[i]->gen, TK_MO_ACQUIRE)
-			    : NULL;
+		cur = ls[i] && rcu
+			      ? tk_atomic_load_ptr(&ls[i]->gen, TK_MO_ACQUIRE)
+			      : NULL;
 		g[i] = cur ? cur : ls[i];
 	}
 	rc = check_group(g, keys, n, cost, out, dims, ndims);
-	tk__rcu_read_unlock();
+	if (rcu)
+		tk__rcu_read_unlock();
 	return rc;
 }
 

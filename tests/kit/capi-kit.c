@@ -355,6 +355,33 @@ void capi_kit_set_policy(void **state)
 	close_fixture(&fx);
 }
 
+/* A group sees each limiter's policy as set last. */
+void capi_kit_set_policy_group(void **state)
+{
+	const struct tk_key keys[2] = { { "k", 1 }, { "k", 1 } };
+	struct tk_limiter *ls[2];
+	struct tk_decision d;
+	struct fixture fx;
+
+	(void)state;
+	open_fixture(&fx, 0);
+	ls[0] = lim(&fx, "fixed-window:1/1h", "g1:");
+	ls[1] = lim(&fx, "fixed-window:5/1h", "g2:");
+	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
+	assert_true(d.allowed);
+	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
+	assert_false(d.allowed);
+	/* The first limiter's one unit used stays counted, of three now. */
+	assert_rc(tk_limiter_set_policy(ls[0], "fixed-window:3/1h"), 0);
+	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 1);
+	assert_int_equal(d.limit, 3);
+	tk_limiter_close(ls[0]);
+	tk_limiter_close(ls[1]);
+	close_fixture(&fx);
+}
+
 struct checker {
 	struct tk_limiter *l;
 	_Atomic int *stop;

@@ -30,6 +30,7 @@ extern const struct capi_kit_target *capi_kit_target;
 void capi_kit_wait_every_policy(void **state);
 void capi_kit_wait_contention(void **state);
 void capi_kit_set_policy(void **state);
+void capi_kit_set_policy_group(void **state);
 void capi_kit_reserve_cancel(void **state);
 void capi_kit_set_policy_concurrent(void **state);
 
@@ -43,6 +44,7 @@ void capi_kit_set_policy_concurrent(void **state);
 	CAPI_KIT_TEST(prefix, capi_kit_wait_every_policy, setup),              \
 		CAPI_KIT_TEST(prefix, capi_kit_wait_contention, setup),        \
 		CAPI_KIT_TEST(prefix, capi_kit_set_policy, setup),             \
+		CAPI_KIT_TEST(prefix, capi_kit_set_policy_group, setup),       \
 		CAPI_KIT_TEST(prefix, capi_kit_reserve_cancel, setup),         \
 		CAPI_KIT_TEST(prefix, capi_kit_set_policy_concurrent, setup)
 
