@@ -55,6 +55,7 @@ extern "C" {
 
 struct tk_limiter;
 struct tk_store;
+struct tk_reservation;
 struct tk_clock;
 struct tk_policy;
 
@@ -1043,10 +1044,65 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 
 /*
  * tk_limiter_policy() - the limiter's policy, valid until the limiter is
- * closed (for tk_policy_format(), tk_policy_dimensions() and
- * tk_http_headers()).  Never fails for a valid limiter.
+ * closed, or, for a policy set by tk_limiter_set_policy(), until the
+ * next tk_limiter_set_policy() on it begins (for tk_policy_format(),
+ * tk_policy_dimensions() and tk_http_headers()).  Never fails for a
+ * valid limiter.
  */
 TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l);
+
+/*
+ * tk_limiter_reserve() - a check of @cost units for @key that can be
+ * taken back (x/time/rate's ReserveN): as tk_limiter_check(), and, when
+ * admitted, *@res a reservation of the units consumed, which
+ * tk_reservation_cancel() gives back if the work did not happen and
+ * tk_reservation_free() releases; NULL when denied (nothing consumed).
+ * Returns 0 (the decision in *@out) or as tk_limiter_check(); the fail
+ * policy does not apply (a store failure is its error).  The limiter and
+ * its store must stay open while the reservation lives.  Concurrency: as
+ * tk_limiter_check(); one reservation is used by one thread at a time.
+ */
+TK_API int tk_limiter_reserve(struct tk_limiter *l, const char *key,
+			      size_t key_len, uint64_t cost,
+			      struct tk_reservation **res,
+			      struct tk_decision *out);
+
+/*
+ * tk_reservation_cancel() - give the reservation's units back, by the
+ * refund rules of tk_limiter_reserve(3): a key unchanged since gets its
+ * state before the check back exactly; a key checked since loses only
+ * the reservation's units where counts make that exact (windows, quotas,
+ * logs, sliding windows), and otherwise keeps them (gcra, token-bucket,
+ * leaky: fewer admitted, never more).  Returns the number of dimensions
+ * that got their units back (0 .. tk_policy_dimensions()), -EALREADY if
+ * the reservation was cancelled before, -EINVAL for NULL, or a store's
+ * or clock's error (on Redis, the refund script's: see
+ * tk_limiter_reserve(3)).
+ */
+TK_API int tk_reservation_cancel(struct tk_reservation *r);
+
+/* tk_reservation_free() - release a reservation (its units stay taken
+ * unless it was cancelled); NULL is ignored. */
+TK_API void tk_reservation_free(struct tk_reservation *r);
+
+/*
+ * tk_limiter_set_policy() - replace the limiter's policy at runtime with
+ * the policy string @policy (x/time/rate's SetLimit and SetBurst): the
+ * same store, prefix, clock and fail policy, and the keys keep their
+ * counts exactly where a limiter opened on @policy would find them
+ * (tk_limiter_open(3), "Changing a policy").  Returns 0, -EINVAL for a
+ * NULL argument or an invalid policy, -ENOTSUP for a policy the store
+ * cannot run, -ENOMEM; on failure the limiter is unchanged.
+ *
+ * Concurrency: safe from any thread while others check: each call on
+ * the limiter runs wholly under the old policy or wholly under the new
+ * one (RCU: readers take no lock).  Blocks until calls that began under
+ * the policy it replaces have returned; never call it from a callback of
+ * the library (a custom clock, a wait's @cancelled).  The policy it
+ * replaces, if set by an earlier call, is freed before it returns: a
+ * pointer tk_limiter_policy() returned for it is then invalid.
+ */
+TK_API int tk_limiter_set_policy(struct tk_limiter *l, const char *policy);
 
 /*
  * tk_fail_parse() - the fail policy named by the @len bytes at @text:
@@ -1072,15 +1128,23 @@ TK_API int tk_decision_degraded(const struct tk_policy *p, unsigned int fail,
 				uint64_t now, struct tk_decision *out);
 
 /*
- * tk_limiter_wait() - shaper (leaky) policies: reserve @cost units and
- * sleep until their departure time.
+ * tk_limiter_wait() - block until @cost units for @key are admitted, on
+ * any policy (x/time/rate's WaitN).
  *
- * Sleeps in chunks of at most 100 ms, calling @cancelled(@ctx) (if not
- * NULL) between chunks.  Returns 0 with out->allowed true once the wait
- * is over; 0 with out->allowed false (nothing reserved, nothing slept) if
- * the queue would exceed max-queue; -ECANCELED if @cancelled returned
- * non-zero (the reservation stays consumed); -EINVAL for a policy that is
- * not a shaper.  Blocks; never call it from a signal handler.
+ * A shaper (a simple leaky: policy) reserves at once and sleeps its
+ * delay; a full queue returns 0 with out->allowed false at once.  Every
+ * other policy, composites included, checks, and while the check is
+ * denied sleeps the retry_after it reported and checks again: nothing is
+ * consumed while waiting, and the check itself decides each time, so
+ * waiters are admitted exactly at the policy's rate.  An admission that
+ * queues in a shaper dimension then sleeps its delay.  Sleeps are on the
+ * monotonic clock in chunks of at most 100 ms, calling @cancelled(@ctx)
+ * (if not NULL) before each.  Returns 0 with out->allowed true once
+ * admitted (and the delay slept); -ECANCELED if @cancelled returned
+ * non-zero (a shaper's reservation stays consumed; a wait for admission
+ * consumed nothing); -ERANGE at once if @cost can never be admitted;
+ * otherwise as tk_limiter_check().  Blocks; never call it from a signal
+ * handler.
  */
 TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
 			   size_t key_len, uint64_t cost,

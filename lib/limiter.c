@@ -22,11 +22,14 @@
 #include "step.h"
 #include "rule.h"
 #include "store/store-key.h"
+#include "atomic.h"
+#include "fork.h"
+#include "rcu.h"
+#include "reserve.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct tk_limiter {
 	struct tk_policy *policy;
@@ -53,7 +56,40 @@ struct tk_limiter {
 	int rule; /* its entry in the zone's rule directory + 1; 0: none */
 	size_t head_len;
 	unsigned char head[2 + TK_PREFIX_MAX + TK__STORE_KEY_TAG_MAX];
+	/*
+	 * The policy set last by tk_limiter_set_policy(): a whole copy of
+	 * the limiter bound to it (whose own gen is NULL), or NULL while the
+	 * policy is the one opened with, these very fields (see gen_enter()).
+	 */
+	tk_atomic_ptr gen;
 };
+
+/*
+ * The limiter a call runs: @l itself while no policy was ever set (no RCU
+ * section: the handle's fields live until close), else its current
+ * generation, read in an RCU read-side section that gen_leave() ends, so
+ * that tk_limiter_set_policy() frees a generation it replaced only after
+ * every call that could see it is over.  A call sees one generation from
+ * start to end: either policy, never a mix.
+ */
+static inline __attribute__((always_inline)) struct tk_limiter *
+gen_enter(struct tk_limiter *l, int *rcu)
+{
+	*rcu = 0;
+	/* Relaxed: NULL publishes nothing; a generation is loaded again. */
+	if (caa_likely(!tk_atomic_load_ptr(&l->gen, TK_MO_RELAXED)))
+		return l;
+	*rcu = 1;
+	tk__rcu_read_lock();
+	/* Acquire: pairs with the release of the xchg in set_policy(). */
+	return tk_atomic_load_ptr(&l->gen, TK_MO_ACQUIRE);
+}
+
+static inline __attribute__((always_inline)) void gen_leave(int rcu)
+{
+	if (rcu)
+		tk__rcu_read_unlock();
+}
 
 /* The store key's format, and why: store-key.h. */
 #define SINGLE TK__STORE_KEY_SINGLE
@@ -261,6 +297,24 @@ static int run(struct tk_limiter *l, const char *key, size_t key_len,
 	return tk__step_done(l->store, &s, rc, out);
 }
 
+/* What a check of @l's policy needs bound at open (check_single()). */
+static void bind(struct tk_limiter *l)
+{
+	/* compose_key()'s bytes for a single policy, up to the key. */
+	l->head_len = tk__store_key_head(l->head, l->prefix, l->prefix_len,
+					 SINGLE, l->policy->dim[0].tag,
+					 l->policy->dim[0].tag_len);
+	l->single = NULL;
+	l->try_check = NULL;
+	l->flags = 0;
+	if (l->policy->kind == TK__SINGLE) {
+		l->single = &l->policy->dim[0];
+		if (tk__gcra_family(l->single))
+			l->try_check = l->store->ops->try_check;
+		l->flags = tk__step_flags(TK__OP_CHECK, l->single);
+	}
+}
+
 TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 			   const char *store, const struct tk_options *opts)
 {
@@ -288,10 +342,6 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		l->prefix_len = strlen(o.prefix);
 		memcpy(l->prefix, o.prefix, l->prefix_len);
 	}
-	/* compose_key()'s bytes for a single policy, up to the key. */
-	l->head_len = tk__store_key_head(l->head, l->prefix, l->prefix_len,
-					 SINGLE, l->policy->dim[0].tag,
-					 l->policy->dim[0].tag_len);
 	if (o.store) {
 		l->store = o.store;
 	} else {
@@ -318,12 +368,7 @@ TK_API int tk_limiter_open(struct tk_limiter **out, const char *policy,
 		goto fail;
 	}
 	l->rule = rc;
-	if (l->policy->kind == TK__SINGLE) {
-		l->single = &l->policy->dim[0];
-		if (tk__gcra_family(l->single))
-			l->try_check = l->store->ops->try_check;
-		l->flags = tk__step_flags(TK__OP_CHECK, l->single);
-	}
+	bind(l);
 	*out = l;
 	return 0;
 fail:
@@ -381,10 +426,11 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 {
 	struct tk__when late;
 	uint64_t now = 0;
-	int rc;
+	int rc, rcu;
 
 	if (!l || !out)
 		return -EINVAL;
+	l = gen_enter(l, &rcu);
 	if (op == TK__OP_CHECK && l->try_check &&
 	    tk__store_reads_clock(l->store)) {
 		late = (struct tk__when){ l->clock, l->clock_id, 0 };
@@ -405,9 +451,11 @@ run_now(struct tk_limiter *l, const char *key, size_t key_len,
 	if (rc == 0) { /* a decision: nothing for the fail policy */
 		if (op == TK__OP_CHECK && l->rule)
 			tk__rule_count(l->store, l->rule, 1, !out->allowed);
-		return 0;
+	} else {
+		rc = fail_policy(l->fail, l->policy, now, rc, out);
 	}
-	return fail_policy(l->fail, l->policy, now, rc, out);
+	gen_leave(rcu);
+	return rc;
 }
 
 TK_API int tk_limiter_check(struct tk_limiter *l, const char *key,
@@ -504,9 +552,8 @@ static void run_batch(struct tk_limiter *l, const struct tk_request *reqs,
 	free(br);
 }
 
-TK_API int tk_limiter_check_many(struct tk_limiter *l,
-				 const struct tk_request *reqs, size_t n,
-				 struct tk_decision *out, int *rcs)
+static int check_many(struct tk_limiter *l, const struct tk_request *reqs,
+		      size_t n, struct tk_decision *out, int *rcs)
 {
 	int batch_rc[BATCH_MAX];
 	uint64_t now = 0, checks = 0, denies = 0;
@@ -558,9 +605,23 @@ TK_API int tk_limiter_check_many(struct tk_limiter *l,
 	return first;
 }
 
-TK_API int tk_limiter_check_keys(struct tk_limiter *l,
-				 const struct tk_key *keys, size_t n,
-				 uint64_t cost, struct tk_decision *out)
+TK_API int tk_limiter_check_many(struct tk_limiter *l,
+				 const struct tk_request *reqs, size_t n,
+				 struct tk_decision *out, int *rcs)
+{
+	int rc, rcu;
+
+	if (!l)
+		return -EINVAL;
+	l = gen_enter(l, &rcu);
+	rc = check_many(l, reqs, n, out, rcs);
+	gen_leave(rcu);
+	return rc;
+}
+
+/* The keys' count and the check, under one generation of @l. */
+static int check_keys(struct tk_limiter *l, const struct tk_key *keys, size_t n,
+		      uint64_t cost, struct tk_decision *out)
 {
 	if (!l || !keys || !out || cost == 0 || n != l->policy->n)
 		return -EINVAL;
@@ -568,6 +629,20 @@ TK_API int tk_limiter_check_keys(struct tk_limiter *l,
 		return tk_limiter_check(l, keys[0].key, keys[0].key_len, cost,
 					out);
 	return run_now(l, NULL, 0, keys, TK__OP_CHECK, cost, out);
+}
+
+TK_API int tk_limiter_check_keys(struct tk_limiter *l,
+				 const struct tk_key *keys, size_t n,
+				 uint64_t cost, struct tk_decision *out)
+{
+	int rc, rcu;
+
+	if (!l)
+		return -EINVAL;
+	l = gen_enter(l, &rcu);
+	rc = check_keys(l, keys, n, cost, out);
+	gen_leave(rcu);
+	return rc;
 }
 
 _Static_assert(TK_GROUP_DIMENSIONS_MAX <= TK__MULTI_MAX,
@@ -705,10 +780,9 @@ static void count_group(struct tk_limiter *const *ls, size_t n,
 	}
 }
 
-TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
-				  const struct tk_key *keys, size_t n,
-				  uint64_t cost, struct tk_decision *out,
-				  struct tk_decision *dims, size_t ndims)
+static int check_group(struct tk_limiter *const *ls, const struct tk_key *keys,
+		       size_t n, uint64_t cost, struct tk_decision *out,
+		       struct tk_decision *dims, size_t ndims)
 {
 	struct tk__step s = { .op = TK__OP_CHECK,
 			      .cost = cost,
@@ -743,65 +817,95 @@ TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
 	return fail_policy(group_fail(ls, n), ls[0]->policy, now, rc, out);
 }
 
+/*
+ * Each limiter's current generation, all read in one RCU section, or,
+ * while no limiter of the group ever had a policy set, the handles
+ * themselves without one (as gen_enter()).
+ */
+TK_API int tk_limiter_check_group(struct tk_limiter *const *ls,
+				  const struct tk_key *keys, size_t n,
+				  uint64_t cost, struct tk_decision *out,
+				  struct tk_decision *dims, size_t ndims)
+{
+	struct tk_limiter *g[TK_GROUP_DIMENSIONS_MAX], *cur;
+	int rc, rcu = 0;
+	size_t i;
+
+	/* Every limiter has a dimension at least. */
+	if (!ls || n == 0 || n > TK_GROUP_DIMENSIONS_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		/* Relaxed: a generation is loaded again below. */
+		if (ls[i] && tk_atomic_load_ptr(&ls[i]->gen, TK_MO_RELAXED))
+			rcu = 1;
+	if (rcu)
+		tk__rcu_read_lock();
+	for (i = 0; i < n; i++) {
+		/* Acquire: pairs with the xchg in set_policy(). */
+		cur = ls[i] && rcu
+			      ? tk_atomic_load_ptr(&ls[i]->gen, TK_MO_ACQUIRE)
+			      : NULL;
+		g[i] = cur ? cur : ls[i];
+	}
+	rc = check_group(g, keys, n, cost, out, dims, ndims);
+	if (rcu)
+		tk__rcu_read_unlock();
+	return rc;
+}
+
 TK_API const struct tk_policy *tk_limiter_policy(const struct tk_limiter *l)
 {
-	return l ? l->policy : NULL;
-}
+	struct tk_limiter *g;
 
-#define WAIT_CHUNK_NS UINT64_C(100000000)
+	if (!l)
+		return NULL;
+	/* Acquire: pairs with the xchg in set_policy(). */
+	g = tk_atomic_load_ptr((tk_atomic_ptr *)&l->gen, TK_MO_ACQUIRE);
+	return g ? g->policy : l->policy;
+}
 
 /*
- * Sleep @ns on the monotonic clock, in chunks of at most 100 ms so that
- * @cancelled is asked often and no single sleep exceeds what the
- * platform can express; a signal (EINTR) only shortens a chunk.
+ * A new generation of @l: the handle's store, clock, prefix and fail policy,
+ * bound to @policy.  Its keys are those the handle would compose for @policy,
+ * so a state keeps its counts exactly where a limiter opened on @policy would
+ * read it (tk_limiter_open(3), "Changing a policy").
  */
-static int sleep_for(uint64_t ns, int (*cancelled)(void *ctx), void *ctx)
+TK_API int tk_limiter_set_policy(struct tk_limiter *l, const char *policy)
 {
-	struct timespec now, end, chunk;
-	uint64_t left;
-
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += (time_t)(ns / 1000000000u);
-	end.tv_nsec += (long)(ns % 1000000000u);
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > end.tv_sec ||
-		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-			return 0;
-		if (cancelled && cancelled(ctx))
-			return -ECANCELED;
-		left = (uint64_t)(end.tv_sec - now.tv_sec) * 1000000000u +
-		       (uint64_t)end.tv_nsec - (uint64_t)now.tv_nsec;
-		if (left > WAIT_CHUNK_NS)
-			left = WAIT_CHUNK_NS;
-		chunk.tv_sec = (time_t)(left / 1000000000u);
-		chunk.tv_nsec = (long)(left % 1000000000u);
-		nanosleep(&chunk, NULL);
-	}
-}
-
-TK_API int tk_limiter_wait(struct tk_limiter *l, const char *key,
-			   size_t key_len, uint64_t cost,
-			   int (*cancelled)(void *ctx), void *ctx,
-			   struct tk_decision *out)
-{
+	struct tk_limiter *g, *old;
 	int rc;
 
-	if (!l || !out || l->policy->kind != TK__SINGLE ||
-	    l->policy->dim[0].alg != &tk__leaky)
+	if (!l || !policy)
 		return -EINVAL;
-	rc = tk_limiter_check(l, key, key_len, cost, out);
-	if (rc || !out->allowed || out->delay == 0)
-		return rc;
-	return sleep_for(out->delay, cancelled, ctx);
+	g = malloc(sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	memcpy(g, l, sizeof(*g));
+	g->owns_store = 0;
+	tk_atomic_store_ptr(&g->gen, NULL, TK_MO_RELAXED);
+	g->policy = NULL;
+	rc = tk__policy_parse(&g->policy, policy, NULL);
+	if (rc == 0 && g->store->ops->supports)
+		rc = g->store->ops->supports(g->store, g->policy);
+	if (rc) {
+		tk_policy_free(g->policy);
+		free(g);
+		return tk__rc(rc);
+	}
+	bind(g);
+	tk__rcu_setup();
+	/* Release: publishes g's fields to gen_enter()'s acquire. */
+	old = tk_atomic_xchg_ptr(&l->gen, g, TK_MO_ACQ_REL);
+	if (old) {
+		/* No call that could see @old is still running after this. */
+		tk__rcu_synchronize();
+		tk_policy_free(old->policy);
+		free(old);
+	}
+	return 0;
 }
 
-TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
-			    size_t key_len)
+static int reset(struct tk_limiter *l, const char *key, size_t key_len)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	const struct tk_policy *pol;
@@ -820,6 +924,45 @@ TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
 	return tk__rc(rc);
 }
 
+TK_API int tk_limiter_reset(struct tk_limiter *l, const char *key,
+			    size_t key_len)
+{
+	int rc, rcu;
+
+	if (!l)
+		return -EINVAL;
+	l = gen_enter(l, &rcu);
+	rc = reset(l, key, key_len);
+	gen_leave(rcu);
+	return rc;
+}
+
+int tk__limiter_reserve_keys(struct tk_limiter *l, const char *key,
+			     size_t key_len, struct tk__reserve_keys *k)
+{
+	size_t i, size;
+	int rc = 0, rcu;
+
+	l = gen_enter(l, &rcu);
+	k->store = l->store;
+	k->clock = l->clock;
+	size = sizeof(*l->policy) + l->policy->n * sizeof(l->policy->dim[0]);
+	k->policy = malloc(size);
+	if (!k->policy)
+		rc = -ENOMEM;
+	else
+		memcpy(k->policy, l->policy, size);
+	for (i = 0; rc == 0 && i < l->policy->n; i++)
+		rc = compose_key(l, l->single ? SINGLE : (int)i, key, key_len,
+				 k->key[i], &k->len[i]);
+	gen_leave(rcu);
+	if (rc) {
+		free(k->policy);
+		k->policy = NULL;
+	}
+	return rc;
+}
+
 TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
 			    size_t size)
 {
@@ -830,8 +973,15 @@ TK_API int tk_limiter_stats(struct tk_limiter *l, struct tk_stats *out,
 
 TK_API void tk_limiter_close(struct tk_limiter *l)
 {
+	struct tk_limiter *g;
+
 	if (!l)
 		return;
+	g = tk_atomic_load_ptr(&l->gen, TK_MO_ACQUIRE);
+	if (g) {
+		tk_policy_free(g->policy);
+		free(g);
+	}
 	if (l->owns_store)
 		tk_store_close(l->store);
 	tk_policy_free(l->policy);

@@ -221,6 +221,7 @@ static const struct tk__store_ops redis_ops = {
 	.apply_multi = redis_apply_multi,
 	.apply_batch = tk__redis_apply_batch,
 	.reset = redis_reset,
+	.refund = tk__redis_refund,
 	.stats = redis_stats,
 	.supports = redis_supports,
 	.ping = tk__redis_ping,

@@ -180,6 +180,10 @@ int tk__redis_take_old(struct tk__redis_bufs *b, const struct tk__redis_req *q,
 int tk__redis_transition(const struct tk__redis_req *q,
 			 const uint64_t *const *old, uint64_t *const *next,
 			 int *persist);
+/* Key @i's states, pre and post (NULL: none), copied into @sp: 0 or
+ * -ENOMEM. */
+int tk__redis_spelled(struct tk__spelling *sp, size_t i, const char *pre,
+		      size_t pre_len, const char *post, size_t post_len);
 /* The script's reply @r to @q, judged as apply() does: its result. */
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
 
@@ -240,6 +244,13 @@ int tk__redis_ping(struct tk_store *base, struct tk_store_ping *out);
  * script per slot (see there).  As apply_multi().
  */
 int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q);
+
+/* xslot.c: the store's refund() (struct tk__store_ops), one refund
+ * script per slot. */
+int tk__redis_refund(struct tk_store *base, size_t n,
+		     const unsigned char *const *key, const size_t *len,
+		     const struct tk__policy *const *pol,
+		     const struct tk__spelling *sp, uint64_t cost, int *done);
 
 /* pipeline.c: the store's apply_batch(). */
 void tk__redis_apply_batch(struct tk_store *base, uint64_t now,

@@ -130,6 +130,46 @@ static int verdict(const redisReply *r, const struct tk__redis_req *q,
 	return rc;
 }
 
+int tk__redis_spelled(struct tk__spelling *sp, size_t i, const char *pre,
+		      size_t pre_len, const char *post, size_t post_len)
+{
+	free(sp->pre[i]);
+	free(sp->post[i]);
+	sp->pre[i] = pre ? malloc(pre_len + 1) : NULL;
+	sp->post[i] = post ? malloc(post_len + 1) : NULL;
+	if ((pre && !sp->pre[i]) || (post && !sp->post[i]))
+		return -ENOMEM;
+	if (pre)
+		memcpy(sp->pre[i], pre, pre_len);
+	if (post)
+		memcpy(sp->post[i], post, post_len);
+	sp->pre_len[i] = pre_len;
+	sp->post_len[i] = post_len;
+	return 0;
+}
+
+/* A reservation's states as the script spelled them (lib/reserve.c). */
+static int spell(const struct tk__redis_req *q, const redisReply *r)
+{
+	struct tk__spelling *sp = q->t ? q->t->spelling : q->m->spelling;
+	const redisReply *a, *b;
+	size_t i;
+	int rc = 0;
+
+	if (!sp)
+		return 0;
+	sp->now = *q->decide_at;
+	for (i = 0; rc == 0 && i < q->n; i++) {
+		a = r->element[1 + i];
+		b = r->element[1 + q->n + i];
+		rc = tk__redis_spelled(
+			sp, i, a->type == REDIS_REPLY_STRING ? a->str : NULL,
+			a->len, b->type == REDIS_REPLY_STRING ? b->str : NULL,
+			b->len);
+	}
+	return rc;
+}
+
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 {
 	struct tk__redis_bufs b;
@@ -137,6 +177,8 @@ int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 
 	if (rc == 0)
 		rc = verdict(r, q, &b);
+	if (rc >= 0 && spell(q, r))
+		rc = -ENOMEM;
 	free(b.heap);
 	return rc;
 }

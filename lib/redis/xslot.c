@@ -48,6 +48,9 @@
  * check of these keys between a consume and its refund) the decisions
  * and states are the memory store's, bit for bit.
  *
+ * A reservation's cancel (lib/reserve.c) is the same refund, over the
+ * states its check spelled: tk__redis_refund().
+ *
  * any() needs no refund: it consumes in every dimension that admits,
  * whatever the others do, so each part is checked on its own and the
  * check is admitted if one part admits.
@@ -83,6 +86,8 @@ struct xslot {
 	/* Per key: PRE and POST as the server spelled them (NULL: none). */
 	char *pre[TK__MULTI_MAX], *post[TK__MULTI_MAX];
 	size_t pre_len[TK__MULTI_MAX], post_len[TK__MULTI_MAX];
+	/* Per key, what its refund did (tk__redis_refund()), or NULL. */
+	int *done;
 	/* Per key, its policy's state_words each: the state read (old[k]
 	 * points there, or is NULL), the state written, the limiter's. */
 	uint64_t *words[TK__MULTI_MAX], *made[TK__MULTI_MAX];
@@ -380,6 +385,10 @@ static int refund_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 	if (rc == 0) {
 		if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
 			rc = -EPROTO;
+		for (i = 0, n = 0; rc == 0 && x->done && i < a->p->n; i++)
+			if (x->post[a->p->at[i]])
+				x->done[a->p->at[i]] =
+					(int)r->element[n++]->integer;
 		tk__redis_reply_free(r);
 	}
 	return rc;
@@ -512,10 +521,56 @@ int tk__redis_xslot(struct tk__redis_store *s, struct tk__redis_req *q)
 			admitted |= a[i].admitted;
 		rc = decide(x, admitted);
 	}
+	/* A reservation keeps the states as the server spelled them. */
+	for (i = 0; rc >= 0 && q->m->spelling && i < q->n; i++)
+		if (tk__redis_spelled(q->m->spelling, i, x->pre[i],
+				      x->pre_len[i], x->post[i],
+				      x->post_len[i]))
+			rc = -ENOMEM;
+	if (rc >= 0 && q->m->spelling)
+		q->m->spelling->now = x->now;
 out:
 	for (i = 0; i < q->n; i++) {
 		free(x->pre[i]);
 		free(x->post[i]);
+	}
+	free(x);
+	return rc;
+}
+
+int tk__redis_refund(struct tk_store *base, size_t n,
+		     const unsigned char *const *key, const size_t *len,
+		     const struct tk__policy *const *pol,
+		     const struct tk__spelling *sp, uint64_t cost, int *done)
+{
+	struct tk__redis_store *s = (struct tk__redis_store *)base;
+	struct consume_arg a[TK__MULTI_MAX];
+	struct tk__redis_req q = { .n = n, .kind = TK__ALL, .cost = cost };
+	struct xslot *x;
+	size_t i;
+	int rc = 0;
+
+	q.now = sp->now;
+	for (i = 0; i < n && rc == 0; i++) {
+		q.pol[i] = pol[i];
+		done[i] = 0;
+		rc = tk__redis_key(s, key[i], len[i], q.key[i], &q.klen[i]);
+	}
+	x = rc ? NULL : xslot_new(&q);
+	if (!x)
+		return rc ? rc : -ENOMEM;
+	/* The states are the caller's: lent, never freed here. */
+	for (i = 0; i < n; i++) {
+		x->pre[i] = sp->pre[i];
+		x->pre_len[i] = sp->pre_len[i];
+		x->post[i] = sp->post[i];
+		x->post_len[i] = sp->post_len[i];
+	}
+	x->done = done;
+	split(x);
+	for (i = 0; rc == 0 && i < x->parts; i++) {
+		a[i] = (struct consume_arg){ x, &x->part[i], 0 };
+		rc = tk__redis_route(s, x->part[i].slot, refund_on, &a[i]);
 	}
 	free(x);
 	return rc;

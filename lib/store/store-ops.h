@@ -21,6 +21,18 @@
 #include "status.h" /* TK__NOT_HERE */
 
 /*
+ * Optional, with a check (a reservation, lib/reserve.c): where a store
+ * that keeps states in a spelling of its own (Redis) leaves the states
+ * the check read (pre) and wrote (post) of each key, as it spells them
+ * (malloc'd; NULL: none), and the time it decided at, for its refund().
+ */
+struct tk__spelling {
+	char *pre[8], *post[8];
+	size_t pre_len[8], post_len[8];
+	uint64_t now; /* ns */
+};
+
+/*
  * A transition as a store sees it.  fn() is pure and may run several
  * times for one apply (each CAS retry); only the last run's side effects
  * on @ctx count.  @old is NULL when the key has no live state.
@@ -41,6 +53,7 @@ struct tk__transform {
 	/* The time fn() decides at (ns): the limiter's clock reading, which
 	 * a store deciding on its server's clock replaces before fn(). */
 	uint64_t *now;
+	struct tk__spelling *spelling; /* NULL, or see there */
 };
 
 /*
@@ -70,6 +83,7 @@ extern __thread struct tk__last_write tk__last_write
  * all of it in one atomic step, or nothing.
  */
 #define TK__MULTI_MAX 8
+_Static_assert(TK__MULTI_MAX == 8, "struct tk__spelling holds every key");
 
 struct tk__multi {
 	size_t n;
@@ -87,6 +101,7 @@ struct tk__multi {
 	uint64_t cost;
 	enum tk__composite kind;
 	uint64_t *now;
+	struct tk__spelling *spelling; /* NULL, or see there */
 };
 
 /*
@@ -138,6 +153,17 @@ struct tk__store_ops {
 	void (*apply_batch)(struct tk_store *s, uint64_t now,
 			    struct tk__batch_item *items, size_t n);
 	int (*reset)(struct tk_store *s, const unsigned char *key, size_t len);
+	/*
+	 * Optional: give back @cost units a check of the @n keys @key
+	 * (@len bytes each; policies @pol) consumed, by the refund rules of
+	 * lib/reserve.c, from the states it spelled in @sp; done[i] 1 (the
+	 * state before restored), 2 (the units given back) or 0 (left).  A
+	 * store without it runs lib/reserve.c's transition by apply().
+	 */
+	int (*refund)(struct tk_store *s, size_t n,
+		      const unsigned char *const *key, const size_t *len,
+		      const struct tk__policy *const *pol,
+		      const struct tk__spelling *sp, uint64_t cost, int *done);
 	void (*stats)(struct tk_store *s, struct tk_stats *out);
 	/* Optional: 0, or -ENOTSUP if this store cannot run @p yet (Redis). */
 	int (*supports)(struct tk_store *s, const struct tk_policy *p);

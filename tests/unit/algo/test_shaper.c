@@ -73,8 +73,8 @@ static void test_pacing_and_queue(void **state)
 static void test_cost_and_peek(void **state)
 {
 	struct tk_clock *clock;
-	struct tk_limiter *l = open_manual("leaky:10/1s,max-queue=500ms",
-					   &clock);
+	struct tk_limiter *l =
+		open_manual("leaky:10/1s,max-queue=500ms", &clock);
 	struct tk_decision d;
 
 	(void)state;
@@ -128,8 +128,9 @@ static void test_wait_sleeps_the_whole_delay(void **state)
 	int calls = 0;
 
 	(void)state;
-	assert_int_equal(tk_limiter_open(&l, "leaky:4/1s,max-queue=1s",
-					 "memory", NULL), 0);
+	assert_int_equal(
+		tk_limiter_open(&l, "leaky:4/1s,max-queue=1s", "memory", NULL),
+		0);
 	assert_int_equal(tk_limiter_wait(l, "k", 1, 1, never, &calls, &d), 0);
 	assert_true(d.allowed);
 	start = mono_ns();
@@ -156,27 +157,37 @@ static void test_wait_cancel_and_errors(void **state)
 	int calls = 0;
 
 	(void)state;
-	assert_int_equal(tk_limiter_open(&l, "leaky:1/10s,max-queue=1m",
-					 "memory", NULL), 0);
+	assert_int_equal(
+		tk_limiter_open(&l, "leaky:1/10s,max-queue=1m", "memory", NULL),
+		0);
 	assert_int_equal(tk_limiter_wait(l, "k", 1, 1, NULL, NULL, &d), 0);
 	assert_int_equal(d.delay, 0);
-	assert_int_equal(tk_limiter_wait(l, "k", 1, 1, cancel_now, &calls,
-					 &d), -ECANCELED);
+	assert_int_equal(tk_limiter_wait(l, "k", 1, 1, cancel_now, &calls, &d),
+			 -ECANCELED);
 	assert_int_equal(calls, 1);
 	/* Queue full (departures at +20 s .. +70 s, max-queue 60 s):
 	 * no sleep, allowed false. */
 	assert_int_equal(tk_limiter_check(l, "k", 1, 5, &d), 0);
 	assert_true(d.allowed);
-	assert_int_equal(tk_limiter_wait(l, "k", 1, 1, cancel_now, &calls,
-					 &d), 0);
+	assert_int_equal(tk_limiter_wait(l, "k", 1, 1, cancel_now, &calls, &d),
+			 0);
 	assert_false(d.allowed);
 	assert_true(d.retry_after > 0);
 	assert_int_equal(calls, 1);
 	tk_limiter_close(l);
-	/* Only shapers wait. */
+	/* Every policy waits; one that can never admit the cost says so
+	 * at once (tests/kit/capi-kit.c waits on each algorithm). */
 	assert_int_equal(tk_limiter_open(&g, "gcra:1/s", "memory", NULL), 0);
-	assert_int_equal(tk_limiter_wait(g, "k", 1, 1, NULL, NULL, &d),
-			 -EINVAL);
+	assert_int_equal(tk_limiter_wait(g, "k", 1, 2, NULL, NULL, &d),
+			 -ERANGE);
+	assert_int_equal(tk_limiter_wait(g, "k", 1, 1, cancel_now, &calls, &d),
+			 0);
+	assert_true(d.allowed);
+	/* Denied now: the hook is asked before the first sleep. */
+	assert_int_equal(tk_limiter_wait(g, "k", 1, 1, cancel_now, &calls, &d),
+			 -ECANCELED);
+	assert_false(d.allowed);
+	assert_int_equal(calls, 2);
 	tk_limiter_close(g);
 }
 
@@ -208,7 +219,8 @@ static void test_property_vs_model(void **state)
 		r = 1 + rnd(&seed) % 20;
 		p = (1 + rnd(&seed) % 2000) * MS;
 		q = (rnd(&seed) % 3000) * MS;
-		snprintf(policy, sizeof(policy), "leaky:%llu/%llums,max-queue=%llums",
+		snprintf(policy, sizeof(policy),
+			 "leaky:%llu/%llums,max-queue=%llums",
 			 (unsigned long long)r, (unsigned long long)(p / MS),
 			 (unsigned long long)(q / MS));
 		t = p / r;
@@ -238,10 +250,11 @@ static void test_property_vs_model(void **state)
 				assert_int_equal(d.delay, delay);
 				assert_int_equal(d.retry_after, 0);
 				assert_int_equal(d.reset_at, next);
-				assert_int_equal(d.remaining,
-						 next - now <= q ?
-							 (q - (next - now)) / t + 1 :
-							 0);
+				assert_int_equal(
+					d.remaining,
+					next - now <= q
+						? (q - (next - now)) / t + 1
+						: 0);
 			} else {
 				assert_false(d.allowed);
 				assert_int_equal(d.delay, 0);
