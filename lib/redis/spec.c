@@ -309,6 +309,9 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 
 	memset(out, 0, sizeof(*out));
 	out->timeout = out->connect_timeout = TK__REDIS_DEFAULT_TIMEOUT;
+	/* Hosts whose clocks differ agree (issue #25); server_time=0 opts
+	 * out, as a limiter on a manual or custom clock must. */
+	out->server_time = 1;
 	memcpy(out->key_prefix, "tk:", 4);
 	out->key_prefix_len = 3;
 	if (why_len)
