@@ -83,6 +83,8 @@ struct tk__redis_conn {
 	uint64_t retry_at; /* monotonic ns: no connect before */
 	uint64_t backoff;  /* ns, 0 after a success */
 	int last_err;	   /* what calls answer until retry_at */
+	int up;		   /* counted in the store's open connections */
+	int ever;	   /* connected before: the next is a reconnect */
 	struct tk__redis_engine engine;
 	char redirect[TK__REDIS_HOST_MAX + 8]; /* MOVED or ASK: HOST:PORT */
 };
@@ -224,8 +226,17 @@ static int redirected(struct tk__redis_conn *c, const redisReply *r, int rc)
 	return rc;
 }
 
+/* Counts a failed connect or command by its errno. */
+static void count_io(const struct tk__redis_conn *c, int rc)
+{
+	if (rc == -ETIMEDOUT)
+		TK__REDIS_COUNT(c->spec, timeouts, 1);
+	else if (rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EMFILE)
+		TK__REDIS_COUNT(c->spec, conn_errors, 1);
+}
+
 /* The errno of an error reply (the server's text stays out of it). */
-static int reply_error(struct tk__redis_conn *c, const redisReply *r)
+static int mapped(struct tk__redis_conn *c, const redisReply *r)
 {
 	if (starts(r->str, r->len, "MOVED "))
 		return redirected(c, r, TK__REDIS_MOVED);
@@ -258,8 +269,25 @@ static int reply_error(struct tk__redis_conn *c, const redisReply *r)
 	return -EPROTO;
 }
 
+/* The errno of an error reply (the server's text stays out of it),
+ * counted: the answers by which the script is found and loaded are no
+ * errors. */
+static int reply_error(struct tk__redis_conn *c, const redisReply *r)
+{
+	int rc = mapped(c, r);
+
+	if (rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK)
+		TK__REDIS_COUNT(c->spec, redirects, 1);
+	else if (rc != -ENOENT && rc != -ENOSYS && rc != -EEXIST)
+		TK__REDIS_COUNT(c->spec, error_replies, 1);
+	return rc;
+}
+
 static void drop(struct tk__redis_conn *c)
 {
+	if (c->up)
+		TK__REDIS_COUNT(c->spec, connections, (uint64_t)-1);
+	c->up = 0;
 	/* Closes the descriptor only: a child's close leaves the parent's
 	 * connection up, as nothing is sent. */
 	redisFree(c->ctx);
@@ -273,6 +301,7 @@ static void drop(struct tk__redis_conn *c)
  */
 static int lost(struct tk__redis_conn *c, int rc)
 {
+	count_io(c, rc);
 	drop(c);
 	c->last_err = rc;
 	return rc;
@@ -287,6 +316,7 @@ static int failed(struct tk__redis_conn *c, int rc)
 		c->backoff = BACKOFF_MAX;
 	c->retry_at = monotonic_ns() + c->backoff;
 	c->last_err = rc;
+	count_io(c, rc);
 	return rc;
 }
 
@@ -368,6 +398,8 @@ static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
 	ok = send_read(c->ctx, &r, &unsent) == REDIS_OK;
 	nopipe_end(&g);
 	uncut(c, cut);
+	if (!unsent)
+		TK__REDIS_COUNT(c->spec, round_trips, 1);
 	if (!ok) {
 		rc = io_error(c->ctx, errno, 0);
 		lost(c, rc);
@@ -479,6 +511,12 @@ static int connect_now(struct tk__redis_conn *c)
 	}
 	c->backoff = 0;
 	c->retry_at = 0;
+	c->up = 1;
+	TK__REDIS_COUNT(c->spec, connects, 1);
+	TK__REDIS_COUNT(c->spec, connections, 1);
+	if (c->ever)
+		TK__REDIS_COUNT(c->spec, reconnects, 1);
+	c->ever = 1;
 	return 0;
 }
 
@@ -698,6 +736,8 @@ int tk__redis_flush_unsent(struct tk__redis_conn *c, int *unsent)
 		ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
 	}
 	nopipe_end(&g);
+	if (!*unsent)
+		TK__REDIS_COUNT(c->spec, round_trips, 1);
 	return ok ? 0 : pipe_failed(c);
 }
 

@@ -426,7 +426,8 @@ static void differential(const char *base, uint64_t seed0, uint64_t start)
 	open_at(&mem, &cm, policy, "memory", TK_FAIL_ERROR);
 	/* Decisions, not deadlines, are compared: a generous timeout, so
 	 * that a loaded machine's stall is not taken for a difference. */
-	snprintf(opts, sizeof(opts), "%s?timeout=10s&server_time=0&key_prefix=d%llu:", base,
+	snprintf(opts, sizeof(opts),
+		 "%s?timeout=10s&server_time=0&key_prefix=d%llu:", base,
 		 (unsigned long long)seed0);
 	open_at(&red, &cr, policy, opts, TK_FAIL_ERROR);
 	tk_clock_set(cm, now);
@@ -975,8 +976,7 @@ static void test_server_time_default(void **state)
 
 	(void)state;
 	need_server();
-	snprintf(spec, sizeof(spec), "%s?key_prefix=sd:&timeout=5s",
-		 kit.spec);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=sd:&timeout=5s", kit.spec);
 	open_at(&g, &c, "gcra:2/1h", spec, TK_FAIL_ERROR);
 	assert_rc(tk_limiter_check(g, "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
@@ -1579,8 +1579,8 @@ static void test_cluster_moved(void **state)
 
 	(void)state;
 	need_cluster();
-	snprintf(spec, sizeof(spec), "%s?key_prefix=m:&timeout=5s&server_time=0",
-		 cluster_spec);
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=m:&timeout=5s&server_time=0", cluster_spec);
 	open_at(&mem, &cm, "sliding-window:10/1m", "memory", TK_FAIL_ERROR);
 	open_at(&red, &cr, "sliding-window:10/1m", spec, TK_FAIL_ERROR);
 	pol = &tk_limiter_policy(red)->dim[0];
@@ -1661,8 +1661,8 @@ static void test_cluster_exact(void **state)
 	assert_true(admitted != MAP_FAILED);
 	/* A loaded machine must not turn a redirected check into a timeout:
 	 * exactness, not speed, is the subject. */
-	snprintf(spec, sizeof(spec), "%s?key_prefix=x:&timeout=5s&server_time=0",
-		 cluster_spec);
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=x:&timeout=5s&server_time=0", cluster_spec);
 	open_at(&l, &c, "gcra:200/1d", spec, TK_FAIL_ERROR);
 	pair[0] = pair[1] = l;
 	/* Keys of two slots: one script per slot (test_redis_xslot.c). */

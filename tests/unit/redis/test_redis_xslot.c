@@ -206,8 +206,9 @@ static int group_differential(const char *const *pols, int n, int ascending,
 	int i, step, refunds = 0, first = ascending ? 0 : n - 1;
 
 	pick(prefix, n, ascending, names);
-	snprintf(spec, sizeof(spec), "%s?key_prefix=%s:&timeout=5s&server_time=0",
-		 cluster_spec, prefix);
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=%s:&timeout=5s&server_time=0", cluster_spec,
+		 prefix);
 	assert_rc(tk_clock_manual_new(&cm, T0), 0);
 	assert_rc(tk_clock_manual_new(&cr, T0), 0);
 	sm = store_at(cm, "memory");
@@ -302,7 +303,8 @@ static void test_keys_differential(void **state)
 
 		snprintf(prefix, sizeof(prefix), "k%d_%ld", p, (long)getpid());
 		pick(prefix, n, p, names);
-		snprintf(spec, sizeof(spec), "%s?key_prefix=%s:&timeout=5s&server_time=0",
+		snprintf(spec, sizeof(spec),
+			 "%s?key_prefix=%s:&timeout=5s&server_time=0",
 			 cluster_spec, prefix);
 		assert_rc(tk_clock_manual_new(&cm, T0), 0);
 		assert_rc(tk_clock_manual_new(&cr, T0), 0);
