@@ -122,6 +122,8 @@ uint64_t tk__redis_deadline_begin(const struct tk__redis_spec *spec)
 void tk__redis_deadline_end(uint64_t was)
 {
 	call_deadline = was;
+	if (!was)
+		tk__redis_cap_release();
 }
 
 /*
@@ -520,8 +522,9 @@ static int connect_now(struct tk__redis_conn *c)
 	return 0;
 }
 
-/* A thread's exit gives its connection back to the pool. */
-static void give_back(void *arg)
+/* A thread's exit gives its connection back to the pool (and the end
+ * of a call, under max_connections=: cap.c). */
+void tk__redis_conn_give_back(void *arg)
 {
 	struct tk__redis_conn *c = arg;
 
@@ -562,6 +565,7 @@ int tk__redis_pool_init(struct tk__redis_pool *pool,
 {
 	pool->spec = spec;
 	pool->tls = NULL;
+	pool->made = 0;
 	tk_atomic_store_ptr(&pool->all, NULL, TK_MO_RELAXED);
 #ifdef TK_HAVE_HIREDIS_SSL
 	if (spec->tls) {
@@ -574,7 +578,9 @@ int tk__redis_pool_init(struct tk__redis_pool *pool,
 	(void)why;
 	(void)why_len;
 #endif
-	if (pthread_key_create(&pool->key, give_back)) {
+	if (tk__redis_cap_init(pool) ||
+	    pthread_key_create(&pool->key, tk__redis_conn_give_back)) {
+		tk__redis_cap_destroy(pool);
 #ifdef TK_HAVE_HIREDIS_SSL
 		if (pool->tls)
 			redisFreeSSLContext(pool->tls);
@@ -589,6 +595,7 @@ void tk__redis_pool_destroy(struct tk__redis_pool *pool)
 	struct tk__redis_conn *c, *next;
 
 	pthread_key_delete(pool->key);
+	tk__redis_cap_destroy(pool);
 	for (c = tk_atomic_load_ptr(&pool->all, TK_MO_ACQUIRE); c; c = next) {
 		next = c->next;
 		if (c->ctx)
@@ -601,7 +608,8 @@ void tk__redis_pool_destroy(struct tk__redis_pool *pool)
 #endif
 }
 
-static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
+struct tk__redis_conn *tk__redis_conn_claim(struct tk__redis_pool *pool,
+					    int create)
 {
 	struct tk__redis_conn *c;
 	void *head;
@@ -615,7 +623,7 @@ static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
 		if (tk_atomic_cas_u32(&c->in_use, &free_, 1, TK_MO_ACQUIRE))
 			return c;
 	}
-	c = calloc(1, sizeof(*c));
+	c = create ? calloc(1, sizeof(*c)) : NULL;
 	if (!c)
 		return NULL;
 	c->spec = pool->spec;
@@ -652,14 +660,19 @@ static int closed(const struct tk__redis_conn *c)
 
 int tk__redis_conn_get(struct tk__redis_pool *pool, struct tk__redis_conn **out)
 {
-	struct tk__redis_conn *c = pthread_getspecific(pool->key);
+	struct tk__redis_conn *c = NULL;
+	int rc;
 
-	if (!c) {
-		c = claim(pool);
+	if (pool->spec->max_connections) {
+		rc = tk__redis_cap_take(pool, &c);
+		if (rc)
+			return rc;
+	} else if (!(c = pthread_getspecific(pool->key))) {
+		c = tk__redis_conn_claim(pool, 1);
 		if (!c)
 			return -ENOMEM;
 		if (pthread_setspecific(pool->key, c)) {
-			give_back(c);
+			tk__redis_conn_give_back(c);
 			return -ENOMEM;
 		}
 	}

@@ -58,6 +58,7 @@ struct tk__redis_spec {
 	uint64_t timeout;		       /* ns per command */
 	uint64_t connect_timeout;	       /* ns per connect */
 	int server_time;		       /* server_time=1 */
+	unsigned int max_connections; /* per server and process; 0: none */
 	char key_prefix[TK__REDIS_KEY_PREFIX_MAX + 1];
 	size_t key_prefix_len;
 	int tls; /* rediss:// (builds with hiredis_ssl only) */

@@ -187,6 +187,9 @@ static void test_spec_forms(void **state)
 	assert_true(s.has_password);
 	assert_string_equal(s.path, "/r.sock");
 	assert_parse("redis://h?server_time=1", 0);
+	assert_parse("redis://h?max_connections=65535", 0);
+	assert_parse("redis://h?max_connections=0", -EINVAL);
+	assert_parse("redis://h?max_connections=65536", -EINVAL);
 	/* The server's clock unless the spec says otherwise. */
 	assert_rc(tk__redis_spec_parse("redis://h", &s, why, sizeof(why)), 0);
 	assert_int_equal(s.server_time, 1);
