@@ -276,6 +276,26 @@ struct tk_stats {
 	 * reserved - live is waiting to be freed.
 	 */
 	uint64_t live;
+	/*
+	 * Redis stores, this process (0 elsewhere; checks and denies above
+	 * count this process's decisions there too, a check over several
+	 * cluster slots once).  Round trips: commands or pipelines sent,
+	 * connection set-up (AUTH, SELECT) and script loads included.
+	 */
+	uint64_t redis_round_trips;
+	uint64_t redis_connects;    /* connections made */
+	uint64_t redis_reconnects;  /* of those, replacing a dropped one */
+	uint64_t redis_connections; /* open now */
+	uint64_t redis_refreshes;   /* cluster slot maps read */
+	/* Errors by kind: connects or replies that took too long; connects
+	 * refused and connections reset or closed (also no descriptor);
+	 * MOVED and ASK redirections; other error replies (READONLY,
+	 * CLUSTERDOWN, OOM, NOPERM, ...; not the NOSCRIPT that loads the
+	 * script). */
+	uint64_t redis_timeouts;
+	uint64_t redis_conn_errors;
+	uint64_t redis_redirects;
+	uint64_t redis_error_replies;
 };
 
 /* A zone's geometry, occupancy and counters, from tk_zone_info(). */

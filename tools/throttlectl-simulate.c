@@ -78,7 +78,7 @@ static int is_redis(const char *spec)
 static int open_store(const char *policy, const char *store,
 		      struct tk_options *o, struct tk_limiter **l)
 {
-	char shown[512], why[256];
+	char shown[512], why[256], timed[4096];
 	int rc;
 
 	ctl_redact(store, shown, sizeof(shown));
@@ -89,6 +89,13 @@ static int open_store(const char *policy, const char *store,
 			"clock, not server_time=1\n",
 			shown);
 		return CTL_USAGE;
+	}
+	/* The store's default is the server's clock: the replay's, here. */
+	if (is_redis(store) && !strstr(store, "server_time=")) {
+		if (snprintf(timed, sizeof(timed), "%s%cserver_time=0", store,
+			     strchr(store, '?') ? '&' : '?') <
+		    (int)sizeof(timed))
+			store = timed;
 	}
 	rc = tk_store_open(&o->store, store, o);
 	/* A spec whose text the library refuses (a bad zone name or URL, a

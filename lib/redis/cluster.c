@@ -348,6 +348,7 @@ static int refresh_once(struct tk__redis_cluster *cl,
 			break;
 	}
 	tk_atomic_store_u64(&cl->refreshed_at, now, TK_MO_RELAXED);
+	TK__REDIS_COUNT(cl->spec, refreshes, 1);
 	rc = refresh(cl, failed);
 	tk_atomic_store_u32(&cl->last_rc, (uint32_t)-rc, TK_MO_RELAXED);
 	/* release: the map written; pairs with the acquires above. */

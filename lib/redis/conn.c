@@ -83,6 +83,8 @@ struct tk__redis_conn {
 	uint64_t retry_at; /* monotonic ns: no connect before */
 	uint64_t backoff;  /* ns, 0 after a success */
 	int last_err;	   /* what calls answer until retry_at */
+	int up;		   /* counted in the store's open connections */
+	int ever;	   /* connected before: the next is a reconnect */
 	struct tk__redis_engine engine;
 	char redirect[TK__REDIS_HOST_MAX + 8]; /* MOVED or ASK: HOST:PORT */
 };
@@ -120,6 +122,8 @@ uint64_t tk__redis_deadline_begin(const struct tk__redis_spec *spec)
 void tk__redis_deadline_end(uint64_t was)
 {
 	call_deadline = was;
+	if (!was)
+		tk__redis_cap_release();
 }
 
 /*
@@ -224,8 +228,17 @@ static int redirected(struct tk__redis_conn *c, const redisReply *r, int rc)
 	return rc;
 }
 
+/* Counts a failed connect or command by its errno. */
+static void count_io(const struct tk__redis_conn *c, int rc)
+{
+	if (rc == -ETIMEDOUT)
+		TK__REDIS_COUNT(c->spec, timeouts, 1);
+	else if (rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EMFILE)
+		TK__REDIS_COUNT(c->spec, conn_errors, 1);
+}
+
 /* The errno of an error reply (the server's text stays out of it). */
-static int reply_error(struct tk__redis_conn *c, const redisReply *r)
+static int mapped(struct tk__redis_conn *c, const redisReply *r)
 {
 	if (starts(r->str, r->len, "MOVED "))
 		return redirected(c, r, TK__REDIS_MOVED);
@@ -258,8 +271,25 @@ static int reply_error(struct tk__redis_conn *c, const redisReply *r)
 	return -EPROTO;
 }
 
+/* The errno of an error reply (the server's text stays out of it),
+ * counted: the answers by which the script is found and loaded are no
+ * errors. */
+static int reply_error(struct tk__redis_conn *c, const redisReply *r)
+{
+	int rc = mapped(c, r);
+
+	if (rc == TK__REDIS_MOVED || rc == TK__REDIS_ASK)
+		TK__REDIS_COUNT(c->spec, redirects, 1);
+	else if (rc != -ENOENT && rc != -ENOSYS && rc != -EEXIST)
+		TK__REDIS_COUNT(c->spec, error_replies, 1);
+	return rc;
+}
+
 static void drop(struct tk__redis_conn *c)
 {
+	if (c->up)
+		TK__REDIS_COUNT(c->spec, connections, (uint64_t)-1);
+	c->up = 0;
 	/* Closes the descriptor only: a child's close leaves the parent's
 	 * connection up, as nothing is sent. */
 	redisFree(c->ctx);
@@ -273,6 +303,7 @@ static void drop(struct tk__redis_conn *c)
  */
 static int lost(struct tk__redis_conn *c, int rc)
 {
+	count_io(c, rc);
 	drop(c);
 	c->last_err = rc;
 	return rc;
@@ -287,6 +318,7 @@ static int failed(struct tk__redis_conn *c, int rc)
 		c->backoff = BACKOFF_MAX;
 	c->retry_at = monotonic_ns() + c->backoff;
 	c->last_err = rc;
+	count_io(c, rc);
 	return rc;
 }
 
@@ -368,6 +400,8 @@ static int raw_command(struct tk__redis_conn *c, int argc, const char **argv,
 	ok = send_read(c->ctx, &r, &unsent) == REDIS_OK;
 	nopipe_end(&g);
 	uncut(c, cut);
+	if (!unsent)
+		TK__REDIS_COUNT(c->spec, round_trips, 1);
 	if (!ok) {
 		rc = io_error(c->ctx, errno, 0);
 		lost(c, rc);
@@ -479,11 +513,18 @@ static int connect_now(struct tk__redis_conn *c)
 	}
 	c->backoff = 0;
 	c->retry_at = 0;
+	c->up = 1;
+	TK__REDIS_COUNT(c->spec, connects, 1);
+	TK__REDIS_COUNT(c->spec, connections, 1);
+	if (c->ever)
+		TK__REDIS_COUNT(c->spec, reconnects, 1);
+	c->ever = 1;
 	return 0;
 }
 
-/* A thread's exit gives its connection back to the pool. */
-static void give_back(void *arg)
+/* A thread's exit gives its connection back to the pool (and the end
+ * of a call, under max_connections=: cap.c). */
+void tk__redis_conn_give_back(void *arg)
 {
 	struct tk__redis_conn *c = arg;
 
@@ -524,6 +565,7 @@ int tk__redis_pool_init(struct tk__redis_pool *pool,
 {
 	pool->spec = spec;
 	pool->tls = NULL;
+	pool->made = 0;
 	tk_atomic_store_ptr(&pool->all, NULL, TK_MO_RELAXED);
 #ifdef TK_HAVE_HIREDIS_SSL
 	if (spec->tls) {
@@ -536,7 +578,9 @@ int tk__redis_pool_init(struct tk__redis_pool *pool,
 	(void)why;
 	(void)why_len;
 #endif
-	if (pthread_key_create(&pool->key, give_back)) {
+	if (tk__redis_cap_init(pool) ||
+	    pthread_key_create(&pool->key, tk__redis_conn_give_back)) {
+		tk__redis_cap_destroy(pool);
 #ifdef TK_HAVE_HIREDIS_SSL
 		if (pool->tls)
 			redisFreeSSLContext(pool->tls);
@@ -551,6 +595,7 @@ void tk__redis_pool_destroy(struct tk__redis_pool *pool)
 	struct tk__redis_conn *c, *next;
 
 	pthread_key_delete(pool->key);
+	tk__redis_cap_destroy(pool);
 	for (c = tk_atomic_load_ptr(&pool->all, TK_MO_ACQUIRE); c; c = next) {
 		next = c->next;
 		if (c->ctx)
@@ -563,7 +608,8 @@ void tk__redis_pool_destroy(struct tk__redis_pool *pool)
 #endif
 }
 
-static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
+struct tk__redis_conn *tk__redis_conn_claim(struct tk__redis_pool *pool,
+					    int create)
 {
 	struct tk__redis_conn *c;
 	void *head;
@@ -577,7 +623,7 @@ static struct tk__redis_conn *claim(struct tk__redis_pool *pool)
 		if (tk_atomic_cas_u32(&c->in_use, &free_, 1, TK_MO_ACQUIRE))
 			return c;
 	}
-	c = calloc(1, sizeof(*c));
+	c = create ? calloc(1, sizeof(*c)) : NULL;
 	if (!c)
 		return NULL;
 	c->spec = pool->spec;
@@ -614,14 +660,19 @@ static int closed(const struct tk__redis_conn *c)
 
 int tk__redis_conn_get(struct tk__redis_pool *pool, struct tk__redis_conn **out)
 {
-	struct tk__redis_conn *c = pthread_getspecific(pool->key);
+	struct tk__redis_conn *c = NULL;
+	int rc;
 
-	if (!c) {
-		c = claim(pool);
+	if (pool->spec->max_connections) {
+		rc = tk__redis_cap_take(pool, &c);
+		if (rc)
+			return rc;
+	} else if (!(c = pthread_getspecific(pool->key))) {
+		c = tk__redis_conn_claim(pool, 1);
 		if (!c)
 			return -ENOMEM;
 		if (pthread_setspecific(pool->key, c)) {
-			give_back(c);
+			tk__redis_conn_give_back(c);
 			return -ENOMEM;
 		}
 	}
@@ -698,6 +749,8 @@ int tk__redis_flush_unsent(struct tk__redis_conn *c, int *unsent)
 		ok = redisBufferWrite(c->ctx, &done) == REDIS_OK;
 	}
 	nopipe_end(&g);
+	if (!*unsent)
+		TK__REDIS_COUNT(c->spec, round_trips, 1);
 	return ok ? 0 : pipe_failed(c);
 }
 

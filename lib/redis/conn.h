@@ -23,7 +23,13 @@ struct tk__redis_pool {
 	const struct tk__redis_spec *spec;
 	void *tls;	   /* rediss://: the hiredis_ssl context; else NULL */
 	tk_atomic_ptr all; /* every conn this pool made, a push-only list */
-	pthread_key_t key; /* this thread's conn */
+	pthread_key_t key; /* this thread's conn (no max_connections=) */
+	/* max_connections= (cap.c): under lock, conns made; freed is
+	 * signalled when a call gives one back. */
+	pthread_mutex_t lock;
+	pthread_cond_t freed;
+	unsigned int made;
+	int cap_ready; /* lock and freed initialized */
 };
 
 /*
@@ -100,6 +106,30 @@ int tk__redis_next_reply(struct tk__redis_conn *c, uint64_t deadline,
  * The first two are internal (status.h): the store never returns them.
  */
 const char *tk__redis_conn_redirect(struct tk__redis_conn *c);
+
+/*
+ * The pool's list: a conn no thread uses, claimed (in_use set), or with
+ * @create and none free a new one; NULL: none (or no memory).  Given
+ * back with tk__redis_conn_give_back().
+ */
+struct tk__redis_conn *tk__redis_conn_claim(struct tk__redis_pool *pool,
+					    int create);
+void tk__redis_conn_give_back(void *conn);
+
+/* cap.c: max_connections=. */
+
+int tk__redis_cap_init(struct tk__redis_pool *pool);
+void tk__redis_cap_destroy(struct tk__redis_pool *pool);
+/*
+ * A conn of @pool for this thread's call: the one it holds already, a
+ * free one, a new one while fewer than max_connections exist, or the
+ * first given back before the call's deadline.  0, -ETIMEDOUT (the
+ * deadline passed while waiting), -ENOMEM.
+ */
+int tk__redis_cap_take(struct tk__redis_pool *pool,
+		       struct tk__redis_conn **out);
+/* The end of a call (tk__redis_deadline_end()): its conns given back. */
+void tk__redis_cap_release(void);
 
 /* A reply of tk__redis_command() or tk__redis_next_reply(), freed. */
 void tk__redis_reply_free(void *reply);

@@ -78,6 +78,7 @@ int tk__redis_req_single(const struct tk__redis_store *s,
 			 const struct tk__transform *t, struct tk__redis_req *q)
 {
 	req_init(q, 1, TK__ALL, now, t->now, t->cost);
+	q->stats = s->spec.stats;
 	q->pol[0] = t->policy;
 	q->t = t;
 	return tk__redis_key(s, key, len, q->key[0], &q->klen[0]);
@@ -92,6 +93,7 @@ int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
 	if (m->n > TK__MULTI_MAX)
 		return -EINVAL;
 	req_init(q, m->n, m->kind, now, m->now, m->cost);
+	q->stats = s->spec.stats;
 	q->m = m;
 	for (i = 0; i < m->n && rc == 0; i++) {
 		q->pol[i] = m->policy[i];

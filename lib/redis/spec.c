@@ -210,11 +210,12 @@ static int file(struct cursor *c, size_t from, size_t to, char *out)
 static int option(struct cursor *c, size_t from, size_t to,
 		  struct tk__redis_spec *out, unsigned int *seen)
 {
-	static const char *const names[] = { "timeout",	    "connect_timeout",
-					     "server_time", "key_prefix",
-					     "tls_ca",	    "tls_cert",
-					     "tls_key" };
-	size_t eq = find(c->s, from, to, "="), i, n = out->tls ? 7 : 4;
+	static const char *const names[] = {
+		"timeout",    "connect_timeout", "server_time",
+		"key_prefix", "max_connections", "tls_ca",
+		"tls_cert",   "tls_key"
+	};
+	size_t eq = find(c->s, from, to, "="), i, n = out->tls ? 8 : 5;
 	long flag;
 	int rc;
 
@@ -223,11 +224,13 @@ static int option(struct cursor *c, size_t from, size_t to,
 	if (i == n || eq == to)
 		return fail(c, from,
 			    out->tls ? "an option timeout=, connect_timeout=, "
-				       "server_time=, key_prefix=, tls_ca=, "
+				       "server_time=, key_prefix=, "
+				       "max_connections=, tls_ca=, "
 				       "tls_cert= or tls_key="
 				     : "an option timeout=, connect_timeout=, "
-				       "server_time= or key_prefix= (tls_ "
-				       "options with rediss:// only)");
+				       "server_time=, key_prefix= or "
+				       "max_connections= (tls_ options with "
+				       "rediss:// only)");
 	if (*seen & (1u << i))
 		return fail(c, from, "each option at most once");
 	*seen |= 1u << i;
@@ -244,10 +247,15 @@ static int option(struct cursor *c, size_t from, size_t to,
 		return decode(c, eq + 1, to, out->key_prefix,
 			      sizeof(out->key_prefix), &out->key_prefix_len,
 			      "a key_prefix of at most 255 bytes");
+	case 4:
+		rc = number(c, eq + 1, to, 1, 65535, &flag,
+			    "max_connections= from 1 to 65535");
+		out->max_connections = (unsigned int)flag;
+		return rc;
 	default:
 		return file(c, eq + 1, to,
-			    i == 4   ? out->tls_ca
-			    : i == 5 ? out->tls_cert
+			    i == 5   ? out->tls_ca
+			    : i == 6 ? out->tls_cert
 				     : out->tls_key);
 	}
 }
@@ -309,6 +317,9 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 
 	memset(out, 0, sizeof(*out));
 	out->timeout = out->connect_timeout = TK__REDIS_DEFAULT_TIMEOUT;
+	/* Hosts whose clocks differ agree (issue #25); server_time=0 opts
+	 * out, as a limiter on a manual or custom clock must. */
+	out->server_time = 1;
 	memcpy(out->key_prefix, "tk:", 4);
 	out->key_prefix_len = 3;
 	if (why_len)

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atomic.h"
+
 #define TK__REDIS_HOST_MAX 255
 #define TK__REDIS_PATH_MAX 107 /* sun_path less its NUL */
 #define TK__REDIS_AUTH_MAX 255
@@ -16,6 +18,32 @@
 #define TK__REDIS_DEFAULT_PORT 6379
 #define TK__REDIS_SEEDS_MAX 16
 #define TK__REDIS_DEFAULT_TIMEOUT (UINT64_C(100) * 1000000) /* ns */
+
+/*
+ * A store's counters (tk_store_stats()), this process's, shared by the
+ * connections to all its servers.  Relaxed adds: each is a count of its
+ * own, read one by one, ordering nothing.
+ */
+struct tk__redis_stats {
+	tk_atomic_u64 checks;	     /* checks decided (not peeks) */
+	tk_atomic_u64 denies;	     /* of those, not admitted */
+	tk_atomic_u64 round_trips;   /* commands or pipelines sent */
+	tk_atomic_u64 connects;	     /* connections made */
+	tk_atomic_u64 reconnects;    /* of those, replacing a dropped one */
+	tk_atomic_u64 connections;   /* open now */
+	tk_atomic_u64 refreshes;     /* cluster slot maps read */
+	tk_atomic_u64 timeouts;	     /* connects and replies too late */
+	tk_atomic_u64 conn_errors;   /* refused, reset or closed */
+	tk_atomic_u64 redirects;     /* MOVED and ASK */
+	tk_atomic_u64 error_replies; /* other error replies (see conn.c) */
+};
+
+#define TK__REDIS_COUNT(sp, field, n)                                          \
+	do {                                                                   \
+		if ((sp)->stats)                                               \
+			tk_atomic_add_u64(&(sp)->stats->field, (n),            \
+					  TK_MO_RELAXED);                      \
+	} while (0)
 
 /* A parsed spec.  The password is kept only here and in AUTH commands. */
 struct tk__redis_spec {
@@ -30,6 +58,7 @@ struct tk__redis_spec {
 	uint64_t timeout;		       /* ns per command */
 	uint64_t connect_timeout;	       /* ns per connect */
 	int server_time;		       /* server_time=1 */
+	unsigned int max_connections; /* per server and process; 0: none */
 	char key_prefix[TK__REDIS_KEY_PREFIX_MAX + 1];
 	size_t key_prefix_len;
 	int tls; /* rediss:// (builds with hiredis_ssl only) */
@@ -44,6 +73,9 @@ struct tk__redis_spec {
 		char host[TK__REDIS_HOST_MAX + 1];
 		int port;
 	} seed[TK__REDIS_SEEDS_MAX];
+	/* Not parsed: the store's counters (NULL: none), which the nodes of
+	 * a cluster share through their copies of the spec. */
+	struct tk__redis_stats *stats;
 };
 
 /*

@@ -94,9 +94,15 @@ int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 	/* One deadline for the check, over all the slots it runs in. */
 	was = tk__redis_deadline_begin(&s->spec);
 	/* A peek reads only one key's dimensions, which share a slot. */
-	if (rc == TK__REDIS_XSLOT)
+	if (rc == TK__REDIS_XSLOT) {
 		rc = flags & TK__T_CHECK ? tk__redis_xslot(s, q) : -ENOTSUP;
-	else
+		/* Its parts, one per slot, count nothing themselves. */
+		if (rc >= 0) {
+			TK__REDIS_COUNT(&s->spec, checks, 1);
+			if (rc != TK__PERSIST)
+				TK__REDIS_COUNT(&s->spec, denies, 1);
+		}
+	} else
 		rc = tk__redis_route(s, slot, step_on, &a);
 	tk__redis_deadline_end(was);
 	return rc;
@@ -157,10 +163,26 @@ static int redis_reset(struct tk_store *base, const unsigned char *key,
 }
 
 /* The server keeps the keys; this process counts nothing of them yet. */
+static uint64_t got(tk_atomic_u64 *counter)
+{
+	return tk_atomic_load_u64(counter, TK_MO_RELAXED);
+}
+
 static void redis_stats(struct tk_store *base, struct tk_stats *out)
 {
-	(void)base;
-	(void)out;
+	struct tk__redis_stats *st = &((struct tk__redis_store *)base)->stats;
+
+	out->checks = got(&st->checks);
+	out->denies = got(&st->denies);
+	out->redis_round_trips = got(&st->round_trips);
+	out->redis_connects = got(&st->connects);
+	out->redis_reconnects = got(&st->reconnects);
+	out->redis_connections = got(&st->connections);
+	out->redis_refreshes = got(&st->refreshes);
+	out->redis_timeouts = got(&st->timeouts);
+	out->redis_conn_errors = got(&st->conn_errors);
+	out->redis_redirects = got(&st->redirects);
+	out->redis_error_replies = got(&st->error_replies);
 }
 
 /* Every algorithm has its transition in the script; one added to the
@@ -241,6 +263,8 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 	if (!s)
 		return -ENOMEM;
 	rc = tk__redis_spec_parse(spec, &s->spec, why, why_len);
+	/* Before the cluster's nodes copy the spec. */
+	s->spec.stats = &s->stats;
 	if (rc == 0)
 		rc = tk__redis_library_make(s);
 	if (rc == 0 && s->spec.cluster)

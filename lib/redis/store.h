@@ -38,6 +38,7 @@ struct tk__redis_store {
 	 * second round trip, never a decision (see clock.c).
 	 */
 	tk_atomic_u64 skew;
+	struct tk__redis_stats stats; /* tk_store_stats() */
 };
 
 /* One apply or apply_multi, as the script and the client both see it. */
@@ -55,6 +56,7 @@ struct tk__redis_req {
 	int on_server;
 	const struct tk__transform *t; /* a single key, or */
 	const struct tk__multi *m;     /* several */
+	struct tk__redis_stats *stats; /* the store's counters */
 };
 
 /* keys.c */

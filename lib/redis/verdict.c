@@ -180,5 +180,10 @@ int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 	if (rc >= 0 && spell(q, r))
 		rc = -ENOMEM;
 	free(b.heap);
+	if (rc >= 0 && q->stats) {
+		tk_atomic_add_u64(&q->stats->checks, 1, TK_MO_RELAXED);
+		if (rc != TK__PERSIST)
+			tk_atomic_add_u64(&q->stats->denies, 1, TK_MO_RELAXED);
+	}
 	return rc;
 }

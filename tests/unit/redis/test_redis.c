@@ -98,18 +98,21 @@ static void open_at(struct tk_limiter **l, struct tk_clock **c,
  * A spec on the kit's server with extra options ("" for none, else
  * "?..."), and a generous timeout unless they name one: a test not about
  * time must not fail because a loaded machine stalled a reply beyond the
- * 100 ms default.
+ * 100 ms default.  server_time=0 unless they name it: these tests decide
+ * on a manual clock.
  */
 static const char *spec_with(const struct redis_kit *k, const char *opts)
 {
 	static char buf[256];
+	const char *st = strstr(opts, "server_time=") ? "" : "server_time=0&";
 
 	if (strstr(opts, "timeout="))
-		snprintf(buf, sizeof(buf), "%s%s", k->spec, opts);
+		snprintf(buf, sizeof(buf), "%s%s%s", k->spec, opts,
+			 *st ? "&server_time=0" : "");
 	else
 		snprintf(buf, sizeof(buf),
-			 "%s%s%stimeout=5s&connect_timeout=5s", k->spec, opts,
-			 *opts ? "&" : "?");
+			 "%s%s%s%stimeout=5s&connect_timeout=5s", k->spec, opts,
+			 *opts ? "&" : "?", st);
 	return buf;
 }
 
@@ -184,6 +187,16 @@ static void test_spec_forms(void **state)
 	assert_true(s.has_password);
 	assert_string_equal(s.path, "/r.sock");
 	assert_parse("redis://h?server_time=1", 0);
+	assert_parse("redis://h?max_connections=65535", 0);
+	assert_parse("redis://h?max_connections=0", -EINVAL);
+	assert_parse("redis://h?max_connections=65536", -EINVAL);
+	/* The server's clock unless the spec says otherwise. */
+	assert_rc(tk__redis_spec_parse("redis://h", &s, why, sizeof(why)), 0);
+	assert_int_equal(s.server_time, 1);
+	assert_rc(tk__redis_spec_parse("redis://h?server_time=0", &s, why,
+				       sizeof(why)),
+		  0);
+	assert_int_equal(s.server_time, 0);
 }
 
 static void test_spec_errors(void **state)
@@ -416,7 +429,8 @@ static void differential(const char *base, uint64_t seed0, uint64_t start)
 	open_at(&mem, &cm, policy, "memory", TK_FAIL_ERROR);
 	/* Decisions, not deadlines, are compared: a generous timeout, so
 	 * that a loaded machine's stall is not taken for a difference. */
-	snprintf(opts, sizeof(opts), "%s?timeout=10s&key_prefix=d%llu:", base,
+	snprintf(opts, sizeof(opts),
+		 "%s?timeout=10s&server_time=0&key_prefix=d%llu:", base,
 		 (unsigned long long)seed0);
 	open_at(&red, &cr, policy, opts, TK_FAIL_ERROR);
 	tk_clock_set(cm, now);
@@ -952,6 +966,26 @@ static void test_server_time(void **state)
 	tk_clock_free(c1);
 	tk_clock_free(c2);
 	tk_clock_free(c3);
+}
+
+/* A spec that does not name server_time= decides at the server's clock,
+ * whatever the limiter's (here T0, in 2023). */
+static void test_server_time_default(void **state)
+{
+	struct tk_limiter *g;
+	struct tk_clock *c;
+	struct tk_decision d;
+	char spec[256];
+
+	(void)state;
+	need_server();
+	snprintf(spec, sizeof(spec), "%s?key_prefix=sd:&timeout=5s", kit.spec);
+	open_at(&g, &c, "gcra:2/1h", spec, TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(g, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_true(near(d.reset_at, realtime_ns() + 3600 * SEC / 2));
+	tk_limiter_close(g);
+	tk_clock_free(c);
 }
 
 /* Calls of @cmd the kit's server counted ("cmdstat_fcall"). */
@@ -1548,8 +1582,8 @@ static void test_cluster_moved(void **state)
 
 	(void)state;
 	need_cluster();
-	snprintf(spec, sizeof(spec), "%s?key_prefix=m:&timeout=5s",
-		 cluster_spec);
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=m:&timeout=5s&server_time=0", cluster_spec);
 	open_at(&mem, &cm, "sliding-window:10/1m", "memory", TK_FAIL_ERROR);
 	open_at(&red, &cr, "sliding-window:10/1m", spec, TK_FAIL_ERROR);
 	pol = &tk_limiter_policy(red)->dim[0];
@@ -1630,8 +1664,8 @@ static void test_cluster_exact(void **state)
 	assert_true(admitted != MAP_FAILED);
 	/* A loaded machine must not turn a redirected check into a timeout:
 	 * exactness, not speed, is the subject. */
-	snprintf(spec, sizeof(spec), "%s?key_prefix=x:&timeout=5s",
-		 cluster_spec);
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=x:&timeout=5s&server_time=0", cluster_spec);
 	open_at(&l, &c, "gcra:200/1d", spec, TK_FAIL_ERROR);
 	pair[0] = pair[1] = l;
 	/* Keys of two slots: one script per slot (test_redis_xslot.c). */
@@ -1690,6 +1724,7 @@ int main(void)
 		cmocka_unit_test(test_noscript_recovery),
 		cmocka_unit_test(test_evalsha_fallback),
 		cmocka_unit_test(test_server_time),
+		cmocka_unit_test(test_server_time_default),
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_key_names),
 		cmocka_unit_test(test_foreign_state),

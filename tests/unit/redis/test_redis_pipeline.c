@@ -99,7 +99,7 @@ static const char *spec_at(int port, const char *prefix, const char *more)
 
 	/* A loaded host: no timeout but the ones a test is about. */
 	snprintf(b, sizeof(buf[0]), "redis://127.0.0.1:%d?key_prefix=%s%s",
-		 port, prefix, more[0] ? more : "&timeout=5s");
+		 port, prefix, more[0] ? more : "&timeout=5s&server_time=0");
 	return b;
 }
 
@@ -613,7 +613,7 @@ static const char *cluster_at(const char *prefix, const char *more)
 	char *b = buf[next++ % 2];
 
 	snprintf(b, sizeof(buf[0]), "%s%s%s", cluster_spec, prefix,
-		 more[0] ? more : "&timeout=5s");
+		 more[0] ? more : "&timeout=5s&server_time=0");
 	return b;
 }
 

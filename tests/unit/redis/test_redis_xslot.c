@@ -206,8 +206,9 @@ static int group_differential(const char *const *pols, int n, int ascending,
 	int i, step, refunds = 0, first = ascending ? 0 : n - 1;
 
 	pick(prefix, n, ascending, names);
-	snprintf(spec, sizeof(spec), "%s?key_prefix=%s:&timeout=5s",
-		 cluster_spec, prefix);
+	snprintf(spec, sizeof(spec),
+		 "%s?key_prefix=%s:&timeout=5s&server_time=0", cluster_spec,
+		 prefix);
 	assert_rc(tk_clock_manual_new(&cm, T0), 0);
 	assert_rc(tk_clock_manual_new(&cr, T0), 0);
 	sm = store_at(cm, "memory");
@@ -302,7 +303,8 @@ static void test_keys_differential(void **state)
 
 		snprintf(prefix, sizeof(prefix), "k%d_%ld", p, (long)getpid());
 		pick(prefix, n, p, names);
-		snprintf(spec, sizeof(spec), "%s?key_prefix=%s:&timeout=5s",
+		snprintf(spec, sizeof(spec),
+			 "%s?key_prefix=%s:&timeout=5s&server_time=0",
 			 cluster_spec, prefix);
 		assert_rc(tk_clock_manual_new(&cm, T0), 0);
 		assert_rc(tk_clock_manual_new(&cr, T0), 0);
@@ -428,7 +430,7 @@ static void race_open(struct race *r, const char *prefix,
 	/* A timeout is an error whose script may still run: generous, so
 	 * that a loaded machine never makes one. */
 	snprintf(spec, sizeof(spec), "%s?key_prefix=%s&%s", cluster_spec,
-		 r->key_prefix, opts ? opts : "timeout=5s");
+		 r->key_prefix, opts ? opts : "timeout=5s&server_time=0");
 	assert_rc(tk_clock_manual_new(&r->clock, T0), 0);
 	r->store = store_at(r->clock, spec);
 	for (i = 0; i < 3; i++) {
@@ -722,7 +724,7 @@ static void test_later_slot_fails(void **state)
 	/* B times out whatever the deadline; A's refund gets the same
 	 * timeout, which must hold on a loaded machine (200 ms did not,
 	 * once; nor did 1 s): generous, as B's check waits it out once. */
-	race_open(&r, "f", pols, "timeout=3s&connect_timeout=3s");
+	race_open(&r, "f", pols, "timeout=3s&connect_timeout=3s&server_time=0");
 	assert_int_equal(admit_n(&r, 3), 3);
 	b = owner(buf,
 		  dim_key(r.key_prefix, r.names[1], 0, pol_of(&r, 1), buf));
