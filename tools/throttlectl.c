@@ -46,6 +46,10 @@ static const struct {
 	{ "stats", ctl_stats,
 	  "stats NAME [--json|--prometheus] [--owner U] [--group G]",
 	  "info, for monitoring" },
+	{ "top", ctl_top,
+	  "top NAME [--json] [--interval SECONDS] [--iterations N] "
+	  "[--count N] [--policy [RULE=]SPEC]... [--owner U] [--group G]",
+	  "who is limited: a zone's most denied and most checked keys" },
 	{ "verify", ctl_verify, "verify NAME [--owner U] [--group G]",
 	  "check a zone's invariants" },
 	{ "sweep", ctl_sweep, "sweep NAME [--owner U] [--group G]",
