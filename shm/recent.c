@@ -34,16 +34,19 @@ static uint64_t words_of(uint64_t len)
 	return (kept + 7) / 8;
 }
 
-/* Not a secret: it tells a torn record from a whole one. */
+/*
+ * Not a secret: it tells a torn record from a whole one.  Each step is a
+ * bijection of x for a given word, so one word changed changes the sum;
+ * several changed at once collide with a chance of about 2^-64.
+ */
 static uint64_t sum(uint64_t ticket, uint64_t len, const uint64_t *w,
 		    uint64_t n)
 {
-	uint64_t x = tk__zone_mix(ticket ^ (len << 32));
-	uint64_t i;
+	uint64_t x = ticket ^ (len << 40), i;
 
 	for (i = 0; i < n; i++)
-		x = tk__zone_mix(x ^ w[i]);
-	return x;
+		x = (x ^ w[i]) * UINT64_C(0x9e3779b97f4a7c15) + i;
+	return tk__zone_mix(x);
 }
 
 void tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)

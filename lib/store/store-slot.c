@@ -32,7 +32,6 @@
 #include "rcu.h"
 #include "store/slot-store.h"
 #include "store/tally.h"
-#include "../../shm/recent.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -140,10 +139,11 @@ sampled(struct tk__zone *z, const unsigned char *key, size_t len)
 }
 
 /* A check of @key decided (@denied: a denial), counted; a zone's batch
- * reaches its shared counters every TK__TALLY_FLUSH checks, its denials
- * and a sample of its checks its rings of recent keys. */
+ * reaches its shared counters every TK__TALLY_FLUSH checks, and a sample
+ * of its checks its ring of them (its denials: result(),
+ * tk__slot_direct()). */
 ALWAYS void counted(struct tk__slot_store *s, int kind, int denied,
-		    const unsigned char *key, size_t len)
+		    const volatile struct tk__slot_name *name)
 {
 	int due;
 
@@ -154,10 +154,8 @@ ALWAYS void counted(struct tk__slot_store *s, int kind, int denied,
 	due = tk__tally_count(s->tally, denied);
 	if (due >= 0)
 		tk__tally_flush(s->zone, s->tally, due);
-	if (denied)
-		tk__zone_recent_put(s->zone, TKZ_RECENT_DENIED, key, len);
 	if (__builtin_expect(--sample_left < 0, 0))
-		sampled(s->zone, key, len);
+		sampled(s->zone, name->key, name->len);
 }
 
 /* After an insert may have grown a private table, or a pass shrunk it:
@@ -182,8 +180,14 @@ ALWAYS void grown(struct tk__slot_store *s, int kind)
 ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc,
 		  const unsigned char *key, size_t len)
 {
-	if (rc >= 0 && (flags & TK__T_CHECK))
-		counted(s, kind, rc == TK__ZONE_KEEP, key, len);
+	struct tk__slot_name name = { key, len };
+
+	if (rc >= 0 && (flags & TK__T_CHECK)) {
+		counted(s, kind, rc == TK__ZONE_KEEP, &name);
+		if (kind == TK__SLOT_ZONE && rc == TK__ZONE_KEEP)
+			tk__zone_recent_put(s->zone, TKZ_RECENT_DENIED, key,
+					    len);
+	}
 	if (rc == -E2BIG)
 		return -ENOTSUP; /* a state larger than a block holds */
 	if (rc < 0)
@@ -234,7 +238,7 @@ int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
 /* The direct check (slot-store.h) of @key on @z, under the guard,
  * counted. */
 ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
-		  const unsigned char *key, size_t len,
+		  const volatile struct tk__slot_name *name,
 		  const struct tk__zone_key *k, const struct tkz_cand *cand,
 		  uint64_t now, const struct tk__policy *p, uint64_t cost,
 		  struct tk_decision *d)
@@ -243,9 +247,10 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
 
 	if (rc)
 		return rc;
-	rc = tk__slot_direct(z, k, cand, now, p, cost, d, &denied);
+	rc = tk__slot_direct(z, k, cand, now, p, cost, d, &denied,
+			     kind == TK__SLOT_ZONE ? name : NULL);
 	if (rc == 0)
-		counted(s, kind, denied, key, len);
+		counted(s, kind, denied, name);
 	return guard_end(s, kind, rc);
 }
 
@@ -262,12 +267,17 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 		 struct tk_decision *d, int kind, int light)
 {
 	struct tk__slot_store *s = slot_of(base);
+	volatile struct tk__slot_name name; /* why: slot-store.h */
 	struct tk__zone *z;
 	struct tk__zone_key k;
 	struct tkz_cand cand;
 	unsigned long *ctr;
 	int rc;
 
+	if (kind == TK__SLOT_ZONE) {
+		name.key = key;
+		name.len = len;
+	}
 	before(s, kind);
 	key_of(s, kind, key, len, 0, p->alg->id, &k);
 	ctr = section(kind, light);
@@ -275,12 +285,12 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {
 		rc = TK__NOT_HERE;
 	} else if (!late) {
-		rc = direct(s, kind, z, key, len, &k, NULL, now, p, cost, d);
+		rc = direct(s, kind, z, &name, &k, NULL, now, p, cost, d);
 	} else {
 		rc = tk__slot_prefetch_then_read(z, &k, &cand, late);
 		if (rc == 0)
-			rc = direct(s, kind, z, key, len, &k, &cand, late->ns,
-				    p, cost, d);
+			rc = direct(s, kind, z, &name, &k, &cand, late->ns, p,
+				    cost, d);
 	}
 	section_end(kind, light, ctr);
 	return rc;

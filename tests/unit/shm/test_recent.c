@@ -5,7 +5,8 @@
  * killed half-way leaves an entry that readers skip and that the writer
  * one lap later takes; a reader copying while a writer laps it skips the
  * entry for its sequence, and a writer storing into an entry taken from
- * it is caught by the sum; long keys are kept truncated; through a zone,
+ * it is caught by the sum; a writer late to claim by a lap gives its record
+ * up; long keys are kept truncated; through a zone,
  * denials and only denials reach the ring of denials, with their prefix
  * and key, checks a sample of them; a zone of the previous layout is
  * refused with -EPROTO.
@@ -241,6 +242,33 @@ static void test_lapped_writer(void **state)
 	assert_int_equal(sk.busy, N - 1);
 }
 
+/* A writer that took its ticket a lap ago claims after a later ticket
+ * published in its entry: it gives its record up. */
+static void test_late_claim(void **state)
+{
+	struct tk__recent_skips sk;
+	struct seen s;
+	char key[32];
+	int i;
+
+	(void)state;
+	fresh_ring();
+	for (i = 0; i <= N; i++) {
+		snprintf(key, sizeof(key), "on time %d", i);
+		put(key);
+	}
+	/* Ticket 0 again, as a writer stopped since it took it would. */
+	ck_pr_store_64(&ring->head.v, 0);
+	put("late by a lap");
+	ck_pr_store_64(&ring->head.v, N + 1);
+	assert_int_equal(ring->e[0].seq, 2 * (uint64_t)N + 2);
+	s = read_all(&sk);
+	assert_int_equal(s.n, N);
+	snprintf(key, sizeof(key), "on time %d", N);
+	assert_string_equal(s.last, key);
+	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
+}
+
 static int keep_one(void *ctx, const struct tk__recent_rec *r)
 {
 	memcpy(ctx, r, sizeof(*r));
@@ -361,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_killed_writer),
 		cmocka_unit_test(test_reader_rechecks),
 		cmocka_unit_test(test_lapped_writer),
+		cmocka_unit_test(test_late_claim),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_zone_records),
 		cmocka_unit_test(test_old_layout),
