@@ -129,8 +129,9 @@ sampled(struct tk__zone *z, const unsigned char *key, size_t len)
 {
 	static __thread uint32_t x;
 
-	if (x == 0)
-		x = (uint32_t)(uintptr_t)&x | 1;
+	/* The key's last byte stirred in: fork() children start with their
+	 * parent's state, and part as their requests do. */
+	x ^= (uint32_t)key[len - 1] << 8 | 1;
 	x ^= x << 13;
 	x ^= x >> 17;
 	x ^= x << 5;
