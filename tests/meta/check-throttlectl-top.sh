@@ -3,8 +3,10 @@
 # throttlectl top: the most denied keys of a zone with their names, rules
 # and counts (--json, and text), remaining and retry peeked under the
 # policy named for a rule, hostile key bytes printed escaped, the live
-# view redrawn until its count of views or an interrupt, and exit codes.
+# view redrawn until its count of views or an interrupt, exit codes, and
+# the example of throttlectl(1) as printed.
 : "${top_builddir:=.}"
+: "${srcdir:=.}"
 ctl="$top_builddir/tools/throttlectl"
 command -v jq >/dev/null 2>&1 || {
 	echo "jq not found (Debian: jq)"
@@ -117,6 +119,51 @@ printf '\010\000\000\000' |
 	dd of="$TK_SHM_DIR/throttlekit.old" bs=1 seek=8 conv=notrunc 2>/dev/null
 runs 3 "$ctl" top old --json
 grep -q '(EPROTO)' "$tmp/err" || failed "old layout: $(cat "$tmp/err")"
+
+# The example of throttlectl(1), run as printed: each command's output,
+# but for what is sampled (counts, and the order of MOST CHECKED) and the
+# times.
+man_example() {
+	awk '/^Who is limited: mod_throttlekit/ { f = 1 }
+		f && /^\.EX/ { x = 1; next }
+		x && /^\.EE/ { exit }
+		x' "$srcdir/man/throttlectl.1" |
+		sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\e/\\/g'
+}
+normalise() {
+	awk '/^MOST CHECKED$/ { skip = 1; next }
+		/^(\$ |[a-z]+=)/ { skip = 0 }
+		!skip' "$1" |
+		sed -E -e 's/,"most_checked":.*\}$/}/' \
+			-e 's/"sampled(_checks)?":[0-9]+/"sampled\1":S/g' \
+			-e 's/sampled_checks=[0-9]+/sampled_checks=S/' \
+			-e 's/^( +[0-9]+) +[0-9]+ /\1 S /' \
+			-e 's/[0-9]+\.[0-9]{3}s/Rs/' -e 's/[0-9]{10,}/T/g'
+}
+man_example >"$tmp/example"
+mkdir -p "$tmp/bin" "$tmp/example-zones"
+abs_ctl=$(cd "$(dirname "$ctl")" && pwd)/throttlectl
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$abs_ctl" >"$tmp/bin/throttlectl"
+chmod +x "$tmp/bin/throttlectl"
+# Each "$ " line (and the lines a '\\' continues) printed, then run.
+awk '
+	function flush() { if (cmd != "") print "{\n" cmd "\n} 2>&1"; cmd = "" }
+	/^\$ / { flush(); c = substr($0, 3); more = /\\$/
+		print "cat <<\047TK_EOF\047\n" $0 "\nTK_EOF"; cmd = c; next }
+	more { print "cat <<\047TK_EOF\047\n" $0 "\nTK_EOF"
+		cmd = cmd "\n" $0; more = /\\$/ }
+	END { flush() }' "$tmp/example" >"$tmp/example.sh"
+grep -q '^cat <<' "$tmp/example.sh" || failed "no top example in throttlectl(1)"
+PATH="$tmp/bin:$PATH" TK_SHM_DIR="$tmp/example-zones" \
+	sh "$tmp/example.sh" >"$tmp/example.out" 2>&1
+normalise "$tmp/example" >"$tmp/example.want"
+normalise "$tmp/example.out" >"$tmp/example.got"
+if cmp -s "$tmp/example.want" "$tmp/example.got"; then
+	echo "ok: the top example of throttlectl(1), as printed"
+else
+	failed "the top example of throttlectl(1) (- printed, + got):"
+	diff -u "$tmp/example.want" "$tmp/example.got" | tail -n +3
+fi
 
 [ "$fails" -eq 0 ] || exit 1
 echo "all top checks passed"
