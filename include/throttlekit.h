@@ -694,6 +694,7 @@ struct tk_zone_recent {
 	int truncated;	    /* 1: the ring kept only the key's first bytes */
 	int dimension;	    /* a composite's dimension, or -1 */
 	uint64_t ticket;    /* its place in its ring, counting from 0 */
+	uint64_t count;	    /* checks it stands for (see tk_zone_recent()) */
 	const char *prefix; /* the limiter's prefix (tk_options) */
 	size_t prefix_len;
 	const char *key; /* the caller's key, as much as was kept */
@@ -702,11 +703,12 @@ struct tk_zone_recent {
 
 /*
  * tk_zone_recent() - call @fn(@ctx, record) for each record of zone
- * @name's rings of recent keys: its last 512 denials, then its last 512
- * sampled checks (about one check in 64 of each thread, allowed or
- * denied), each oldest first; stops early if @fn returns non-zero, and
- * returns that.  Checks write the rings without locks; a record being
- * written or torn by a writer is skipped, never passed on.  Only zones
+ * @name's rings of recent keys: its last 512 records of denials (a
+ * thread's denials of one key in a row add to one record's count), then
+ * its last 512 sampled checks (about one check in 64 of each thread,
+ * allowed or denied; count 1), each oldest first; stops early if @fn returns
+ * non-zero, and returns that.  Checks write the rings without locks; a record
+ * being written or torn by a writer is skipped, never passed on.  Only zones
  * keep rings.  Errors as tk_zone_info(), and -EINVAL for a NULL @fn.
  */
 TK_API int tk_zone_recent(const char *name,

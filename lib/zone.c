@@ -261,6 +261,7 @@ static int recent_one(void *ctx, const struct tk__recent_rec *rec)
 	r.denied = call->denied;
 	r.truncated = rec->len > rec->kept;
 	r.ticket = rec->ticket;
+	r.count = rec->count;
 	return call->fn(call->ctx, &r);
 }
 

@@ -7,9 +7,14 @@
  *   sequence from anything older than 2t + 1 to 2t + 1, so that an entry
  *   left odd by a dead writer is taken one lap later, and a writer that
  *   finds a later ticket's sequence there gives up its record.
- * - It stores the length, the kept words and their sum, then publishes by
- *   a CAS from 2t + 1 to 2t + 2: one that fails means a later ticket took
- *   the entry meanwhile, whose record is then the entry's.
+ * - It stores the length, a count of 1, the kept words and their sum,
+ *   then publishes by a CAS from 2t + 1 to 2t + 2: one that fails means a
+ *   later ticket took the entry meanwhile, whose record is then the
+ *   entry's.
+ * - A thread whose next event is of the key of its last record adds one
+ *   to that record's count while the entry still holds it (tk__recent_
+ *   repeat()): a flood of one key's denials writes one line the thread
+ *   already has, not the head every process writes.
  * - A reader expects 2t + 2 in the entry of ticket t: it loads the
  *   sequence, copies, loads it again (a seqlock's read), and checks the
  *   sum.  The sum is what catches a writer delayed a whole lap: claimed
@@ -49,7 +54,7 @@ static uint64_t sum(uint64_t ticket, uint64_t len, const uint64_t *w,
 	return tk__zone_mix(x);
 }
 
-void tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)
+uint64_t tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)
 {
 	uint64_t w[TKZ_RECENT_WORDS] = { 0 };
 	uint64_t n = words_of(len), t, s, mine, i;
@@ -62,12 +67,13 @@ void tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)
 	s = ck_pr_load_64(&e->seq);
 	do {
 		if (s >= mine)
-			return; /* a later ticket has it: ours is lost */
+			return UINT64_MAX; /* a later ticket has it */
 	} while (!ck_pr_cas_64_value(&e->seq, s, mine, &s));
 	/* The odd sequence before any word: pairs with the reader's load
 	 * fence before its second load of the sequence. */
 	ck_pr_fence_store();
 	ck_pr_store_64(&e->len, len);
+	ck_pr_store_64(&e->count, 1);
 	for (i = 0; i < n; i++) {
 		if (i == n / 2 && tk__recent_write_hook)
 			tk__recent_write_hook(e);
@@ -78,6 +84,35 @@ void tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)
 	 * reader's load fence after its first load of the sequence. */
 	ck_pr_fence_store();
 	ck_pr_cas_64(&e->seq, mine, mine + 1);
+	return t;
+}
+
+/* This thread's last record through tk__recent_repeat(): its ring,
+ * ticket and key as kept. */
+static __thread struct {
+	struct tkz_recent_ring *ring;
+	uint64_t ticket, len;
+	unsigned char key[TKZ_RECENT_KEY];
+} last;
+
+void tk__recent_repeat(struct tkz_recent_ring *r, const void *key, size_t len)
+{
+	size_t kept = len < TKZ_RECENT_KEY ? len : TKZ_RECENT_KEY;
+	struct tkz_recent_entry *e;
+
+	if (last.ring == r && last.len == len &&
+	    memcmp(last.key, key, kept) == 0) {
+		e = &r->e[last.ticket & (TKZ_RECENT_ENTRIES - 1)];
+		/* Still our record: published, not taken since. */
+		if (ck_pr_load_64(&e->seq) == 2 * last.ticket + 2) {
+			ck_pr_faa_64(&e->count, 1);
+			return;
+		}
+	}
+	last.ticket = tk__recent_put(r, key, len);
+	last.ring = last.ticket == UINT64_MAX ? NULL : r;
+	last.len = len;
+	memcpy(last.key, key, kept);
 }
 
 /* Copy the record of ticket @t from @e into @rec: 0, or the skip. */
@@ -97,6 +132,7 @@ static int copy(struct tkz_recent_entry *e, uint64_t t,
 		return -1;
 	}
 	len = ck_pr_load_64(&e->len);
+	rec->count = ck_pr_load_64(&e->count);
 	n = words_of(len);
 	for (i = 0; i < n; i++) {
 		if (i == n / 2 && tk__recent_read_hook)
@@ -146,5 +182,11 @@ int tk__recent_read(struct tkz_recent_ring *r, struct tk__recent_skips *skips,
 void tk__zone_recent_put(struct tk__zone *z, int id, const void *key,
 			 size_t len)
 {
-	tk__recent_put(&tk__zone_recent(z)->ring[id], key, len);
+	(void)tk__recent_put(&tk__zone_recent(z)->ring[id], key, len);
+}
+
+void tk__zone_recent_deny(struct tk__zone *z, const void *key, size_t len)
+{
+	tk__recent_repeat(&tk__zone_recent(z)->ring[TKZ_RECENT_DENIED], key,
+			  len);
 }

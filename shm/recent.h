@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * recent.h - a zone's rings of recent key names: every denial, and a
+ * recent.h - a zone's rings of recent key names: its denials, and a
  * sample of the checks, so that an operator can see who is limited
  * (throttlectl top) although the slots keep only fingerprints.
  *
@@ -10,7 +10,8 @@
  * Contract:
  * - Writers take no lock and never wait for one another: one fetch-add
  *   on the ring's head, one CAS to claim an entry, plain stores, one CAS
- *   to publish.  A process may die at any instruction; the entry it was
+ *   to publish; a thread that repeats its last record's key adds to its
+ *   count instead.  A process may die at any instruction; the entry it was
  *   writing stays odd (skipped) until a writer one lap later claims it.
  * - Readers write nothing: they copy an entry between two loads of its
  *   sequence, and check its sum, which catches the one tear a sequence
@@ -29,14 +30,14 @@
 #include "layout.h"
 
 #define TKZ_RECENT_ENTRIES 512 /* records per ring, a power of two */
-#define TKZ_RECENT_KEY 104     /* bytes of a key kept */
+#define TKZ_RECENT_KEY 96      /* bytes of a key kept */
 #define TKZ_RECENT_WORDS (TKZ_RECENT_KEY / 8)
 /* Checks of a thread per sampled one, on average (lib/store/store-slot.c;
  * not part of the layout). */
 #define TK__RECENT_SAMPLE 64
 
 enum tkz_recent_ring_id {
-	TKZ_RECENT_DENIED,  /* every denial */
+	TKZ_RECENT_DENIED,  /* denials, a thread's repeats counted */
 	TKZ_RECENT_SAMPLED, /* one check in about TK__RECENT_SAMPLE */
 	TKZ_RECENT_RINGS
 };
@@ -44,13 +45,16 @@ enum tkz_recent_ring_id {
 /*
  * seq: 0 never written; 2t + 1 while the record of ticket t is written
  * (or its writer died), 2t + 2 once it is complete.  sum: of the ticket,
- * len and the kept words (recent.c, sum()).  key: the first
+ * len and the kept words (recent.c, sum()).  count: the events the record
+ * stands for, 1 and then one more for each repeat its writer's thread
+ * added (tk__recent_repeat()); not in the sum.  key: the first
  * min(len, TKZ_RECENT_KEY) bytes, the rest of the last word zero.
  */
 struct tkz_recent_entry {
 	_Alignas(TKZ_LINE) uint64_t seq;
 	uint64_t sum;
-	uint64_t len; /* bytes of the whole key */
+	uint64_t len;	/* bytes of the whole key */
+	uint64_t count; /* events */
 	uint64_t key[TKZ_RECENT_WORDS];
 };
 
@@ -66,7 +70,8 @@ struct tkz_recent {
 _Static_assert(sizeof(struct tkz_recent_entry) == 2 * TKZ_LINE, "layout");
 _Static_assert(offsetof(struct tkz_recent_entry, sum) == 8, "layout");
 _Static_assert(offsetof(struct tkz_recent_entry, len) == 16, "layout");
-_Static_assert(offsetof(struct tkz_recent_entry, key) == 24, "layout");
+_Static_assert(offsetof(struct tkz_recent_entry, count) == 24, "layout");
+_Static_assert(offsetof(struct tkz_recent_entry, key) == 32, "layout");
 _Static_assert(offsetof(struct tkz_recent_ring, e) == TKZ_LINE, "layout");
 _Static_assert(sizeof(struct tkz_recent) == TKZ_RECENT_SIZE, "layout");
 _Static_assert((TKZ_RECENT_ENTRIES & (TKZ_RECENT_ENTRIES - 1)) == 0,
@@ -75,6 +80,7 @@ _Static_assert((TKZ_RECENT_ENTRIES & (TKZ_RECENT_ENTRIES - 1)) == 0,
 /* One record as a reader copied it. */
 struct tk__recent_rec {
 	uint64_t ticket; /* its place in the ring's history */
+	uint64_t count;	 /* events it stands for */
 	uint64_t len;	 /* bytes of the whole key */
 	uint32_t kept;	 /* bytes of it in key */
 	unsigned char key[TKZ_RECENT_KEY];
@@ -90,11 +96,24 @@ struct tk__recent_skips {
 };
 
 /*
- * Record @len bytes of @key in @r.  Any thread of any process; never
- * blocks; async-signal-safe.  Release: the record's words before its
- * even sequence (pairs with the acquire in tk__recent_read()).
+ * Record @len bytes of @key in @r, a count of 1: its ticket, or
+ * UINT64_MAX if a later ticket took the entry first (the record is lost).
+ * Any thread of any process; never blocks; async-signal-safe.  Release:
+ * the record's words before its even sequence (pairs with the acquire in
+ * tk__recent_read()).
  */
-void tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len);
+uint64_t tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len);
+
+/*
+ * The same, but if this thread's last record through here is of @key
+ * (its length and kept bytes), in @r, and still whole in its entry, one
+ * more to its count (an atomic add to a line the thread wrote itself)
+ * instead of a record.  So a flood of denials of one key costs a
+ * thread one record and then no shared line; a key's events stay
+ * counted whatever their order.  A repeat that races a writer lapping
+ * the ring may count one event to the record that took the entry.
+ */
+void tk__recent_repeat(struct tkz_recent_ring *r, const void *key, size_t len);
 
 /*
  * Call @fn(@ctx, rec) for each complete record of @r, oldest first, the
@@ -115,9 +134,11 @@ extern void (*tk__recent_read_hook)(struct tkz_recent_entry *e);
 struct tk__zone;
 struct tkz_recent *tk__zone_recent(struct tk__zone *z);
 
-/* tk__recent_put() into ring @id of zone @z; the caller holds its guard
+/* tk__recent_put() into ring @id of zone @z, and tk__recent_repeat()
+ * into its ring of denials; the caller holds its guard
  * (tk__zone_enter()). */
 void tk__zone_recent_put(struct tk__zone *z, int id, const void *key,
 			 size_t len);
+void tk__zone_recent_deny(struct tk__zone *z, const void *key, size_t len);
 
 #endif /* TK_SHM_RECENT_H */

@@ -135,11 +135,11 @@ static int add_record(void *ctx, const struct tk_zone_recent *rec)
 		r->truncated = rec->truncated;
 	}
 	if (rec->denied) {
-		t->row[i].denied++;
-		t->denials++;
+		t->row[i].denied += rec->count;
+		t->denials += rec->count;
 	} else {
-		t->row[i].sampled++;
-		t->samples++;
+		t->row[i].sampled += rec->count;
+		t->samples += rec->count;
 	}
 	return 0;
 }

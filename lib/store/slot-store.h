@@ -155,8 +155,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 			/* Where the denial is known, so that an admission
 			 * tests nothing more. */
 			if (name)
-				tk__zone_recent_put(z, TKZ_RECENT_DENIED,
-						    name->key, name->len);
+				tk__zone_recent_deny(z, name->key, name->len);
 		}
 		memset(out, 0, sizeof(*out));
 		tk__gcra_explain(p, &step, rc, now, out);

@@ -186,8 +186,7 @@ ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc,
 	if (rc >= 0 && (flags & TK__T_CHECK)) {
 		counted(s, kind, rc == TK__ZONE_KEEP, &name);
 		if (kind == TK__SLOT_ZONE && rc == TK__ZONE_KEEP)
-			tk__zone_recent_put(s->zone, TKZ_RECENT_DENIED, key,
-					    len);
+			tk__zone_recent_deny(s->zone, key, len);
 	}
 	if (rc == -E2BIG)
 		return -ENOTSUP; /* a state larger than a block holds */

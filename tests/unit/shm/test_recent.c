@@ -6,7 +6,8 @@
  * one lap later takes; a reader copying while a writer laps it skips the
  * entry for its sequence, and a writer storing into an entry taken from
  * it is caught by the sum; a writer late to claim by a lap gives its record
- * up; long keys are kept truncated; through a zone,
+ * up; a thread's events of one key in a row add to one record's count;
+ * long keys are kept truncated; through a zone,
  * denials and only denials reach the ring of denials, with their prefix
  * and key, checks a sample of them; a zone of the previous layout is
  * refused with -EPROTO.
@@ -269,6 +270,75 @@ static void test_late_claim(void **state)
 	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
 }
 
+struct counts {
+	uint64_t records, a, b, other;
+};
+
+static int add_counts(void *ctx, const struct tk__recent_rec *r)
+{
+	struct counts *c = ctx;
+
+	c->records++;
+	if (r->kept == 1 && r->key[0] == 'a')
+		c->a += r->count;
+	else if (r->kept == 1 && r->key[0] == 'b')
+		c->b += r->count;
+	else
+		c->other += r->count;
+	return 0;
+}
+
+static void repeater(int i)
+{
+	int j;
+
+	for (j = 0; j < per_writer; j++)
+		tk__recent_repeat(ring, i % 2 ? "a" : "b", 1);
+}
+
+/* A thread's events of one key in a row: one record, counted. */
+static void test_repeats(void **state)
+{
+	struct counts c;
+	char key[32];
+	int i;
+
+	(void)state;
+	fresh_ring();
+	for (i = 0; i < 100; i++)
+		tk__recent_repeat(ring, "a", 1);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.records, 1);
+	assert_int_equal(c.a, 100);
+	tk__recent_repeat(ring, "b", 1);
+	tk__recent_repeat(ring, "a", 1);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.records, 3);
+	assert_int_equal(c.a, 101);
+	assert_int_equal(c.b, 1);
+	/* Its entry taken by a lap of others: a new record, not theirs. */
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "other %d", i);
+		put(key);
+	}
+	tk__recent_repeat(ring, "a", 1);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.a, 1);
+	assert_int_equal(c.other, N - 1);
+	/* Processes repeating at once, some of them one key: all counted. */
+	fresh_ring();
+	per_writer = 1000;
+	kit_run_workers(WRITERS, repeater);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.a + c.b, (uint64_t)WRITERS * 1000);
+	assert_int_equal(c.a, (uint64_t)WRITERS / 2 * 1000);
+	assert_true(c.records <= WRITERS);
+}
+
 static int keep_one(void *ctx, const struct tk__recent_rec *r)
 {
 	memcpy(ctx, r, sizeof(*r));
@@ -299,7 +369,7 @@ static void test_truncation(void **state)
 }
 
 struct zone_seen {
-	uint64_t denied, sampled, other;
+	uint64_t denied, denials, sampled, other;
 	char prefix[64], key[64];
 };
 
@@ -308,13 +378,14 @@ static int zone_count(void *ctx, const struct tk_zone_recent *r)
 	struct zone_seen *s = ctx;
 
 	if (r->denied) {
-		s->denied++;
+		s->denied += r->count;
+		s->denials++;
 		snprintf(s->prefix, sizeof(s->prefix), "%.*s",
 			 (int)r->prefix_len, r->prefix);
 		snprintf(s->key, sizeof(s->key), "%.*s", (int)r->key_len,
 			 r->key);
 	} else {
-		s->sampled++;
+		s->sampled += r->count;
 	}
 	if (r->truncated || r->dimension != -1)
 		s->other++;
@@ -348,7 +419,9 @@ static void test_zone_records(void **state)
 	assert_int_equal(denied, 7);
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(tk_zone_recent("z", zone_count, &s), 0);
+	/* Seven denials in a row of one thread: one record. */
 	assert_int_equal(s.denied, 7);
+	assert_int_equal(s.denials, 1);
 	assert_string_equal(s.prefix, "per_ip|gcra|");
 	assert_string_equal(s.key, "hot");
 	/* A gap between samples is 1 to 127 checks. */
@@ -390,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_reader_rechecks),
 		cmocka_unit_test(test_lapped_writer),
 		cmocka_unit_test(test_late_claim),
+		cmocka_unit_test(test_repeats),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_zone_records),
 		cmocka_unit_test(test_old_layout),
