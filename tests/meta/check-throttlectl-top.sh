@@ -105,6 +105,21 @@ kill -INT "$pid"
 wait "$pid"
 is "exit status after an interrupt" "$?" 0
 
+# On a terminal: the screen cleared for each view, and q quits.
+if command -v script >/dev/null 2>&1; then
+	abs=$(cd "$(dirname "$ctl")" && pwd)/throttlectl
+	(
+		sleep 1
+		printf q
+	) | timeout 5 script -qec "$abs top z --interval 0.2" /dev/null \
+		>"$tmp/out" 2>&1
+	is "exit status after q" "$?" 0
+	grep -q "$(printf '\033\\[H\033\\[2J')zone=z " "$tmp/out" ||
+		failed "no cleared screen on a terminal"
+else
+	echo "note: no script(1): q on a terminal not tried"
+fi
+
 # Exit codes: usage 2, a zone's error 3.
 runs 2 "$ctl" top
 runs 2 "$ctl" top 'bad/name'
