@@ -835,6 +835,41 @@ TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
 			     void *ctx);
 
 /*
+ * One record of a zone's rings of recent keys (tk_zone_recent()): a
+ * check's store key, read back as the limiter's prefix and the caller's
+ * key.  The pointers are valid during the callback only.
+ */
+struct tk_zone_recent {
+	int denied;	    /* 1: a denial; 0: a sampled check */
+	int truncated;	    /* 1: the ring kept only the key's first bytes */
+	int dimension;	    /* a composite's dimension, or -1 */
+	uint64_t ticket;    /* its place in its ring, counting from 0 */
+	uint64_t count;	    /* checks it stands for (see tk_zone_recent()) */
+	const char *prefix; /* the limiter's prefix (tk_options) */
+	size_t prefix_len;
+	const char *key; /* the caller's key, as much as was kept */
+	size_t key_len;
+};
+
+/*
+ * tk_zone_recent() - call @fn(@ctx, record) for each record of zone
+ * @name's rings of recent keys: its last 512 records of denials (a
+ * thread's denials of one key in a row add to one record's count), then
+ * its last 512 sampled checks (about one check in 64 of each thread,
+ * allowed or denied; count 1), each oldest first; stops early if @fn returns
+ * non-zero, and returns that.  Checks write the rings without locks; a record
+ * being written or torn by a writer is skipped, never passed on.  Only zones
+ * keep rings.  Errors as tk_zone_info(), and -EINVAL for a NULL @fn.
+ */
+TK_API int tk_zone_recent(const char *name,
+			  int (*fn)(void *ctx, const struct tk_zone_recent *r),
+			  void *ctx);
+TK_API int tk_zone_recent_opts(const char *name, const struct tk_options *opts,
+			       int (*fn)(void *ctx,
+					 const struct tk_zone_recent *r),
+			       void *ctx);
+
+/*
  * tk_zone_sweep() - one full reclamation pass over zone @name at time
  * @now (ns, on the clock of the limiters that use the zone): frees every
  * state expired for the zone's grace, every abandoned insert and every

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * zone.c - the administrative face of zones: create, inspect, verify,
- * walk, sweep and destroy them by name (what throttlectl's zone commands
- * use).  Each opens the zone under the same trust rules as a store
- * (shm/segment.c) and touches it only under a fault guard
+ * walk, read the recent keys of, sweep and destroy them by name (what
+ * throttlectl's zone commands use).  Each opens the zone under the same trust
+ * rules as a store (shm/segment.c) and touches it only under a fault guard
  * (tk__zone_run()), so a zone truncated meanwhile gives -EPROTO.
  */
 #include "algo/algo.h"
@@ -11,7 +11,9 @@
 #include "error.h"
 #include "options.h"
 #include "rule.h"
+#include "store/store-key.h"
 #include "store/tally.h"
+#include "../shm/recent.h"
 #include "../shm/zone.h"
 
 #include <errno.h>
@@ -40,6 +42,23 @@ int tk__zone_attach_admin(struct tk__zone **z, const char *name,
 
 	rc = config_of(opts, &cfg);
 	return rc ? rc : tk__zone_attach(z, name, &cfg, 0);
+}
+
+/*
+ * Attach @name (into *@z, which @ctx may hold), run @fn(@ctx) under its
+ * fault guard, detach: @fn's result, -EPROTO for a fault, or the attach's
+ * error.
+ */
+static int on_zone(const char *name, const struct tk_options *opts,
+		   struct tk__zone **z, int (*fn)(void *ctx), void *ctx)
+{
+	int rc = tk__zone_attach_admin(z, name, opts);
+
+	if (rc)
+		return tk__rc(rc);
+	rc = tk__zone_run(*z, fn, ctx);
+	tk__zone_detach(*z);
+	return rc;
 }
 
 TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
@@ -178,17 +197,11 @@ TK_API int tk_zone_walk_opts(const char *name, const struct tk_options *opts,
 			     void *ctx)
 {
 	struct walk_call call = { NULL, fn, ctx };
-	int rc;
 
 	if (!fn)
 		return -EINVAL;
-	rc = tk__zone_attach_admin(&call.z, name, opts);
-	if (rc)
-		return tk__rc(rc);
-	rc = tk__zone_run(call.z, walk, &call);
-	tk__zone_detach(call.z);
 	/* @fn's own non-zero result passes as it is. */
-	return rc;
+	return on_zone(name, opts, &call.z, walk, &call);
 }
 
 TK_API int tk_zone_walk(const char *name,
@@ -197,6 +210,96 @@ TK_API int tk_zone_walk(const char *name,
 			void *ctx)
 {
 	return tk_zone_walk_opts(name, NULL, fn, ctx);
+}
+
+struct recent_call {
+	struct tk__zone *z;
+	int (*fn)(void *ctx, const struct tk_zone_recent *r);
+	void *ctx;
+	int denied;
+};
+
+/*
+ * The parts of store key @k (@kept bytes of it kept, store-key.h) into
+ * @r; bytes that do not read as a store key are shown whole as the key.
+ */
+static void parts_of(const unsigned char *k, size_t kept,
+		     struct tk_zone_recent *r)
+{
+	size_t at, plen;
+
+	r->prefix = "";
+	r->prefix_len = 0;
+	r->dimension = -1;
+	r->key = (const char *)k;
+	r->key_len = kept;
+	if (kept < 2)
+		return;
+	plen = (size_t)(k[0] & 1) << 8 | k[1];
+	at = 2 + plen;
+	if (at + !!(k[0] & TK__STORE_KEY_DIM) > kept)
+		return;
+	if (k[0] & TK__STORE_KEY_DIM)
+		r->dimension = k[at++];
+	if (k[0] & TK__STORE_KEY_TAG) {
+		if (at >= kept || at + 1 + k[at] > kept)
+			return;
+		at += 1 + (size_t)k[at];
+	}
+	r->prefix = (const char *)k + 2;
+	r->prefix_len = plen;
+	r->key = (const char *)k + at;
+	r->key_len = kept - at;
+}
+
+static int recent_one(void *ctx, const struct tk__recent_rec *rec)
+{
+	struct recent_call *call = ctx;
+	struct tk_zone_recent r;
+
+	memset(&r, 0, sizeof(r));
+	parts_of(rec->key, rec->kept, &r);
+	r.denied = call->denied;
+	r.truncated = rec->len > rec->kept;
+	r.ticket = rec->ticket;
+	r.count = rec->count;
+	return call->fn(call->ctx, &r);
+}
+
+static int recent(void *ctx)
+{
+	struct recent_call *call = ctx;
+	struct tkz_recent *rings = tk__zone_recent(call->z);
+	int rc;
+
+	call->denied = 1;
+	rc = tk__recent_read(&rings->ring[TKZ_RECENT_DENIED], NULL, recent_one,
+			     call);
+	if (rc)
+		return rc;
+	call->denied = 0;
+	return tk__recent_read(&rings->ring[TKZ_RECENT_SAMPLED], NULL,
+			       recent_one, call);
+}
+
+TK_API int tk_zone_recent_opts(const char *name, const struct tk_options *opts,
+			       int (*fn)(void *ctx,
+					 const struct tk_zone_recent *r),
+			       void *ctx)
+{
+	struct recent_call call = { NULL, fn, ctx, 0 };
+
+	if (!fn)
+		return -EINVAL;
+	/* @fn's own non-zero result passes as it is. */
+	return on_zone(name, opts, &call.z, recent, &call);
+}
+
+TK_API int tk_zone_recent(const char *name,
+			  int (*fn)(void *ctx, const struct tk_zone_recent *r),
+			  void *ctx)
+{
+	return tk_zone_recent_opts(name, NULL, fn, ctx);
 }
 
 struct sweep_call {
@@ -216,18 +319,12 @@ TK_API int tk_zone_sweep_opts(const char *name, const struct tk_options *opts,
 			      uint64_t now)
 {
 	struct sweep_call call = { NULL, now };
-	int rc;
 
 	/* No clock reads such a time; swept at it, every live key would
 	 * go. */
 	if (now >= UINT64_C(1) << 63)
 		return -EINVAL;
-	rc = tk__zone_attach_admin(&call.z, name, opts);
-	if (rc)
-		return tk__rc(rc);
-	rc = tk__zone_run(call.z, sweep, &call);
-	tk__zone_detach(call.z);
-	return tk__rc(rc);
+	return tk__rc(on_zone(name, opts, &call.z, sweep, &call));
 }
 
 TK_API int tk_zone_sweep(const char *name, uint64_t now)

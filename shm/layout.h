@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 9
+#define TKZ_VERSION 9 /* 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -332,9 +332,13 @@ static inline uint64_t tkz_pagetable_size(uint64_t pages)
 	return (pages * sizeof(uint64_t) + TKZ_LINE - 1) / TKZ_LINE * TKZ_LINE;
 }
 
+/* Bytes of the rings of recent keys after the arena; recent.h pins
+ * them: two rings of a head line and 512 entries of 128 bytes. */
+#define TKZ_RECENT_SIZE (2 * (TKZ_LINE + 512 * 128))
+
 /*
  * The rule directory (shm/rules.h): TKZ_RULES entries of TKZ_RULE_SIZE
- * bytes, right after the arena, so that no offset before it moves.
+ * bytes, after the rings, so that no offset before it moves.
  */
 #define TKZ_RULES 64
 #define TKZ_RULE_SIZE 2304
@@ -343,7 +347,8 @@ static inline uint64_t tkz_rules_offset(uint64_t capacity, uint64_t pages)
 {
 	return TKZ_HEADER_SIZE + capacity * sizeof(struct tkz_slot) +
 	       tkz_pagetable_size(pages) +
-	       pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell);
+	       pages * TKZ_PAGE_CELLS * sizeof(struct tkz_cell) +
+	       TKZ_RECENT_SIZE;
 }
 
 static inline uint64_t tkz_segment_size(uint64_t capacity, uint64_t pages)

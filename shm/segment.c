@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "zone.h"
 #include "guard.h"
+#include "recent.h"
 #include "where.h"
 
 #include <ck_pr.h>
@@ -72,6 +73,7 @@ struct tk__zone {
 	uint64_t size;
 	uint64_t *pagetable;
 	struct tkz_cell *cells;
+	struct tkz_recent *recent;
 };
 
 _Static_assert(offsetof(struct tk__zone, geo) ==
@@ -406,13 +408,15 @@ static int read_header(void *ctx)
 	return rc;
 }
 
-/* Where the slots, page table and cells of mapped zone @z are. */
+/* Where the slots, page table, cells and rings of mapped zone @z are. */
 static void lay_out(struct tk__zone *z)
 {
 	z->slots = (struct tkz_slot *)((char *)z->base + TKZ_HEADER_SIZE);
 	z->pagetable = (uint64_t *)(z->slots + z->geo.capacity);
 	z->cells = (struct tkz_cell *)((char *)z->pagetable +
 				       tkz_pagetable_size(z->geo.pages));
+	z->recent =
+		(struct tkz_recent *)(z->cells + z->geo.pages * TKZ_PAGE_CELLS);
 }
 
 static int map_zone(struct tk__zone *z, int fd,
@@ -683,6 +687,11 @@ uint64_t *tk__zone_pagetable(struct tk__zone *z)
 struct tkz_cell *tk__zone_cells(struct tk__zone *z)
 {
 	return z->cells;
+}
+
+struct tkz_recent *tk__zone_recent(struct tk__zone *z)
+{
+	return z->recent;
 }
 
 const char *tk__zone_name(const struct tk__zone *z)

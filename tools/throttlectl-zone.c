@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * throttlectl zone commands: create, info, ls, get, check, reset, stats,
- * verify, destroy.  Output is key=value lines (or --json, --prometheus),
+ * verify, destroy (and top's name, trust and refusals:
+ * throttlectl-top.c).  Output is key=value lines (or --json, --prometheus),
  * stable for scripts.
  */
 #include <errno.h>
@@ -425,6 +426,41 @@ static int parse(int argc, char **argv, int positional, int specs,
 	}
 	return check_positional(argc - optind, argv + optind, positional, specs,
 				a);
+}
+
+/* What top (throttlectl-top.c) shares of the zone commands' ways. */
+int ctl_zone_name_ok(const char *name)
+{
+	return valid_name(name, 0);
+}
+
+int ctl_zone_trust(int ch, const char *arg, struct tk_options *o)
+{
+	struct zone_args a;
+
+	set_defaults(&a);
+	if (parse_owner_group(ch, arg, &a))
+		return -1;
+	if (ch == 'g')
+		o->zone_gid = a.gid;
+	else
+		o->zone_uid = a.uid;
+	o->flags |= a.flags;
+	return 0;
+}
+
+int ctl_zone_failed(int rc, const char *name, const struct tk_options *o)
+{
+	struct zone_args a;
+
+	set_defaults(&a);
+	a.name = name;
+	a.flags = o->flags & (TK_OPT_ZONE_UID | TK_OPT_ZONE_GID);
+	if (a.flags & TK_OPT_ZONE_UID)
+		a.uid = o->zone_uid;
+	if (a.flags & TK_OPT_ZONE_GID)
+		a.gid = o->zone_gid;
+	return fail_zone(rc, &a);
 }
 
 int ctl_create(int argc, char **argv)

@@ -47,6 +47,10 @@ static const struct {
 	{ "stats", ctl_stats,
 	  "stats NAME [--json|--prometheus] [--owner U] [--group G]",
 	  "a zone's counters and occupancy, and each rule's counters" },
+	{ "top", ctl_top,
+	  "top NAME [--json] [--interval SECONDS] [--iterations N] "
+	  "[--count N] [--policy [RULE=]SPEC]... [--owner U] [--group G]",
+	  "who is limited: a zone's most denied and most checked keys" },
 	{ "verify", ctl_verify, "verify NAME [--owner U] [--group G]",
 	  "check a zone's invariants" },
 	{ "sweep", ctl_sweep, "sweep NAME [--owner U] [--group G]",

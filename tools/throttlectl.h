@@ -28,6 +28,18 @@ int ctl_verify(int argc, char **argv);
 int ctl_sweep(int argc, char **argv);
 int ctl_destroy(int argc, char **argv);
 int ctl_ping(int argc, char **argv);
+int ctl_top(int argc, char **argv);
+
+/*
+ * The zone commands' ways (throttlectl-zone.c), for commands in other
+ * files: is @name a zone's name (else a message, 0); --group (@ch 'g')
+ * or --owner (@ch 'o') into @o's trusted group or owner (0, or -1 after a
+ * message); a zone refused with @rc, said as the zone commands say it,
+ * with the option that would trust it (returns CTL_ERROR, or CTL_USAGE).
+ */
+int ctl_zone_name_ok(const char *name);
+int ctl_zone_trust(int ch, const char *arg, struct tk_options *o);
+int ctl_zone_failed(int rc, const char *name, const struct tk_options *o);
 
 /* throttlectl-stats.c: info's output of zone @zone in @format ("text",
  * "json" or "prometheus"), its rules read with @o: 0 or the error of

@@ -17,6 +17,7 @@
 #include "algo/gcra.h"
 #include "hash/keyhash.h"
 #include "store/reclaimer.h"
+#include "../../shm/recent.h"
 #include "../../shm/word.h"
 
 #include <stdatomic.h>
@@ -98,6 +99,18 @@ static inline void tk__slot_wrote(const struct tk__zone_word *w, uint64_t word)
 }
 
 /*
+ * A check's store key, for a zone's rings of recent keys (shm/recent.h),
+ * read only where a check is recorded.  The hot path keeps it in its
+ * frame as a volatile (check() in store-slot.c): as two values live to
+ * the end, they took registers from the key's hash, which then read the
+ * length from the stack at each use; in the frame they cost two stores.
+ */
+struct tk__slot_name {
+	const unsigned char *key;
+	size_t len;
+};
+
+/*
  * A check of GCRA or the token bucket in one call chain: the key's slot
  * found in @z (shm/word.h), the algorithm's own step on its word (gcra.h),
  * the slot updated by the CAS the table's apply would make.  Returns 0
@@ -106,7 +119,9 @@ static inline void tk__slot_wrote(const struct tk__zone_word *w, uint64_t word)
  * case (no slot yet, an insert of the key under way, a sweep due, a state
  * of another shape or that does not validate, the slot changed twice under
  * us): the limiter then runs the store's apply, which decides as it
- * always does.  @cand: @k's candidates, if known, or NULL.
+ * always does.  @cand: @k's candidates, if known, or NULL.  @name: the
+ * store key, whose denial goes to @z's ring of recent denials, or NULL
+ * for none (a private table).
  */
 #define TK__SLOT_DIRECT_ROUNDS 2
 
@@ -114,7 +129,8 @@ static inline __attribute__((always_inline)) int
 tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 		const struct tkz_cand *cand, uint64_t now,
 		const struct tk__policy *p, uint64_t cost,
-		struct tk_decision *out, int *denied)
+		struct tk_decision *out, int *denied,
+		const volatile struct tk__slot_name *name)
 {
 	struct tk__zone_word w;
 	struct tk__gcra_step step;
@@ -136,6 +152,10 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 			if (!tk__zone_word_keep(&w))
 				continue;
 			tk__last_write.rival = 0;
+			/* Where the denial is known, so that an admission
+			 * tests nothing more. */
+			if (name)
+				tk__zone_recent_deny(z, name->key, name->len);
 		}
 		memset(out, 0, sizeof(*out));
 		tk__gcra_explain(p, &step, rc, now, out);

@@ -20,7 +20,10 @@
  *   kinds differ; each operation is compiled once per kind (the kind a
  *   constant), so that neither pays for the other on its hot path.
  * - Checks and denials are counted per thread (lib/store/tally.h); a zone's
- *   counts reach the zone's shared counters in batches.
+ *   counts reach the zone's shared counters in batches.  A zone's check
+ *   also writes its key's name in a ring of the zone's (shm/recent.h): every
+ *   denial, and one check in about TK__RECENT_SAMPLE of each thread; a
+ *   private table's checks write none.
  */
 #include "algo/algo.h"
 #include "store/store-ops.h"
@@ -111,9 +114,37 @@ ALWAYS struct tk__zone *zone_of(struct tk__slot_store *s, int kind)
 	return kind == TK__SLOT_ZONE ? s->zone : tk__table_zone(s->table);
 }
 
-/* A check decided (@denied: a denial), counted; a zone's batch reaches
- * its shared counters every TK__TALLY_FLUSH checks. */
-ALWAYS void counted(struct tk__slot_store *s, int kind, int denied)
+/*
+ * Checks of this thread left before the next one a zone's ring of sampled
+ * checks records (shm/recent.h); below 0: record this one.  Initial-exec,
+ * as tk__tally_slot: the allowed path pays one decrement and a branch.
+ */
+static __thread int sample_left __attribute__((tls_model("initial-exec")));
+
+/* Record @key in the sampled ring and draw the next gap: 0 to
+ * 2 * TK__RECENT_SAMPLE - 2 checks, so that keys checked in a fixed
+ * rotation (two rules a request) are not always the same one sampled. */
+static __attribute__((noinline, cold)) void
+sampled(struct tk__zone *z, const unsigned char *key, size_t len)
+{
+	static __thread uint32_t x;
+
+	/* The key's last byte stirred in: fork() children start with their
+	 * parent's state, and part as their requests do. */
+	x ^= (uint32_t)key[len - 1] << 8 | 1;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	sample_left = (int)(x % (2 * TK__RECENT_SAMPLE - 1));
+	tk__zone_recent_put(z, TKZ_RECENT_SAMPLED, key, len);
+}
+
+/* A check of @key decided (@denied: a denial), counted; a zone's batch
+ * reaches its shared counters every TK__TALLY_FLUSH checks, and a sample
+ * of its checks its ring of them (its denials: result(),
+ * tk__slot_direct()). */
+ALWAYS void counted(struct tk__slot_store *s, int kind, int denied,
+		    const volatile struct tk__slot_name *name)
 {
 	int due;
 
@@ -124,6 +155,8 @@ ALWAYS void counted(struct tk__slot_store *s, int kind, int denied)
 	due = tk__tally_count(s->tally, denied);
 	if (due >= 0)
 		tk__tally_flush(s->zone, s->tally, due);
+	if (__builtin_expect(--sample_left < 0, 0))
+		sampled(s->zone, name->key, name->len);
 }
 
 /* After an insert may have grown a private table, or a pass shrunk it:
@@ -143,12 +176,18 @@ ALWAYS void grown(struct tk__slot_store *s, int kind)
 			    s->near_max);
 }
 
-/* What a table's step @rc (counted if it decided a check, @flags having
- * TK__T_CHECK) means to the limiter. */
-ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc)
+/* What a table's step @rc (counted if it decided a check of @key, @flags
+ * having TK__T_CHECK) means to the limiter. */
+ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc,
+		  const unsigned char *key, size_t len)
 {
-	if (rc >= 0 && (flags & TK__T_CHECK))
-		counted(s, kind, rc == TK__ZONE_KEEP);
+	struct tk__slot_name name = { key, len };
+
+	if (rc >= 0 && (flags & TK__T_CHECK)) {
+		counted(s, kind, rc == TK__ZONE_KEEP, &name);
+		if (kind == TK__SLOT_ZONE && rc == TK__ZONE_KEEP)
+			tk__zone_recent_deny(s->zone, key, len);
+	}
 	if (rc == -E2BIG)
 		return -ENOTSUP; /* a state larger than a block holds */
 	if (rc < 0)
@@ -176,7 +215,7 @@ ALWAYS int apply(struct tk_store *base, const unsigned char *key, size_t len,
 					       t->fn, t->ctx);
 		tk__zone_maybe_sweep(zone_of(s, kind), &k, now);
 		grown(s, kind);
-		rc = result(s, kind, t->flags, rc);
+		rc = result(s, kind, t->flags, rc, key, len);
 		rc = guard_end(s, kind, rc);
 	}
 	section_end(kind, 0, ctr);
@@ -196,8 +235,10 @@ int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
 	return apply(s, key, len, now, t, TK__SLOT_TABLE);
 }
 
-/* The direct check (slot-store.h) on @z, under the guard, counted. */
+/* The direct check (slot-store.h) of @key on @z, under the guard,
+ * counted. */
 ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
+		  const volatile struct tk__slot_name *name,
 		  const struct tk__zone_key *k, const struct tkz_cand *cand,
 		  uint64_t now, const struct tk__policy *p, uint64_t cost,
 		  struct tk_decision *d)
@@ -206,9 +247,10 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
 
 	if (rc)
 		return rc;
-	rc = tk__slot_direct(z, k, cand, now, p, cost, d, &denied);
+	rc = tk__slot_direct(z, k, cand, now, p, cost, d, &denied,
+			     kind == TK__SLOT_ZONE ? name : NULL);
 	if (rc == 0)
-		counted(s, kind, denied);
+		counted(s, kind, denied, name);
 	return guard_end(s, kind, rc);
 }
 
@@ -225,12 +267,17 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 		 struct tk_decision *d, int kind, int light)
 {
 	struct tk__slot_store *s = slot_of(base);
+	volatile struct tk__slot_name name; /* why: slot-store.h */
 	struct tk__zone *z;
 	struct tk__zone_key k;
 	struct tkz_cand cand;
 	unsigned long *ctr;
 	int rc;
 
+	if (kind == TK__SLOT_ZONE) {
+		name.key = key;
+		name.len = len;
+	}
 	before(s, kind);
 	key_of(s, kind, key, len, 0, p->alg->id, &k);
 	ctr = section(kind, light);
@@ -238,12 +285,12 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {
 		rc = TK__NOT_HERE;
 	} else if (!late) {
-		rc = direct(s, kind, z, &k, NULL, now, p, cost, d);
+		rc = direct(s, kind, z, &name, &k, NULL, now, p, cost, d);
 	} else {
 		rc = tk__slot_prefetch_then_read(z, &k, &cand, late);
 		if (rc == 0)
-			rc = direct(s, kind, z, &k, &cand, late->ns, p, cost,
-				    d);
+			rc = direct(s, kind, z, &name, &k, &cand, late->ns, p,
+				    cost, d);
 	}
 	section_end(kind, light, ctr);
 	return rc;
@@ -310,7 +357,10 @@ ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,
 		for (i = 0; i < m->n; i++)
 			tk__zone_maybe_sweep(zone_of(s, kind), &k[i], now);
 		grown(s, kind);
-		rc = guard_end(s, kind, result(s, kind, m->flags, rc));
+		/* A composite's records name its first dimension's key. */
+		rc = guard_end(
+			s, kind,
+			result(s, kind, m->flags, rc, m->key[0], m->len[0]));
 	}
 	section_end(kind, 0, ctr);
 	return rc;

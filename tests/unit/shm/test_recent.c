@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_recent.c - a zone's rings of recent key names (shm/recent.c):
+ * writers in several processes leave exactly their records; a writer
+ * killed half-way leaves an entry that readers skip and that the writer
+ * one lap later takes; a reader copying while a writer laps it skips the
+ * entry for its sequence, and a writer storing into an entry taken from
+ * it is caught by the sum; a writer late to claim by a lap gives its record
+ * up; a thread's events of one key in a row add to one record's count;
+ * long keys are kept truncated; through a zone,
+ * denials and only denials reach the ring of denials, with their prefix
+ * and key, checks a sample of them; a zone of the previous layout is
+ * refused with -EPROTO.
+ *
+ * White-box (statically linked): the ring's functions and test hooks.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ck_pr.h>
+#include <throttlekit.h>
+
+#include "workers.h"
+#include "../../shm/recent.h"
+#include "../../shm/zone.h"
+
+#define WRITERS 4
+#define N TKZ_RECENT_ENTRIES
+
+static char dir[] = "/tmp/tk-recent-XXXXXX";
+static struct tkz_recent_ring *ring; /* MAP_SHARED: children write it */
+static int per_writer;
+
+static void fresh_ring(void)
+{
+	memset(ring, 0, sizeof(*ring));
+	tk__recent_write_hook = NULL;
+	tk__recent_read_hook = NULL;
+}
+
+static void put(const char *key)
+{
+	tk__recent_put(ring, key, strlen(key));
+}
+
+struct seen {
+	uint64_t n, by_writer[WRITERS], last_ticket;
+	char first[TKZ_RECENT_KEY + 1], last[TKZ_RECENT_KEY + 1];
+	int ordered;
+};
+
+static int count(void *ctx, const struct tk__recent_rec *r)
+{
+	struct seen *s = ctx;
+	unsigned int w, j;
+
+	if (s->n && r->ticket <= s->last_ticket)
+		s->ordered = 0;
+	s->last_ticket = r->ticket;
+	memcpy(s->last, r->key, r->kept);
+	s->last[r->kept] = '\0';
+	if (s->n == 0)
+		memcpy(s->first, s->last, sizeof(s->first));
+	s->n++;
+	if (sscanf(s->last, "writer-%u-%u", &w, &j) == 2 && w < WRITERS)
+		s->by_writer[w]++;
+	return 0;
+}
+
+static struct seen read_all(struct tk__recent_skips *sk)
+{
+	struct seen s;
+
+	memset(&s, 0, sizeof(s));
+	s.ordered = 1;
+	memset(sk, 0, sizeof(*sk));
+	assert_int_equal(tk__recent_read(ring, sk, count, &s), 0);
+	return s;
+}
+
+static void writer(int i)
+{
+	char key[64];
+	int j;
+
+	for (j = 0; j < per_writer; j++) {
+		snprintf(key, sizeof(key), "writer-%d-%d", i, j);
+		put(key);
+	}
+}
+
+/* Processes writing at once: every record there, exactly once. */
+static void test_concurrent_writers(void **state)
+{
+	struct tk__recent_skips sk;
+	struct seen s;
+	int i;
+
+	(void)state;
+	fresh_ring();
+	per_writer = N / WRITERS;
+	kit_run_workers(WRITERS, writer);
+	s = read_all(&sk);
+	assert_int_equal(s.n, N);
+	for (i = 0; i < WRITERS; i++)
+		assert_int_equal(s.by_writer[i], N / WRITERS);
+	assert_true(s.ordered);
+	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
+	/* Many laps: the last N tickets, each whole. */
+	fresh_ring();
+	per_writer = 3 * N;
+	kit_run_workers(WRITERS, writer);
+	s = read_all(&sk);
+	assert_int_equal(s.n, N);
+	assert_int_equal(s.last_ticket, (uint64_t)WRITERS * 3 * N - 1);
+	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
+}
+
+static void die(struct tkz_recent_entry *e)
+{
+	(void)e;
+	kill(getpid(), SIGKILL);
+}
+
+/* A writer killed between its claim and its publication. */
+static void test_killed_writer(void **state)
+{
+	struct tk__recent_skips sk;
+	struct seen s;
+	pid_t pid;
+	int st, i;
+	char key[32];
+
+	(void)state;
+	fresh_ring();
+	put("before-0");
+	put("before-1");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tk__recent_write_hook = die;
+		put("a key long enough to die half-way through it");
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(ck_pr_load_64(&ring->head.v), 3);
+	assert_int_equal(ring->e[2].seq & 1, 1);
+	s = read_all(&sk);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.last, "before-1");
+	assert_int_equal(sk.busy, 1);
+	assert_int_equal(sk.torn + sk.bad + sk.lapped, 0);
+	/* The next writers go on; one lap later the entry is taken. */
+	put("after");
+	s = read_all(&sk);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(sk.busy, 1);
+	for (i = 0; i < N - 1; i++) {
+		snprintf(key, sizeof(key), "lap-%d", i);
+		put(key);
+	}
+	assert_int_equal(ring->e[2].seq, 2 * (uint64_t)(N + 2) + 2);
+	s = read_all(&sk);
+	assert_int_equal(s.n, N);
+	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
+	assert_string_equal(s.last, "lap-510");
+}
+
+static void intrude(struct tkz_recent_entry *e)
+{
+	(void)e;
+	tk__recent_read_hook = NULL;
+	put("an intruder of a lap later, as long as the other");
+}
+
+/* A writer of the next lap takes the entry while a reader copies it. */
+static void test_reader_rechecks(void **state)
+{
+	struct tk__recent_skips sk;
+	struct seen s;
+	char key[64];
+	int i;
+
+	(void)state;
+	fresh_ring();
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "a key of the first lap, %d", i);
+		put(key);
+	}
+	tk__recent_read_hook = intrude;
+	s = read_all(&sk);
+	/* Ticket 0's entry moved under the copy: skipped for it. */
+	assert_int_equal(sk.torn, 1);
+	assert_int_equal(sk.bad + sk.busy + sk.lapped, 0);
+	assert_int_equal(s.n, N - 1);
+	assert_string_equal(s.first, "a key of the first lap, 1");
+	s = read_all(&sk);
+	assert_int_equal(s.n, N);
+	assert_string_equal(s.last,
+			    "an intruder of a lap later, as long as the other");
+}
+
+static void lap(struct tkz_recent_entry *e)
+{
+	(void)e;
+	tk__recent_write_hook = NULL;
+	/* The tickets of a whole lap taken, then the one after. */
+	ck_pr_faa_64(&ring->head.v, N - 1);
+	put("the later writer, whose record this entry is now");
+}
+
+/* A writer delayed a whole lap stores into the entry a later one took. */
+static void test_lapped_writer(void **state)
+{
+	struct tk__recent_skips sk;
+	struct seen s;
+
+	(void)state;
+	fresh_ring();
+	put("first");
+	tk__recent_write_hook = lap;
+	put("the delayed writer, which stores after it lost its entry");
+	assert_int_equal(ck_pr_load_64(&ring->head.v), N + 2);
+	s = read_all(&sk);
+	/* Only what was written whole: the lap's tickets were never
+	 * claimed, and the entry both wrote fails its sum. */
+	assert_int_equal(s.n, 0);
+	assert_int_equal(sk.bad, 1);
+	assert_int_equal(sk.torn, 0);
+	assert_int_equal(sk.busy, N - 1);
+}
+
+/* A writer that took its ticket a lap ago claims after a later ticket
+ * published in its entry: it gives its record up. */
+static void test_late_claim(void **state)
+{
+	struct tk__recent_skips sk;
+	struct seen s;
+	char key[32];
+	int i;
+
+	(void)state;
+	fresh_ring();
+	for (i = 0; i <= N; i++) {
+		snprintf(key, sizeof(key), "on time %d", i);
+		put(key);
+	}
+	/* Ticket 0 again, as a writer stopped since it took it would. */
+	ck_pr_store_64(&ring->head.v, 0);
+	put("late by a lap");
+	ck_pr_store_64(&ring->head.v, N + 1);
+	assert_int_equal(ring->e[0].seq, 2 * (uint64_t)N + 2);
+	s = read_all(&sk);
+	assert_int_equal(s.n, N);
+	snprintf(key, sizeof(key), "on time %d", N);
+	assert_string_equal(s.last, key);
+	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
+}
+
+struct counts {
+	uint64_t records, a, b, other;
+};
+
+static int add_counts(void *ctx, const struct tk__recent_rec *r)
+{
+	struct counts *c = ctx;
+
+	c->records++;
+	if (r->kept == 1 && r->key[0] == 'a')
+		c->a += r->count;
+	else if (r->kept == 1 && r->key[0] == 'b')
+		c->b += r->count;
+	else
+		c->other += r->count;
+	return 0;
+}
+
+static void repeater(int i)
+{
+	int j;
+
+	for (j = 0; j < per_writer; j++)
+		tk__recent_repeat(ring, i % 2 ? "a" : "b", 1);
+}
+
+/* A thread's events of one key in a row: one record, counted. */
+static void test_repeats(void **state)
+{
+	struct counts c;
+	char key[32];
+	int i;
+
+	(void)state;
+	fresh_ring();
+	for (i = 0; i < 100; i++)
+		tk__recent_repeat(ring, "a", 1);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.records, 1);
+	assert_int_equal(c.a, 100);
+	tk__recent_repeat(ring, "b", 1);
+	tk__recent_repeat(ring, "a", 1);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.records, 3);
+	assert_int_equal(c.a, 101);
+	assert_int_equal(c.b, 1);
+	/* Its entry taken by a lap of others: a new record, not theirs. */
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "other %d", i);
+		put(key);
+	}
+	tk__recent_repeat(ring, "a", 1);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.a, 1);
+	assert_int_equal(c.other, N - 1);
+	/* Processes repeating at once, some of them one key: all counted. */
+	fresh_ring();
+	per_writer = 1000;
+	kit_run_workers(WRITERS, repeater);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.a + c.b, (uint64_t)WRITERS * 1000);
+	assert_int_equal(c.a, (uint64_t)WRITERS / 2 * 1000);
+	assert_true(c.records <= WRITERS);
+}
+
+static int keep_one(void *ctx, const struct tk__recent_rec *r)
+{
+	memcpy(ctx, r, sizeof(*r));
+	return 0;
+}
+
+/* Keys longer than the entry keep their first bytes and full length. */
+static void test_truncation(void **state)
+{
+	unsigned char key[300];
+	struct tk__recent_rec r;
+	size_t i, len[] = { 1, TKZ_RECENT_KEY, TKZ_RECENT_KEY + 1, 300 };
+
+	(void)state;
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = (unsigned char)(i * 7 + 1);
+	for (i = 0; i < sizeof(len) / sizeof(len[0]); i++) {
+		fresh_ring();
+		tk__recent_put(ring, key, len[i]);
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(tk__recent_read(ring, NULL, keep_one, &r), 0);
+		assert_int_equal(r.len, len[i]);
+		assert_int_equal(r.kept, len[i] < TKZ_RECENT_KEY
+						 ? len[i]
+						 : TKZ_RECENT_KEY);
+		assert_memory_equal(r.key, key, r.kept);
+	}
+}
+
+struct zone_seen {
+	uint64_t denied, denials, sampled, other;
+	char prefix[64], key[64];
+};
+
+static int zone_count(void *ctx, const struct tk_zone_recent *r)
+{
+	struct zone_seen *s = ctx;
+
+	if (r->denied) {
+		s->denied += r->count;
+		s->denials++;
+		snprintf(s->prefix, sizeof(s->prefix), "%.*s",
+			 (int)r->prefix_len, r->prefix);
+		snprintf(s->key, sizeof(s->key), "%.*s", (int)r->key_len,
+			 r->key);
+	} else {
+		s->sampled += r->count;
+	}
+	if (r->truncated || r->dimension != -1)
+		s->other++;
+	return 0;
+}
+
+/* Through a zone: denials, only they, in one ring; samples in the other. */
+static void test_zone_records(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct zone_seen s;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	int i, denied = 0;
+
+	(void)state;
+	o.prefix = "per_ip|gcra|";
+	assert_int_equal(tk_limiter_open(&l, "gcra:5/1h", "shm:z", &o), 0);
+	/* Allowed checks of many keys: samples, but no denial. */
+	for (i = 0; i < 20 * 127; i++) {
+		char key[16];
+		int n = snprintf(key, sizeof(key), "a:%d", i);
+
+		assert_int_equal(tk_limiter_check(l, key, (size_t)n, 1, &d), 0);
+		assert_true(d.allowed);
+	}
+	for (i = 0; i < 12; i++) {
+		assert_int_equal(tk_limiter_check(l, "hot", 3, 1, &d), 0);
+		denied += !d.allowed;
+	}
+	assert_int_equal(denied, 7);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(tk_zone_recent("z", zone_count, &s), 0);
+	/* Seven denials in a row of one thread: one record. */
+	assert_int_equal(s.denied, 7);
+	assert_int_equal(s.denials, 1);
+	assert_string_equal(s.prefix, "per_ip|gcra|");
+	assert_string_equal(s.key, "hot");
+	/* A gap between samples is 1 to 127 checks. */
+	assert_true(s.sampled >= 20);
+	assert_true(s.sampled <= TKZ_RECENT_ENTRIES);
+	assert_int_equal(s.other, 0);
+	tk_limiter_close(l);
+}
+
+/* A zone as the previous layout made it: refused, typed. */
+static void test_old_layout(void **state)
+{
+	struct tk_zone_info info;
+	struct tkz_header h;
+	char path[256];
+	int fd;
+
+	(void)state;
+	assert_int_equal(tk_zone_create("old", NULL), 0);
+	kit_zone_path(path, sizeof(path), "old");
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	h.version = 8;
+	h.segment_size -= TKZ_RECENT_SIZE;
+	h.check = tk__zone_header_check(&h);
+	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	assert_int_equal(ftruncate(fd, (off_t)h.segment_size), 0);
+	close(fd);
+	assert_int_equal(tk_zone_info("old", &info, sizeof(info)), -EPROTO);
+	assert_int_equal(tk_zone_recent("old", zone_count, &info), -EPROTO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_concurrent_writers),
+		cmocka_unit_test(test_killed_writer),
+		cmocka_unit_test(test_reader_rechecks),
+		cmocka_unit_test(test_lapped_writer),
+		cmocka_unit_test(test_late_claim),
+		cmocka_unit_test(test_repeats),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_zone_records),
+		cmocka_unit_test(test_old_layout),
+	};
+
+	ring = mmap(NULL, sizeof(*ring), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ring == MAP_FAILED || !kit_shared() || kit_zone_dir(dir) != 0)
+		return 1;
+	return cmocka_run_group_tests_name("recent", tests, NULL,
+					   kit_zone_dir_remove);
+}
