@@ -250,6 +250,20 @@ const char *redis_kit_slow(const char *spec)
 	return b;
 }
 
+const char *redis_kit_manual(const char *spec)
+{
+	static char buf[4][512];
+	static int next;
+	char *b;
+
+	spec = redis_kit_slow(spec);
+	if (strncmp(spec, "redis", 5) != 0)
+		return spec;
+	b = buf[next++ % 4];
+	snprintf(b, sizeof(buf[0]), "%s&server_time=0", spec);
+	return b;
+}
+
 unsigned long long redis_kit_mono_ms(void)
 {
 	struct timespec ts;

@@ -51,6 +51,9 @@ long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
  * of a few static buffers, reused in turn.
  */
 const char *redis_kit_slow(const char *spec);
+/* As redis_kit_slow(), deciding on the limiter's clock (server_time=0):
+ * for tests whose clock is a manual one. */
+const char *redis_kit_manual(const char *spec);
 
 /* The monotonic clock, in ms: for bounds on how long a call waits. */
 unsigned long long redis_kit_mono_ms(void);

@@ -42,7 +42,7 @@ static const char *spec_of(enum kind k)
 	}
 	redis_kit_need(&kit);
 	redis_kit_cmd(&kit, NULL, 0, "FLUSHALL");
-	return redis_kit_slow(kit.spec);
+	return redis_kit_manual(kit.spec);
 }
 
 struct fx {

@@ -17,7 +17,7 @@ static int open_redis(struct tk_store **out, const struct tk_options *o)
 {
 	redis_kit_need(&kit);
 	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "FLUSHALL"), 0);
-	return tk_store_open(out, redis_kit_slow(kit.spec), o);
+	return tk_store_open(out, redis_kit_manual(kit.spec), o);
 }
 
 static const struct capi_kit_target target = { "redis", open_redis };

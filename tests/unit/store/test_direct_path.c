@@ -204,25 +204,15 @@ static void same_slots(const struct side *a, const struct side *b, int step)
 }
 
 /* The files of zones @x and @y are equal, but for the ring of sampled
- * checks (shm/recent.h), the last of the file: its samples fall where
- * this thread's countdown has them, on either side. */
-static void same_files(const char *x, const char *y)
+ * checks (shm/recent.h), just before the rule directory that ends the
+ * file: its samples fall where this thread's countdown has them, on
+ * either side. */
+/* The next @left bytes of @fa and @fb are equal. */
+static void same_bytes(int fa, int fb, off_t left)
 {
-	char a[512], b[512], ba[4096], bb[4096];
+	char ba[4096], bb[4096];
 	ssize_t n, m;
-	off_t left;
-	int fa, fb;
 
-	kit_zone_path(a, sizeof(a), x);
-	kit_zone_path(b, sizeof(b), y);
-	fa = open(a, O_RDONLY);
-	fb = open(b, O_RDONLY);
-	assert_true(fa >= 0 && fb >= 0);
-	left = lseek(fa, 0, SEEK_END);
-	assert_int_equal(lseek(fb, 0, SEEK_END), left);
-	left -= (off_t)sizeof(struct tkz_recent_ring);
-	assert_int_equal(lseek(fa, 0, SEEK_SET), 0);
-	assert_int_equal(lseek(fb, 0, SEEK_SET), 0);
 	do {
 		n = read(fa, ba,
 			 left < (off_t)sizeof(ba) ? (size_t)left : sizeof(ba));
@@ -233,6 +223,29 @@ static void same_files(const char *x, const char *y)
 		left -= n;
 	} while (n > 0);
 	assert_int_equal(left, 0);
+}
+
+static void same_files(const char *x, const char *y)
+{
+	char a[512], b[512];
+	off_t left, rules;
+	int fa, fb;
+
+	kit_zone_path(a, sizeof(a), x);
+	kit_zone_path(b, sizeof(b), y);
+	fa = open(a, O_RDONLY);
+	fb = open(b, O_RDONLY);
+	assert_true(fa >= 0 && fb >= 0);
+	left = lseek(fa, 0, SEEK_END);
+	assert_int_equal(lseek(fb, 0, SEEK_END), left);
+	rules = left - (off_t)(TKZ_RULES * TKZ_RULE_SIZE);
+	left = rules - (off_t)sizeof(struct tkz_recent_ring);
+	assert_int_equal(lseek(fa, 0, SEEK_SET), 0);
+	assert_int_equal(lseek(fb, 0, SEEK_SET), 0);
+	same_bytes(fa, fb, left);
+	assert_int_equal(lseek(fa, rules, SEEK_SET), rules);
+	assert_int_equal(lseek(fb, rules, SEEK_SET), rules);
+	same_bytes(fa, fb, (off_t)(TKZ_RULES * TKZ_RULE_SIZE));
 	close(fa);
 	close(fb);
 }
