@@ -14,7 +14,8 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-#define TKZ_VERSION 9 /* 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
+/* 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
+#define TKZ_VERSION 9
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */

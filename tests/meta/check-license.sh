@@ -145,6 +145,9 @@ while IFS= read -r f; do
 		php/run-tests.php) continue ;;
 	php/tests/*/*) ;;
 	php/tests/*.php | php/tests/*.sh.orig) continue ;;
+	# dh_php's list of the package's ini files, not PHP: a line per
+	# file, no comments.
+	debian/php-throttlekit.php) continue ;;
 	esac
 	case ${f##*/} in
 	*.c | *.h | *.pml | *.sh | *.lua | *.m4 | configure.ac | Makefile.am | \
