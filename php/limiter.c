@@ -487,15 +487,10 @@ PHP_METHOD(ThrottleKit_Limiter, wait)
 	rc = tk_limiter_wait(l->lim, ZSTR_VAL(key), ZSTR_LEN(key),
 			     (uint64_t)cost, wait_cancelled, &w, &d);
 	if (rc == -ECANCELED) {
-		/* Cut short: the unit stays reserved, as tk_limiter_wait(3)
-		 * says; the caller must not proceed. */
+		/* Cut short: a shaper's unit stays reserved, as
+		 * tk_limiter_wait(3) says; the caller must not proceed. */
 		d.allowed = false;
 		rc = 0;
-	} else if (rc == -EINVAL) {
-		zend_throw_exception_ex(tkphp_exception_ce, EINVAL,
-					"wait(): the policy is not a shaper "
-					"(leaky:R/P,max-queue=Q)");
-		RETURN_THROWS();
 	}
 	answer(return_value, l, rc, &d, NULL, "wait");
 }

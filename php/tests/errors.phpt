@@ -51,7 +51,7 @@ t(fn() => $l->checkMany(["a", "n" => ["key" => "b", "cost" => "2"]]));
 t(fn() => $l->checkMany([["key" => "b", "cost" => 0]]));
 t(fn() => $l->checkMany([["key" => "b", "extra" => 1]]));
 t(fn() => $l->checkMany(["a", ["key" => "b", "cost" => 99]]));
-t(fn() => $l->wait("k"));
+t(fn() => $l->wait("k", 6));
 t(fn() => new Limiter("gcra:10/s,burst=5", "memory", ["prefix" => "dup:"]));
 t(fn() => $l->check("k")->headers("html"));
 t(fn() => (new ReflectionClass("ThrottleKit\\Limiter"))->newInstanceWithoutConstructor());
@@ -96,7 +96,7 @@ ThrottleKit\Exception (22): checkMany(): element "n": expected a key or ["key" =
 ThrottleKit\Exception (22): cost: must be at least 1, not 0
 ThrottleKit\Exception (22): checkMany(): element 0: expected a key or ["key" => string, "cost" => int]
 ThrottleKit\Exception (34): checkMany on "memory", request 1 (nothing checked): %s (ERANGE): the cost exceeds what the policy can ever admit
-ThrottleKit\Exception (22): wait(): the policy is not a shaper (leaky:R/P,max-queue=Q)
+ThrottleKit\Exception (34): wait on "memory": %s (ERANGE): the cost exceeds what the policy can ever admit
 no exception
 ThrottleKit\Exception (22): headers(): style "html": expected "ietf", "legacy" or "both"
 ReflectionException (0): Class ThrottleKit\Limiter is an internal class marked as final that cannot be instantiated without invoking its constructor

@@ -110,6 +110,54 @@ static int third(const char *key)
 	return (int)(slot_of(key) * 3 / 16384);
 }
 
+/*
+ * The Redis key of @key's state for a limiter without a prefix of simple
+ * policy @p, in a group as alone (a group keeps a simple policy's state
+ * under its single key): "{" FLAGS 0x00 TAG KEY "}", FLAGS 0x40 when the
+ * policy has a tag (lib/store/store-key.h, lib/redis/keys.c).
+ */
+static size_t state_key(const char *key_prefix, const char *key,
+			const struct tk__policy *p, char *buf)
+{
+	size_t n = strlen(key_prefix), k = strlen(key);
+
+	memcpy(buf, key_prefix, n);
+	buf[n++] = '{';
+	buf[n++] = (char)(p->tag_len ? 0x40 : 0);
+	buf[n++] = '\0';
+	memcpy(buf + n, p->tag, p->tag_len);
+	n += p->tag_len;
+	memcpy(buf + n, key, k);
+	n += k;
+	buf[n++] = '}';
+	return n;
+}
+
+/* The slot of @key's state under simple policy @p. */
+static unsigned int state_slot(const char *key, const struct tk__policy *p)
+{
+	char buf[96];
+
+	return tk__redis_slot(buf, state_key("", key, p, buf));
+}
+
+/* Names "STEM0", "STEM1", ... for three limiters of simple policies
+ * @ps: name i's state on master i, so in ascending slot order. */
+static void pick_states(const char *stem, const struct tk__policy *const ps[3],
+			char out[][16])
+{
+	int i, found = 0;
+	char name[16];
+
+	for (i = 0; found < 3 && i < 3000; i++) {
+		snprintf(name, sizeof(name), "%s%d", stem, i);
+		if ((int)(state_slot(name, ps[found]) * 3 / 16384) != found)
+			continue;
+		memcpy(out[found++], name, sizeof(name));
+	}
+	assert_int_equal(found, 3);
+}
+
 /* Names "STEM0", "STEM1", ... of @n keys on @n different masters, in
  * ascending slot order if @ascending, else descending. */
 static void pick(const char *stem, int n, int ascending, char out[][16])
@@ -372,7 +420,7 @@ static void raw_state(const char *key_prefix, const char *key,
 		      const struct tk__policy *p, char *val, size_t len)
 {
 	char buf[96];
-	size_t n = dim_key(key_prefix, key, 0, p, buf);
+	size_t n = state_key(key_prefix, key, p, buf);
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -413,6 +461,7 @@ struct race {
 	struct tk_store *store;
 	struct tk_limiter *l[3]; /* A, B, C */
 	char names[3][16];
+	int named; /* names[] given: race_open() keeps them */
 	char key_prefix[32];
 	uint64_t limit[3];
 };
@@ -424,9 +473,10 @@ static void race_open(struct race *r, const char *prefix,
 	char spec[256];
 	int i;
 
+	const struct tk__policy *ps[3];
+
 	snprintf(r->key_prefix, sizeof(r->key_prefix), "%s_%ld:", prefix,
 		 (long)getpid());
-	pick(prefix, 3, 1, r->names);
 	/* A timeout is an error whose script may still run: generous, so
 	 * that a loaded machine never makes one. */
 	snprintf(spec, sizeof(spec), "%s?key_prefix=%s&%s", cluster_spec,
@@ -436,10 +486,15 @@ static void race_open(struct race *r, const char *prefix,
 	for (i = 0; i < 3; i++) {
 		open_at(&r->l[i], r->clock, pols[i], r->store);
 		r->limit[i] = tk_limiter_policy(r->l[i])->dim[0].limit;
+		ps[i] = &tk_limiter_policy(r->l[i])->dim[0];
 	}
+	if (!r->named)
+		pick_states(prefix, ps, r->names);
 	/* B and C in either order after A. */
-	assert_true(slot_of(r->names[0]) < slot_of(r->names[1]));
-	assert_true(slot_of(r->names[0]) < slot_of(r->names[2]));
+	assert_true(state_slot(r->names[0], ps[0]) <
+		    state_slot(r->names[1], ps[1]));
+	assert_true(state_slot(r->names[0], ps[0]) <
+		    state_slot(r->names[2], ps[2]));
 }
 
 /* The policy of @r's limiter @i (A, B, C), whose tag names its keys. */
@@ -557,7 +612,7 @@ static void concurrent(const char *const pols[3], const char *stem)
 {
 	enum { N = 4, M = 200 };
 	struct shared *sh;
-	struct race r;
+	struct race r = { 0 };
 	pid_t pids[N];
 	struct tally t;
 
@@ -629,7 +684,7 @@ static void test_kill9(void **state)
 {
 	enum { N = 4, ROUNDS = 5 };
 	struct shared *sh;
-	struct race r;
+	struct race r = { 0 };
 	pid_t pids[N];
 	struct tally t;
 	int round, i;
@@ -691,7 +746,7 @@ static void test_server_time(void **state)
 	static const char *const pols[3] = { "fixed-window:10/1h",
 					     "fixed-window:5/1h",
 					     "fixed-window:5/1h" };
-	struct race r;
+	struct race r = { 0 };
 
 	(void)state;
 	need_cluster();
@@ -714,7 +769,7 @@ static void test_later_slot_fails(void **state)
 					     "fixed-window:10/1h",
 					     "fixed-window:10/1h" };
 	struct tk_decision d;
-	struct race r;
+	struct race r = { 0 };
 	char buf[64];
 	int i, b, rc = -1;
 	uint64_t n;
@@ -727,7 +782,7 @@ static void test_later_slot_fails(void **state)
 	race_open(&r, "f", pols, "timeout=3s&connect_timeout=3s&server_time=0");
 	assert_int_equal(admit_n(&r, 3), 3);
 	b = owner(buf,
-		  dim_key(r.key_prefix, r.names[1], 0, pol_of(&r, 1), buf));
+		  state_key(r.key_prefix, r.names[1], pol_of(&r, 1), buf));
 	assert_int_equal(kill(nodes[b].pid, SIGSTOP), 0);
 	{
 		struct tk_limiter *ls[2] = { r.l[0], r.l[1] };
@@ -781,8 +836,8 @@ static void between_check(void *arg)
 	tk__xslot_pause = NULL;
 	b->calls++;
 	if (b->lose) {
-		n = dim_key(b->other->key_prefix, b->other->names[0], 0,
-			    pol_of(b->other, 0), buf);
+		n = state_key(b->other->key_prefix, b->other->names[0],
+			      pol_of(b->other, 0), buf);
 		assert_int_equal(redis_kit_cmd(&nodes[owner(buf, n)], NULL, 0,
 					       "DEL %b", buf, n),
 				 1);
@@ -813,7 +868,7 @@ static void refund_between(const char *pol, uint64_t t1, uint64_t t2,
 	char stem[16], after[512], want[512], spent[32];
 	const char *const pols[3] = { pol, spent, "fixed-window:100/1d" };
 	struct between b = { 0 };
-	struct race r, other, replay;
+	struct race r = { 0 }, other = { 0 }, replay = { 0 };
 
 	/* B's limit @cost: the check's own unit first spends it. */
 	snprintf(spent, sizeof(spent), "fixed-window:%llu/1d",
@@ -1003,10 +1058,12 @@ static void test_reshard(void **state)
 	static const char *const pols[3] = { "fixed-window:1500/1d",
 					     "fixed-window:100000/1d",
 					     "fixed-window:600/1d" };
-	char stem[16], skey[16], sbuf[32], abuf[64], id[2][64], cmd[512];
+	char stem[16], skey[16], sbuf[32], abuf[96], id[2][64], cmd[512];
+	const struct tk__policy *ps[3];
+	struct tk_policy *parsed[3];
 	struct tk_limiter *single;
 	struct shared *sh;
-	struct race r;
+	struct race r = { 0 };
 	struct tally t;
 	pid_t pids[N];
 	size_t slen, alen;
@@ -1017,13 +1074,18 @@ static void test_reshard(void **state)
 	(void)state;
 	need_cluster();
 	/* A and S among the first slots of one master: a short reshard. */
+	for (i = 0; i < 3; i++)
+		assert_rc(tk_policy_parse(&parsed[i], pols[i], NULL), 0);
+	for (i = 0; i < 3; i++)
+		ps[i] = &parsed[i]->dim[0];
 	for (i = 0; i < 1000; i++) {
 		snprintf(stem, sizeof(stem), "r%d_", i);
-		pick(stem, 3, 1, r.names);
-		if (slot_of(r.names[0]) < 300)
+		pick_states(stem, ps, r.names);
+		if (state_slot(r.names[0], ps[0]) < 300)
 			break;
 	}
-	assert_true(slot_of(r.names[0]) < 300);
+	assert_true(state_slot(r.names[0], ps[0]) < 300);
+	r.named = 1;
 	for (i = 0; i < 1000; i++) {
 		snprintf(skey, sizeof(skey), "s%d", i);
 		if (single_slot(skey, sbuf, &slen) < 300)
@@ -1033,7 +1095,7 @@ static void test_reshard(void **state)
 	sh = shared_map();
 	race_open(&r, stem, pols, NULL);
 	open_at(&single, r.clock, "gcra:3000/1d", r.store);
-	alen = dim_key(r.key_prefix, r.names[0], 0, pol_of(&r, 0), abuf);
+	alen = state_key(r.key_prefix, r.names[0], pol_of(&r, 0), abuf);
 	from = owner(abuf, alen);
 	assert_int_equal(owner(sbuf, slen), from);
 	to = (from + 1) % 3;
@@ -1042,7 +1104,9 @@ static void test_reshard(void **state)
 	assert_int_equal(redis_kit_cmd(&nodes[to], id[1], 64, "CLUSTER MYID"),
 			 0);
 	/* --cluster reshard takes a source's slots in ascending order. */
-	top = slot_of(r.names[0]);
+	top = state_slot(r.names[0], ps[0]);
+	for (i = 0; i < 3; i++)
+		tk_policy_free(parsed[i]);
 	if (single_slot(skey, sbuf, &slen) > top)
 		top = single_slot(skey, sbuf, &slen);
 	snprintf(cmd, sizeof(cmd),
