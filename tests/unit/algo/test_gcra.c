@@ -955,8 +955,11 @@ static void test_prefix_isolation(void **state)
 
 	(void)state;
 	assert_rc(tk_clock_manual_new(&clk, T0), 0);
-	assert_rc(tk_store_open(&s, "memory", NULL), 0);
 	o.clock = clk;
+	/* The store's reclaimer on the limiters' clock (tk_store_open(3),
+	 * NOTES): on the system clock, far past T0, it would reclaim their
+	 * states as expired between two checks. */
+	assert_rc(tk_store_open(&s, "memory", &o), 0);
 	o.store = s;
 	o.prefix = "a";
 	assert_rc(tk_limiter_open(&la, "gcra:10/s,burst=3", NULL, &o), 0);
