@@ -47,7 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define PT_SIZE (PAGES * 8)
 #define CELLS_AT (PT_AT + 64)
 #define CELLS (PAGES * TKZ_PAGE_CELLS)
-#define ZONE_SIZE (CELLS_AT + CELLS * 16)
+/* Then the rings of recent keys and the rule directory (layout.h). */
+#define ZONE_SIZE                                                              \
+	(CELLS_AT + CELLS * 16 + TKZ_RECENT_SIZE + TKZ_RULES * TKZ_RULE_SIZE)
 
 /* Every algorithm, in a slot and in a block, and composites. */
 static const char *const policies[] = {
