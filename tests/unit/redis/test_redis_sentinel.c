@@ -303,6 +303,15 @@ static void test_unknown_master(void **state)
 	tk_store_close(st);
 	assert_rc(tk_store_probe(spec, NULL, why, sizeof(why)), -EHOSTUNREACH);
 	assert_non_null(strstr(why, "know no master"));
+	/* sentinel_password= goes to the sentinels, which have none. */
+	snprintf(spec, sizeof(spec),
+		 "redis+sentinel://127.0.0.1:%d/m?sentinel_password=t0p&"
+		 "connect_timeout=2s&timeout=2s",
+		 sentinel.port);
+	l = limiter(&st, spec, "gcra:10/1s", TK_FAIL_ERROR);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EACCES);
+	tk_limiter_close(l);
+	tk_store_close(st);
 	/* No sentinel at all (nothing listens on port 1, which only root
 	 * may bind): the connection's error, as any store's. */
 	snprintf(spec, sizeof(spec),
@@ -402,7 +411,8 @@ static void test_failover(void **state)
 	struct tk_limiter *l, *exact, *idle;
 	struct tk_store *st, *st_exact, *st_idle;
 	struct tk_decision d;
-	unsigned long long t;
+	unsigned long long t, t_open;
+	struct tk_stats stats;
 	char spec[160], base[96];
 	pthread_t th;
 
@@ -414,6 +424,7 @@ static void test_failover(void **state)
 	snprintf(base, sizeof(base), "redis+sentinel://127.0.0.1:%d/m",
 		 sentinel.port);
 	snprintf(spec, sizeof(spec), "%s?timeout=200ms", base);
+	t_open = redis_kit_mono_ms();
 	l = limiter(&st, spec, "gcra:1000000/1s", TK_FAIL_ERROR);
 	/* A refill of one per 10 min (6/1h): exactly 20 of 30 quick checks. */
 	exact = limiter(&st_exact, redis_kit_slow(base),
@@ -443,6 +454,14 @@ static void test_failover(void **state)
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	assert_settled(t);
+	/* The sentinels asked again after the failover, but at most once
+	 * per 100 ms, however often the checks failed meanwhile. */
+	assert_rc(tk_store_stats(st, &stats, sizeof(stats)), 0);
+	assert_true(stats.redis_refreshes >= 2);
+	if (stats.redis_refreshes > (redis_kit_mono_ms() - t_open) / 100 + 2)
+		fail_msg("%llu refreshes in %llu ms",
+			 (unsigned long long)stats.redis_refreshes,
+			 redis_kit_mono_ms() - t_open);
 	assert_exact(exact);
 	/* The old master back, made a replica: READONLY for a store that
 	 * last used it, which asks the sentinels again. */
