@@ -33,7 +33,7 @@ struct tk__redis_stats {
 	tk_atomic_u64 connects;	     /* connections made */
 	tk_atomic_u64 reconnects;    /* of those, replacing a dropped one */
 	tk_atomic_u64 connections;   /* open now */
-	tk_atomic_u64 refreshes;     /* cluster slot maps read */
+	tk_atomic_u64 refreshes;     /* slot maps read, sentinels asked */
 	tk_atomic_u64 timeouts;	     /* connects and replies too late */
 	tk_atomic_u64 conn_errors;   /* refused, reset or closed */
 	tk_atomic_u64 redirects;     /* MOVED and ASK */

@@ -283,11 +283,24 @@ static struct tk_limiter *limiter(struct tk_store **st, const char *spec,
 	return l;
 }
 
+/* One check on a fresh store of @spec under @fail: its result, and
+ * the decision in *@d. */
+static int check_on(const char *spec, unsigned int fail, struct tk_decision *d)
+{
+	struct tk_limiter *l;
+	struct tk_store *st;
+	int rc;
+
+	l = limiter(&st, spec, "gcra:10/1s", fail);
+	rc = tk_limiter_check(l, "k", 1, 1, d);
+	tk_limiter_close(l);
+	tk_store_close(st);
+	return rc;
+}
+
 static void test_unknown_master(void **state)
 {
 	struct tk_decision d;
-	struct tk_limiter *l;
-	struct tk_store *st;
 	char spec[160], why[512];
 
 	(void)state;
@@ -296,11 +309,8 @@ static void test_unknown_master(void **state)
 		 "redis+sentinel://127.0.0.1:%d/nosuch?connect_timeout=2s&"
 		 "timeout=2s",
 		 sentinel.port);
-	l = limiter(&st, spec, "gcra:10/1s", TK_FAIL_ERROR);
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EHOSTUNREACH);
+	assert_rc(check_on(spec, TK_FAIL_ERROR, &d), -EHOSTUNREACH);
 	assert_string_equal(tk_strerrorname(-EHOSTUNREACH), "EHOSTUNREACH");
-	tk_limiter_close(l);
-	tk_store_close(st);
 	assert_rc(tk_store_probe(spec, NULL, why, sizeof(why)), -EHOSTUNREACH);
 	assert_non_null(strstr(why, "know no master"));
 	/* sentinel_password= goes to the sentinels, which have none. */
@@ -308,23 +318,14 @@ static void test_unknown_master(void **state)
 		 "redis+sentinel://127.0.0.1:%d/m?sentinel_password=t0p&"
 		 "connect_timeout=2s&timeout=2s",
 		 sentinel.port);
-	l = limiter(&st, spec, "gcra:10/1s", TK_FAIL_ERROR);
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EACCES);
-	tk_limiter_close(l);
-	tk_store_close(st);
+	assert_rc(check_on(spec, TK_FAIL_ERROR, &d), -EACCES);
 	/* No sentinel at all (nothing listens on port 1, which only root
 	 * may bind): the connection's error, as any store's. */
 	snprintf(spec, sizeof(spec),
 		 "redis+sentinel://127.0.0.1:1/m?connect_timeout=2s");
-	l = limiter(&st, spec, "gcra:10/1s", TK_FAIL_ERROR);
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -ECONNREFUSED);
-	tk_limiter_close(l);
-	tk_store_close(st);
-	l = limiter(&st, spec, "gcra:10/1s", TK_FAIL_OPEN);
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_rc(check_on(spec, TK_FAIL_ERROR, &d), -ECONNREFUSED);
+	assert_rc(check_on(spec, TK_FAIL_OPEN, &d), 0);
 	assert_true(d.degraded && d.allowed);
-	tk_limiter_close(l);
-	tk_store_close(st);
 }
 
 static void *work(void *arg)
