@@ -700,6 +700,7 @@ TK_API int tk_store_probe(const char *spec, const struct tk_options *opts,
  * the library takes holds there, never less, also in a spec it refuses,
  * so that a mistyped password with a raw '/', '?' or '@' stays hidden;
  * and more where an option holds '@' (key_prefix=a@b hides the host too).
+ * The value of a sentinel_password= option is "***" up to the next '&'.
  * A spec without a ':' before its last '@' is copied as it is.  Writes at
  * most @len bytes including the NUL, as snprintf(3) (a result cut short is
  * still redacted), and returns the length of the whole result; -EINVAL

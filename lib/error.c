@@ -38,6 +38,8 @@ static const struct {
 	{ EAGAIN, "EAGAIN", "Store cluster redirected or busy; try again" },
 	{ EROFS, "EROFS", "Store server is a read-only replica" },
 	{ ENXIO, "ENXIO", "Store server has no such database" },
+	{ EHOSTUNREACH, "EHOSTUNREACH",
+	  "Redis Sentinel knows no master of that name" },
 	{ EMFILE, "EMFILE", "Too many open files for a store connection" },
 	{ ESRCH, "ESRCH", "No such rule in the zone" },
 	{ EXDEV, "EXDEV",

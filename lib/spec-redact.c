@@ -10,6 +10,8 @@
  * redacted before anyone knows whether the library takes it.
  * - The cost is hiding too much when an option (key_prefix=) holds '@':
  *   the host between is hidden as well.  Never too little.
+ * - An option's password (redis+sentinel://'s sentinel_password=) is
+ *   hidden up to the next '&', wherever the name appears.
  * - No snprintf(3): the copy is plain byte moves, so that a signal handler
  *   or a logger may call it.
  */
@@ -34,6 +36,24 @@ static size_t put(char *buf, size_t len, size_t at, const char *s, size_t n)
 	return at + n;
 }
 
+#define OPT_PASSWORD "sentinel_password="
+
+/* put() of s[0, n), the value of every OPT_PASSWORD in it "***". */
+static size_t put_hiding(char *buf, size_t len, size_t at, const char *s,
+			 size_t n)
+{
+	const char *end = s + n, *opt, *amp;
+
+	while ((opt = strstr(s, OPT_PASSWORD)) && opt < end) {
+		opt += sizeof(OPT_PASSWORD) - 1;
+		at = put(buf, len, at, s, (size_t)(opt - s));
+		at = put(buf, len, at, "***", 3);
+		amp = memchr(opt, '&', (size_t)(end - opt));
+		s = amp ? amp : end;
+	}
+	return put(buf, len, at, s, (size_t)(end - s));
+}
+
 TK_API int tk_spec_redact(const char *spec, char *buf, size_t len)
 {
 	const char *auth, *at = NULL, *colon = NULL;
@@ -52,9 +72,9 @@ TK_API int tk_spec_redact(const char *spec, char *buf, size_t len)
 	if (colon) {
 		total = put(buf, len, 0, spec, (size_t)(colon + 1 - spec));
 		total = put(buf, len, total, "***", 3);
-		total = put(buf, len, total, at, strlen(at));
+		total = put_hiding(buf, len, total, at, strlen(at));
 	} else {
-		total = put(buf, len, 0, spec, n);
+		total = put_hiding(buf, len, 0, spec, n);
 	}
 	if (len)
 		buf[total < len ? total : len - 1] = '\0';

@@ -53,6 +53,12 @@ static void server_why(int rc, const char *shown, char *why, size_t len)
 			 "required (NOAUTH), or an ACL that denies the "
 			 "library's commands (NOPERM)",
 			 shown);
+	else if (rc == -EHOSTUNREACH)
+		snprintf(why, len,
+			 "the sentinels of %s know no master of its name "
+			 "(SENTINEL get-master-addr-by-name answered nil): "
+			 "check the name against their 'sentinel monitor'",
+			 shown);
 	else
 		snprintf(why, len, "the server of %s: %s", shown,
 			 tk_strerror(rc));

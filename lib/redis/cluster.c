@@ -41,6 +41,10 @@
  * added by one CAS on the first empty entry, and every thread walks the
  * entries in the same order, so no address is added twice.  No lock: a
  * fork() leaves the child nothing held.
+ *
+ * redis+sentinel:// runs here too: its map has every slot on the master
+ * the sentinels name, and a refresh asks them (sentinel.c) instead of
+ * CLUSTER SLOTS; its seeds are sentinels, not nodes.
  */
 #include "config.h"
 #include "redis/cluster.h"
@@ -69,6 +73,7 @@ struct tk__redis_cluster {
 	tk_atomic_u64 refreshed_at;    /* monotonic ns a refresh began; 0 */
 	tk_atomic_u32 last_rc;	       /* -errno of the last refresh */
 	tk_atomic_u32 turn; /* the node the next refresh asks first */
+	struct tk__redis_sentinels *sentinels; /* redis+sentinel://; NULL */
 };
 
 static uint64_t monotonic_ns(void)
@@ -172,7 +177,9 @@ int tk__redis_cluster_init(struct tk__redis_cluster **out,
 	if (!cl)
 		return -ENOMEM;
 	cl->spec = spec;
-	for (i = 0; i < spec->seeds && rc >= 0; i++)
+	if (spec->sentinel)
+		rc = tk__redis_sentinels_init(&cl->sentinels, spec);
+	for (i = 0; !spec->sentinel && i < spec->seeds && rc >= 0; i++)
 		rc = node_index(cl, spec->seed[i].host,
 				strlen(spec->seed[i].host), spec->seed[i].port);
 	if (rc < 0) {
@@ -193,6 +200,8 @@ void tk__redis_cluster_destroy(struct tk__redis_cluster *cl)
 		if (n)
 			node_free(n);
 	}
+	if (cl->sentinels)
+		tk__redis_sentinels_destroy(cl->sentinels);
 	free(cl);
 }
 
@@ -274,6 +283,23 @@ static int is_node(const struct node *n, const struct tk__redis_conn *c)
 	       tk__redis_conn_spec((struct tk__redis_conn *)c) == &n->spec;
 }
 
+/* The map of a sentinel spec: every slot on the master they name. */
+static int refresh_sentinel(struct tk__redis_cluster *cl)
+{
+	char host[TK__REDIS_HOST_MAX + 1];
+	int port, i, rc;
+	size_t s;
+
+	rc = tk__redis_sentinels_master(cl->sentinels, host, &port);
+	i = rc ? rc : node_index(cl, host, strlen(host), port);
+	if (i < 0)
+		return i;
+	for (s = 0; s < SLOTS; s++) /* release: as in slot_range() */
+		tk_atomic_store_u32(&cl->slot[s], (uint32_t)i + 1,
+				    TK_MO_RELEASE);
+	return 0;
+}
+
 /*
  * The map from the first node that answers, every known node asked in
  * turn from cl->turn (see the top), but @failed's node (NULL: none)
@@ -286,6 +312,8 @@ static int refresh(struct tk__redis_cluster *cl,
 	size_t i, k, known;
 	int rc = -ECONNREFUSED;
 
+	if (cl->sentinels)
+		return refresh_sentinel(cl);
 	for (known = 0; known < NODES_MAX; known++)
 		if (!tk_atomic_load_ptr(&cl->node[known], TK_MO_ACQUIRE))
 			break;

@@ -77,4 +77,22 @@ static inline int tk__redis_cluster_stale(int rc)
 	       rc == -EROFS || rc == -EAGAIN || rc == TK__REDIS_MOVED;
 }
 
+/*
+ * sentinel.c: the sentinels of a redis+sentinel:// spec, through which
+ * a cluster of that spec (every slot on one master) refreshes its map.
+ */
+struct tk__redis_sentinels;
+/* A pool per sentinel of @spec, which must outlive them: 0, -ENOMEM. */
+int tk__redis_sentinels_init(struct tk__redis_sentinels **out,
+			     const struct tk__redis_spec *spec);
+void tk__redis_sentinels_destroy(struct tk__redis_sentinels *ss);
+/*
+ * The master's address, from the first sentinel that names one (@host
+ * holds TK__REDIS_HOST_MAX + 1 bytes): 0, -EHOSTUNREACH when a sentinel
+ * answered and none knows the spec's master name, else the last
+ * sentinel's error (-ECONNREFUSED, -ETIMEDOUT, -EACCES, -EPROTO, ...).
+ */
+int tk__redis_sentinels_master(struct tk__redis_sentinels *ss, char *host,
+			       int *port);
+
 #endif /* TK_REDIS_CLUSTER_H */

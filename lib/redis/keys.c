@@ -114,7 +114,7 @@ int tk__redis_req_slot(const struct tk__redis_store *s,
 			return -ENOTSUP;
 	/* One script runs on one node: a check over keys of several slots
 	 * (a group of several keys) is one script per slot (xslot.c). */
-	for (i = 0; s->cluster && i < q->n; i++)
+	for (i = 0; s->spec.cluster && i < q->n; i++)
 		if (i == 0)
 			*slot = tk__redis_slot(q->key[0], q->klen[0]);
 		else if (tk__redis_slot(q->key[i], q->klen[i]) != *slot)

@@ -6,14 +6,18 @@
  *   redis+unix://[USER[:PASSWORD]@]/PATH[?OPTIONS]
  *   redis+cluster://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...][?OPTIONS]
  *   rediss://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]   (TLS)
+ *   redis+sentinel://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/NAME[?OPTIONS]
  *
  * OPTIONS are NAME=VALUE pairs joined by '&': timeout=, connect_timeout=
- * (durations of the policy grammar), server_time=0|1, key_prefix=, and
- * for rediss:// only tls_ca=, tls_cert=, tls_key= (files).  USER,
- * PASSWORD, PATH, key_prefix and the tls_ files may percent-encode any
- * byte (%40 for '@').  rediss:// needs a build with hiredis_ssl
- * (TK_HAVE_HIREDIS_SSL); without it the spec is -ENOTSUP, and says so.
- * Every error names the byte offset and what was expected there; none
+ * (durations of the policy grammar), server_time=0|1, key_prefix=,
+ * max_connections=, for rediss:// only tls_ca=, tls_cert=, tls_key=
+ * (files), and for redis+sentinel:// only db= (its path is the master's
+ * NAME) and sentinel_password=.  A sentinel spec's hosts are sentinels
+ * (port 26379 unless given); its USER and PASSWORD are the data nodes'.
+ * USER, PASSWORD, PATH, NAME, key_prefix, sentinel_password and the tls_
+ * files may percent-encode any byte (%40 for '@').  rediss:// needs a build
+ * with hiredis_ssl (TK_HAVE_HIREDIS_SSL); without it the spec is -ENOTSUP, and
+ * says so. Every error names the byte offset and what was expected there; none
  * quotes the spec, so a password never reaches a message.
  */
 #include "config.h"
@@ -144,10 +148,9 @@ static int userinfo(struct cursor *c, size_t from, size_t to,
 }
 
 static int host_port(struct cursor *c, size_t from, size_t to,
-		     struct tk__redis_spec *out)
+		     struct tk__redis_spec *out, long port)
 {
 	size_t end, port_at;
-	long port = TK__REDIS_DEFAULT_PORT;
 	int rc;
 
 	if (from < to && c->s[from] == '[') {
@@ -206,31 +209,46 @@ static int file(struct cursor *c, size_t from, size_t to, char *out)
 		      "a file's path of at most 107 bytes");
 }
 
+/*
+ * The index of the option named s[from, to) in names[] of option(), or
+ * 10 for none this form of spec takes: tls_ options are rediss://'s,
+ * db= and sentinel_password= redis+sentinel://'s.
+ */
+static size_t option_index(struct cursor *c, size_t from, size_t to,
+			   const struct tk__redis_spec *out,
+			   const char *const *names)
+{
+	size_t i;
+
+	for (i = 0; i < 10 && !is(c, from, to, names[i]); i++)
+		;
+	if ((i >= 5 && i < 8 && !out->tls) || (i >= 8 && !out->sentinel))
+		return 10;
+	return i;
+}
+
 /* One NAME=VALUE of s[from, to). @seen: a bit per option already given. */
 static int option(struct cursor *c, size_t from, size_t to,
 		  struct tk__redis_spec *out, unsigned int *seen)
 {
 	static const char *const names[] = {
-		"timeout",    "connect_timeout", "server_time",
-		"key_prefix", "max_connections", "tls_ca",
-		"tls_cert",   "tls_key"
+		"timeout",	    "connect_timeout", "server_time",
+		"key_prefix",	    "max_connections", "tls_ca",
+		"tls_cert",	    "tls_key",	       "db",
+		"sentinel_password"
 	};
-	size_t eq = find(c->s, from, to, "="), i, n = out->tls ? 8 : 5;
+	size_t eq = find(c->s, from, to, "="),
+	       i = option_index(c, from, eq, out, names);
 	long flag;
 	int rc;
 
-	for (i = 0; i < n && !is(c, from, eq, names[i]); i++)
-		;
-	if (i == n || eq == to)
+	if (i == 10 || eq == to)
 		return fail(c, from,
-			    out->tls ? "an option timeout=, connect_timeout=, "
-				       "server_time=, key_prefix=, "
-				       "max_connections=, tls_ca=, "
-				       "tls_cert= or tls_key="
-				     : "an option timeout=, connect_timeout=, "
-				       "server_time=, key_prefix= or "
-				       "max_connections= (tls_ options with "
-				       "rediss:// only)");
+			    "an option timeout=, connect_timeout=, "
+			    "server_time=, key_prefix=, max_connections= "
+			    "(tls_ca=, tls_cert=, tls_key= with rediss:// "
+			    "only; db=, sentinel_password= with "
+			    "redis+sentinel:// only)");
 	if (*seen & (1u << i))
 		return fail(c, from, "each option at most once");
 	*seen |= 1u << i;
@@ -252,6 +270,14 @@ static int option(struct cursor *c, size_t from, size_t to,
 			    "max_connections= from 1 to 65535");
 		out->max_connections = (unsigned int)flag;
 		return rc;
+	case 8:
+		return number(c, eq + 1, to, 0, (1L << 30) - 1, &out->db,
+			      "a database number below 2^30");
+	case 9:
+		out->has_sentinel_password = 1;
+		return decode(c, eq + 1, to, out->sentinel_password,
+			      sizeof(out->sentinel_password), NULL,
+			      "a sentinel_password of at most 255 bytes");
 	default:
 		return file(c, eq + 1, to,
 			    i == 5   ? out->tls_ca
@@ -279,20 +305,19 @@ static int options(struct cursor *c, size_t from, size_t to,
 	return 0;
 }
 
-/* HOST[:PORT][,HOST[:PORT]...] in s[from, to); the first is also
- * out->host and out->port. */
+/* HOST[:PORT][,HOST[:PORT]...] in s[from, to), @port where none is
+ * given; the first is also out->host and out->port. */
 static int seeds(struct cursor *c, size_t from, size_t to,
-		 struct tk__redis_spec *out)
+		 struct tk__redis_spec *out, long port)
 {
 	size_t end;
 	int rc;
 
-	out->cluster = 1;
 	for (;;) {
 		end = find(c->s, from, to, ",");
 		if (out->seeds == TK__REDIS_SEEDS_MAX)
-			return fail(c, from, "at most 16 seed nodes");
-		rc = host_port(c, from, end, out);
+			return fail(c, from, "at most 16 hosts");
+		rc = host_port(c, from, end, out, port);
 		if (rc)
 			return rc;
 		memcpy(out->seed[out->seeds].host, out->host,
@@ -305,6 +330,26 @@ static int seeds(struct cursor *c, size_t from, size_t to,
 	memcpy(out->host, out->seed[0].host, sizeof(out->host));
 	out->port = out->seed[0].port;
 	return 0;
+}
+
+/* redis+sentinel://'s s[17, @q): the sentinels, then "/" and the name. */
+static int sentinel(struct cursor *c, size_t q, struct tk__redis_spec *out)
+{
+	size_t slash = find(c->s, 17, q, "/"), at;
+	int rc = userinfo(c, 17, slash, out, &at);
+
+	out->sentinel = 1;
+	if (rc == 0 && slash == q)
+		rc = fail(c, q, "'/' and the master's name");
+	if (rc == 0)
+		rc = seeds(c, at, slash, out, TK__REDIS_SENTINEL_PORT);
+	if (rc == 0 && slash + 1 == q)
+		rc = fail(c, q, "the master's name");
+	if (rc == 0)
+		rc = decode(c, slash + 1, q, out->master_name,
+			    sizeof(out->master_name), NULL,
+			    "a master's name of at most 255 bytes");
+	return rc;
 }
 
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
@@ -354,7 +399,8 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 		auth_end = find(spec, 8 + (size_t)out->tls, q, "/");
 		rc = userinfo(&c, 8 + (size_t)out->tls, auth_end, out, &at);
 		if (rc == 0)
-			rc = host_port(&c, at, auth_end, out);
+			rc = host_port(&c, at, auth_end, out,
+				       TK__REDIS_DEFAULT_PORT);
 		if (rc == 0 && auth_end + 1 < q) {
 			rc = number(&c, auth_end + 1, q, 0, (1L << 30) - 1, &db,
 				    "a database number below 2^30");
@@ -366,15 +412,22 @@ int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 		if (rc == 0 && auth_end != q)
 			rc = fail(&c, auth_end,
 				  "'?' or the end (a cluster has no database)");
+		out->cluster = 1;
 		if (rc == 0)
-			rc = seeds(&c, at, q, out);
+			rc = seeds(&c, at, q, out, TK__REDIS_DEFAULT_PORT);
+	} else if (strncmp(spec, "redis+sentinel://", 17) == 0) {
+		rc = sentinel(&c, q, out);
 	} else {
 		return fail(&c, 0,
-			    "redis://, redis+unix:// or redis+cluster://");
+			    "redis://, redis+unix://, redis+cluster:// or "
+			    "redis+sentinel://");
 	}
 	if (rc == 0 && q < len)
 		rc = options(&c, q + 1, len, out);
-	if (rc)
+	if (rc) {
 		memset(out->password, 0, sizeof(out->password));
+		memset(out->sentinel_password, 0,
+		       sizeof(out->sentinel_password));
+	}
 	return rc;
 }

@@ -16,6 +16,8 @@
 #define TK__REDIS_AUTH_MAX 255
 #define TK__REDIS_KEY_PREFIX_MAX 255
 #define TK__REDIS_DEFAULT_PORT 6379
+#define TK__REDIS_SENTINEL_PORT 26379
+#define TK__REDIS_MASTER_NAME_MAX 255
 #define TK__REDIS_SEEDS_MAX 16
 #define TK__REDIS_DEFAULT_TIMEOUT (UINT64_C(100) * 1000000) /* ns */
 
@@ -31,7 +33,7 @@ struct tk__redis_stats {
 	tk_atomic_u64 connects;	     /* connections made */
 	tk_atomic_u64 reconnects;    /* of those, replacing a dropped one */
 	tk_atomic_u64 connections;   /* open now */
-	tk_atomic_u64 refreshes;     /* cluster slot maps read */
+	tk_atomic_u64 refreshes;     /* slot maps read, sentinels asked */
 	tk_atomic_u64 timeouts;	     /* connects and replies too late */
 	tk_atomic_u64 conn_errors;   /* refused, reset or closed */
 	tk_atomic_u64 redirects;     /* MOVED and ASK */
@@ -73,16 +75,23 @@ struct tk__redis_spec {
 		char host[TK__REDIS_HOST_MAX + 1];
 		int port;
 	} seed[TK__REDIS_SEEDS_MAX];
+	/* redis+sentinel://: the seeds are the sentinels, asked for the
+	 * master of master_name; sentinel_password= authenticates to them
+	 * (the user and password, to the data nodes). */
+	int sentinel;
+	char master_name[TK__REDIS_MASTER_NAME_MAX + 1];
+	char sentinel_password[TK__REDIS_AUTH_MAX + 1];
+	int has_sentinel_password;
 	/* Not parsed: the store's counters (NULL: none), which the nodes of
 	 * a cluster share through their copies of the spec. */
 	struct tk__redis_stats *stats;
 };
 
 /*
- * Parse @spec ("redis://...", "redis+unix://...", "redis+cluster://..."
- * or "rediss://...").  Returns 0, -EINVAL with a message in @why (never
- * quoting the password), or -ENOTSUP with one for a form this build
- * lacks (rediss:// without hiredis_ssl).
+ * Parse @spec ("redis://...", "redis+unix://...", "redis+cluster://...",
+ * "redis+sentinel://..." or "rediss://...").  Returns 0, -EINVAL with a message
+ * in @why (never quoting the password), or -ENOTSUP with one for a form this
+ * build lacks (rediss:// without hiredis_ssl).
  */
 int tk__redis_spec_parse(const char *spec, struct tk__redis_spec *out,
 			 char *why, size_t why_len);

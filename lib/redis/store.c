@@ -213,7 +213,8 @@ static void redis_close(struct tk_store *base)
 }
 
 /*
- * The same server (address, or the cluster's seeds), database and
+ * The same server (address, the cluster's seeds, or the sentinels and
+ * master name), database and
  * key_prefix, over TLS or not alike: the same keys.  The connection's
  * timeouts and login may differ; a group runs on its first limiter's.
  */
@@ -226,6 +227,8 @@ static int redis_same(struct tk_store *a, struct tk_store *b)
 	if (x->unix_socket != y->unix_socket || x->port != y->port ||
 	    x->db != y->db || x->tls != y->tls || x->cluster != y->cluster ||
 	    x->seeds != y->seeds || x->server_time != y->server_time ||
+	    x->sentinel != y->sentinel ||
+	    strcmp(x->master_name, y->master_name) ||
 	    strcmp(x->host, y->host) || strcmp(x->path, y->path) ||
 	    x->key_prefix_len != y->key_prefix_len ||
 	    memcmp(x->key_prefix, y->key_prefix, x->key_prefix_len))
@@ -267,7 +270,8 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 	s->spec.stats = &s->stats;
 	if (rc == 0)
 		rc = tk__redis_library_make(s);
-	if (rc == 0 && s->spec.cluster)
+	/* A sentinel spec is a cluster of one master (cluster.c). */
+	if (rc == 0 && (s->spec.cluster || s->spec.sentinel))
 		rc = tk__redis_cluster_init(&s->cluster, &s->spec);
 	else if (rc == 0)
 		rc = tk__redis_pool_init(&s->pool, &s->spec, why, why_len);

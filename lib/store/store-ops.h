@@ -221,9 +221,9 @@ int tk__shm_open(struct tk_store **out, const char *name,
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 
 /*
- * redis/store.c: a redis://, redis+unix://, redis+cluster:// or rediss://
- * spec; on -EINVAL or -ENOTSUP a sentence in @why (@why_len bytes, may be
- * 0), never quoting a password.
+ * redis/store.c: a redis://, redis+unix://, redis+cluster://,
+ * redis+sentinel:// or rediss:// spec; on -EINVAL or -ENOTSUP a sentence in
+ * @why (@why_len bytes, may be 0), never quoting a password.
  */
 int tk__redis_open(struct tk_store **out, const char *spec,
 		   const struct tk_options *o, char *why, size_t why_len);

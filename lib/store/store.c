@@ -26,6 +26,7 @@ static int is_redis(const char *spec)
 	       (strncmp(spec + 5, "://", 3) == 0 ||
 		strncmp(spec + 5, "+unix://", 8) == 0 ||
 		strncmp(spec + 5, "+cluster://", 11) == 0 ||
+		strncmp(spec + 5, "+sentinel://", 12) == 0 ||
 		strncmp(spec + 5, "s://", 4) == 0);
 }
 
@@ -88,7 +89,7 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 		rc = -EINVAL;
 		snprintf(why, len,
 			 "expected memory, shm:NAME, redis://, redis+unix://, "
-			 "redis+cluster:// or rediss://");
+			 "redis+cluster://, redis+sentinel:// or rediss://");
 	}
 	return tk__rc(rc);
 }

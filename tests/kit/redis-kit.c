@@ -299,6 +299,8 @@ static int spawn(struct redis_kit *k)
 			dup2(devnull, 2);
 		}
 		argv[n++] = program("REDIS_SERVER", REDIS_SERVER);
+		if (k->conf)
+			argv[n++] = k->conf;
 		argv[n++] = "--port";
 		argv[n++] = port;
 		argv[n++] = "--bind";

@@ -20,6 +20,9 @@ struct redis_kit {
 	/* More redis-server arguments, NULL-terminated; set before start. */
 	const char *extra[7];
 	char arg[16]; /* room for an argument of extra, kept for restarts */
+	/* A config file, redis-server's first argument (a sentinel needs
+	 * one it may rewrite); NULL: none.  Set before start. */
+	const char *conf;
 };
 
 /* Is there a redis-server to run?  (The tests skip without one.) */
