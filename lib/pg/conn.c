@@ -17,13 +17,16 @@
  *
  * A failed statement leaves the connection in the pool only if it is
  * still up and in no transaction; otherwise it is closed, and the next
- * call connects anew (no backoff yet).
+ * call connects anew (no backoff yet).  One the server closed while it
+ * sat idle in the pool (a restart, pg_terminate_backend()) is seen
+ * before use and replaced, so that the next check does not fail for it.
  */
 #include "config.h"
 #include "pg/conn.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,12 +222,34 @@ static int connect_now(struct tk__pg_pool *p, struct tk__pg_conn **out)
 	return 0;
 }
 
+/*
+ * Has the server closed @c while it was idle (a restart,
+ * pg_terminate_backend(), idle_session_timeout)?  Between calls nothing
+ * is due from it: any byte (the FATAL it sends first), an EOF or a reset
+ * makes it unusable, and a check on it would fail for nothing.
+ */
+static int closed(const struct tk__pg_conn *c)
+{
+	struct pollfd p = { .fd = PQsocket(c->pg), .events = POLLIN };
+
+#ifdef POLLRDHUP
+	p.events |= POLLRDHUP;
+#endif
+	/* Under TLS bytes may be the protocol's own: only a hangup counts. */
+	if (PQsslInUse(c->pg))
+		p.events &= (short)~POLLIN;
+	while (poll(&p, 1, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return p.revents != 0;
+}
+
 int tk__pg_conn_get(struct tk__pg_pool *p, struct tk__pg_conn **out)
 {
 	struct tk__pg_conn *c, *stale = NULL;
 
 	pthread_mutex_lock(&p->lock);
-	while ((c = p->idle) && c->pid != getpid()) {
+	while ((c = p->idle) && (c->pid != getpid() || closed(c))) {
 		p->idle = c->next;
 		c->next = stale;
 		stale = c;

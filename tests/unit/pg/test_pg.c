@@ -4,7 +4,8 @@
  * test (tests/kit/pg-kit.c): its spec, decisions identical to the memory
  * store's on generated timelines, exactly L admitted at limit L by forked
  * processes on one new key (alone and in a composite), and connections
- * that a fork child does not share.  Without a server the tests skip
+ * that a fork child does not share, and sessions the server ended while
+ * idle replaced without an error.  Without a server the tests skip
  * (fail with TK_REQUIRE_POSTGRES=1).
  */
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <throttlekit.h>
@@ -303,6 +305,40 @@ static void test_fork(void **state)
 	tk_clock_free(c);
 }
 
+/*
+ * The server ends every session of this process while they sit idle
+ * (pg_terminate_backend(), as a restart would): the next check connects
+ * anew and counts on, without an error.
+ */
+static void test_terminated(void **state)
+{
+	static const char terminate[] =
+		"SELECT count(pg_terminate_backend(pid)) FROM "
+		"pg_stat_activity WHERE backend_type = 'client backend' "
+		"AND pid <> pg_backend_pid() AND datname = 'postgres'";
+	static const char left[] =
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
+		"'client backend' AND pid <> pg_backend_pid() AND "
+		"datname = 'postgres'";
+	struct timespec pause = { 0, 20 * 1000000L };
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	int i;
+
+	(void)state;
+	pg_kit_need(&kit);
+	open_at(&l, &c, "fixed-window:100/1h", spec_with("&table=tk_term"));
+	assert_rc(tk_limiter_check(l, "t", 1, 1, &d), 0);
+	assert_true(pg_kit_sql(&kit, terminate) >= 1);
+	for (i = 0; i < 250 && pg_kit_sql(&kit, left) > 0; i++)
+		nanosleep(&pause, NULL);
+	assert_rc(tk_limiter_check(l, "t", 1, 1, &d), 0);
+	assert_int_equal(d.remaining, 98);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -318,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_exact),
 		cmocka_unit_test(test_fork),
+		cmocka_unit_test(test_terminated),
 	};
 
 	return cmocka_run_group_tests_name("postgresql store", tests, NULL,
