@@ -47,6 +47,9 @@ void tk__pg_conn_put(struct tk__pg_pool *p, struct tk__pg_conn *c, int rc);
  */
 int tk__pg_exec(struct tk__pg_conn *c, const char *name, int n,
 		const char *const *vals, const int *lens, PGresult **res);
+/* ping.c: tk_store_ping()'s fields of a connection of @pool. */
+struct tk_store_ping;
+int tk__pg_ping(struct tk__pg_pool *pool, struct tk_store_ping *out);
 /* The errno of a failed result or connection. */
 int tk__pg_error(PGconn *pg, const PGresult *r);
 

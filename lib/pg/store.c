@@ -315,12 +315,18 @@ static void pg_close(struct tk_store *base)
 	free(s);
 }
 
+static int pg_ping(struct tk_store *base, struct tk_store_ping *out)
+{
+	return tk__pg_ping(&((struct pg_store *)base)->pool, out);
+}
+
 static const struct tk__store_ops pg_ops = {
 	.name = "postgresql",
 	.apply = pg_apply,
 	.apply_multi = pg_apply_multi,
 	.reset = pg_reset,
 	.stats = pg_stats,
+	.ping = pg_ping,
 	.close = pg_close,
 };
 

@@ -339,6 +339,30 @@ static void test_terminated(void **state)
 	tk_clock_free(c);
 }
 
+/* What the server is, never who logs in to it. */
+static void test_ping(void **state)
+{
+	struct tk_store_ping p;
+	struct tk_store *s;
+	char spec[256];
+
+	(void)state;
+	pg_kit_need(&kit);
+	snprintf(spec, sizeof(spec),
+		 "postgresql://tk:s3cr3t@127.0.0.1:%d/"
+		 "postgres?table=tk_ping",
+		 kit.port);
+	assert_rc(tk_store_open(&s, spec, NULL), 0);
+	assert_rc(tk_store_ping(s, &p, sizeof(p)), 0);
+	assert_string_equal(p.store, "postgresql");
+	assert_string_equal(p.engine, "cas");
+	assert_int_equal(strncmp(p.version, "15", 2), 0);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", kit.port);
+	assert_string_equal(p.server, spec);
+	assert_true(p.rtt > 0);
+	tk_store_close(s);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -355,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_exact),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_terminated),
+		cmocka_unit_test(test_ping),
 	};
 
 	return cmocka_run_group_tests_name("postgresql store", tests, NULL,
