@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
 #include <throttlekit.h>
 
 #include "asserts.h"
@@ -339,6 +340,50 @@ static void test_terminated(void **state)
 	tk_clock_free(c);
 }
 
+/*
+ * A statement past the spec's timeout (a row another session holds
+ * locked) is -ETIMEDOUT, and the connection serves the next check; a
+ * server that takes no writes is -EROFS.
+ */
+static void test_errors(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	char spec[256];
+	PGconn *holder;
+	PGresult *r;
+
+	(void)state;
+	pg_kit_need(&kit);
+	snprintf(spec, sizeof(spec),
+		 "%s?timeout=300ms&connect_timeout=5s&table=tk_locked",
+		 kit.spec);
+	open_at(&l, &c, "fixed-window:100/1h", spec);
+	assert_rc(tk_limiter_check(l, "x", 1, 1, &d), 0);
+	snprintf(spec, sizeof(spec),
+		 "host=127.0.0.1 port=%d user=tk dbname=postgres", kit.port);
+	holder = PQconnectdb(spec);
+	assert_int_equal(PQstatus(holder), CONNECTION_OK);
+	r = PQexec(holder, "BEGIN; SELECT 1 FROM tk_locked FOR UPDATE");
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	assert_rc(tk_limiter_check(l, "x", 1, 1, &d), -ETIMEDOUT);
+	PQclear(PQexec(holder, "ROLLBACK"));
+	PQfinish(holder);
+	assert_rc(tk_limiter_check(l, "x", 1, 1, &d), 0);
+	assert_int_equal(d.remaining, 98);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	/* libpq's own options pass through: a session that may not write. */
+	open_at(&l, &c, "fixed-window:100/1h",
+		spec_with("&table=tk_ro&options=-c%20default_transaction_"
+			  "read_only%3Don"));
+	assert_rc(tk_limiter_check(l, "x", 1, 1, &d), -EROFS);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
 /* What the server is, never who logs in to it. */
 static void test_ping(void **state)
 {
@@ -380,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_terminated),
 		cmocka_unit_test(test_ping),
+		cmocka_unit_test(test_errors),
 	};
 
 	return cmocka_run_group_tests_name("postgresql store", tests, NULL,
