@@ -10,7 +10,7 @@
  * missing, serialized by an advisory lock across every process, since two
  * CREATE TABLE IF NOT EXISTS at once may fail.
  *
- * fork(): a child inherits the parent's sockets.  PQfinish() would send
+ * fork(): a child inherits the parent's sockets.  tk__pq.PQfinish() would send
  * the server a Terminate on them and end the parent's session, so a
  * connection made in another process is closed with /dev/null in place
  * of its socket: the child's copy goes, the parent's session stays.
@@ -45,7 +45,7 @@ static void conn_close(struct tk__pg_conn *c)
 
 	if (c->pid != getpid()) {
 		nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (nul < 0 || dup2(nul, PQsocket(c->pg)) < 0) {
+		if (nul < 0 || dup2(nul, tk__pq.PQsocket(c->pg)) < 0) {
 			/* Leaked rather than end the parent's session. */
 			if (nul >= 0)
 				close(nul);
@@ -54,7 +54,7 @@ static void conn_close(struct tk__pg_conn *c)
 		}
 		close(nul);
 	}
-	PQfinish(c->pg);
+	tk__pq.PQfinish(c->pg);
 	free(c);
 }
 
@@ -71,9 +71,10 @@ void tk__pg_pool_destroy(struct tk__pg_pool *p)
 
 int tk__pg_error(PGconn *pg, const PGresult *r)
 {
-	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *state =
+		r ? tk__pq.PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 
-	if (PQstatus(pg) == CONNECTION_BAD)
+	if (tk__pq.PQstatus(pg) == CONNECTION_BAD)
 		return -ECONNRESET;
 	if (!state)
 		return -EPROTO;
@@ -94,13 +95,13 @@ int tk__pg_error(PGconn *pg, const PGresult *r)
 
 static int run(PGconn *pg, const char *sql)
 {
-	PGresult *r = PQexec(pg, sql);
-	int rc = PQresultStatus(r) == PGRES_COMMAND_OK ||
-				 PQresultStatus(r) == PGRES_TUPLES_OK
+	PGresult *r = tk__pq.PQexec(pg, sql);
+	int rc = tk__pq.PQresultStatus(r) == PGRES_COMMAND_OK ||
+				 tk__pq.PQresultStatus(r) == PGRES_TUPLES_OK
 			 ? 0
 			 : tk__pg_error(pg, r);
 
-	PQclear(r);
+	tk__pq.PQclear(r);
 	return rc;
 }
 
@@ -120,9 +121,10 @@ static int prepare(PGconn *pg, const char *name, const char *fmt,
 	int rc;
 
 	fill(sql, sizeof(sql), fmt, table);
-	r = PQprepare(pg, name, sql, 0, NULL);
-	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : tk__pg_error(pg, r);
-	PQclear(r);
+	r = tk__pq.PQprepare(pg, name, sql, 0, NULL);
+	rc = tk__pq.PQresultStatus(r) == PGRES_COMMAND_OK ? 0
+							  : tk__pg_error(pg, r);
+	tk__pq.PQclear(r);
 	return rc;
 }
 
@@ -194,23 +196,24 @@ static int connect_now(struct tk__pg_pool *p, struct tk__pg_conn **out)
 	if (!c)
 		return -ENOMEM;
 	c->pid = getpid();
-	c->pg = PQconnectdb(p->spec->uri);
+	c->pg = tk__pq.PQconnectdb(p->spec->uri);
 	if (!c->pg) {
 		free(c);
 		return -ENOMEM;
 	}
-	if (PQstatus(c->pg) != CONNECTION_OK) {
+	if (tk__pq.PQstatus(c->pg) != CONNECTION_OK) {
 		/* libpq names no SQLSTATE for a refused login. */
-		rc = strstr(PQerrorMessage(c->pg), "authentication") ||
-				     strstr(PQerrorMessage(c->pg), "password")
+		rc = strstr(tk__pq.PQerrorMessage(c->pg), "authentication") ||
+				     strstr(tk__pq.PQerrorMessage(c->pg),
+					    "password")
 			     ? -EACCES
-		     : strstr(PQerrorMessage(c->pg), "does not exist")
+		     : strstr(tk__pq.PQerrorMessage(c->pg), "does not exist")
 			     ? -ENXIO
 			     : -ECONNREFUSED;
 		conn_close(c);
 		return rc;
 	}
-	PQsetNoticeProcessor(c->pg, quiet, NULL);
+	tk__pq.PQsetNoticeProcessor(c->pg, quiet, NULL);
 	pthread_mutex_lock(&p->lock);
 	rc = setup(p, c->pg);
 	pthread_mutex_unlock(&p->lock);
@@ -230,13 +233,13 @@ static int connect_now(struct tk__pg_pool *p, struct tk__pg_conn **out)
  */
 static int closed(const struct tk__pg_conn *c)
 {
-	struct pollfd p = { .fd = PQsocket(c->pg), .events = POLLIN };
+	struct pollfd p = { .fd = tk__pq.PQsocket(c->pg), .events = POLLIN };
 
 #ifdef POLLRDHUP
 	p.events |= POLLRDHUP;
 #endif
 	/* Under TLS bytes may be the protocol's own: only a hangup counts. */
-	if (PQsslInUse(c->pg))
+	if (tk__pq.PQsslInUse(c->pg))
 		p.events &= (short)~POLLIN;
 	while (poll(&p, 1, 0) < 0)
 		if (errno != EINTR)
@@ -272,8 +275,8 @@ int tk__pg_conn_get(struct tk__pg_pool *p, struct tk__pg_conn **out)
 
 void tk__pg_conn_put(struct tk__pg_pool *p, struct tk__pg_conn *c, int rc)
 {
-	if (rc < 0 && (PQstatus(c->pg) != CONNECTION_OK ||
-		       PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
+	if (rc < 0 && (tk__pq.PQstatus(c->pg) != CONNECTION_OK ||
+		       tk__pq.PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
 		conn_close(c);
 		return;
 	}
@@ -287,8 +290,9 @@ int tk__pg_exec(struct tk__pg_conn *c, const char *name, int n,
 		const char *const *vals, const int *lens, PGresult **res)
 {
 	static const int fmts[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
-	PGresult *r = PQexecPrepared(c->pg, name, n, vals, lens, fmts, 1);
-	ExecStatusType st = PQresultStatus(r);
+	PGresult *r =
+		tk__pq.PQexecPrepared(c->pg, name, n, vals, lens, fmts, 1);
+	ExecStatusType st = tk__pq.PQresultStatus(r);
 	int rc;
 
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
@@ -296,6 +300,6 @@ int tk__pg_exec(struct tk__pg_conn *c, const char *name, int n,
 		return 0;
 	}
 	rc = tk__pg_error(c->pg, r);
-	PQclear(r);
+	tk__pq.PQclear(r);
 	return rc;
 }

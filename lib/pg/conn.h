@@ -10,8 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <libpq-fe.h>
-
+#include "pg/libpq.h"
 #include "pg/spec.h"
 
 /* The prepared statements (conn.c names and writes them). */

@@ -32,16 +32,17 @@ int tk__pg_ping(struct tk__pg_pool *pool, struct tk_store_ping *out)
 		return rc;
 	t0 = monotonic_ns();
 	/* An empty query: one round trip, nothing parsed or planned. */
-	r = PQexec(c->pg, "");
+	r = tk__pq.PQexec(c->pg, "");
 	out->rtt = monotonic_ns() - t0;
-	rc = PQresultStatus(r) == PGRES_EMPTY_QUERY ? 0
-						    : tk__pg_error(c->pg, r);
-	PQclear(r);
+	rc = tk__pq.PQresultStatus(r) == PGRES_EMPTY_QUERY
+		     ? 0
+		     : tk__pg_error(c->pg, r);
+	tk__pq.PQclear(r);
 	if (rc == 0) {
 		/* Never the user or the password: the address only. */
 		snprintf(out->server, sizeof(out->server), "%s:%s",
-			 PQhost(c->pg), PQport(c->pg));
-		v = PQparameterStatus(c->pg, "server_version");
+			 tk__pq.PQhost(c->pg), tk__pq.PQport(c->pg));
+		v = tk__pq.PQparameterStatus(c->pg, "server_version");
 		snprintf(out->version, sizeof(out->version), "%s", v ? v : "");
 		snprintf(out->engine, sizeof(out->engine), "cas");
 	}

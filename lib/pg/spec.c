@@ -13,7 +13,8 @@
  * name byte offsets, never the spec's text: the password stays out.
  *
  * Needs no libpq: a build without it parses the spec all the same, for
- * store-none.c's -ENOTSUP, except for what only libpq checks.
+ * store-none.c's -ENOTSUP, except for what only libpq checks; so does a
+ * host where libpq.so.5 does not load, whose -ENOTSUP says so (libpq.c).
  */
 #include "config.h"
 #include "parse.h"
@@ -24,7 +25,7 @@
 #include <string.h>
 
 #ifdef TK_HAVE_POSTGRESQL
-#include <libpq-fe.h>
+#include "pg/libpq.h"
 #endif
 
 #define PREFIX "postgresql://"
@@ -120,9 +121,13 @@ static int option(const char *spec, size_t from, size_t to,
 static int check_uri(const struct tk__pg_spec *out, char *why, size_t why_len)
 {
 #ifdef TK_HAVE_POSTGRESQL
-	PQconninfoOption *opts = PQconninfoParse(out->uri, NULL), *o;
+	PQconninfoOption *opts, *o;
 	int host = 0, db = 0;
 
+	/* Only libpq reads a URI: a host without it takes none. */
+	if (tk__libpq_load(why, why_len))
+		return -ENOTSUP;
+	opts = tk__pq.PQconninfoParse(out->uri, NULL);
 	/* libpq's message may quote the URI: it is not passed on. */
 	if (!opts)
 		return fail(why, why_len, 0,
@@ -134,7 +139,7 @@ static int check_uri(const struct tk__pg_spec *out, char *why, size_t why_len)
 		if (o->val && o->val[0] && strcmp(o->keyword, "dbname") == 0)
 			db = 1;
 	}
-	PQconninfoFree(opts);
+	tk__pq.PQconninfoFree(opts);
 	if (!host || !db)
 		return fail(why, why_len, strlen(PREFIX),
 			    "HOST[:PORT]/DB: a host and a database");

@@ -102,26 +102,26 @@ static void row_of(struct pg_store *s, PGresult *r, uint32_t words,
 {
 	uint32_t i;
 
-	w->found = PQntuples(r) == 1;
+	w->found = tk__pq.PQntuples(r) == 1;
 	w->live = 0;
 	if (!w->found)
 		return;
-	w->version = be64_at(PQgetvalue(r, 0, 2));
-	if ((uint64_t)be64_at(PQgetvalue(r, 0, 1)) <= now)
+	w->version = be64_at(tk__pq.PQgetvalue(r, 0, 2));
+	if ((uint64_t)be64_at(tk__pq.PQgetvalue(r, 0, 1)) <= now)
 		return;
-	if (PQgetlength(r, 0, 0) != (int)(words * 8)) {
+	if (tk__pq.PQgetlength(r, 0, 0) != (int)(words * 8)) {
 		atomic_fetch_add_explicit(&s->base.corrupt, 1,
 					  memory_order_relaxed);
 		return;
 	}
 	for (i = 0; i < words; i++)
-		w->state[i] = be64_at(PQgetvalue(r, 0, 0) + 8 * i);
+		w->state[i] = be64_at(tk__pq.PQgetvalue(r, 0, 0) + 8 * i);
 	w->live = 1;
 }
 
 static int written(PGresult *r)
 {
-	return strcmp(PQcmdTuples(r), "1") == 0;
+	return strcmp(tk__pq.PQcmdTuples(r), "1") == 0;
 }
 
 /* One try: 1 decided (*@out), 0 lost a race, or a negative errno. */
@@ -140,7 +140,7 @@ static int try_apply(struct pg_store *s, struct tk__pg_conn *c,
 	if (rc)
 		return rc;
 	row_of(s, r, t->words, now, &w);
-	PQclear(r);
+	tk__pq.PQclear(r);
 	*out = t->fn(t->ctx, w.live ? w.state : NULL, next, &exp);
 	if (*out != TK__PERSIST)
 		return 1;
@@ -150,7 +150,7 @@ static int try_apply(struct pg_store *s, struct tk__pg_conn *c,
 	if (rc)
 		return rc;
 	done = written(r);
-	PQclear(r);
+	tk__pq.PQclear(r);
 	return done;
 }
 
@@ -213,7 +213,7 @@ static int multi_locked(struct pg_store *s, struct tk__pg_conn *c, uint64_t now,
 		rc = tk__pg_exec(c, TK__PG_LOCK, 2, x->q.val, x->q.len, &r);
 		if (rc == 0) {
 			row_of(s, r, m->words[k], now, &x->w[k]);
-			PQclear(r);
+			tk__pq.PQclear(r);
 		}
 	}
 	for (i = 0; rc == 0 && i < m->n; i++) {
@@ -230,18 +230,19 @@ static int multi_locked(struct pg_store *s, struct tk__pg_conn *c, uint64_t now,
 			   m->words[i], exp[i], 0);
 		rc = tk__pg_exec(c, TK__PG_SET, 4, x->q.val, x->q.len, &r);
 		if (rc == 0)
-			PQclear(r);
+			tk__pq.PQclear(r);
 	}
 	return rc ? rc : out;
 }
 
 static int simple(struct tk__pg_conn *c, const char *sql)
 {
-	PGresult *r = PQexec(c->pg, sql);
-	int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0
-						       : tk__pg_error(c->pg, r);
+	PGresult *r = tk__pq.PQexec(c->pg, sql);
+	int rc = tk__pq.PQresultStatus(r) == PGRES_COMMAND_OK
+			 ? 0
+			 : tk__pg_error(c->pg, r);
 
-	PQclear(r);
+	tk__pq.PQclear(r);
 	return rc;
 }
 
@@ -293,7 +294,7 @@ static int pg_reset(struct tk_store *base, const unsigned char *key, size_t len)
 	params_set(&q, key, len, 0, NULL, 0, 0, 0);
 	rc = tk__pg_exec(c, TK__PG_DEL, 1, q.val, q.len, &r);
 	if (rc == 0)
-		PQclear(r);
+		tk__pq.PQclear(r);
 	tk__pg_conn_put(&s->pool, c, rc);
 	return rc;
 }
