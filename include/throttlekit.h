@@ -734,12 +734,16 @@ TK_API void tk_store_close(struct tk_store *s);
  * library fills the prefix the caller's size covers.
  */
 struct tk_store_ping {
-	char store[16];	  /* the backend: "memory", "shm" or "redis" */
-	char server[272]; /* Redis: "HOST:PORT" or the socket path; else "" */
-	char version[32]; /* Redis: the server's redis_version; else the
-			     library's, tk_version() */
+	/* the backend: "memory", "shm", "redis" or "postgresql" */
+	char store[16];
+	char server[272]; /* Redis: "HOST:PORT" or the socket path;
+			     PostgreSQL: "HOST:PORT"; else "" */
+	char version[32]; /* Redis: the server's redis_version; PostgreSQL:
+			     its server_version; else the library's,
+			     tk_version() */
 	/* How checks run: "functions" (Redis 7 FCALL), "evalsha" (older
-	 * servers), "memory" or "zone" (in this host, no server). */
+	 * servers), "cas" (PostgreSQL: compare-and-set by the library),
+	 * "memory" or "zone" (in this host, no server). */
 	char engine[16];
 	uint64_t rtt; /* ns: one PING's round trip; 0 without a server */
 	/* Redis: the server's maxmemory-policy, of which only "noeviction"

@@ -51,12 +51,17 @@ void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
  * another client's check can land in between. */
 extern void (*tk__xslot_pause)(void *arg);
 extern void *tk__xslot_pause_arg;
+/* pg/libpq.c.  Tests: if set before the first postgresql:// spec, the
+ * file loaded in place of libpq.so.5 (a name that is absent fails the
+ * load, as on a host without libpq5). */
+extern const char *tk__libpq_soname;
 #else
 #define tk__slot_near_test ((uint64_t)0)
 #define tk__memory_secret ((const uint64_t[2]){ 0, 0 })
 #define tk__keyhash_no_aesni 0
 #define tk__xslot_pause ((void (*)(void *))0)
 #define tk__xslot_pause_arg ((void *)0)
+#define tk__libpq_soname ((const char *)0)
 #endif
 
 #endif /* TK_TEST_HOOKS_H */

@@ -27,9 +27,10 @@
 # plain build (--disable-model-check elsewhere).
 set -eu
 TK_REQUIRE_REDIS=1
+TK_REQUIRE_POSTGRES=1
 TK_REQUIRE_APACHE=1
 TK_REQUIRE_FUZZ=1
-export TK_REQUIRE_REDIS TK_REQUIRE_APACHE TK_REQUIRE_FUZZ
+export TK_REQUIRE_REDIS TK_REQUIRE_POSTGRES TK_REQUIRE_APACHE TK_REQUIRE_FUZZ
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 # The golden vectors, for every build and for distcheck's copy of the tree.
@@ -115,7 +116,7 @@ build() {
 	mkdir -p "build/$name"
 	# --enable-tests: a machine without cmocka fails here, not later.
 	(cd "build/$name" && "$top/configure" --enable-werror --enable-tests \
-		--with-redis --with-apache --with-php "$@" >configure.out ||
+		--with-redis --with-postgresql --with-apache --with-php "$@" >configure.out ||
 		{ cat configure.out; exit 1; })
 	step "$name: make"
 	make -C "build/$name" -j"$jobs" >/dev/null

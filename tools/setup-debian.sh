@@ -7,6 +7,7 @@ pkgs="build-essential autoconf automake libtool pkg-config
 liburcu-dev libck-dev libcmocka-dev mandoc g++ clang
 clang-format spin gnuplot-nox valgrind
 redis-server redis-tools libhiredis-dev
+postgresql libpq-dev
 apache2 apache2-dev apache2-utils wrk jq
 php8.2-dev php8.2-cli php8.2-fpm php8.2-apcu php8.2-redis libfcgi-bin
 curl"

@@ -228,6 +228,14 @@ int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 int tk__redis_open(struct tk_store **out, const char *spec,
 		   const struct tk_options *o, char *why, size_t why_len);
 
+/*
+ * pg/store.c: a postgresql:// spec (pg/store-none.c without libpq: a
+ * spec that parses is -ENOTSUP); on -EINVAL or -ENOTSUP a sentence in
+ * @why, never quoting a password.  Opening connects nothing.
+ */
+int tk__pg_open(struct tk_store **out, const char *spec,
+		const struct tk_options *o, char *why, size_t why_len);
+
 /* zone-registry.c: one mapping per zone and process. */
 struct tk__zone;
 struct tk__zone_tally; /* tally.h */

@@ -4,7 +4,8 @@
  *
  * A spec names a backend: "memory" is the in-process store, "shm:NAME"
  * a zone, "redis://..." a Redis server (redis/store.c; without hiredis,
- * redis/store-none.c answers -ENOTSUP).  Backends
+ * redis/store-none.c answers -ENOTSUP), "postgresql://..." a PostgreSQL
+ * server (pg/store.c; without libpq, pg/store-none.c).  Backends
  * implement tk__store_ops and nothing else; all rate-limiting math stays
  * in the algorithms.
  */
@@ -13,6 +14,7 @@
 #include "error.h"
 #include "options.h"
 #include "store/slot-store.h"
+#include "pg/spec.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -39,6 +41,8 @@ static int open_spec(struct tk_store **out, const char *spec,
 		return tk__shm_open(out, spec + 4, o);
 	if (is_redis(spec))
 		return tk__redis_open(out, spec, o, NULL, 0);
+	if (tk__pg_is_spec(spec))
+		return tk__pg_open(out, spec, o, NULL, 0);
 	return -EINVAL;
 }
 
@@ -85,11 +89,15 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 		rc = tk__redis_open(&s, spec, &o, why, len);
 		if (rc == 0)
 			tk_store_close(s);
+	} else if (tk__pg_is_spec(spec)) {
+		rc = tk__pg_open(&s, spec, &o, why, len);
+		if (rc == 0)
+			tk_store_close(s);
 	} else if (strcmp(spec, "memory") != 0) {
 		rc = -EINVAL;
 		snprintf(why, len,
 			 "expected memory, shm:NAME, redis://, redis+unix://, "
-			 "redis+cluster://, redis+sentinel:// or rediss://");
+			 "redis+cluster://, redis+sentinel://, rediss:// or postgresql://");
 	}
 	return tk__rc(rc);
 }

@@ -5,7 +5,10 @@
 # of the header is exported, and the map names exactly those functions:
 # one left out of the map would not be exported at all.  The Debian
 # symbols file (debian/libthrottlekit0.symbols) names them too, so that a
-# new function fails here rather than in the package build.
+# new function fails here rather than in the package build.  And the
+# library needs no libpq: it loads libpq.so.5 at run time (lib/pg/libpq.c),
+# so that a program that never opens a postgresql:// store maps none of
+# it, nor Kerberos, LDAP or OpenSSL for it.
 : "${srcdir:=.}"
 : "${top_builddir:=.}"
 : "${NM:=nm}"
@@ -68,5 +71,12 @@ if [ -f "$symbols" ]; then
 	done)
 	[ -z "$gone" ] || failed "in $symbols but not declared with TK_API:" $gone
 fi
+if command -v "${READELF:=readelf}" >/dev/null 2>&1; then
+	needed=$("$READELF" -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+	pq=$(printf '%s\n' "$needed" | grep '^libpq')
+	[ -z "$pq" ] || failed "the library links libpq (NEEDED), which it must dlopen():" $pq
+else
+	echo "note: no readelf; NEEDED not checked"
+fi
 [ "$fails" -eq 0 ] || exit 1
-echo "ok: $(printf '%s\n' "$exported" | wc -l) exports, all tk_, all declared ones present, all versioned"
+echo "ok: $(printf '%s\n' "$exported" | wc -l) exports, all tk_, all declared ones present, all versioned, no libpq NEEDED"

@@ -4,7 +4,8 @@
 # modules (apxs -q LIBEXECDIR, or --with-apache-moddir) and the PHP
 # extension where PHP looks (php-config --extension-dir, or
 # --with-php-extdir), with no libtool .la beside either; throttlekit.pc
-# links a program with -static; and "make uninstall" leaves no file.
+# links a program with -static, and names no libpq (loaded at run time);
+# and "make uninstall" leaves no file.
 : "${top_builddir:=.}"
 : "${MAKE:=make}"
 : "${CC:=cc}"
@@ -76,6 +77,10 @@ int main(void)
 	if (tk_store_validate("redis://127.0.0.1:1", why, sizeof(why)) < 0 &&
 	    strstr(why, "hiredis") == NULL)
 		return 1;
+	/* libpq is loaded at run time, if at all: nothing to link. */
+	if (tk_store_validate("postgresql://h/db", why, sizeof(why)) < 0 &&
+	    strstr(why, "libpq") == NULL)
+		return 1;
 	if (tk_limiter_open(&l, "gcra:1/1s", "memory", NULL) != 0)
 		return 1;
 	if (tk_limiter_check(l, "k", 1, 1, &d) != 0 || !d.allowed)
@@ -84,6 +89,12 @@ int main(void)
 	return 0;
 }
 SRC
+	# libpq is dlopen()ed: a static link must not need libpq.a and its
+	# dependencies' archives (Debian ships none for Kerberos or LDAP).
+	if PKG_CONFIG_PATH="$tmp/pc" $PKG_CONFIG --print-requires-private \
+		throttlekit | grep -q '^libpq'; then
+		failed "throttlekit.pc requires libpq"
+	fi
 	flags=$(PKG_CONFIG_PATH="$tmp/pc" $PKG_CONFIG --static --cflags --libs throttlekit) ||
 		failed "pkg-config --static --libs throttlekit"
 	# shellcheck disable=SC2086

@@ -105,7 +105,7 @@ expect 2 "throttlectl: policy 'gcrx:1/s': expected a known algorithm at position
 	"$ctl" simulate --policy gcrx:1/s
 expect 2 "throttlectl: policy 'all(gcra:1/s,gcrx:1/s)': expected a known algorithm at position 13" \
 	"$ctl" simulate --policy 'all(gcra:1/s,gcrx:1/s)'
-expect 2 "throttlectl: store 'bogus': expected memory, shm:NAME, redis://, redis+unix://, redis+cluster://, redis+sentinel:// or rediss://" \
+expect 2 "throttlectl: store 'bogus': expected memory, shm:NAME, redis://, redis+unix://, redis+cluster://, redis+sentinel://, rediss:// or postgresql://" \
 	"$ctl" simulate --policy gcra:1/s --store bogus
 # TLS to Redis (rediss://) needs hiredis_ssl: a build without it refuses
 # the spec and says why (configure's answer is in config.h).
@@ -643,7 +643,7 @@ expect 3 "throttlectl: shm:nosuch: No such zone (ENOENT)" "$ctl" ping shm:nosuch
 expect 2 "usage: throttlectl ping STORE" "$ctl" ping
 expect 2 "usage: throttlectl ping STORE" "$ctl" ping memory extra
 expect 2 "usage: throttlectl ping STORE" "$ctl" ping --json
-expect 2 "throttlectl: bogus: Invalid argument (EINVAL): expected memory, shm:NAME, redis://, redis+unix://, redis+cluster://, redis+sentinel:// or rediss://" \
+expect 2 "throttlectl: bogus: Invalid argument (EINVAL): expected memory, shm:NAME, redis://, redis+unix://, redis+cluster://, redis+sentinel://, rediss:// or postgresql://" \
 	"$ctl" ping bogus
 if "$ctl" ping redis://127.0.0.1:1 2>&1 |
 	grep -q ENOTSUP; then

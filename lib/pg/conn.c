@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * conn.c - the PostgreSQL store's connections.
+ *
+ * A store keeps a pool of idle connections under a mutex; a call takes
+ * one for its statements and gives it back, so no two threads ever share
+ * one.  Each is connected in autocommit mode, its statement_timeout set to
+ * the spec's timeout, and the store's statements prepared on it (binary
+ * results).  The first connection of a process creates the table if it is
+ * missing, serialized by an advisory lock across every process, since two
+ * CREATE TABLE IF NOT EXISTS at once may fail.
+ *
+ * fork(): a child inherits the parent's sockets.  tk__pq.PQfinish() would send
+ * the server a Terminate on them and end the parent's session, so a
+ * connection made in another process is closed with /dev/null in place
+ * of its socket: the child's copy goes, the parent's session stays.
+ *
+ * A failed statement leaves the connection in the pool only if it is
+ * still up and in no transaction; otherwise it is closed, and the next
+ * call connects anew (no backoff yet).  One the server closed while it
+ * sat idle in the pool (a restart, pg_terminate_backend()) is seen
+ * before use and replaced, so that the next check does not fail for it.
+ */
+#include "config.h"
+#include "pg/conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void tk__pg_pool_init(struct tk__pg_pool *p, const struct tk__pg_spec *spec)
+{
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	p->spec = spec;
+}
+
+static void conn_close(struct tk__pg_conn *c)
+{
+	int nul;
+
+	if (c->pid != getpid()) {
+		nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (nul < 0 || dup2(nul, tk__pq.PQsocket(c->pg)) < 0) {
+			/* Leaked rather than end the parent's session. */
+			if (nul >= 0)
+				close(nul);
+			free(c);
+			return;
+		}
+		close(nul);
+	}
+	tk__pq.PQfinish(c->pg);
+	free(c);
+}
+
+void tk__pg_pool_destroy(struct tk__pg_pool *p)
+{
+	struct tk__pg_conn *c;
+
+	while ((c = p->idle)) {
+		p->idle = c->next;
+		conn_close(c);
+	}
+	pthread_mutex_destroy(&p->lock);
+}
+
+int tk__pg_error(PGconn *pg, const PGresult *r)
+{
+	const char *state =
+		r ? tk__pq.PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	if (tk__pq.PQstatus(pg) == CONNECTION_BAD)
+		return -ECONNRESET;
+	if (!state)
+		return -EPROTO;
+	if (strcmp(state, "57014") == 0) /* statement_timeout */
+		return -ETIMEDOUT;
+	if (strcmp(state, "25006") == 0) /* a hot standby */
+		return -EROFS;
+	if (strncmp(state, "57P", 3) == 0 || strncmp(state, "08", 2) == 0)
+		return -ECONNRESET; /* shutdown, terminated, connection */
+	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+		return -EAGAIN;		 /* serialization failure, deadlock */
+	if (strcmp(state, "53300") == 0) /* too many connections */
+		return -ECONNREFUSED;
+	if (strncmp(state, "28", 2) == 0 || strcmp(state, "42501") == 0)
+		return -EACCES;
+	return -EPROTO;
+}
+
+static int run(PGconn *pg, const char *sql)
+{
+	PGresult *r = tk__pq.PQexec(pg, sql);
+	int rc = tk__pq.PQresultStatus(r) == PGRES_COMMAND_OK ||
+				 tk__pq.PQresultStatus(r) == PGRES_TUPLES_OK
+			 ? 0
+			 : tk__pg_error(pg, r);
+
+	tk__pq.PQclear(r);
+	return rc;
+}
+
+/* @fmt with its one "%s" the table's name (no format from data). */
+static void fill(char *sql, size_t cap, const char *fmt, const char *table)
+{
+	const char *at = strstr(fmt, "%s");
+
+	snprintf(sql, cap, "%.*s%s%s", (int)(at - fmt), fmt, table, at + 2);
+}
+
+static int prepare(PGconn *pg, const char *name, const char *fmt,
+		   const char *table)
+{
+	char sql[512];
+	PGresult *r;
+	int rc;
+
+	fill(sql, sizeof(sql), fmt, table);
+	r = tk__pq.PQprepare(pg, name, sql, 0, NULL);
+	rc = tk__pq.PQresultStatus(r) == PGRES_COMMAND_OK ? 0
+							  : tk__pg_error(pg, r);
+	tk__pq.PQclear(r);
+	return rc;
+}
+
+/*
+ * The row of a key and an algorithm (the memory store keys states by
+ * both).  An expires_at at or before the check's time is no state.
+ */
+static const char schema[] =
+	"SELECT pg_advisory_xact_lock(7405312100);"
+	"CREATE TABLE IF NOT EXISTS %s ("
+	"key bytea NOT NULL, alg integer NOT NULL, state bytea NOT NULL, "
+	"expires_at bigint NOT NULL, version bigint NOT NULL, "
+	"PRIMARY KEY (key, alg))";
+
+static const struct {
+	const char *name, *sql;
+} statements[] = {
+	{ TK__PG_GET, "SELECT state, expires_at, version FROM %s "
+		      "WHERE key = $1 AND alg = $2" },
+	{ TK__PG_INS, "INSERT INTO %s VALUES ($1, $2, $3, $4, 1) "
+		      "ON CONFLICT (key, alg) DO NOTHING" },
+	{ TK__PG_CAS, "UPDATE %s SET state = $3, expires_at = $4, "
+		      "version = version + 1 "
+		      "WHERE key = $1 AND alg = $2 AND version = $5" },
+	{ TK__PG_LOCK, "INSERT INTO %s AS t VALUES ($1, $2, '', 0, 0) "
+		       "ON CONFLICT (key, alg) DO UPDATE SET version = "
+		       "t.version RETURNING state, expires_at, version" },
+	{ TK__PG_SET, "UPDATE %s SET state = $3, expires_at = $4, "
+		      "version = version + 1 WHERE key = $1 AND alg = $2" },
+	{ TK__PG_DEL, "UPDATE %s SET expires_at = 0, version = version + 1 "
+		      "WHERE key = $1" },
+};
+
+static int setup(struct tk__pg_pool *p, PGconn *pg)
+{
+	char sql[512];
+	size_t i;
+	int rc;
+
+	snprintf(sql, sizeof(sql), "SET statement_timeout = %llu",
+		 (unsigned long long)(p->spec->timeout / 1000000));
+	rc = run(pg, sql);
+	if (rc == 0 && !p->schema) {
+		fill(sql, sizeof(sql), schema, p->spec->table);
+		rc = run(pg, sql);
+		if (rc == 0)
+			p->schema = 1;
+	}
+	for (i = 0; rc == 0 && i < sizeof(statements) / sizeof(statements[0]);
+	     i++)
+		rc = prepare(pg, statements[i].name, statements[i].sql,
+			     p->spec->table);
+	return rc;
+}
+
+/* The server's notices ("already exists, skipping") are no one's
+ * business on a host's stderr. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+static int connect_now(struct tk__pg_pool *p, struct tk__pg_conn **out)
+{
+	struct tk__pg_conn *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->pid = getpid();
+	c->pg = tk__pq.PQconnectdb(p->spec->uri);
+	if (!c->pg) {
+		free(c);
+		return -ENOMEM;
+	}
+	if (tk__pq.PQstatus(c->pg) != CONNECTION_OK) {
+		/* libpq names no SQLSTATE for a refused login. */
+		rc = strstr(tk__pq.PQerrorMessage(c->pg), "authentication") ||
+				     strstr(tk__pq.PQerrorMessage(c->pg),
+					    "password")
+			     ? -EACCES
+		     : strstr(tk__pq.PQerrorMessage(c->pg), "does not exist")
+			     ? -ENXIO
+			     : -ECONNREFUSED;
+		conn_close(c);
+		return rc;
+	}
+	tk__pq.PQsetNoticeProcessor(c->pg, quiet, NULL);
+	pthread_mutex_lock(&p->lock);
+	rc = setup(p, c->pg);
+	pthread_mutex_unlock(&p->lock);
+	if (rc) {
+		conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/*
+ * Has the server closed @c while it was idle (a restart,
+ * pg_terminate_backend(), idle_session_timeout)?  Between calls nothing
+ * is due from it: any byte (the FATAL it sends first), an EOF or a reset
+ * makes it unusable, and a check on it would fail for nothing.
+ */
+static int closed(const struct tk__pg_conn *c)
+{
+	struct pollfd p = { .fd = tk__pq.PQsocket(c->pg), .events = POLLIN };
+
+#ifdef POLLRDHUP
+	p.events |= POLLRDHUP;
+#endif
+	/* Under TLS bytes may be the protocol's own: only a hangup counts. */
+	if (tk__pq.PQsslInUse(c->pg))
+		p.events &= (short)~POLLIN;
+	while (poll(&p, 1, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return p.revents != 0;
+}
+
+int tk__pg_conn_get(struct tk__pg_pool *p, struct tk__pg_conn **out)
+{
+	struct tk__pg_conn *c, *stale = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	while ((c = p->idle) && (c->pid != getpid() || closed(c))) {
+		p->idle = c->next;
+		c->next = stale;
+		stale = c;
+	}
+	if (c)
+		p->idle = c->next;
+	pthread_mutex_unlock(&p->lock);
+	while (stale) {
+		struct tk__pg_conn *next = stale->next;
+
+		conn_close(stale);
+		stale = next;
+	}
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	return connect_now(p, out);
+}
+
+void tk__pg_conn_put(struct tk__pg_pool *p, struct tk__pg_conn *c, int rc)
+{
+	if (rc < 0 && (tk__pq.PQstatus(c->pg) != CONNECTION_OK ||
+		       tk__pq.PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
+		conn_close(c);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	c->next = p->idle;
+	p->idle = c;
+	pthread_mutex_unlock(&p->lock);
+}
+
+int tk__pg_exec(struct tk__pg_conn *c, const char *name, int n,
+		const char *const *vals, const int *lens, PGresult **res)
+{
+	static const int fmts[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	PGresult *r =
+		tk__pq.PQexecPrepared(c->pg, name, n, vals, lens, fmts, 1);
+	ExecStatusType st = tk__pq.PQresultStatus(r);
+	int rc;
+
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*res = r;
+		return 0;
+	}
+	rc = tk__pg_error(c->pg, r);
+	tk__pq.PQclear(r);
+	return rc;
+}
