@@ -97,7 +97,8 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 		rc = -EINVAL;
 		snprintf(why, len,
 			 "expected memory, shm:NAME, redis://, redis+unix://, "
-			 "redis+cluster://, redis+sentinel://, rediss:// or postgresql://");
+			 "redis+cluster://, redis+sentinel://, rediss:// or "
+			 "postgresql://");
 	}
 	return tk__rc(rc);
 }
