@@ -30,13 +30,23 @@ redis_ok=0
 if [ -f "$build/lib/redis/check-lua.inc" ] && pkg-config --exists hiredis; then
 	redis_ok=1
 fi
+# The PostgreSQL store's spec parser, as the build has it (with libpq's
+# header, libpq.c loading libpq at run time), and no store.
+pg_sources=lib/pg/spec.c
+if grep -q '^#define TK_HAVE_POSTGRESQL 1' "$build/config.h"; then
+	pg_sources="$pg_sources lib/pg/libpq.c"
+	cflags="$cflags $(pkg-config --cflags libpq 2>/dev/null ||
+		echo -I/usr/include/postgresql)"
+fi
 
 # One object per source, named by its path (lib/store/store.c and
 # lib/redis/store.c must not meet), instrumented for libFuzzer's coverage.
 {
 	ls "$src"/lib/*.c "$src"/lib/algo/*.c "$src"/lib/store/*.c \
 		"$src"/lib/hash/*.c "$src"/lib/redis/spec.c \
-		"$src"/lib/redis/store-none.c "$src"/shm/*.c
+		"$src"/lib/redis/store-none.c "$src"/lib/pg/store-none.c \
+		"$src"/shm/*.c
+	for f in $pg_sources; do echo "$src/$f"; done
 	[ $redis_ok = 1 ] && ls "$src"/lib/redis/scripts.c "$src"/lib/redis/verdict.c
 } | sed "s|^$src/||" >"$out/obj/sources"
 # shellcheck disable=SC2086 # $cflags is a list of flags
