@@ -62,7 +62,7 @@ static int replay_one(struct tk_limiter *l, struct tk_clock *clock,
 		return rc;
 	}
 	if (rc == 0)
-		ctl_print_decision(stdout, &d, shaper);
+		ctl_print_decision(stdout, &d, shaper, 0);
 	return rc;
 }
 

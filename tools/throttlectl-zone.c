@@ -613,7 +613,7 @@ int ctl_get(int argc, char **argv)
 	tk_limiter_close(l);
 	if (rc)
 		return fail_op(rc, a.key);
-	ctl_print_decision(stdout, &d, shaper);
+	ctl_print_decision(stdout, &d, shaper, 1);
 	return d.allowed ? CTL_OK : CTL_DENIED;
 }
 
@@ -653,7 +653,7 @@ int ctl_check(int argc, char **argv)
 		printf("allowed=%" PRIu64 " denied=%" PRIu64 "\n", allowed,
 		       denied);
 	else
-		ctl_print_decision(stdout, &d, shaper);
+		ctl_print_decision(stdout, &d, shaper, 1);
 	return d.allowed ? CTL_OK : CTL_DENIED;
 }
 

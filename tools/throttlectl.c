@@ -62,17 +62,25 @@ static const struct {
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay)
+/*
+ * @ns_strings: the nanoseconds as decimal strings, which no JSON reader
+ * rounds (get and check); simulate prints the replay format's integers.
+ */
+void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay,
+			int ns_strings)
 {
+	const char *q = ns_strings ? "\"" : "";
+
 	fprintf(f,
 		"{\"allowed\":%s,\"limit\":%llu,\"remaining\":%llu,"
-		"\"reset_at\":%llu,\"retry_after\":%llu",
+		"\"reset_at\":%s%llu%s,\"retry_after\":%s%llu%s",
 		d->allowed ? "true" : "false", (unsigned long long)d->limit,
-		(unsigned long long)d->remaining,
-		(unsigned long long)d->reset_at,
-		(unsigned long long)d->retry_after);
+		(unsigned long long)d->remaining, q,
+		(unsigned long long)d->reset_at, q, q,
+		(unsigned long long)d->retry_after, q);
 	if (delay)
-		fprintf(f, ",\"delay\":%llu", (unsigned long long)d->delay);
+		fprintf(f, ",\"delay\":%s%llu%s", q,
+			(unsigned long long)d->delay, q);
 	/* Only when set, so that every normal decision prints as before. */
 	if (d->degraded)
 		fprintf(f, ",\"degraded\":true");

@@ -55,7 +55,8 @@ int ctl_print_stats(const char *zone, const struct tk_options *o,
  * {"allowed":...} as one line, the replay output format; @delay appends
  * "delay", which policies with a shaper dimension report.
  */
-void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay);
+void ctl_print_decision(FILE *f, const struct tk_decision *d, int delay,
+			int ns_strings);
 
 /*
  * Whether the policy string @policy has a shaper (leaky) dimension: 1 or

@@ -483,7 +483,7 @@ $usage_check" "$ctl" check z alice --policy "$sw" --fail maybe
 expect 3 "throttlectl: nozone: No such zone (ENOENT)" \
 	"$ctl" check nozone k --policy gcra:5/1s
 expect 1 "" "$ctl" check nozone k --policy gcra:5/1s --fail closed
-grep -qx '{"allowed":false,"limit":5,"remaining":0,"reset_at":[0-9]*,"retry_after":1000000000,"degraded":true}' \
+grep -qx '{"allowed":false,"limit":5,"remaining":0,"reset_at":"[0-9]*","retry_after":"1000000000","degraded":true}' \
 	"$tmp/out" || { failed "--fail closed, no zone"; cat "$tmp/out"; }
 expect 0 "" "$ctl" get nozone k --policy gcra:5/1s --fail open
 grep -q '"allowed":true,"limit":5,.*"degraded":true}$' "$tmp/out" ||
@@ -614,7 +614,7 @@ expect 0 "" "$ctl" check z carol --policy "$eight"
 expect 0 "" "$ctl" check z dave --policy 'leaky:1/1h,max-queue=2h' --repeat 2
 expect 0 "" "$ctl" get z dave --policy 'leaky:1/1h,max-queue=2h'
 # Two queued an hour apart: the next waits about 2 h (less what passed).
-grep -Eq '"retry_after":0,"delay":71[0-9]{11}}$' "$tmp/out" ||
+grep -Eq '"retry_after":"0","delay":"71[0-9]{11}"}$' "$tmp/out" ||
 	{ failed "get: no delay"; cat "$tmp/out"; }
 
 expect 0 "" "$ctl" destroy z
