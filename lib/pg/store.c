@@ -12,10 +12,14 @@
  * read the row (GET: state, expiry, version), run fn, then write it back
  * only if the version is still the one read (CAS), or insert it only if
  * there is still no row (INS ... ON CONFLICT DO NOTHING).  A write that
- * touched no row lost a race: read again, at most MAX_TRIES times, then
- * -EAGAIN.  No transaction is held between statements, so a client killed
- * at any point holds no lock: two round trips for a check that writes,
- * one for one that does not.
+ * touched no row lost a race: read again.  After OPTIMISTIC_TRIES lost
+ * races (a client preempted between its read and its write while others
+ * commit can lose every time) the check locks the row in a transaction
+ * (LOCK, then SET), which no rival changes before COMMIT, so it decides.
+ * No transaction is held between statements of the optimistic path, so a
+ * client killed there holds no lock, and the server ends a locked
+ * transaction whose client died: two round trips for a check that
+ * writes, one for one that does not.
  *
  * A composite's keys change together or not at all, so it runs in a
  * transaction: each key's row locked (LOCK: an upsert that makes an
@@ -41,6 +45,7 @@
 #include <string.h>
 
 #define MAX_TRIES 64
+#define OPTIMISTIC_TRIES 8
 
 struct pg_store {
 	struct tk_store base;
@@ -154,6 +159,41 @@ static int try_apply(struct pg_store *s, struct tk__pg_conn *c,
 	return done;
 }
 
+static int simple(struct tk__pg_conn *c, const char *sql);
+
+/* One try with the row locked in a transaction: 1 decided (*@out), or a
+ * negative errno.  A missing key's placeholder goes with a ROLLBACK. */
+static int locked_apply(struct pg_store *s, struct tk__pg_conn *c,
+			const unsigned char *key, size_t len, uint64_t now,
+			const struct tk__transform *t, int *out)
+{
+	uint64_t next[TK__STATE_WORDS_MAX], exp = 0;
+	struct params q;
+	struct row w;
+	PGresult *r;
+	int rc, end;
+
+	rc = simple(c, "BEGIN");
+	if (rc)
+		return rc;
+	*out = TK__KEEP;
+	params_set(&q, key, len, t->alg, NULL, 0, 0, 0);
+	rc = tk__pg_exec(c, TK__PG_LOCK, 2, q.val, q.len, &r);
+	if (rc == 0) {
+		row_of(s, r, t->words, now, &w);
+		tk__pq.PQclear(r);
+		*out = t->fn(t->ctx, w.live ? w.state : NULL, next, &exp);
+	}
+	if (rc == 0 && *out == TK__PERSIST) {
+		params_set(&q, key, len, t->alg, next, t->words, exp, 0);
+		rc = tk__pg_exec(c, TK__PG_SET, 4, q.val, q.len, &r);
+		if (rc == 0)
+			tk__pq.PQclear(r);
+	}
+	end = simple(c, rc == 0 && *out == TK__PERSIST ? "COMMIT" : "ROLLBACK");
+	return rc ? rc : end ? end : 1;
+}
+
 static int pg_apply(struct tk_store *base, const unsigned char *key, size_t len,
 		    uint64_t now, const struct tk__transform *t)
 {
@@ -166,8 +206,10 @@ static int pg_apply(struct tk_store *base, const unsigned char *key, size_t len,
 	rc = tk__pg_conn_get(&s->pool, &c);
 	if (rc)
 		return rc;
-	for (tries = 0, rc = 0; rc == 0 && tries < MAX_TRIES; tries++)
+	for (tries = 0, rc = 0; rc == 0 && tries < OPTIMISTIC_TRIES; tries++)
 		rc = try_apply(s, c, key, len, now, t, &out);
+	if (rc == 0) /* starved: take the row's lock */
+		rc = locked_apply(s, c, key, len, now, t, &out);
 	tk__pg_conn_put(&s->pool, c, rc);
 	return rc < 0 ? rc : rc == 0 ? -EAGAIN : out;
 }
