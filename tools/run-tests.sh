@@ -6,7 +6,8 @@
 #                 make distcheck, and the tarball against git ls-files
 #   the Debian packages, built, linted, installed and smoke-tested
 #                 (tools/test-packages.sh), then purged
-#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
+#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer (beside
+#                 the plain build's distcheck, packages and fuzz steps)
 #   build/tsan    ThreadSanitizer
 # and short libFuzzer runs of the parsers and decoders (with clang).
 # Any failure stops the run with a non-zero exit.  Each step prints the
@@ -131,6 +132,13 @@ build() {
 }
 
 build plain
+# The ASan build and check run beside the plain build's other steps
+# (style, distcheck, the packages, fuzz), which leave CPUs idle while
+# they configure, link and wait on dpkg; its output follows them.
+step "asan: started beside the next steps (its output below)"
+(build asan --enable-sanitizers=address,undefined --disable-model-check \
+	>build/asan.out 2>&1) &
+asan=$!
 step "plain: make check-style"
 make -C build/plain check-style
 step "plain: make distcheck"
@@ -145,7 +153,11 @@ step "packages: build, lintian, install, smoke tests, purge"
 sh tools/test-packages.sh
 step "fuzz: the parsers and decoders"
 sh tests/fuzz/run.sh "$top/build/plain" 30
-build asan --enable-sanitizers=address,undefined --disable-model-check
+step "asan: waiting for it"
+asan_rc=0
+wait "$asan" || asan_rc=$?
+cat build/asan.out
+[ "$asan_rc" -eq 0 ] || { echo "run-tests: the asan build failed"; exit 1; }
 build tsan --enable-sanitizers=thread --disable-model-check
 step "run-tests: all builds passed"
 times
