@@ -4,8 +4,9 @@
  *
  * The binaries are Debian's (postgresql-15), under PG_BINDIR unless the
  * environment's PG_BINDIR says otherwise.  The cluster trusts local
- * connections (the tests connect as "tk", its superuser) and runs with
- * fsync=off: its data dies with the test anyway.
+ * connections (the tests connect as "tk", its superuser), but for the
+ * members of PG_KIT_PASSWORD_ROLE, and runs with fsync=off: its data dies
+ * with the test anyway.
  */
 #include "pg-kit.h"
 
@@ -134,6 +135,32 @@ static int initdb(struct pg_kit *k)
 	return 0;
 }
 
+/* Before initdb's lines, which trust everyone: the password roles'. */
+static int hba_passwords(const struct pg_kit *k)
+{
+	static const char line[] = "host all +" PG_KIT_PASSWORD_ROLE
+				   " 127.0.0.1/32 scram-sha-256\n";
+	char path[128], old[16384];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/data/pg_hba.conf", k->dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(old, 1, sizeof(old), f);
+	fclose(f);
+	if (n == sizeof(old))
+		return -1;
+	/* Rewritten in place: the server's user keeps owning it. */
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(line, f);
+	fwrite(old, 1, n, f);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
 static int spawn(struct pg_kit *k)
 {
 	char prog[256], data[96], port[16];
@@ -170,7 +197,7 @@ int pg_kit_start(struct pg_kit *k)
 	int tries;
 
 	memset(k, 0, sizeof(*k));
-	if (initdb(k) != 0)
+	if (initdb(k) != 0 || hba_passwords(k) != 0)
 		return -1;
 	for (tries = 0; tries < 5; tries++) {
 		k->port = free_port();
@@ -209,6 +236,18 @@ void pg_kit_need(struct pg_kit *k)
 	if (!pg_kit_available())
 		skip();
 	assert_int_equal(pg_kit_start(k), 0);
+}
+
+const char *pg_kit_fresh(struct pg_kit *k)
+{
+	static char spec[sizeof(k->spec) + 64];
+
+	pg_kit_need(k);
+	assert_int_equal(
+		pg_kit_sql(k, "DROP TABLE IF EXISTS throttlekit_state"), 0);
+	snprintf(spec, sizeof(spec), "%s?timeout=5s&connect_timeout=5s",
+		 k->spec);
+	return spec;
 }
 
 static void quiet(void *arg, const char *message)

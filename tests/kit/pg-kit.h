@@ -6,6 +6,10 @@
  * run as the user postgres when the test runs as root (the server
  * refuses root), stopped by its pid.  No mocks of PostgreSQL.
  *
+ * Every role logs in without a password, but for the members of
+ * PG_KIT_PASSWORD_ROLE (a role the test makes, with CREATE ROLE ... IN
+ * ROLE), whose password the server asks for (scram-sha-256).
+ *
  * Not thread-safe: the test's main thread drives it.
  */
 #ifndef TK_TESTS_KIT_PG_H
@@ -13,6 +17,8 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+
+#define PG_KIT_PASSWORD_ROLE "tk_password"
 
 struct pg_kit {
 	pid_t pid; /* 0: not running */
@@ -36,6 +42,13 @@ void pg_kit_destroy(struct pg_kit *k);
  * does not start.
  */
 void pg_kit_need(struct pg_kit *k);
+/*
+ * For a cmocka test, as pg_kit_need(): the spec of the server's default
+ * table, dropped first (the store makes it anew at first use), with
+ * generous timeouts (a loaded machine is no store failure).  Valid until
+ * the next call.
+ */
+const char *pg_kit_fresh(struct pg_kit *k);
 /*
  * Run @sql on a fresh connection: the first column of its first row as
  * a number (0 without one), or -1 on errors.

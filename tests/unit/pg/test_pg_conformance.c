@@ -15,20 +15,11 @@
 #include "pg-kit.h"
 
 static struct pg_kit kit;
-/* Generous timeouts: a loaded machine is no store failure here. */
-#define SLOW "?timeout=5s&connect_timeout=5s"
 
 /* A fresh, empty table per test: the store makes it at first use. */
 static int open_pg(struct tk_store **out, const struct tk_options *o)
 {
-	char spec[256];
-
-	pg_kit_need(&kit);
-	assert_int_equal(pg_kit_sql(&kit, "DROP TABLE IF EXISTS "
-					  "throttlekit_state"),
-			 0);
-	snprintf(spec, sizeof(spec), "%s" SLOW, kit.spec);
-	return tk_store_open(out, spec, o);
+	return tk_store_open(out, pg_kit_fresh(&kit), o);
 }
 
 /* Rows not reset; expired ones count until settle() deletes them. */
