@@ -679,13 +679,15 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len);
  * open and answer a check now?  Returns 0 or the error a check would
  * meet, with a sentence saying why in @why (at most @len bytes with the
  * NUL; "" or a note on success; @why may be NULL if @len is 0), which
- * tells apart the two refusals -EACCES covers: a zone the trust rules
+ * tells apart the refusals -EACCES covers: a zone the trust rules
  * refuse ("zone NAME is not trusted or not accessible: it is owned by
- * uid ..."), and a Redis server that refused the login ("the server of
- * redis://u:***@host refused the login: ...").  A zone is judged as
- * tk_zone_access() judges it, never created or attached; a Redis server
- * is connected to and pinged (tk_store_ping()), then closed; the memory
- * store always answers.  The sentence never quotes a password.  Errors
+ * uid ..."), a Redis or PostgreSQL server that refused the login ("the
+ * server of redis://u:***@host refused the login: ..."), and a
+ * PostgreSQL server that let the user in but denied a privilege ("...
+ * let the user in but denied a privilege the store needs: ...").  A zone
+ * is judged as tk_zone_access() judges it, never created or attached; a
+ * server is connected to and pinged (tk_store_ping()), then closed; the
+ * memory store always answers.  The sentence never quotes a password.  Errors
  * as tk_store_validate(), tk_zone_access() and tk_store_ping().  Blocks
  * as tk_store_ping(); any thread.
  */

@@ -6,14 +6,18 @@
  * - One code, -EACCES, covers two refusals a caller fixes in different
  *   places: a zone the trust rules refuse (its owner, group or mode; the
  *   operator's chown or the zone_uid option) and a Redis server that
- *   refused the login (the spec's user or password, or the user's ACL).
- *   The code stays as it is documented everywhere; the probe names which.
+ *   refused the login (the spec's user or password, or the user's ACL);
+ *   on PostgreSQL, a login refused (the password, pg_hba.conf) or a
+ *   privilege denied (the grants), which the store tells (its refusal
+ *   op).  The code stays as it is documented everywhere; the probe names
+ *   which.
  * - A zone is judged by tk_zone_access(), whose sentence names the file,
  *   its owner and its mode; the probe creates nothing.  A Redis server is
  *   opened, pinged as a first check would reach it, and closed; the
  *   sentence shows the spec redacted, never the password.
  */
 #include "error.h"
+#include "store/store-ops.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,10 +47,14 @@ static int probe_zone(const char *name, const struct tk_options *opts,
 	return rc;
 }
 
-/* What a server store's refusal @rc means, for spec @shown (redacted). */
-static void server_why(int rc, const char *shown, char *why, size_t len)
+/* What a server store's refusal @rc means, for spec @shown (redacted);
+ * @says: the store's own words for it, or NULL. */
+static void server_why(int rc, const char *shown, const char *says, char *why,
+		       size_t len)
 {
-	if (rc == -EACCES)
+	if (says)
+		snprintf(why, len, "the server of %s %s", shown, says);
+	else if (rc == -EACCES)
 		snprintf(why, len,
 			 "the server of %s refused the login: a wrong user or "
 			 "password (AUTH, WRONGPASS), none where one is "
@@ -69,6 +77,7 @@ static int probe(const char *spec, const struct tk_options *opts, char *why,
 {
 	struct tk_store_ping ping;
 	char shown[SPEC_SHOWN_MAX];
+	const char *says = NULL;
 	struct tk_store *s;
 	int rc;
 
@@ -80,11 +89,13 @@ static int probe(const char *spec, const struct tk_options *opts, char *why,
 	rc = tk_store_open(&s, spec, opts);
 	if (rc == 0) {
 		rc = tk_store_ping(s, &ping, sizeof(ping));
+		if (rc && s->ops->refusal)
+			says = s->ops->refusal(s, rc);
 		tk_store_close(s);
 	}
 	if (rc) {
 		tk_spec_redact(spec, shown, sizeof(shown));
-		server_why(rc, shown, why, len);
+		server_why(rc, shown, says, why, len);
 	}
 	return rc;
 }

@@ -8,7 +8,8 @@
  * the spec's timeout, and the store's statements prepared on it (binary
  * results).  The first connection of a process creates the table if it is
  * missing, serialized by an advisory lock across every process, since two
- * CREATE TABLE IF NOT EXISTS at once may fail.
+ * CREATE TABLE IF NOT EXISTS at once may fail; one that finds it runs no
+ * CREATE, which the schema's privileges might refuse.
  *
  * fork(): a child inherits the parent's sockets.  tk__pq.PQfinish() would send
  * the server a Terminate on them and end the parent's session, so a
@@ -139,6 +140,27 @@ static const char schema[] =
 	"expires_at bigint NOT NULL, version bigint NOT NULL, "
 	"PRIMARY KEY (key, alg))";
 
+/*
+ * Is the table there, where the statements will find it (to_regclass()
+ * resolves a name by the search_path as they do)?  Then the store runs
+ * no CREATE TABLE, which needs CREATE on the schema even when the table
+ * exists: a role granted only the rows of a table made in advance works.
+ */
+static const char exists[] = "SELECT to_regclass('%s') IS NOT NULL";
+
+/* 1 if @sql's one value is true, 0 if false, or a negative errno. */
+static int is_true(PGconn *pg, const char *sql)
+{
+	PGresult *r = tk__pq.PQexec(pg, sql);
+	int rc = tk__pq.PQresultStatus(r) == PGRES_TUPLES_OK
+			 ? tk__pq.PQntuples(r) == 1 &&
+				   strcmp(tk__pq.PQgetvalue(r, 0, 0), "t") == 0
+			 : tk__pg_error(pg, r);
+
+	tk__pq.PQclear(r);
+	return rc;
+}
+
 static const struct {
 	const char *name, *sql;
 } statements[] = {
@@ -168,10 +190,16 @@ static int setup(struct tk__pg_pool *p, PGconn *pg)
 		 (unsigned long long)(p->spec->timeout / 1000000));
 	rc = run(pg, sql);
 	if (rc == 0 && !p->schema) {
-		fill(sql, sizeof(sql), schema, p->spec->table);
-		rc = run(pg, sql);
-		if (rc == 0)
+		fill(sql, sizeof(sql), exists, p->spec->table);
+		rc = is_true(pg, sql);
+		if (rc == 0) {
+			fill(sql, sizeof(sql), schema, p->spec->table);
+			rc = run(pg, sql);
+		}
+		if (rc >= 0) {
 			p->schema = 1;
+			rc = 0;
+		}
 	}
 	for (i = 0; rc == 0 && i < sizeof(statements) / sizeof(statements[0]);
 	     i++)
@@ -188,6 +216,35 @@ static void quiet(void *arg, const char *message)
 	(void)message;
 }
 
+/*
+ * The errno of a connection libpq could not make.  libpq names no
+ * SQLSTATE for it: its words and the server's (English under the C or an
+ * English lc_messages) tell a refused login or a CONNECT privilege denied
+ * (-EACCES, @p->refused says which) from a missing database (-ENXIO) and
+ * from no server (-ECONNREFUSED, also what words of another language
+ * come to).
+ */
+static int connect_error(struct tk__pg_pool *p, const char *msg)
+{
+	int refused = 0, rc = -ECONNREFUSED;
+
+	if (strstr(msg, "permission denied")) /* CONNECT on the database */
+		refused = TK__PG_REFUSED_PRIVILEGE;
+	else if (strstr(msg, "authentication") || strstr(msg, "password") ||
+		 strstr(msg, "pg_hba.conf") || strstr(msg, "to log in") ||
+		 (strstr(msg, "role \"") && strstr(msg, "does not exist")))
+		refused = TK__PG_REFUSED_LOGIN;
+	else if (strstr(msg, "does not exist"))
+		rc = -ENXIO;
+	if (refused) {
+		rc = -EACCES;
+		pthread_mutex_lock(&p->lock);
+		p->refused = refused;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return rc;
+}
+
 static int connect_now(struct tk__pg_pool *p, struct tk__pg_conn **out)
 {
 	struct tk__pg_conn *c = calloc(1, sizeof(*c));
@@ -202,20 +259,16 @@ static int connect_now(struct tk__pg_pool *p, struct tk__pg_conn **out)
 		return -ENOMEM;
 	}
 	if (tk__pq.PQstatus(c->pg) != CONNECTION_OK) {
-		/* libpq names no SQLSTATE for a refused login. */
-		rc = strstr(tk__pq.PQerrorMessage(c->pg), "authentication") ||
-				     strstr(tk__pq.PQerrorMessage(c->pg),
-					    "password")
-			     ? -EACCES
-		     : strstr(tk__pq.PQerrorMessage(c->pg), "does not exist")
-			     ? -ENXIO
-			     : -ECONNREFUSED;
+		rc = connect_error(p, tk__pq.PQerrorMessage(c->pg));
 		conn_close(c);
 		return rc;
 	}
 	tk__pq.PQsetNoticeProcessor(c->pg, quiet, NULL);
 	pthread_mutex_lock(&p->lock);
 	rc = setup(p, c->pg);
+	/* Logged in: what is refused now is a privilege (the schema's). */
+	if (rc == -EACCES)
+		p->refused = TK__PG_REFUSED_PRIVILEGE;
 	pthread_mutex_unlock(&p->lock);
 	if (rc) {
 		conn_close(c);

@@ -27,11 +27,16 @@ struct tk__pg_conn {
 	struct tk__pg_conn *next;
 };
 
+/* Which of its refusals a pool's last -EACCES was (tk_store_probe()). */
+#define TK__PG_REFUSED_LOGIN 1	   /* password, pg_hba.conf, the role */
+#define TK__PG_REFUSED_PRIVILEGE 2 /* let in, then denied a privilege */
+
 struct tk__pg_pool {
 	pthread_mutex_t lock;
 	struct tk__pg_conn *idle;
 	const struct tk__pg_spec *spec;
-	int schema; /* 1 once this process has made sure of the table */
+	int schema;  /* 1 once this process has made sure of the table */
+	int refused; /* TK__PG_REFUSED_*, under @lock; 0: none yet */
 };
 
 void tk__pg_pool_init(struct tk__pg_pool *p, const struct tk__pg_spec *spec);

@@ -47,10 +47,15 @@
 #define MAX_TRIES 64
 #define OPTIMISTIC_TRIES 8
 
+/* What names a store's rows, as NUL-separated values (pg_same()). */
+#define IDENT_MAX (TK__PG_URI_MAX + TK__PG_TABLE_MAX + 8)
+
 struct pg_store {
 	struct tk_store base;
 	struct tk__pg_spec spec;
 	struct tk__pg_pool pool;
+	size_t ident_len;
+	char ident[IDENT_MAX];
 };
 
 /* A key's row as read: @live, @state holds its words (host order). */
@@ -363,6 +368,67 @@ static int pg_ping(struct tk_store *base, struct tk_store_ping *out)
 	return tk__pg_ping(&((struct pg_store *)base)->pool, out);
 }
 
+/*
+ * The libpq options that choose the server, the database and the schema
+ * the unqualified table name resolves in (options=-c search_path=...),
+ * then the table: two specs equal in them reach the same rows, whatever
+ * their login, timeouts or TLS.  Values as written: "localhost" and
+ * "127.0.0.1", or a port left out and 5432, are not taken for one; such
+ * limiters are not grouped (-EXDEV) rather than grouped wrongly.
+ */
+static void pg_ident(struct pg_store *s)
+{
+	static const char *const keys[] = { "host",   "hostaddr", "port",
+					    "dbname", "options",  "service" };
+	PQconninfoOption *opts = tk__pq.PQconninfoParse(s->spec.uri, NULL);
+	const PQconninfoOption *o;
+	size_t i, at = 0;
+	int n;
+
+	for (i = 0; opts && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		for (o = opts; o->keyword && strcmp(o->keyword, keys[i]); o++)
+			;
+		n = snprintf(s->ident + at, sizeof(s->ident) - at, "%s",
+			     o->keyword && o->val ? o->val : "");
+		at += (size_t)n + 1; /* each value's NUL kept */
+	}
+	n = snprintf(s->ident + at, sizeof(s->ident) - at, "%s", s->spec.table);
+	s->ident_len = opts ? at + (size_t)n : 0;
+	tk__pq.PQconninfoFree(opts);
+}
+
+/* Do @a and @b reach the same rows (tk_limiter_check_group())? */
+static int pg_same(struct tk_store *a, struct tk_store *b)
+{
+	const struct pg_store *x = (const struct pg_store *)a;
+	const struct pg_store *y = (const struct pg_store *)b;
+
+	return x->ident_len && x->ident_len == y->ident_len &&
+	       memcmp(x->ident, y->ident, x->ident_len) == 0;
+}
+
+static const char *pg_refusal(struct tk_store *base, int rc)
+{
+	struct tk__pg_pool *p = &((struct pg_store *)base)->pool;
+	int refused;
+
+	if (rc != -EACCES)
+		return NULL;
+	pthread_mutex_lock(&p->lock);
+	refused = p->refused;
+	pthread_mutex_unlock(&p->lock);
+	if (refused == TK__PG_REFUSED_LOGIN)
+		return "refused the login: a wrong user or password, none "
+		       "where one is required, or no pg_hba.conf line that "
+		       "lets this user into this database from this host";
+	if (refused == TK__PG_REFUSED_PRIVILEGE)
+		return "let the user in but denied a privilege the store "
+		       "needs: CONNECT on the database, CREATE on the schema "
+		       "while the table does not exist, or SELECT, INSERT "
+		       "and UPDATE on the table";
+	return NULL;
+}
+
 static const struct tk__store_ops pg_ops = {
 	.name = "postgresql",
 	.apply = pg_apply,
@@ -370,6 +436,8 @@ static const struct tk__store_ops pg_ops = {
 	.reset = pg_reset,
 	.stats = pg_stats,
 	.ping = pg_ping,
+	.same = pg_same,
+	.refusal = pg_refusal,
 	.close = pg_close,
 };
 
@@ -389,6 +457,7 @@ int tk__pg_open(struct tk_store **out, const char *spec,
 		free(s);
 		return rc;
 	}
+	pg_ident(s);
 	/* Opening connects nothing: the first check does. */
 	tk__pg_pool_init(&s->pool, &s->spec);
 	s->base.ops = &pg_ops;

@@ -183,6 +183,14 @@ struct tk__store_ops {
 	 * same as itself.
 	 */
 	int (*same)(struct tk_store *s, struct tk_store *other);
+	/*
+	 * Optional: what the server meant by the error @rc of the store's
+	 * last call, where the code alone cannot say (PostgreSQL's -EACCES:
+	 * a login refused, or a privilege denied), as a phrase that follows
+	 * "the server of SPEC " in tk_store_probe()'s sentence; NULL: the
+	 * code says it all.
+	 */
+	const char *(*refusal)(struct tk_store *s, int rc);
 	/* Optional: fill the server's fields of @out (Redis); a store
 	 * without it has no server (tk_store_ping()). */
 	int (*ping)(struct tk_store *s, struct tk_store_ping *out);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_api_stores.c - the C API's promises that hold on every store
- * (memory, a zone, a real redis-server): a group and a single check of
+ * (memory, a zone, a real redis-server, and, in a build with the
+ * PostgreSQL store, a real PostgreSQL server): a group and a single check of
  * one limiter share its states where the store can decide them together,
  * limiters opened on one spec group together, one check writes the
  * RateLimit fields of a composite, and the count of dimensions to size
@@ -20,16 +21,142 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include <throttlekit.h>
 
 #include "asserts.h"
 #include "redis-kit.h"
+#ifdef TK_HAVE_POSTGRESQL
+#include "pg-kit.h"
+#endif
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
 static struct redis_kit kit;
 
-enum kind { MEMORY, ZONE, REDIS };
+enum kind { MEMORY, ZONE, REDIS, POSTGRES };
+
+#ifdef TK_HAVE_POSTGRESQL
+static struct pg_kit pgk;
+
+static const char *pg_spec(void)
+{
+	return pg_kit_fresh(&pgk);
+}
+
+/* tk_store_probe() of a spec of role @user, password @pw (NULL: none),
+ * on table @table: its code, and its sentence in @why. */
+static int probe_pg(const char *user, const char *pw, const char *table,
+		    char *why, size_t len)
+{
+	char spec[256];
+
+	snprintf(spec, sizeof(spec),
+		 "postgresql://%s%s%s@127.0.0.1:%d/postgres?table=%s&"
+		 "timeout=5s&connect_timeout=5s",
+		 user, pw ? ":" : "", pw ? pw : "", pgk.port, table);
+	return tk_store_probe(spec, NULL, why, len);
+}
+
+static void assert_login_refused(const char *why)
+{
+	assert_non_null(strstr(why, "refused the login"));
+	assert_non_null(strstr(why, "password"));
+	assert_null(strstr(why, "wr0ng"));
+	assert_null(strstr(why, "s3cret"));
+	assert_null(strstr(why, "privilege"));
+	assert_null(strstr(why, "zone"));
+}
+
+static void assert_privilege_denied(const char *why)
+{
+	assert_non_null(strstr(why, "denied a privilege"));
+	assert_null(strstr(why, "refused the login"));
+	assert_null(strstr(why, "s3cret"));
+}
+
+/*
+ * -EACCES of a PostgreSQL server that refuses the login (a wrong
+ * password, none, a role that does not exist) and of one that lets the
+ * user in but denies a privilege the store needs (CONNECT, CREATE on the
+ * schema while the table is missing): tk_store_probe() tells them apart.
+ * With the table made in advance and granted, no CREATE is needed.
+ */
+static void test_probe_pg_login(void **state)
+{
+	static const char *const sql[] = {
+		"CREATE ROLE " PG_KIT_PASSWORD_ROLE " NOLOGIN",
+		"CREATE ROLE pw LOGIN PASSWORD 's3cret' IN "
+		"ROLE " PG_KIT_PASSWORD_ROLE,
+		"CREATE ROLE np LOGIN PASSWORD 's3cret' IN "
+		"ROLE " PG_KIT_PASSWORD_ROLE,
+		"GRANT CREATE ON SCHEMA public TO pw",
+		"CREATE DATABASE closed",
+		"REVOKE CONNECT ON DATABASE closed FROM PUBLIC",
+	};
+	char why[512];
+	size_t i;
+
+	(void)state;
+	pg_spec();
+	for (i = 0; i < sizeof(sql) / sizeof(sql[0]); i++)
+		assert_int_equal(pg_kit_sql(&pgk, sql[i]), 0);
+	assert_rc(probe_pg("pw", "wr0ng", "probe_t", why, sizeof(why)),
+		  -EACCES);
+	assert_login_refused(why);
+	assert_rc(probe_pg("pw", NULL, "probe_t", why, sizeof(why)), -EACCES);
+	assert_login_refused(why);
+	assert_rc(probe_pg("nobody", "s3cret", "probe_t", why, sizeof(why)),
+		  -EACCES);
+	assert_login_refused(why);
+	assert_rc(probe_pg("pw", "s3cret", "probe_t", why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	/* Let in, and denied what the store needs. */
+	assert_rc(probe_pg("np", "s3cret", "probe_u", why, sizeof(why)),
+		  -EACCES);
+	assert_privilege_denied(why);
+	assert_non_null(strstr(why, "CREATE on the schema"));
+	{
+		char spec[256];
+
+		snprintf(spec, sizeof(spec),
+			 "postgresql://pw:s3cret@127.0.0.1:%d/closed",
+			 pgk.port);
+		assert_rc(tk_store_probe(spec, NULL, why, sizeof(why)),
+			  -EACCES);
+		assert_privilege_denied(why);
+	}
+	/* A table made in advance, granted: no CREATE on the schema. */
+	assert_int_equal(pg_kit_sql(&pgk, "ALTER TABLE probe_t OWNER TO tk"),
+			 0);
+	assert_int_equal(pg_kit_sql(&pgk, "GRANT SELECT, INSERT, UPDATE ON "
+					  "probe_t TO np"),
+			 0);
+	assert_rc(probe_pg("np", "s3cret", "probe_t", why, sizeof(why)), 0);
+}
+
+static void pg_destroy(void)
+{
+	pg_kit_destroy(&pgk);
+}
+#else
+/* A build without the store: its tests skip. */
+static const char *pg_spec(void)
+{
+	skip();
+	return NULL;
+}
+
+static void test_probe_pg_login(void **state)
+{
+	(void)state;
+	skip();
+}
+
+static void pg_destroy(void)
+{
+}
+#endif
 
 /* The spec of store @k (starting a server for REDIS, or skipping). */
 static const char *spec_of(enum kind k)
@@ -40,6 +167,8 @@ static const char *spec_of(enum kind k)
 		tk_zone_destroy("apistores");
 		return "shm:apistores";
 	}
+	if (k == POSTGRES)
+		return pg_spec();
 	redis_kit_need(&kit);
 	redis_kit_cmd(&kit, NULL, 0, "FLUSHALL");
 	return redis_kit_manual(kit.spec);
@@ -195,6 +324,28 @@ static void test_composite_headers(void **state)
 }
 
 /*
+ * @ls[0] (of 2 per hour, its key used up on @spec) and a limiter opening
+ * @spec with other timeouts and connect options group together: the
+ * table is the same.
+ */
+static void same_table(struct tk_limiter **ls, const char *spec,
+		       const struct tk_options *o)
+{
+	struct tk_key keys[2] = { { "k", 1 }, { "k", 1 } };
+	struct tk_decision d, dims[2];
+	struct tk_limiter *g[2] = { ls[0], NULL };
+	char other[256];
+
+	snprintf(other, sizeof(other), "%.*s?timeout=4s&application_name=tk",
+		 (int)strcspn(spec, "?"), spec);
+	assert_rc(tk_limiter_open(&g[1], "sliding-log:3/1h", other, o), 0);
+	assert_rc(tk_limiter_check_group(g, keys, 2, 1, &d, dims, 2), 0);
+	assert_false(d.allowed);
+	assert_false(dims[0].allowed);
+	tk_limiter_close(g[1]);
+}
+
+/*
  * Two limiters each opening spec @spec group together where the spec
  * names one store's states (a zone, a Redis server); "memory" is private
  * to each open, and says so.
@@ -236,9 +387,11 @@ static void same_spec(enum kind k)
 	assert_rc(tk_limiter_check(ls[1], "k", 1, 1, &d), 0);
 	assert_true(d.allowed);
 	assert_int_equal(d.remaining, 0);
-	/* Another zone, or another key_prefix on the server: not one. */
+	/* Another zone, key_prefix on the server, or table: not one. */
 	if (k == ZONE)
 		snprintf(other, sizeof(other), "shm:apistores2");
+	else if (k == POSTGRES)
+		snprintf(other, sizeof(other), "%s&table=other", spec);
 	else
 		snprintf(other, sizeof(other), "%s&key_prefix=other", spec);
 	assert_rc(tk_limiter_open(&ls[2], "gcra:2/1h", other, &o), 0);
@@ -246,6 +399,8 @@ static void same_spec(enum kind k)
 		  -EXDEV);
 	tk_limiter_close(ls[2]);
 	tk_zone_destroy("apistores2");
+	if (k == POSTGRES) /* other timeouts, the same table: one */
+		same_table(ls, spec, &o);
 out:
 	tk_limiter_close(ls[0]);
 	tk_limiter_close(ls[1]);
@@ -361,21 +516,24 @@ static void test_probe_zone_trust(void **state)
 #f "_" #k, f, NULL, NULL, &kinds[k]                            \
 	}
 #define EVERY_STORE(f) ON(f, MEMORY), ON(f, ZONE), ON(f, REDIS)
+#define ALL_STORES(f) EVERY_STORE(f), ON(f, POSTGRES)
 
 int main(void)
 {
-	static enum kind kinds[] = { MEMORY, ZONE, REDIS };
+	static enum kind kinds[] = { MEMORY, ZONE, REDIS, POSTGRES };
 	const struct CMUnitTest tests[] = {
 		EVERY_STORE(test_one_state),
-		EVERY_STORE(test_composite_headers),
-		EVERY_STORE(test_same_spec),
-		EVERY_STORE(test_dimensions),
+		ALL_STORES(test_composite_headers),
+		ALL_STORES(test_same_spec),
+		ALL_STORES(test_dimensions),
 		cmocka_unit_test(test_probe_redis_login),
 		cmocka_unit_test(test_probe_zone_trust),
+		cmocka_unit_test(test_probe_pg_login),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
 	redis_kit_destroy(&kit);
+	pg_destroy();
 	tk_zone_destroy("apistores");
 	return rc;
 }
