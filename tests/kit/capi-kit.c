@@ -576,3 +576,158 @@ void capi_kit_reserve_cancel(void **state)
 	close_fixture(&tw);
 	close_fixture(&fx);
 }
+
+/*
+ * Policies from numbers (tk_policy_build()): each of the built ones, as
+ * tk_policy_format() writes it, opens a limiter on the store that decides
+ * exactly as the same policy written by hand on the twin, over a timeline
+ * that crosses windows and denies.
+ */
+static const struct {
+	unsigned int kind, alg[2];
+	uint64_t limit[2], period[2], burst, buckets, max_queue;
+	unsigned int cadence[2];
+	const char *text;
+} built[] = {
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_GCRA },
+	  { 3 },
+	  { SEC },
+	  5,
+	  0,
+	  0,
+	  { 0 },
+	  "gcra:3/1s,burst=5" },
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_TOKEN_BUCKET },
+	  { 2 },
+	  { SEC },
+	  4,
+	  0,
+	  0,
+	  { 0 },
+	  "token-bucket:capacity=4,refill=2/1s" },
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_FIXED_WINDOW },
+	  { 3 },
+	  { SEC },
+	  0,
+	  0,
+	  0,
+	  { 0 },
+	  "fixed-window:3/1s" },
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_SLIDING_WINDOW },
+	  { 3 },
+	  { SEC },
+	  0,
+	  4,
+	  0,
+	  { 0 },
+	  "sliding-window:3/1s,buckets=4" },
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_SLIDING_LOG },
+	  { 3 },
+	  { SEC },
+	  0,
+	  0,
+	  0,
+	  { 0 },
+	  "sliding-log:3/1s" },
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_QUOTA },
+	  { 3 },
+	  { 2 * SEC },
+	  0,
+	  0,
+	  0,
+	  { TK_CADENCE_PERIOD },
+	  "quota:3/2s" },
+	{ TK_POLICY_SIMPLE,
+	  { TK_ALG_LEAKY },
+	  { 4 },
+	  { SEC },
+	  0,
+	  0,
+	  SEC,
+	  { 0 },
+	  "leaky:4/1s,max-queue=1s" },
+	{ TK_POLICY_ALL,
+	  { TK_ALG_GCRA, TK_ALG_QUOTA },
+	  { 3, 7 },
+	  { SEC, 0 },
+	  0,
+	  0,
+	  0,
+	  { 0, TK_CADENCE_DAY },
+	  "all(gcra:3/1s,quota:7/day)" },
+	{ TK_POLICY_ANY,
+	  { TK_ALG_FIXED_WINDOW, TK_ALG_SLIDING_LOG },
+	  { 2, 3 },
+	  { SEC, 2 * SEC },
+	  0,
+	  0,
+	  0,
+	  { 0, 0 },
+	  "any(fixed-window:2/1s,sliding-log:3/2s)" },
+};
+
+/* The text tk_policy_format() writes of built[@i]'s policy, into @text. */
+static void build_text(size_t i, char *text, size_t len)
+{
+	struct tk_policy_params p[2] = { TK_POLICY_PARAMS_INIT,
+					 TK_POLICY_PARAMS_INIT };
+	size_t d, n = built[i].kind == TK_POLICY_SIMPLE ? 1 : 2;
+	struct tk_policy *pol;
+
+	for (d = 0; d < n; d++) {
+		p[d].algorithm = built[i].alg[d];
+		p[d].limit = built[i].limit[d];
+		p[d].period = built[i].period[d];
+		p[d].cadence = built[i].cadence[d];
+	}
+	p[0].burst = built[i].burst;
+	p[0].buckets = built[i].buckets;
+	p[0].max_queue = built[i].max_queue;
+	assert_rc(tk_policy_build(&pol, built[i].kind, p, n, NULL), 0);
+	assert_true(tk_policy_format(pol, text, len) > 0);
+	tk_policy_free(pol);
+}
+
+void capi_kit_built_policy(void **state)
+{
+	struct tk_limiter *l, *twin;
+	struct tk_decision d, t;
+	struct fixture fx, tw;
+	char text[128], prefix[16], what[160];
+	int step, k;
+	size_t i;
+
+	(void)state;
+	open_fixture(&fx, 0);
+	open_fixture(&tw, 1);
+	for (i = 0; i < sizeof(built) / sizeof(built[0]); i++) {
+		build_text(i, text, sizeof(text));
+		snprintf(prefix, sizeof(prefix), "b%zu:", i);
+		l = lim(&fx, text, prefix);
+		twin = lim(&tw, built[i].text, prefix);
+		/* Two checks, then a quarter of a second, eight times. */
+		for (step = 0; step < 8; step++) {
+			for (k = 0; k < 2; k++) {
+				assert_rc(tk_limiter_check(l, "k", 1, 1, &d),
+					  0);
+				assert_rc(tk_limiter_check(twin, "k", 1, 1, &t),
+					  0);
+				snprintf(what, sizeof(what), "%s, step %d.%d",
+					 built[i].text, step, k);
+				assert_same(&d, &t, what);
+			}
+			assert_rc(tk_clock_advance(fx.clock, SEC / 4), 0);
+			assert_rc(tk_clock_advance(tw.clock, SEC / 4), 0);
+		}
+		tk_limiter_close(l);
+		tk_limiter_close(twin);
+	}
+	close_fixture(&tw);
+	close_fixture(&fx);
+}

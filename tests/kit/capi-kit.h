@@ -2,9 +2,11 @@
 /*
  * capi-kit.h - the calls users of x/time/rate and governor reach for
  * (tk_limiter_wait() on every policy, reservations and their cancel, a
- * policy set at runtime), run on one store through the public API, so
- * that each runner lists CAPI_KIT_TESTS for its stores: memory and zone
- * (tests/unit/api/test_capi.c), Redis (tests/unit/redis/test_redis_capi.c).
+ * policy set at runtime, policies built from numbers), run on one store
+ * through the public API, so that each runner lists CAPI_KIT_TESTS for its
+ * stores: memory and zone (tests/unit/api/test_capi.c), Redis
+ * (tests/unit/redis/test_redis_capi.c), PostgreSQL
+ * (tests/unit/pg/test_pg_capi.c).
  */
 #ifndef TK_CAPI_KIT_H
 #define TK_CAPI_KIT_H
@@ -33,6 +35,7 @@ void capi_kit_set_policy(void **state);
 void capi_kit_set_policy_group(void **state);
 void capi_kit_reserve_cancel(void **state);
 void capi_kit_set_policy_concurrent(void **state);
+void capi_kit_built_policy(void **state);
 
 /* Every test, named @prefix and its name, run after @setup (which sets
  * capi_kit_target). */
@@ -46,6 +49,7 @@ void capi_kit_set_policy_concurrent(void **state);
 		CAPI_KIT_TEST(prefix, capi_kit_set_policy, setup),             \
 		CAPI_KIT_TEST(prefix, capi_kit_set_policy_group, setup),       \
 		CAPI_KIT_TEST(prefix, capi_kit_reserve_cancel, setup),         \
-		CAPI_KIT_TEST(prefix, capi_kit_set_policy_concurrent, setup)
+		CAPI_KIT_TEST(prefix, capi_kit_set_policy_concurrent, setup),  \
+		CAPI_KIT_TEST(prefix, capi_kit_built_policy, setup)
 
 #endif
