@@ -22,7 +22,8 @@
 #   pg_server_destroy      stop, and remove PG_DIR
 #   pg_sql SQL             psql over the socket: rows unaligned, no header
 #
-# PG_BINDIR overrides Debian's /usr/lib/postgresql/15/bin.
+# PG_BINDIR overrides Debian's /usr/lib/postgresql/15/bin; PG_OPTIONS adds
+# the server's options (-c NAME=VALUE ...).
 
 PG_BINDIR=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 # Characters a URI gives a meaning to stay out: the specs embed it raw.
@@ -80,7 +81,7 @@ pg_server_spawn()
 	# exec: $! is the server's pid, not a shell's.
 	(exec $PG_AS "$PG_BINDIR/postgres" -D "$PG_DIR/data" -k "$PG_DIR" \
 		-p "$PG_PORT" -c listen_addresses=127.0.0.1 -c fsync=off \
-		-c synchronous_commit=off) >>"$PG_DIR/log" 2>&1 &
+		-c synchronous_commit=off ${PG_OPTIONS:-}) >>"$PG_DIR/log" 2>&1 &
 	PG_PID=$!
 	i=0
 	while [ $i -lt 300 ]; do
