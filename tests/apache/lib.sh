@@ -445,13 +445,15 @@ wait_log()
 burst_check()
 {
 	out=$ROOT/burst.out
+	t0=$(date +%s)
 	fire 200 "$2" >"$out"
+	# GCRA 1/1h: the next unit in one emission interval, 3600 s, less
+	# the seconds the burst took (a loaded machine, a remote store).
+	lo=$((3600 - ($(date +%s) - t0) - 1))
 	check "$1: 200s of 200 concurrent requests" 50 "$(count '^200|' <"$out")"
 	check "$1: 429s of 200 concurrent requests" 150 "$(count '^429|' <"$out")"
-	# GCRA 1/1h: the next unit in one emission interval, 3600 s, less
-	# the few seconds the test took.
-	check "$1: 429s whose Retry-After is 3590..3600" 150 \
-		"$(awk -F'|' '$1 == 429 && $2 >= 3590 && $2 <= 3600' "$out" | wc -l)"
+	check "$1: 429s whose Retry-After is $lo..3600" 150 \
+		"$(awk -F'|' -v lo=$lo '$1 == 429 && $2 >= lo && $2 <= 3600' "$out" | wc -l)"
 	check "$1: 429s whose RateLimit says r=0" 150 \
 		"$(awk -F'|' '$1 == 429 && $3 ~ /;r=0(;|$)/' "$out" | wc -l)"
 	# q/w is the rate, 1/1h; the burst of 50 is the decisions' limit.

@@ -5,9 +5,9 @@
 # with the prefork MPM (4 children) and a real PostgreSQL server that
 # this test starts (tests/kit/pg-server.sh: initdb in a temporary
 # directory, 127.0.0.1 and a free port, a password login) and stops by
-# its pid: exact counts across children with the RateLimit headers of
-# each decision, at most one connection per child and none of the
-# parent's, fail=open and fail=closed with the server shut down, exact
+# its pid: exact counts across children (prefork, then event) with the
+# RateLimit headers of each decision, at most one connection per child
+# (per thread under event) and none of the parent's, fail=open and fail=closed with the server shut down, exact
 # again once it is back, and no password in any log or status page.
 #
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip (or fail
@@ -39,6 +39,7 @@ check "sessions before any request" 0 \
 	"$(pg_sql "SELECT count(*) FROM pg_stat_activity WHERE client_addr IS NOT NULL")"
 
 burst_check prefork /api/x
+check "prefork: checks failed" 0 "$(grep -c 'checks fail' "$ROOT/logs/error.log")"
 # The counts were kept by the server, not in each child: one row, written
 # once per admission (its version).
 check "rows on the server, and their versions" 50 \
@@ -76,6 +77,23 @@ check "the rows' versions after the outage" "4 8 50" \
 burst=$(fire 3 /api/x | cut -d'|' -f1 | sort | uniq -c | awk '{ print $1, $2 }')
 check "the burst's limit survived the outage" "3 429" "$burst"
 
+stop_server
+
+# The event MPM: the worker threads of a child check at once, each on a
+# connection of the child's pool.  A table of its own: a fresh budget.
+echo y >"$ROOT/htdocs/api/y"
+start_server event "$(server_body pg "$PG_SPEC?table=tk_event")" ||
+	{ fail "httpd (event) did not start"; finish; }
+burst_check event /api/y
+n=$(grep -c 'table=tk_event): checks fail' "$ROOT/logs/error.log")
+check "event: checks failed" 0 "$n"
+[ "$n" -eq 0 ] || grep 'table=tk_event): checks fail' "$ROOT/logs/error.log"
+conns=$(pg_sql "SELECT count(*) FROM pg_stat_activity WHERE client_addr IS NOT NULL")
+if [ "$conns" -ge 1 ] && [ "$conns" -le 16 ]; then
+	say "ok: event: $conns sessions from 2 children of 8 threads"
+else
+	fail "event: $conns sessions from httpd, expected 1 to 16"
+fi
 stop_server
 for f in "$ROOT/logs/error.log" "$ROOT/logs/access.log" "$ROOT/status.txt" \
 	"$ROOT/status.json"; do
