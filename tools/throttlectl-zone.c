@@ -389,7 +389,9 @@ static int check_positional(int n, char **args, int positional, int specs,
 		fprintf(stderr,
 			"throttlectl: --owner and --group are for "
 			"zones, not %s stores\n",
-			strncmp(a->name, "redis", 5) == 0 ? "Redis" : "other");
+			strncmp(a->name, "redis", 5) == 0	  ? "Redis"
+			: strncmp(a->name, "postgresql", 10) == 0 ? "PostgreSQL"
+								  : "other");
 		return -1;
 	}
 	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {

@@ -148,7 +148,7 @@ has "ping, wrong pass%77ord=" "postgres\?pass%77ord=\*\*\*: .*EACCES"
 run 2 check "$PG_SPEC?table=Ctl" k --policy $P
 has "check, bad table" "^throttlectl: postgresql://tk:\*\*\*@.*EINVAL.*byte [0-9]+: expected a table name"
 run 2 check "$PG_SPEC" k --policy $P --owner root
-has "check --owner" "for zones"
+has "check --owner" "for zones, not PostgreSQL stores"
 
 n=$(grep -c -F -e "$PG_PASS" -e "$WRONG" "$tmp/all")
 same "outputs and messages that show a password" 0 "$n"
