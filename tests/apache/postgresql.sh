@@ -7,8 +7,10 @@
 # directory, 127.0.0.1 and a free port, a password login) and stops by
 # its pid: exact counts across children (prefork, then event) with the
 # RateLimit headers of each decision, at most one connection per child
-# (per thread under event) and none of the parent's, fail=open and fail=closed with the server shut down, exact
-# again once it is back, and no password in any log or status page.
+# (per thread under event) and none of the parent's, a wrong password
+# (EACCES) under fail=closed, fail=open and fail=closed with the server
+# shut down, exact again once it is back, and no password in any log or
+# status page.
 #
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip (or fail
 # with TK_REQUIRE_POSTGRES=1).
@@ -27,11 +29,18 @@ trap 'pg_server_destroy; cleanup' EXIT
 pg_server_start || { fail "the PostgreSQL server did not start"; finish; }
 say "postgres $PG_PID on port $PG_PORT"
 
-docs api open closed
+docs api open closed bad
 
 SPEC="$PG_SPEC?table=tk_apache&timeout=500ms&connect_timeout=1s"
 SHOWN="postgresql://tk:***@127.0.0.1:$PG_PORT/postgres?table=tk_apache&timeout=500ms&connect_timeout=1s"
-BODY=$(server_body pg "$SPEC")
+# A store whose password the server refuses.
+WRONG=wr0ng-pw-5517
+BODY="$(server_body pg "$SPEC")
+ThrottleStore pgbad postgresql://tk:$WRONG@127.0.0.1:$PG_PORT/postgres
+ThrottleRule bad \"gcra:1/1h,burst=100\" store=pgbad fail=closed
+<Location /bad>
+    Throttle bad
+</Location>"
 
 start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
 # The parent checked the spec and connected nothing.
@@ -57,6 +66,13 @@ check "fail=open, server up" "4 200 PASSED" "$(seq_status 4 /open/x)"
 check "fail=closed, server up" "4 200 PASSED" "$(seq_status 4 /closed/x)"
 
 status_names pg "$SHOWN" "the PostgreSQL store"
+
+# A wrong password: every check of that store fails (EACCES), and
+# fail=closed answers.
+check "wrong password, fail=closed" "4 503 DEGRADED" "$(seq_status 4 /bad/x)"
+check "error log: the wrong password's reason" yes \
+	"$(grep -q 'ThrottleStore pgbad (postgresql://tk:\*\*\*@.*): checks fail: .*(EACCES); first failure in process' \
+		"$ROOT/logs/error.log" && echo yes)"
 
 # Shut down (the fast shutdown ends every session): each child's idle
 # connection is gone, and connecting again is refused at once.
@@ -97,7 +113,7 @@ fi
 stop_server
 for f in "$ROOT/logs/error.log" "$ROOT/logs/access.log" "$ROOT/status.txt" \
 	"$ROOT/status.json"; do
-	if grep -F -e "$PG_PASS" "$f"; then
+	if grep -F -e "$PG_PASS" -e "$WRONG" "$f"; then
 		fail "the password shows in ${f##*/}"
 	else
 		say "ok: no password in ${f##*/}"
