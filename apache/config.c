@@ -5,8 +5,8 @@
  * Everything that can be wrong in a configuration is found here, while
  * httpd reads it, so that "apache2 -t" reports it with the file and line
  * (httpd prefixes a directive's error with both): a policy that does not
- * parse, a store spec this build cannot open (a Redis spec the library
- * refuses, rediss:// too), a rule naming an unknown
+ * parse, a store spec this build cannot open (a Redis or PostgreSQL spec
+ * the library refuses, rediss:// too), a rule naming an unknown
  * store, a Throttle naming an unknown rule or rules that cannot be
  * checked together.  Only what needs the running system (creating a zone)
  * is left to post_config.
@@ -173,12 +173,14 @@ static const char *shown_spec(apr_pool_t *p, const char *spec)
 }
 
 /*
- * A Redis spec is parsed by the library, which has no other way to judge
- * one than opening it: the store is closed at once, and a Redis store
- * connects nothing and starts nothing until its first check, so the
- * parent keeps nothing of it.  Children open it again (child_init).
+ * A server's spec (Redis, PostgreSQL) is parsed by the library, which has
+ * no other way to judge one than opening it: the store is closed at once,
+ * and neither store connects nor starts anything until its first check,
+ * so the parent keeps nothing of it (a PostgreSQL spec loads libpq into
+ * the parent, which the children then share).  Children open it again
+ * (child_init).
  */
-static const char *redis_spec(cmd_parms *cmd, struct tk_mod_store *s)
+static const char *server_spec(cmd_parms *cmd, struct tk_mod_store *s)
 {
 	struct tk_store *st = NULL;
 	char why[256];
@@ -189,7 +191,8 @@ static const char *redis_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	if (rc == 0)
 		return NULL;
 	/* The library's reason: the byte and what was expected there, or
-	 * what this build lacks (hiredis; hiredis_ssl for rediss://). */
+	 * what this build lacks (hiredis; hiredis_ssl for rediss://; libpq).
+	 */
 	if (tk_store_validate(s->spec, why, sizeof(why)) != rc)
 		why[0] = '\0';
 	return apr_psprintf(cmd->pool, "ThrottleStore %s: %s: %s%s%s%s",
@@ -203,19 +206,20 @@ static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	int rc;
 
 	s->shown = shown_spec(cmd->pool, s->spec);
-	if (strncmp(s->spec, "redis", 5) == 0)
-		return redis_spec(cmd, s);
+	if (strncmp(s->spec, "redis", 5) == 0 ||
+	    strncmp(s->spec, "postgresql://", 13) == 0)
+		return server_spec(cmd, s);
 	if (strcmp(s->spec, "memory") == 0)
 		return apr_psprintf(cmd->pool,
 				    "ThrottleStore %s: a memory store would "
-				    "count in each child alone; use shm:NAME "
-				    "or redis://...",
+				    "count in each child alone; use shm:NAME, "
+				    "redis://... or postgresql://...",
 				    s->name);
 	if (strncmp(s->spec, "shm:", 4) != 0)
 		return apr_psprintf(cmd->pool,
 				    "ThrottleStore %s: unknown store spec "
-				    "\"%s\" (expected shm:NAME, redis://... "
-				    "or redis+unix://...)",
+				    "\"%s\" (expected shm:NAME, redis://..., "
+				    "redis+unix://... or postgresql://...)",
 				    s->name, s->shown);
 	s->zone = s->spec + 4;
 	/* Refuses a bad name (or a file that is no zone) without creating
@@ -258,7 +262,7 @@ static const char *store_option(cmd_parms *cmd, void *obj, const char *w)
 			 option(w, "owner") || option(w, "group")))
 		return apr_psprintf(cmd->pool,
 				    "ThrottleStore %s: %s is for a zone "
-				    "(shm:NAME), not a Redis store",
+				    "(shm:NAME), not a server's store",
 				    s->name, w);
 	if ((err = ownership(cmd, s, w)) != NULL)
 		return *err ? err : NULL;
@@ -694,7 +698,8 @@ const command_rec tk_mod_cmds[] = {
 	AP_INIT_RAW_ARGS("ThrottleStore", cmd_store, NULL, RSRC_CONF,
 			 "NAME SPEC [capacity=N] [mode=OCTAL] [owner=USER] "
 			 "[group=GROUP]: a store shared by all children "
-			 "(shm:ZONE, shm:/PATH, redis://...)"),
+			 "(shm:ZONE, shm:/PATH, redis://..., "
+			 "postgresql://...)"),
 	AP_INIT_TAKE1("ThrottleZoneDir", cmd_zone_dir, NULL, RSRC_CONF,
 		      "DIR: the server's own directory of zones (default: "
 		      "throttlekit in DefaultRuntimeDir)"),

@@ -106,3 +106,24 @@ bench_tool() {
 	"$build/bench/$1" | tee "$results/$1.txt"
 	bench_lib_check
 }
+
+# bench_server NAME BUILDDIR: the start of a benchmark against a server
+# (redis.sh, pg.sh): sets build, src and libdir; defines bench_skip WHY
+# (says it, exits 77); refuses a missing or sanitized library.
+bench_server() {
+	bench_name=$1
+	build=$(cd "$2" && pwd) || bench_die "no build directory $2"
+	src=$(dirname "$bench")
+	libdir=$build/lib/.libs
+	[ -f "$libdir/libthrottlekit.so" ] ||
+		bench_die "$libdir/libthrottlekit.so is missing; run make first"
+	san=$(sed -n 's/^SAN_CFLAGS = //p' "$build/Makefile")
+	[ -z "$(echo "$san" | tr -d ' ')" ] ||
+		bench_die "$build is a sanitizer build; use a plain one"
+	mkdir -p "$build/bench"
+}
+
+bench_skip() {
+	echo "bench: $bench_name: $*; skipped" >&2
+	exit 77
+}

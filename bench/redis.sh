@@ -14,23 +14,12 @@
 set -eu
 bench=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 BUILDDIR [ROUNDS [ROUND_MS]]" >&2; exit 2; }
-build=$(cd "$1" && pwd)
-src=$(dirname "$bench")
-libdir=$build/lib/.libs
-[ -f "$libdir/libthrottlekit.so" ] ||
-	{ echo "bench: $libdir/libthrottlekit.so is missing; run make first" >&2; exit 1; }
-skip() {
-	echo "bench: redis: $*; skipped" >&2
-	exit 77
-}
-command -v redis-server >/dev/null || skip "no redis-server"
+. "$bench/common.sh"
+bench_server redis "$1"
+command -v redis-server >/dev/null || bench_skip "no redis-server"
 grep -q '^#am__append_[0-9]* = lib/redis/store-none.c' "$build/Makefile" ||
-	skip "the library in $build has no Redis store"
-hiredis=$(pkg-config --cflags --libs hiredis 2>/dev/null) || skip "no hiredis"
-san=$(sed -n 's/^SAN_CFLAGS = //p' "$build/Makefile")
-[ -z "$(echo "$san" | tr -d ' ')" ] ||
-	{ echo "bench: $build is a sanitizer build; use a plain one" >&2; exit 1; }
-mkdir -p "$build/bench"
+	bench_skip "the library in $build has no Redis store"
+hiredis=$(pkg-config --cflags --libs hiredis 2>/dev/null) || bench_skip "no hiredis"
 rb=$build/bench/redis-bench
 for prog in redis-bench redis-cost; do
 	# shellcheck disable=SC2086 # $hiredis is a list of options

@@ -9,11 +9,12 @@
 #   chart.png    ns/check by scenario, throughput by workers (gnuplot)
 #   *.dat        the chart's data
 #   redis.txt    the Redis store and its hand-written baselines (redis.sh)
+#   pg.txt       the PostgreSQL store and a hand-written UPDATE (pg.sh)
 #
 # Tuning (environment): TK_BENCH_ROUNDS, TK_BENCH_ROUND_MS,
 # TK_BENCH_WARMUP_MS, TK_BENCH_ADMIT_MS, TK_BENCH_MID_KEYS,
 # TK_BENCH_BIG_KEYS, TK_BENCH_ZIPF_S, TK_BENCH_BATCH, TK_BENCH_FILTER,
-# TK_BENCH_REDIS_ROUND_MS; see bench/README.md.
+# TK_BENCH_REDIS_ROUND_MS, TK_BENCH_PG_ROUND_MS; see bench/README.md.
 set -eu
 
 bench=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +43,21 @@ case $rc in
 0) cat "$results/redis.txt" ;;
 77) rm -f "$results/redis.txt" ;;
 *) bench_die "redis.sh failed ($rc)" ;;
+esac
+
+# The PostgreSQL store and a hand-written UPDATE ... RETURNING fixed
+# window (bench/pg.sh; skipped without a PostgreSQL server or a library
+# with the PostgreSQL store, and by a filter that does not name pg).
+rc=0
+case ${TK_BENCH_FILTER:-pg} in
+*pg*) sh "$bench/pg.sh" "$build" "${TK_BENCH_ROUNDS:-5}" \
+	"${TK_BENCH_PG_ROUND_MS:-300}" >"$results/pg.txt" || rc=$? ;;
+*) rc=77 ;;
+esac
+case $rc in
+0) cat "$results/pg.txt" ;;
+77) rm -f "$results/pg.txt" ;;
+*) bench_die "pg.sh failed ($rc)" ;;
 esac
 
 if [ -n "${TK_BENCH_FILTER:-}" ]; then

@@ -10,8 +10,11 @@
  * redacted before anyone knows whether the library takes it.
  * - The cost is hiding too much when an option (key_prefix=) holds '@':
  *   the host between is hidden as well.  Never too little.
- * - An option's password (redis+sentinel://'s sentinel_password=) is
- *   hidden up to the next '&', wherever the name appears.
+ * - An option's password (redis+sentinel://'s sentinel_password=, a
+ *   libpq URI's password=) is hidden up to the next '&', wherever
+ *   "password=" appears: the one match covers both names (and libpq's
+ *   sslpassword=); so is an option's whose name holds a '%', which
+ *   libpq would decode into password.
  * - No snprintf(3): the copy is plain byte moves, so that a signal handler
  *   or a logger may call it.
  */
@@ -36,19 +39,46 @@ static size_t put(char *buf, size_t len, size_t at, const char *s, size_t n)
 	return at + n;
 }
 
-#define OPT_PASSWORD "sentinel_password="
+#define OPT_PASSWORD "password="
 
-/* put() of s[0, n), the value of every OPT_PASSWORD in it "***". */
+/*
+ * Where the next value to hide begins in s[0, end): past an OPT_PASSWORD,
+ * or past the '=' of an option whose name holds a '%' (libpq decodes a
+ * name, so pass%77ord= is a password too); NULL if there is none.
+ */
+static const char *secret_at(const char *s, const char *end)
+{
+	const size_t n = sizeof(OPT_PASSWORD) - 1;
+	int in_name = 0, escaped = 0;
+	const char *p;
+
+	for (p = s; p < end; p++) {
+		if ((size_t)(end - p) >= n && memcmp(p, OPT_PASSWORD, n) == 0)
+			return p + n;
+		if (*p == '?' || *p == '&') {
+			in_name = 1;
+			escaped = 0;
+		} else if (*p == '=') {
+			if (in_name && escaped)
+				return p + 1;
+			in_name = 0;
+		} else if (*p == '%') {
+			escaped = in_name;
+		}
+	}
+	return NULL;
+}
+
+/* put() of s[0, n), the value of every secret_at() in it "***". */
 static size_t put_hiding(char *buf, size_t len, size_t at, const char *s,
 			 size_t n)
 {
-	const char *end = s + n, *opt, *amp;
+	const char *end = s + n, *v, *amp;
 
-	while ((opt = strstr(s, OPT_PASSWORD)) && opt < end) {
-		opt += sizeof(OPT_PASSWORD) - 1;
-		at = put(buf, len, at, s, (size_t)(opt - s));
+	while ((v = secret_at(s, end)) != NULL) {
+		at = put(buf, len, at, s, (size_t)(v - s));
 		at = put(buf, len, at, "***", 3);
-		amp = memchr(opt, '&', (size_t)(end - opt));
+		amp = memchr(v, '&', (size_t)(end - v));
 		s = amp ? amp : end;
 	}
 	return put(buf, len, at, s, (size_t)(end - s));

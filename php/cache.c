@@ -194,10 +194,11 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 "to trust, and gives a zone root creates to that "
 			 "user)");
 	} else if ((rc == -ENOTSUP || rc == -EINVAL) &&
-		   strncmp(spec, "redis", 5) == 0 &&
+		   (strncmp(spec, "redis", 5) == 0 ||
+		    strncmp(spec, "postgresql://", 13) == 0) &&
 		   tk_store_validate(spec, why, len) == rc) {
-		/* A Redis spec: the library's reason, the byte and what was
-		 * expected there, or what this build lacks. */
+		/* A server's spec: the library's reason, the byte and what
+		 * was expected there, or what this build lacks. */
 	} else if (rc == -ENOTSUP) {
 		snprintf(why, len,
 			 "this libthrottlekit lacks the store's backend");
@@ -209,8 +210,9 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 "\"redis://[USER[:PASSWORD]@]HOST[:PORT]"
 			 "[/DB][?OPTIONS]\" or \"redis+unix://[USER[:PASSWORD]"
 			 "@]/PATH[?OPTIONS]\" (OPTIONS: timeout=, "
-			 "connect_timeout=, key_prefix=, server_time=1; see "
-			 "tk_store_open(3))");
+			 "connect_timeout=, key_prefix=, server_time=1) or "
+			 "\"postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB"
+			 "[?OPTIONS]\" (see tk_store_open(3))");
 	}
 	return rc;
 }

@@ -118,11 +118,22 @@ static int fail_zone(int rc, const struct zone_args *a)
 	return CTL_ERROR;
 }
 
-/* A check, peek or reset that failed: usage for the caller's error. */
-static int fail_op(int rc, const char *key)
+/*
+ * A check, peek or reset that failed: usage for the caller's error.  A
+ * store spec's failure names the store too (a server's errors are its),
+ * its password as ***.
+ */
+static int fail_op(int rc, const struct zone_args *a)
 {
-	fprintf(stderr, "throttlectl: %s: %s (%s)\n", key, tk_strerror(rc),
-		tk_strerrorname(rc));
+	char shown[512];
+
+	if (is_spec(a->name))
+		fprintf(stderr, "throttlectl: %s: %s: %s (%s)\n",
+			ctl_redact(a->name, shown, sizeof(shown)), a->key,
+			tk_strerror(rc), tk_strerrorname(rc));
+	else
+		fprintf(stderr, "throttlectl: %s: %s (%s)\n", a->key,
+			tk_strerror(rc), tk_strerrorname(rc));
 	return ctl_status(rc);
 }
 
@@ -378,7 +389,9 @@ static int check_positional(int n, char **args, int positional, int specs,
 		fprintf(stderr,
 			"throttlectl: --owner and --group are for "
 			"zones, not %s stores\n",
-			strncmp(a->name, "redis", 5) == 0 ? "Redis" : "other");
+			strncmp(a->name, "redis", 5) == 0	  ? "Redis"
+			: strncmp(a->name, "postgresql", 10) == 0 ? "PostgreSQL"
+								  : "other");
 		return -1;
 	}
 	if (a->prefix && strlen(a->prefix) > TK_PREFIX_MAX) {
@@ -612,7 +625,7 @@ int ctl_get(int argc, char **argv)
 	rc = tk_limiter_peek(l, a.key, strlen(a.key), &d);
 	tk_limiter_close(l);
 	if (rc)
-		return fail_op(rc, a.key);
+		return fail_op(rc, &a);
 	ctl_print_decision(stdout, &d, shaper, 1);
 	return d.allowed ? CTL_OK : CTL_DENIED;
 }
@@ -644,7 +657,7 @@ int ctl_check(int argc, char **argv)
 	}
 	tk_limiter_close(l);
 	if (rc)
-		return fail_op(rc, a.key);
+		return fail_op(rc, &a);
 	if (a.repeat > 1 && degraded)
 		printf("allowed=%" PRIu64 " denied=%" PRIu64
 		       " degraded=%" PRIu64 "\n",
@@ -736,7 +749,7 @@ int ctl_reset(int argc, char **argv)
 		tk_limiter_close(l);
 	}
 	if (rc)
-		return fail_op(rc, a.key);
+		return fail_op(rc, &a);
 	printf("reset=%s\n", a.key);
 	return CTL_OK;
 }

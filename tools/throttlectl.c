@@ -20,7 +20,8 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{ "simulate", ctl_simulate,
-	  "simulate --policy SPEC [--store memory|shm:NAME|redis://...] < "
+	  "simulate --policy SPEC "
+	  "[--store memory|shm:NAME|redis://...|postgresql://...] < "
 	  "replay.jsonl",
 	  "replay a timeline of requests (JSON lines) through a policy" },
 	{ "create", ctl_create,

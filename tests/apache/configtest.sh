@@ -51,7 +51,24 @@ check "zones created by apache2 -t" "" "$(find "$TK_SHM_DIR" "$ROOT/run" -mindep
 
 # Redis stores: a server that is absent is no configuration error (a
 # store connects on its first check, in a child).
-write_conf prefork 1 "$GOOD
+# passes WHAT LIBRARY BODY: apache2 -t accepts BODY after $GOOD (HAVE=yes),
+# or the library was built without LIBRARY (HAVE=no); else a failure.
+passes()
+{
+	write_conf prefork 1 "$GOOD
+$3"
+	HAVE=yes
+	if out=$(httpd -t -f "$CONF" 2>&1); then
+		say "ok: $1 pass ($out)"
+	elif [ "${out#*Not supported by this build}" != "$out" ]; then
+		HAVE=no
+		say "the library has no $1 (built without $2): $out"
+	else
+		fail "$1: $out"
+	fi
+}
+
+passes "Redis stores" hiredis "
 ThrottleStore remote redis://u:sekret@127.0.0.1:1/2?timeout=50ms&key_prefix=t:
 ThrottleStore sock redis+unix:///nonexistent/redis.sock
 ThrottleRule r4 \"gcra:10/1s\" store=remote fail=closed
@@ -59,14 +76,24 @@ ThrottleRule r5 \"gcra:10/1s\" store=sock
 <Location /r>
     Throttle r4 r5
 </Location>"
-redis=yes
-if out=$(httpd -t -f "$CONF" 2>&1); then
-	say "ok: Redis stores pass ($out)"
-elif [ "${out#*Not supported by this build}" != "$out" ]; then
-	redis=no
-	say "the library has no Redis store (built without hiredis): $out"
-else
-	fail "Redis stores: $out"
+redis=$HAVE
+
+# PostgreSQL stores: likewise.
+passes "PostgreSQL stores" libpq "
+ThrottleStore pgs postgresql://u:sekret@127.0.0.1:1/db?timeout=50ms&table=tk_t
+ThrottleRule r6 \"gcra:10/1s\" store=pgs fail=closed
+<Location /p>
+    Throttle r6
+</Location>"
+pg=$HAVE
+if [ $pg = yes ]; then
+	expect_error "bad PostgreSQL spec" 'ThrottleStore p postgresql://u:sekret@127.0.0.1/db?table=Bad' \
+		'postgresql://u:***@127.0.0.1/db?table=Bad: Invalid argument'
+	# libpq's own password= option is hidden as well.
+	expect_error "PostgreSQL password option" 'ThrottleStore p postgresql://u@127.0.0.1/db?password=sekret&timeout=0' \
+		'postgresql://u@127.0.0.1/db?password=***&timeout=0: Invalid argument'
+	expect_error "capacity on PostgreSQL" 'ThrottleStore p postgresql://u:sekret@127.0.0.1/db capacity=1024' \
+		'capacity=1024 is for a zone (shm:NAME), not a server'\''s store'
 fi
 
 expect_error "bad policy" 'ThrottleRule bad "gcra:10/1x"' 'bad policy "gcra:10/1x": expected a unit'
@@ -91,8 +118,8 @@ if [ $redis = yes ]; then
 	expect_error "raw '@:/?%' in a password" 'ThrottleStore r redis://:sek@:/?%ret@127.0.0.1' \
 		'redis://:***@127.0.0.1: Invalid argument'
 	expect_error "capacity on Redis" 'ThrottleStore r redis://u:sekret@127.0.0.1 capacity=1024' \
-		'capacity=1024 is for a zone (shm:NAME), not a Redis store'
-	expect_error "mode on Redis" 'ThrottleStore r redis+unix:///tmp/r.sock mode=0600' 'not a Redis store'
+		'capacity=1024 is for a zone (shm:NAME), not a server'\''s store'
+	expect_error "mode on Redis" 'ThrottleStore r redis+unix:///tmp/r.sock mode=0600' 'not a server'\''s store'
 fi
 expect_error "memory store" 'ThrottleStore m memory' 'count in each child alone'
 expect_error "bad zone name" 'ThrottleStore z shm:.hidden' 'ThrottleStore z'

@@ -26,23 +26,7 @@ docs api open closed
 
 SPEC="redis://default:$PASS_URL@127.0.0.1:$RPORT/3?timeout=200ms&connect_timeout=200ms&key_prefix=tkapache:"
 SHOWN="redis://default:***@127.0.0.1:$RPORT/3?timeout=200ms&connect_timeout=200ms&key_prefix=tkapache:"
-BODY="
-ThrottleStore red $SPEC
-ThrottleRule burst \"gcra:1/1h,burst=50\" store=red headers=both
-ThrottleRule fo \"gcra:1/1h,burst=100\" store=red fail=open
-ThrottleRule fc \"gcra:1/1h,burst=100\" store=red fail=closed
-<Location /api>
-    Throttle burst
-</Location>
-<Location /open>
-    Throttle fo
-</Location>
-<Location /closed>
-    Throttle fc
-</Location>
-<Location /tk-status>
-    SetHandler throttlekit-status
-</Location>"
+BODY=$(server_body red "$SPEC")
 
 start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
 
@@ -59,17 +43,6 @@ else
 	fail "$conns connections from httpd, expected 1 to 4"
 fi
 
-# seq_status N PATH: N requests one after the other; how many of their
-# access log entries had each code and status ("N CODE STATUS" lines).
-seq_status()
-{
-	before=$(grep -c " $2 " "$ROOT/logs/access.log")
-	seq_get "$1" "$2" >/dev/null
-	wait_log "$2" $((before + $1)) || fail "the access log lacks $2"
-	awk -v p="$2" '$4 == p { print $2, $3 }' "$ROOT/logs/access.log" |
-		tail -n "$1" | sort | uniq -c | awk '{ print $1, $2, $3 }'
-}
-
 # Every child has connected (the burst) before the server fails.
 check "fail=open, server up" "4 200 PASSED" "$(seq_status 4 /open/x)"
 check "fail=closed, server up" "4 200 PASSED" "$(seq_status 4 /closed/x)"
@@ -77,13 +50,7 @@ check "fail=closed, server up" "4 200 PASSED" "$(seq_status 4 /closed/x)"
 # The status page names the store without its password; no check of
 # this child failed yet (later, a child's page says whether its own last
 # check failed, and which child answers is the kernel's choice).
-curl -s "http://127.0.0.1:$PORT/tk-status" >"$ROOT/status.txt"
-curl -s "http://127.0.0.1:$PORT/tk-status?json" >"$ROOT/status.json"
-line=$(grep -n "^ThrottleStore red " "$CONF" | cut -d: -f1)
-check "status page: the Redis store" 1 \
-	"$(grep -cxF "store red spec=$SHOWN declared=$CONF:$line open=ok" "$ROOT/status.txt")"
-check "status page (json): the Redis store" 1 \
-	"$(grep -cF "{\"name\":\"red\",\"spec\":\"$SHOWN\"," "$ROOT/status.json")"
+status_names red "$SHOWN" "the Redis store"
 
 # Stopped (SIGSTOP): connections hang, each command times out.
 kill -STOP "$RPID"

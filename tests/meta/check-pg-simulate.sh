@@ -1,63 +1,23 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# throttlectl on a real PostgreSQL server (initdb into a temporary
-# directory, 127.0.0.1 and a free port, run as the user postgres when
-# this runs as root): simulate gives byte-identical output to the memory
-# store on generated timelines, for every algorithm, alone and in
-# composites; check takes the spec, and its password never shows.
+# throttlectl on a real PostgreSQL server (tests/kit/pg-server.sh: initdb
+# into a temporary directory, 127.0.0.1 and a free port, run as the user
+# postgres when this runs as root): simulate gives byte-identical output
+# to the memory store on generated timelines, for every algorithm, alone
+# and in composites; check takes the spec, and its password never shows.
 # Skipped without the server's binaries or a build without the PostgreSQL
 # store, unless TK_REQUIRE_POSTGRES=1 (tools/run-tests.sh): then either
 # is a failure.
 : "${top_builddir:=.}"
+: "${srcdir:=.}"
 ctl="$top_builddir/tools/throttlectl"
-bin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
-skip() {
-	if [ "${TK_REQUIRE_POSTGRES:-}" = 1 ]; then
-		echo "FAIL: $* (TK_REQUIRE_POSTGRES=1)"
-		exit 1
-	fi
-	echo "SKIP: $*"
-	exit 77
-}
-[ -x "$bin/postgres" ] || skip "no PostgreSQL server in $bin"
-if "$ctl" check postgresql://h/db k --policy gcra:1/s 2>&1 |
-	grep -q "Not supported by this build"; then
-	skip "throttlectl was built without the PostgreSQL store"
-fi
+. "$srcdir/tests/kit/pg-server.sh"
+pg_ctl_preflight "$ctl"
 tmp=$(mktemp -d) || exit 99
-as=
-if [ "$(id -u)" -eq 0 ]; then
-	chown postgres "$tmp" || exit 99
-	# setpriv execs the server itself (runuser would stay its parent,
-	# and not pass it the signal that stops it).
-	as="setpriv --reuid=postgres --regid=postgres --clear-groups"
-fi
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-$as "$bin/initdb" -D "$tmp/data" -U tk -A trust --no-sync >/dev/null 2>&1 ||
-	{ echo "initdb failed"; exit 99; }
-# A port from 20000 to 59999, another if the server finds it taken.
-for try in 1 2 3 4 5; do
-	port=$((20000 + ($$ * 7919 + try * 104729) % 40000))
-	# exec: $! is the server's pid.
-	sh -c "exec $as '$bin/postgres' -D '$tmp/data' -k '$tmp' -p $port \
-		-c listen_addresses=127.0.0.1 -c fsync=off" >/dev/null 2>&1 &
-	pid=$!
-	i=0
-	while [ $i -lt 200 ] && kill -0 "$pid" 2>/dev/null &&
-		! "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	"$bin/pg_isready" -q -h 127.0.0.1 -p "$port" && break
-	pid=
-done
-[ -n "$pid" ] || { echo "postgres did not start"; exit 99; }
-store="postgresql://tk@127.0.0.1:$port/postgres"
+trap 'pg_server_destroy; rm -rf "$tmp"' EXIT
+pg_server_start || { echo "postgres did not start"; exit 99; }
+store=$PG_SPEC
+port=$PG_PORT
 fails=0
 timelines=0
 
@@ -103,7 +63,7 @@ done
 echo "simulate: $timelines timelines identical on PostgreSQL"
 
 # check takes the spec; a password reaches no message.
-"$ctl" check "postgresql://tk:s3cr3t@127.0.0.1:$port/postgres?table=c" k \
+"$ctl" check "$store?table=c" k \
 	--policy fixed-window:2/1h --repeat 3 >"$tmp/out" 2>&1
 if [ $? -ne 1 ] || ! grep -q "allowed=2 denied=1" "$tmp/out"; then
 	echo "FAIL: check: $(cat "$tmp/out")"
@@ -111,7 +71,7 @@ if [ $? -ne 1 ] || ! grep -q "allowed=2 denied=1" "$tmp/out"; then
 fi
 "$ctl" check "postgresql://tk:s3cr3t@127.0.0.1:1/postgres" k \
 	--policy fixed-window:2/1h >"$tmp/out" 2>&1
-if grep -q s3cr3t "$tmp/out"; then
+if grep -q -e s3cr3t -e "$PG_PASS" "$tmp/out"; then
 	echo "FAIL: the password shows: $(cat "$tmp/out")"
 	fails=$((fails + 1))
 fi

@@ -47,7 +47,7 @@ usage_of() {
 }
 usage_check='usage: throttlectl check NAME KEY --policy P [--cost N] [--repeat N] [--prefix P] [--fail error|open|closed] [--owner U] [--group G]'
 usage_create='usage: throttlectl create NAME [--capacity N] [--arena BYTES] [--mode OCTAL] [--owner U] [--group G] [--grace SECONDS] [--refuse-full]'
-usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME|redis://...] < replay.jsonl'
+usage_simulate='usage: throttlectl simulate --policy SPEC [--store memory|shm:NAME|redis://...|postgresql://...] < replay.jsonl'
 not_zone='an invalid zone name, or a file that is not a zone'
 bad_name="a zone's name is 1 to 200 letters, digits, '.', '_' and '-', not beginning with '.', or an absolute path ending in one"
 

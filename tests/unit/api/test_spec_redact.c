@@ -64,6 +64,22 @@ static const struct {
 	/* More than the password, never less: an '@' in an option. */
 	{ "redis://u:secret@host?key_prefix=a@b", "redis://u:***@b" },
 	{ "redis://host:6379?key_prefix=a@b", "redis://host:***@b" },
+	/* libpq takes a password as an option too. */
+	{ "postgresql://u:secret@h:5432/db?table=t",
+	  "postgresql://u:***@h:5432/db?table=t" },
+	{ "postgresql://u@h/db?password=secret&sslmode=require",
+	  "postgresql://u@h/db?password=***&sslmode=require" },
+	{ "postgresql://h/db?user=u&password=secret",
+	  "postgresql://h/db?user=u&password=***" },
+	{ "postgresql://h/db?password=a&password=secret",
+	  "postgresql://h/db?password=***&password=***" },
+	/* A name libpq decodes; a '%' in a value is no name's. */
+	{ "postgresql://h/db?table=t&pass%77ord=secret&sslmode=require",
+	  "postgresql://h/db?table=t&pass%77ord=***&sslmode=require" },
+	{ "postgresql://h/db?application_name=a%20b&%70assword=secret",
+	  "postgresql://h/db?application_name=a%20b&%70assword=***" },
+	{ "postgresql://h/db?sslpassword=secret",
+	  "postgresql://h/db?sslpassword=***" },
 	/* A scheme the library does not know, or mistyped: no "://". */
 	{ "memcache://u:secret@host", "memcache://u:***@host" },
 	{ "u:secret@host", "u:***@host" },
