@@ -10,7 +10,9 @@
  * a committed-but-never-updated MEM aged out by sweeps.
  *
  * A key whose state is larger than one word keeps it in a block of the
- * arena (blocks.c) and its slot references the block.
+ * arena (blocks.c) and its slot references the block; so does a key of
+ * one word once a multi-key update has moved its word there (shaped(),
+ * tk__zone_to_block()).
  *
  * A full zone evicts the coldest state among the new key's candidates:
  * one expired, else one of a key used once, else any; of those, the one
