@@ -10,6 +10,7 @@
  * block of other words, stays another policy's.  A conversion's claim is
  * bound to a word, which may come back after the slot moved on (a refund
  * restores one): the collector keeps it while the slot holds a word key.
+ * A private table that grows moves each key in its shape.
  *
  * White-box (statically linked): the slot table has no public interface.
  */
@@ -225,6 +226,56 @@ static void test_collector_keeps_conversion(void **unused)
 	tk__zone_detach(z);
 }
 
+/* The count of @k in table @t, through either shape. */
+static uint64_t table_count(struct tk__table *t, const struct tk__zone_key *k)
+{
+	uint64_t n = UINT64_MAX;
+
+	assert_int_equal(tk__table_apply(t, k, NOW, 1, kit_read_fn, &n),
+			 TK__ZONE_KEEP);
+	return n;
+}
+
+/*
+ * A private table that grows moves each key in the shape its state has:
+ * a word key and a converted one keep their counts across growths, and
+ * go on counting in either shape.
+ */
+static void test_shapes_survive_growth(void **unused)
+{
+	struct tk__table *t = kit_table(64, 1 << 14, seed, NOW);
+	struct tk__zone_key w = kit_word_key(10), b = kit_word_key(11), f;
+	struct tk__zone_key wb = as_block(w), bb = as_block(b);
+	uint32_t one = 1;
+	uint64_t i;
+
+	(void)unused;
+	assert_int_equal(tk__table_apply(t, &w, NOW, 1, kit_count_fn, NULL),
+			 TK__ZONE_PERSIST);
+	assert_int_equal(tk__table_apply(t, &b, NOW, 1, kit_count_fn, NULL),
+			 TK__ZONE_PERSIST);
+	assert_int_equal(
+		tk__table_apply_multi(t, 1, &bb, &one, NOW, count_multi, NULL),
+		TK__ZONE_PERSIST);
+	for (i = 100; i < 600; i++) {
+		f = kit_word_key(i);
+		assert_int_equal(
+			tk__table_apply(t, &f, NOW, 1, kit_count_fn, NULL),
+			TK__ZONE_PERSIST);
+	}
+	assert_true(tk__table_growths(t) >= 2);
+	assert_int_equal(table_count(t, &w), 1);
+	assert_int_equal(table_count(t, &b), 2);
+	assert_int_equal(
+		tk__table_apply_multi(t, 1, &wb, &one, NOW, count_multi, NULL),
+		TK__ZONE_PERSIST);
+	assert_int_equal(tk__table_apply(t, &b, NOW, 1, kit_count_fn, NULL),
+			 TK__ZONE_PERSIST);
+	assert_int_equal(table_count(t, &w), 2);
+	assert_int_equal(table_count(t, &b), 3);
+	tk__table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_no_state_converts),
 		cmocka_unit_test(test_other_policies_refused),
 		cmocka_unit_test(test_collector_keeps_conversion),
+		cmocka_unit_test(test_shapes_survive_growth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
