@@ -1078,10 +1078,8 @@ TK_API size_t tk_limiter_dimensions(struct tk_limiter *const *ls, size_t n);
  *
  * A group keeps each limiter's states under the keys of its own checks,
  * so a limiter counts the same in every group it is checked in and as
- * with tk_limiter_check(); except, on memory and zones, a simple policy
- * whose state is one word (gcra, token bucket, leaky, small windows):
- * its group states are apart from those of tk_limiter_check(), so check
- * such a limiter one way or the other (tk_limiter_check_group(3)).
+ * with tk_limiter_check(), on every store: a key's one state, however it
+ * is checked (tk_limiter_check_group(3), "States").
  * Each policy must be a simple one or all(), or the group one any()
  * limiter alone (which then decides as tk_limiter_check_keys() does, with
  * its dimensions' decisions in @dims); the group has at most

@@ -688,38 +688,21 @@ static unsigned int group_fail(struct tk_limiter *const *ls, size_t n)
 }
 
 /*
- * Does @s keep a one-word state in its key's slot (memory, zones, and a
- * store not open yet, which becomes one of them or Redis), where its
- * multi-key step, which runs over blocks (shm/mcas.c), cannot reach it?
- */
-static int words_in_slots(const struct tk_store *s)
-{
-	return strcmp(s->ops->name, "redis") != 0;
-}
-
-/*
  * The store key's dimension of dimension @j of group member @l: a
  * simple policy's own key, so that its group and single checks share one
- * state, unless @l's store keeps that state in a word of its slot; an
- * all() dimension's key, as its checks use it.
+ * state (a store that keeps a one-word state inline moves it to a block
+ * for its multi-key step: shm/mcas.c); an all() dimension's key, as its
+ * checks use it.
  */
 static int group_dim(const struct tk_limiter *l, size_t j)
 {
-	const struct tk__policy *p = &l->policy->dim[j];
-
-	if (l->policy->kind != TK__SINGLE)
-		return (int)j;
-	if (p->state_words == 1 && p->word_is_expiry &&
-	    words_in_slots(l->store))
-		return 0;
-	return SINGLE;
+	return l->policy->kind == TK__SINGLE ? SINGLE : (int)j;
 }
 
 /*
  * A group is an all() over the limiters' dimensions, each dimension kept
  * under its own limiter's prefix as group_dim() says, so one limiter's
- * states are the same in every group, and those of tk_limiter_check()
- * but where the store cannot run them in one step (group_dim()).
+ * states are the same in every group and in tk_limiter_check().
  */
 static int run_group(struct tk_limiter *const *ls, const struct tk_key *keys,
 		     size_t n, uint64_t now, struct tk__step *s)

@@ -134,6 +134,18 @@ int tk__blk_bound(struct tk__zone *z, uint64_t h1)
 }
 
 /*
+ * May a 1-word claim be a conversion's (tk__zone_to_block()) still to be
+ * published, its slot holding {@w0, ..}?  A word key's values may repeat
+ * (a refund restores one), so while the slot holds a word key, one that
+ * differs from the claim's now may be the claim's again later.
+ */
+static int converting(uint64_t h0, uint64_t w0)
+{
+	return words_of(h0) == 1 && tkz_state(w0) == TKZ_MEM &&
+	       !(w0 & TKZ_FP_BLOCK);
+}
+
+/*
  * Collect the used block at @cell, read as {@h0, @h1}: release it if no
  * slot references it or ever can.  One read of the slot decides both (a
  * publish between two reads would look like neither).  Returns 1 if
@@ -141,15 +153,16 @@ int tk__blk_bound(struct tk__zone *z, uint64_t h1)
  */
 int tk__blk_collect(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1)
 {
-	uint64_t slot = h1 >> 32, w1;
+	uint64_t slot = h1 >> 32, w[2];
 
 	ck_pr_fence_load(); /* the header (read by the caller), then the slot */
 	if (words_of(h0) == TKZ_BLK_DESC) {
 		if (!tk__desc_garbage(z, cell, h0, h1))
 			return 0;
 	} else if (slot < tk__zone_geo(z)->capacity) {
-		w1 = ck_pr_load_64(&tk__zone_slots(z)[slot].w[1]);
-		if (w1 == tkz_ref(cell, gen_of(h0)) || bound_to(w1, h1))
+		tkz_load2(tk__zone_slots(z)[slot].w, w);
+		if (w[1] == tkz_ref(cell, gen_of(h0)) || bound_to(w[1], h1) ||
+		    converting(h0, w[0]))
 			return 0;
 	}
 	return release(z, cell, h0, h1);

@@ -282,8 +282,11 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 	 * (tk__table_copy_stands()). */
 	if (rc >= 0)
 		take(im.from, (const uint64_t[2]){ w0, w1 });
-	/* No room even by eviction: the state is lost, as if evicted. */
-	return rc == -ENOSPC ? 0 : rc < 0 ? rc : 0;
+	/* No room even by eviction, or the key there already under another
+	 * policy's state (a word key of another size: -EPROTO, as a lookup
+	 * of it answers): the state is lost, as if evicted.  Failing would
+	 * leave its chunk to move for ever. */
+	return rc == -ENOSPC || rc == -EPROTO ? 0 : rc < 0 ? rc : 0;
 }
 
 /*

@@ -5,7 +5,7 @@
  * Everything here sits in memory shared by processes that may run
  * different builds: fixed-width integers, offsets instead of pointers,
  * explicit padding, and every offset pinned by a static assertion.  A
- * change to any of it is a new TKZ_VERSION.
+ * change to any of it, or to what a slot may hold, is a new TKZ_VERSION.
  */
 #ifndef TK_SHM_LAYOUT_H
 #define TK_SHM_LAYOUT_H
@@ -14,8 +14,10 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-/* 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
-#define TKZ_VERSION 9
+/* 10: a one-word state in a word key's slot or in a 1-word block, which
+ * a build of 9 refuses (docs/shm-protocol.md, "One state, two shapes");
+ * 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
+#define TKZ_VERSION 10
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */

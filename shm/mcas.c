@@ -296,6 +296,23 @@ static int unchanged(struct tk__zone *z, const struct tk__zone_key *k,
 	return 1;
 }
 
+/*
+ * Part @p's key holds a one-word state inline, as single checks keep it
+ * (a word key): descriptors go only in block keys' slots, so make it one,
+ * with the same state, and try again.  A word of other words than the
+ * part's is another policy's.
+ */
+static int to_block(struct tk__zone *z, const struct tk__zone_key *k,
+		    const struct part *p, uint32_t words, uint64_t now)
+{
+	int rc;
+
+	if (words != 1)
+		return -EPROTO;
+	rc = tk__zone_to_block(z, k, p->idx, p->w0, p->w1, now);
+	return rc ? rc : -EAGAIN;
+}
+
 /* Write part @i's new state into a block bound to its slot value. */
 static int stage(struct tk__zone *z, struct part *p, uint32_t words,
 		 const uint64_t *next, uint64_t expires, uint64_t now)
@@ -391,6 +408,8 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 				     &p[i].w1);
 		p[i].absent = rc == -ENOENT;
 		p[i].old = NULL;
+		if (rc == 0 && !(p[i].w0 & TKZ_FP_BLOCK))
+			return to_block(z, &k[i], &p[i], words[i], now);
 		if (rc == 0)
 			rc = read_part(z, &p[i], oldbuf + off, words[i], now);
 		if (rc && !p[i].absent)

@@ -10,7 +10,9 @@
  * a committed-but-never-updated MEM aged out by sweeps.
  *
  * A key whose state is larger than one word keeps it in a block of the
- * arena (blocks.c) and its slot references the block.
+ * arena (blocks.c) and its slot references the block; so does a key of
+ * one word once a multi-key update has moved its word there (shaped(),
+ * tk__zone_to_block()).
  *
  * A full zone evicts the coldest state among the new key's candidates:
  * one expired, else one of a key used once, else any; of those, the one
@@ -119,13 +121,20 @@ static void scan(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
 }
 
 /*
- * Does MEM {@w0, ..} of @k's key hold a state of another shape: another
- * algorithm, or a block where @k wants a word?  One load of w0 says so,
- * so the answer is as good as any read.
+ * Does MEM {@w0, ..} of @k's key hold its state in another shape than @k
+ * names (then shaped() decides)?  One load of w0 says so, so the answer
+ * is as good as any read.
  */
 static int other_shape(uint64_t w0, const struct tk__zone_key *k)
 {
 	return ((w0 ^ k->fp) & TKZ_FP_SHAPE) != 0;
+}
+
+/* Was the state in MEM {@w0, ..} of @k's key written by another
+ * algorithm: another policy under this key? */
+static int other_alg(uint64_t w0, const struct tk__zone_key *k)
+{
+	return ((w0 ^ k->fp) & TKZ_FP_ALG_MASK) != 0;
 }
 
 /* INS -> COL -> EMPTY for the tentative insert seen as (w0, w1). */
@@ -452,6 +461,70 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	return rc;
 }
 
+/*
+ * Word key @k's MEM slot @idx, seen as {@w0, @w1}, to block shape with
+ * the same state (docs/shm-protocol.md, "One state, two shapes"): its
+ * word in a 1-word block, expiring as reclaimers judge a word, or "no
+ * state yet" (a fresh ticket) for none.  One publish CAS, which changes
+ * no decision; a block key is never made a word key again, so the slot
+ * values the multi-key step compares never repeat from then on.  0 once
+ * done, -EAGAIN if the slot changed, or the claim's error.
+ */
+int tk__zone_to_block(struct tk__zone *z, const struct tk__zone_key *k,
+		      uint64_t idx, uint64_t w0, uint64_t w1, uint64_t now)
+{
+	struct tkz_slot *s = &tk__zone_slots(z)[idx];
+	struct tkz_header *h = tk__zone_header(z);
+	struct tk__blk b;
+	uint64_t nw1;
+	int rc;
+
+	if (w1 == 0) {
+		nw1 = TKZ_NOSTATE |
+		      (ck_pr_faa_64(&h->shard[tkz_shard_of(z, k)].tickets, 1) +
+		       1);
+		return tkz_cas_slot(s, w0, w1, w0 | TKZ_FP_BLOCK, nw1)
+			       ? 0
+			       : -EAGAIN;
+	}
+	/* Bound to the word: tk__blk_collect() keeps a 1-word block while
+	 * its slot holds a word key, whose values may repeat. */
+	rc = tk__blk_claim(z, 1, idx, w1, now, &b);
+	if (rc)
+		return rc;
+	if (tk__blk_write(z, &b, w1 | TKZ_WORD_SLACK, &w1) != 0)
+		return -EAGAIN; /* taken from us */
+	tkz_before_publish();
+	nw1 = tk__blk_ref(&b);
+	if (tkz_cas_slot(s, w0, w1, w0 | TKZ_FP_BLOCK, nw1))
+		return 0;
+	tk__blk_release(z, &b);
+	return -EAGAIN;
+}
+
+/*
+ * The MEM slot @idx of @k's key, seen as {@w0, @w1}, holds its state in
+ * another shape than @k names: a block where @k wants a word (a group
+ * check wrote it), updated as a 1-word block (a block of other words is
+ * another policy's); a word where @k wants a 1-word block, made one
+ * first; else another policy's state.  STEPPED or -EAGAIN to look again.
+ */
+static __attribute__((noinline)) int
+shaped(struct tk__zone *z, const struct tk__zone_key *k, uint64_t idx,
+       uint64_t w0, uint64_t w1, uint64_t now, uint32_t words, tk__zone_fn fn,
+       void *ctx, struct tk__blk *held, int *holding)
+{
+	int rc;
+
+	if (other_alg(w0, k) || (!(w0 & TKZ_FP_BLOCK) && words != 1))
+		return -EPROTO;
+	if (w0 & TKZ_FP_BLOCK)
+		return update_block(z, idx, w0, w1, now, words, fn, ctx, held,
+				    holding);
+	rc = tk__zone_to_block(z, k, idx, w0, w1, now);
+	return rc == 0 ? STEPPED : rc;
+}
+
 /* What @fn says of no state, for a block key (its next state unused). */
 static __attribute__((noinline)) int absent_block(tk__zone_fn fn, void *ctx)
 {
@@ -574,7 +647,9 @@ apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
 		}
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
-			rc = -EPROTO;
+			rc = shaped(z, k, tkz_at(&c, v.mem), v.w0[v.mem],
+				    v.w1[v.mem], now, words, fn, ctx, &held,
+				    &holding);
 		} else if (v.mem >= 0 && !block) {
 			rc = update_word(&tk__zone_slots(z)[tkz_at(&c, v.mem)],
 					 v.w0[v.mem], v.w1[v.mem], fn, ctx);
@@ -635,7 +710,8 @@ int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 			break;
 		}
 		scan(z, &c, k->fp, 1, &v);
-		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
+		/* Either shape: the caller judges it (mcas.c converts). */
+		if (v.mem >= 0 && other_alg(v.w0[v.mem], k)) {
 			rc = -EPROTO;
 			break;
 		}

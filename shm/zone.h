@@ -346,10 +346,17 @@ extern void (*tk__zone_insert_hook)(struct tk__zone *z,
  * once the commit has landed and before the insert is counted. */
 extern void (*tk__zone_commit_hook)(struct tk__zone *z, uint64_t fp);
 /* The MEM slot of @k (with @create, inserted "no state yet" if absent):
- * its global index and value.  0, -ENOENT, -ENOSPC, -EIO. */
+ * its global index and value, the state in either shape (block or word)
+ * as long as @k's algorithm wrote it.  0, -ENOENT, -ENOSPC, -EIO, -EPROTO
+ * (another algorithm's). */
 int tk__zone_locate(struct tk__zone *z, const struct tk__zone_key *k,
 		    uint64_t now, int create, uint64_t *idx, uint64_t *w0,
 		    uint64_t *w1);
+/* Word key @k's MEM slot @idx, seen as {@w0, @w1}, made a block key of
+ * the same state (slots.c).  0, -EAGAIN (it changed), or a claim's
+ * error. */
+int tk__zone_to_block(struct tk__zone *z, const struct tk__zone_key *k,
+		      uint64_t idx, uint64_t w0, uint64_t w1, uint64_t now);
 /* Sweep up to @budget slots of the shard of @k if a sweep is due. */
 void tk__zone_maybe_sweep(struct tk__zone *z, const struct tk__zone_key *k,
 			  uint64_t now);

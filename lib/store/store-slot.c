@@ -10,8 +10,10 @@
  *   whole hash; a private table by a mix of the fingerprint alone, so
  *   that a growth can move it without the key (shm/grow.c).
  * - A state of one word that is its own expiry time lives in the key's
- *   slot; larger states in blocks; a composite's dimensions are block
- *   keys updated together by one multi-key step (shm/mcas.c).
+ *   slot; larger states in blocks; a composite's dimensions, and the
+ *   members of a group, are block keys updated together by one multi-key
+ *   step (shm/mcas.c), which moves a one-word state it meets in a slot
+ *   to a block of one word, where single checks then update it.
  * - Every touch of a zone runs under its fault guard (tk__zone_enter(),
  *   _leave()): a file truncated under us gives -EPROTO, not SIGBUS.
  *   Every touch of a private table runs in an RCU read-side section

@@ -731,3 +731,18 @@ void capi_kit_built_policy(void **state)
 	close_fixture(&tw);
 	close_fixture(&fx);
 }
+
+void capi_kit_assert_same(const struct tk_decision *a,
+			  const struct tk_decision *b, const char *what)
+{
+	assert_same(a, b, what);
+}
+
+void capi_kit_open(struct tk_clock **clock, struct tk_store **store, int twin)
+{
+	struct fixture fx;
+
+	open_fixture(&fx, twin);
+	*clock = fx.clock;
+	*store = fx.store;
+}

@@ -37,6 +37,14 @@ void capi_kit_reserve_cancel(void **state);
 void capi_kit_set_policy_concurrent(void **state);
 void capi_kit_built_policy(void **state);
 
+/* A manual clock at the kits' start and a fresh store of the target on
+ * it (@twin: a memory store instead), for the kits that build on this
+ * one (group-kit.c). */
+void capi_kit_open(struct tk_clock **clock, struct tk_store **store, int twin);
+/* Fail, saying @what, unless decisions @a and @b agree in every field. */
+void capi_kit_assert_same(const struct tk_decision *a,
+			  const struct tk_decision *b, const char *what);
+
 /* Every test, named @prefix and its name, run after @setup (which sets
  * capi_kit_target). */
 #define CAPI_KIT_TEST(prefix, f, setup)                                        \

@@ -128,9 +128,9 @@ runs 2 "$ctl" top z --policy 'per_ip=nonsense'
 runs 2 "$ctl" top z --count 0
 runs 3 "$ctl" top absent --json
 grep -q '(ENOENT)' "$tmp/err" || failed "absent zone: $(cat "$tmp/err")"
-# A zone of the previous layout version (8) is refused, typed.
+# A zone of the previous layout version (9) is refused, typed.
 runs 0 "$ctl" create old --capacity 1024
-printf '\010\000\000\000' |
+printf '\011\000\000\000' |
 	dd of="$TK_SHM_DIR/throttlekit.old" bs=1 seek=8 conv=notrunc 2>/dev/null
 runs 3 "$ctl" top old --json
 grep -q '(EPROTO)' "$tmp/err" || failed "old layout: $(cat "$tmp/err")"

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_capi.c - the calls of tests/kit/capi-kit.h (waits on every
- * policy, reservations, a policy set at runtime) on the memory store and
- * on a zone; tests/unit/redis/test_redis_capi.c runs them on Redis.
+ * policy, reservations, a policy set at runtime) and tests/kit/group-kit.h
+ * (group and single checks of one key) on the memory store and on a
+ * zone; tests/unit/redis/test_redis_capi.c runs them on Redis.
  */
-#include "capi-kit.h"
+#include "group-kit.h"
 
 #include <stdio.h>
 
@@ -63,6 +64,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		CAPI_KIT_TESTS("memory: ", on_memory),
 		CAPI_KIT_TESTS("zone: ", on_zone),
+		GROUP_KIT_TESTS("memory: ", on_memory),
+		GROUP_KIT_TESTS("zone: ", on_zone),
 	};
 
 	if (kit_zone_dir(zone_dir) != 0)

@@ -3,7 +3,9 @@
  * test_group.c - tk_limiter_check_group(): several limiters on one store
  * decided as one all(): nothing consumed unless every limiter admits, the
  * per-dimension decisions, one count per limiter whatever the group, and
- * exact counts with threads and with processes on a zone.
+ * exact counts with threads and with processes on a zone, where group
+ * and single checks of a key share its one state (tests/kit/group-kit.c
+ * checks that on every store).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -413,6 +415,97 @@ static void test_processes_count_exactly(void **state)
 	fx_close(&f);
 }
 
+/* One unit of @ka through limiter @a alone: admitted? */
+static bool check_alone(struct fx *f, size_t a, const char *ka)
+{
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check(f->l[a], ka, strlen(ka), 1, &d), 0);
+	return d.allowed;
+}
+
+/* Processes mixing groups of one and single checks of one key admit
+ * its limit (the zone keeps both in one state: shm/mcas.c).  No cmocka
+ * assertion in a child: errors are counted. */
+static void mixed_worker(int id)
+{
+	struct tk_key k = { "hot", 3 };
+	struct tk_decision d;
+	int i, rc;
+
+	for (i = 0; i < TRIES; i++) {
+		rc = (i + id) % 2
+			     ? tk_limiter_check_group(proc_fx->l, &k, 1, 1, &d,
+						      NULL, 0)
+			     : tk_limiter_check(proc_fx->l[0], "hot", 3, 1, &d);
+		if (rc)
+			kit_shared()->errors++;
+		else if (d.allowed)
+			kit_shared()->allowed++;
+	}
+}
+
+static void assert_zone_sound(uint64_t keys, uint64_t blocks)
+{
+	struct tk_zone_info info;
+
+	assert_rc(tk_zone_verify("group", &info, sizeof(info)), 0);
+	assert_int_equal(info.violations, 0);
+	assert_int_equal(info.corrupt, 0);
+	assert_int_equal(info.keys, keys);
+	assert_int_equal(info.blocks, blocks);
+}
+
+static void test_processes_mixed(void **state)
+{
+	static const char *const pols[] = { "gcra:41/1h" };
+	struct fx f;
+
+	(void)state;
+	fx_open(&f, "shm:group", pols, 1);
+	/* The key starts as single checks keep it: in its slot. */
+	assert_true(check_alone(&f, 0, "hot"));
+	proc_fx = &f;
+	assert_non_null(kit_shared());
+	kit_shared_reset(T0);
+	kit_run_workers(THREADS, mixed_worker);
+	assert_int_equal(kit_shared()->errors, 0);
+	assert_int_equal(kit_shared()->allowed, 40);
+	assert_zone_sound(1, 1);
+	fx_close(&f);
+}
+
+/*
+ * Single checks keep gcra:3/1h's TAT in its key's slot; a group check
+ * moves it to a block, and the single checks go on there: one count of
+ * three, verify finds nothing wrong, and once expired for the grace a
+ * sweep frees the slot and the block.
+ */
+static void test_zone_word_to_block(void **state)
+{
+	static const char *const pols[] = { "gcra:3/1h" };
+	struct fx f;
+
+	(void)state;
+	fx_open(&f, "shm:group", pols, 1);
+	assert_true(check_alone(&f, 0, "k"));
+	assert_zone_sound(1, 0); /* a word key: no block */
+	assert_true(check1(&f, 0, "k"));
+	assert_zone_sound(1, 1);
+	assert_true(check_alone(&f, 0, "k"));
+	assert_false(check_alone(&f, 0, "k"));
+	assert_false(check1(&f, 0, "k"));
+	assert_zone_sound(1, 1);
+	/* Three admitted: the TAT is an hour ahead, the block's expiry
+	 * with it.  A sweep before then keeps the key, one after it and
+	 * the default grace frees the slot and the block. */
+	assert_rc(tk_zone_sweep("group", T0 + 1800 * SEC), 0);
+	assert_zone_sound(1, 1);
+	assert_rc(tk_zone_sweep("group", T0 + 3720 * SEC), 0);
+	assert_zone_sound(0, 0);
+	fx_close(&f);
+}
+
 static int setup(void **state)
 {
 	static char dir[] = "/tmp/tk-group-XXXXXX";
@@ -432,6 +525,8 @@ int main(void)
 		cmocka_unit_test(test_policy_accessor),
 		cmocka_unit_test(test_threads_count_exactly),
 		cmocka_unit_test(test_processes_count_exactly),
+		cmocka_unit_test(test_processes_mixed),
+		cmocka_unit_test(test_zone_word_to_block),
 	};
 
 	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);

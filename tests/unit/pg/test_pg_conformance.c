@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_pg_conformance.c - the store conformance kit through the public
- * API (tests/kit/store-api-kit.c) on the PostgreSQL store, against a real
+ * API (tests/kit/store-api-kit.c), and group and single checks of one
+ * key (tests/kit/group-kit.c), on the PostgreSQL store, against a real
  * PostgreSQL server started by the test (tests/kit/pg-kit.c).  Without
  * one the tests skip (fail with TK_REQUIRE_POSTGRES=1).
  */
 #define _GNU_SOURCE /* asprintf */
 #include "store-api-kit.h"
+
+#include "group-kit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +65,13 @@ static const struct store_api_kit_target target = {
 	.per_process = 100,
 };
 
+static const struct capi_kit_target groups = { "postgresql", open_pg };
+
 static int use_target(void **state)
 {
 	(void)state;
 	store_api_kit_target = &target;
+	capi_kit_target = &groups;
 	return 0;
 }
 
@@ -78,7 +84,10 @@ static int teardown(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = { STORE_API_KIT_TESTS };
+	const struct CMUnitTest tests[] = {
+		STORE_API_KIT_TESTS,
+		GROUP_KIT_TESTS("", NULL),
+	};
 
 	return cmocka_run_group_tests_name("store conformance (PostgreSQL)",
 					   tests, use_target, teardown);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_redis_capi.c - the calls of tests/kit/capi-kit.h on a real
+ * test_redis_capi.c - the calls of tests/kit/capi-kit.h and
+ * tests/kit/group-kit.h on a real
  * redis-server started by the test (tests/kit/redis-kit.c); skipped
  * without one (failed with TK_REQUIRE_REDIS=1).
  */
-#include "capi-kit.h"
+#include "group-kit.h"
 
 #include <stdio.h>
 
@@ -38,8 +39,10 @@ static int teardown(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = { CAPI_KIT_TESTS("redis: ",
-							   on_redis) };
+	const struct CMUnitTest tests[] = {
+		CAPI_KIT_TESTS("redis: ", on_redis),
+		GROUP_KIT_TESTS("redis: ", on_redis),
+	};
 
 	return cmocka_run_group_tests_name("C API (redis)", tests, NULL,
 					   teardown);
