@@ -6,9 +6,9 @@
 #                 make distcheck, and the tarball against git ls-files
 #   the Debian packages, built, linted, installed and smoke-tested
 #                 (tools/test-packages.sh), then purged
-#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer (beside
-#                 the plain build's distcheck, packages and fuzz steps)
-#   build/tsan    ThreadSanitizer
+#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer, then
+#   build/tsan    ThreadSanitizer, both beside the plain build's
+#                 distcheck, packages and fuzz steps
 # and short libFuzzer runs of the parsers and decoders (with clang).
 # Any failure stops the run with a non-zero exit.  Each step prints the
 # time since the start, and the end the CPU time used.
@@ -132,13 +132,16 @@ build() {
 }
 
 build plain
-# The ASan build and check run beside the plain build's other steps
-# (style, distcheck, the packages, fuzz), which leave CPUs idle while
-# they configure, link and wait on dpkg; its output follows them.
-step "asan: started beside the next steps (its output below)"
-(build asan --enable-sanitizers=address,undefined --disable-model-check \
-	>build/asan.out 2>&1) &
-asan=$!
+# The sanitizer builds run one after the other beside the plain build's
+# other steps (style, distcheck, the packages, fuzz), which leave CPUs
+# idle while they configure, link and wait on dpkg; their output follows.
+step "asan, then tsan: started beside the next steps (their output below)"
+(
+	set -e # not inside an && list, where set -e does not hold
+	build asan --enable-sanitizers=address,undefined --disable-model-check
+	build tsan --enable-sanitizers=thread --disable-model-check
+) >build/sanitizers.out 2>&1 &
+sanitizers=$!
 step "plain: make check-style"
 make -C build/plain check-style
 step "plain: make distcheck"
@@ -153,11 +156,10 @@ step "packages: build, lintian, install, smoke tests, purge"
 sh tools/test-packages.sh
 step "fuzz: the parsers and decoders"
 sh tests/fuzz/run.sh "$top/build/plain" 30
-step "asan: waiting for it"
-asan_rc=0
-wait "$asan" || asan_rc=$?
-cat build/asan.out
-[ "$asan_rc" -eq 0 ] || { echo "run-tests: the asan build failed"; exit 1; }
-build tsan --enable-sanitizers=thread --disable-model-check
+step "asan, tsan: waiting for them"
+rc=0
+wait "$sanitizers" || rc=$?
+cat build/sanitizers.out
+[ "$rc" -eq 0 ] || { echo "run-tests: a sanitizer build failed"; exit 1; }
 step "run-tests: all builds passed"
 times
