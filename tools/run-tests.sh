@@ -6,9 +6,9 @@
 #                 make distcheck, and the tarball against git ls-files
 #   the Debian packages, built, linted, installed and smoke-tested
 #                 (tools/test-packages.sh), then purged
-#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer (beside
-#                 the plain build's distcheck, packages and fuzz steps)
-#   build/tsan    ThreadSanitizer
+#   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer, then
+#   build/tsan    ThreadSanitizer, both beside the plain build's
+#                 distcheck, packages and fuzz steps
 # and short libFuzzer runs of the parsers and decoders (with clang).
 # Any failure stops the run with a non-zero exit.  Each step prints the
 # time since the start, and the end the CPU time used.
@@ -18,6 +18,9 @@
 # man pages, README): the suite already ran on these sources, and what a
 # test needs from the tarball is checked file by file against git.
 # make check runs -j(2 x CPUs): many tests wait on servers, not CPUs.
+# The plain build's runs -j(4 x CPUs): its seven spin model checks, first
+# in the list and CPU-bound, would otherwise hold most of the slots for
+# two minutes while the CPUs have room for the tests that wait.
 #
 # Nothing may skip quietly: configure must find hiredis, apxs and PHP
 # (--with-redis --with-apache --with-php), TK_REQUIRE_REDIS=1 and
@@ -122,7 +125,7 @@ build() {
 	step "$name: make"
 	make -C "build/$name" -j"$jobs" >/dev/null
 	step "$name: make check"
-	if ! make -C "build/$name" -j$((2 * jobs)) check; then
+	if ! make -C "build/$name" -j"$check_jobs" check; then
 		find "build/$name" -name '*.log' -exec grep -l -E '^(not ok|FAIL|ERROR)|(ThreadSanitizer|AddressSanitizer|runtime error)' {} + |
 			while read -r log; do echo "--- $log"; tail -n 60 "$log"; done
 		exit 1
@@ -131,14 +134,19 @@ build() {
 	audit_skips "$name" || exit 1
 }
 
+check_jobs=$((4 * jobs))
 build plain
-# The ASan build and check run beside the plain build's other steps
-# (style, distcheck, the packages, fuzz), which leave CPUs idle while
-# they configure, link and wait on dpkg; its output follows them.
-step "asan: started beside the next steps (its output below)"
-(build asan --enable-sanitizers=address,undefined --disable-model-check \
-	>build/asan.out 2>&1) &
-asan=$!
+check_jobs=$((2 * jobs))
+# The sanitizer builds run one after the other beside the plain build's
+# other steps (style, distcheck, the packages, fuzz), which leave CPUs
+# idle while they configure, link and wait on dpkg; their output follows.
+step "asan, then tsan: started beside the next steps (their output below)"
+(
+	set -e # not inside an && list, where set -e does not hold
+	build asan --enable-sanitizers=address,undefined --disable-model-check
+	build tsan --enable-sanitizers=thread --disable-model-check
+) >build/sanitizers.out 2>&1 &
+sanitizers=$!
 step "plain: make check-style"
 make -C build/plain check-style
 step "plain: make distcheck"
@@ -153,11 +161,10 @@ step "packages: build, lintian, install, smoke tests, purge"
 sh tools/test-packages.sh
 step "fuzz: the parsers and decoders"
 sh tests/fuzz/run.sh "$top/build/plain" 30
-step "asan: waiting for it"
-asan_rc=0
-wait "$asan" || asan_rc=$?
-cat build/asan.out
-[ "$asan_rc" -eq 0 ] || { echo "run-tests: the asan build failed"; exit 1; }
-build tsan --enable-sanitizers=thread --disable-model-check
+step "asan, tsan: waiting for them"
+rc=0
+wait "$sanitizers" || rc=$?
+cat build/sanitizers.out
+[ "$rc" -eq 0 ] || { echo "run-tests: a sanitizer build failed"; exit 1; }
 step "run-tests: all builds passed"
 times

@@ -75,7 +75,10 @@ static int on_cluster(struct tk__redis_store *s, unsigned int slot,
 			moved = rc == TK__REDIS_MOVED;
 			rc = tk__redis_cluster_follow(cl, slot, c, moved, &c);
 			/* A moved slot is rarely alone (a failover moves
-			 * all of a node's): the rest of the map learns. */
+			 * all of a node's): the rest of the map learns.
+			 * Within REFRESH_GAP of the last refresh only this
+			 * slot does; the first MOVED after the gap
+			 * refreshes. */
 			if (moved)
 				tk__redis_cluster_refresh(cl, NULL);
 			continue;

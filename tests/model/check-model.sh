@@ -8,6 +8,10 @@
 # One model per run, so that make check -jN checks them side by side:
 #   sh check-model.sh tests/model/MODEL.pml   (make check names each .pml
 #   a test; slots.pml runs slots-naive.pml too)
+# and grow.pml, the longest, in parts (their union is every check of it):
+#   sh check-model.sh tests/model/grow.pml PART
+#   sh check-model.sh tests/model/grow.PART.part   (make check's tests: an
+#   empty file named so; PART is move, reset-shrink or insert-sweep)
 # Exit 0 pass, 77 skip (no spin), 1 fail.  Runs from the build directory;
 # $srcdir is the source tree.  Each pan is capped at 2000 MB (-DMEMLIM).
 # The correct models' pans are compiled with -O2; the broken variants,
@@ -130,8 +134,21 @@
 : "${srcdir:=.}"
 models="$srcdir/tests/model"
 pan_cc=${PAN_CC:-${CC:-cc}}
-[ $# -eq 1 ] || { echo "usage: $0 tests/model/MODEL.pml" >&2; exit 1; }
-which=$(basename "$1" .pml)
+case $#:$1 in
+1:*.part)
+	which=$(basename "$1" .part)
+	part=${which#*.}
+	which=${which%%.*}
+	;;
+1:* | 2:*)
+	which=$(basename "$1" .pml)
+	part=${2:-}
+	;;
+*)
+	echo "usage: $0 tests/model/MODEL.pml [PART] | tests/model/MODEL.PART.part" >&2
+	exit 1
+	;;
+esac
 
 if ! command -v spin >/dev/null 2>&1; then
 	echo "SKIP: spin is not installed (Debian: apt-get install spin)"
@@ -297,29 +314,25 @@ alloc() {
 		"-DCOLLAPSE" "-m10000 -w22"
 }
 
-grow() {
-	gmove="-DNO=1 -DNN=1"
-	ginsert="-DNO=2 -DNN=0 -DINITK=0 -DDEATH"
-	gsweep="-DNO=1 -DNN=0 -DNJ=2"
+# grow.pml in three parts of about a minute of pan each, every
+# configuration with the broken variants checked on it.
+gmove="-DNO=1 -DNN=1"
+ginsert="-DNO=2 -DNN=0 -DINITK=0 -DDEATH"
+gsweep="-DNO=1 -DNN=0 -DNJ=2"
+greset="-DNO=0 -DNN=1 -DNR=1"
+
+grow_move() {
 	expect_ok grow-move grow.pml "$gmove" "-DCOLLAPSE" "-m10000 -w24"
-	expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
-	expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
-	expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
-		"-m10000 -w23"
-	greset="-DNO=0 -DNN=1 -DNR=1"
-	expect_ok grow-reset grow.pml "$greset" "-DCOLLAPSE" "-m10000 -w24"
-	expect_ok grow-shrink grow.pml "-DN=3 -DM=2 -DNO=1 -DNN=1 -DINITK=0 -DKEY2" \
-		"-DCOLLAPSE" "-m10000 -w23"
 	expect_violation grow-pull-no-freeze grow.pml "$gmove -DPULL_NO_FREEZE" \
-		"-DCOLLAPSE" "-m10000 -w22"
-	expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
-		"-DCOLLAPSE" "-m10000 -w22"
-	expect_violation grow-freeze-one grow.pml "$ginsert -DFREEZE_ONE" \
-		"-DCOLLAPSE" "-m10000 -w22"
-	expect_violation grow-has-torn grow.pml "$gsweep -DHAS_TORN" \
 		"-DCOLLAPSE" "-m10000 -w22"
 	expect_violation grow-pull-fail-on grow.pml "$gmove -DPULL_FAIL_ON" \
 		"-DCOLLAPSE" "-m10000 -w22"
+}
+
+grow_reset_shrink() {
+	expect_ok grow-reset grow.pml "$greset" "-DCOLLAPSE" "-m10000 -w24"
+	expect_ok grow-shrink grow.pml "-DN=3 -DM=2 -DNO=1 -DNN=1 -DINITK=0 -DKEY2" \
+		"-DCOLLAPSE" "-m10000 -w23"
 	expect_violation grow-count-after grow.pml "$greset -DCOUNT_AFTER" \
 		"-DCOLLAPSE" "-m10000 -w22"
 	expect_violation grow-no-stale-check grow.pml "$greset -DNO_STALE_CHECK" \
@@ -328,14 +341,35 @@ grow() {
 		"-DCOLLAPSE" "-m10000 -w22"
 }
 
-case $which in
-slots | blocks | mcas | alloc | grow) "$which" ;;
-*) echo "FAIL: no model $1"; exit 1 ;;
+grow_insert_sweep() {
+	expect_ok grow-insert grow.pml "$ginsert" "-DCOLLAPSE" "-m10000 -w22"
+	expect_ok grow-sweep grow.pml "$gsweep" "-DCOLLAPSE" "-m10000 -w22"
+	expect_ok grow-key2 grow.pml "-DNO=1 -DNN=1 -DINITK=0 -DKEY2" "-DCOLLAPSE" \
+		"-m10000 -w23"
+	expect_violation grow-no-next-check grow.pml "$ginsert -DNO_NEXT_CHECK" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-freeze-one grow.pml "$ginsert -DFREEZE_ONE" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_violation grow-has-torn grow.pml "$gsweep -DHAS_TORN" \
+		"-DCOLLAPSE" "-m10000 -w22"
+}
+
+grow() {
+	grow_move
+	grow_reset_shrink
+	grow_insert_sweep
+}
+
+case $which:$part in
+slots: | blocks: | mcas: | alloc: | grow:) "$which" ;;
+grow:move | grow:reset-shrink | grow:insert-sweep)
+	"grow_$(echo "$part" | tr - _)" ;;
+*) echo "FAIL: no model $1 ${part:+(part $part)}"; exit 1 ;;
 esac
 echo
 if [ "$fails" -ne 0 ]; then
 	echo "FAIL: $fails model check(s) failed"
 	exit 1
 fi
-echo "ok: every check of $which.pml passed"
+echo "ok: every check of $which.pml${part:+ (part $part)} passed"
 exit 0
