@@ -6,7 +6,8 @@
  * check that holds its row, and failures (a restart, a session
  * terminated inside a transaction, a statement timeout on the locked
  * path, a hot standby, a wrong password, a client killed with its row
- * locked) as typed errors under each fail policy, counts exact.  The
+ * locked) as typed errors under each fail policy, counts exact, and a
+ * fork child on a session of its own.  The
  * locked path is forced and paused with test hooks (white box, static
  * link); test_pg.c runs its exact-count test on the locked path.
  * Without a server the tests skip (fail with
@@ -563,6 +564,63 @@ static void test_kill9_locked(void **state)
 #endif
 }
 
+#define CLIENTS                                                                \
+	"SELECT count(*) FROM pg_stat_activity WHERE backend_type = "          \
+	"'client backend' AND pid <> pg_backend_pid()"
+
+static long long parent_backend;
+
+/* In a fork child of a process with a connection: its own, and the
+ * parent's session still there after the child closed its store. */
+static void fork_child(void *arg)
+{
+	struct tk_limiter *l = arg;
+	struct tk_decision d;
+	char sql[192];
+	int n;
+
+	for (n = 0; n < 3; n++)
+		KIT_CHILD_CHECK(2, check(l, "f", &d) == 0 && d.allowed);
+	snprintf(sql, sizeof(sql), "%s AND pid <> %lld", CLIENTS,
+		 parent_backend);
+	KIT_CHILD_CHECK(3, pg_kit_sql(&kit, sql) == 1);
+	tk_limiter_close(l);
+	_exit(0);
+}
+
+/*
+ * Fork: a child connects anew rather than use its parent's session, and
+ * closing its copy of that session does not end it (no Terminate sent
+ * on the parent's socket).
+ */
+static void test_fork_own_connection(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	struct tk_decision d;
+	char sql[192];
+
+	(void)state;
+	pg_kit_need(&kit);
+	l = open_at("fixed-window:100/1h", spec_of("tk_fork2", ""), &c, T0);
+	assert_rc(check(l, "f", &d), 0);
+	assert_int_equal(wait_no_transaction(), 0);
+	assert_int_equal(pg_kit_sql(&kit, CLIENTS), 1);
+	parent_backend =
+		pg_kit_sql(&kit, "SELECT pid FROM pg_stat_activity "
+				 "WHERE backend_type = 'client "
+				 "backend' AND pid <> pg_backend_pid()");
+	assert_true(parent_backend > 0);
+	kit_in_child(fork_child, l);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld",
+		 parent_backend);
+	assert_int_equal(pg_kit_sql(&kit, sql), 1);
+	assert_rc(check(l, "f", &d), 0);
+	assert_int_equal(d.remaining, 100 - 5);
+	done(l, c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -574,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_standby),
 		cmocka_unit_test(test_password),
 		cmocka_unit_test(test_kill9_locked),
+		cmocka_unit_test(test_fork_own_connection),
 	};
 	int rc = cmocka_run_group_tests_name("postgresql store operations",
 					     tests, NULL, NULL);
