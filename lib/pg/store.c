@@ -272,8 +272,7 @@ static int sweep(struct pg_store *s, struct tk__pg_conn *c, uint64_t now)
 {
 	uint64_t from =
 		atomic_load_explicit(&s->sweep_page, memory_order_relaxed);
-	uint64_t v[3] = { htobe64(now - s->grace), htobe64(from),
-			  htobe64(from + SWEEP_PAGES) };
+	uint64_t v[3] = { 0, htobe64(from), htobe64(from + SWEEP_PAGES) };
 	const char *val[3] = { (const char *)&v[0], (const char *)&v[1],
 			       (const char *)&v[2] };
 	const int len[3] = { 8, 8, 8 };
@@ -281,8 +280,9 @@ static int sweep(struct pg_store *s, struct tk__pg_conn *c, uint64_t now)
 	PGresult *r;
 	int rc;
 
-	if (now <= s->grace)
+	if (now <= s->grace || now - s->grace > INT64_MAX)
 		return 0;
+	v[0] = htobe64(now - s->grace);
 	rc = tk__pg_exec(c, TK__PG_SWEEP, 3, val, len, &r);
 	if (rc)
 		return rc;
