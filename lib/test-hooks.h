@@ -58,7 +58,8 @@ extern const char *tk__libpq_soname;
 /* pg/store.c.  Tests: if not zero, every single-key check of a
  * PostgreSQL store takes the locked path (a transaction with the row
  * locked) at once; if set, tk__pg_locked_pause(tk__pg_locked_pause_arg)
- * runs there with the row locked, before the transition. */
+ * runs there, and in a composite's transaction, with the rows locked,
+ * before the transition. */
 extern int tk__pg_locked_only;
 extern void (*tk__pg_locked_pause)(void *arg);
 extern void *tk__pg_locked_pause_arg;

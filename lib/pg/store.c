@@ -383,6 +383,8 @@ static int multi_locked(struct pg_store *s, struct tk__pg_conn *c, uint64_t now,
 		old[i] = x->w[i].live ? x->w[i].state : NULL;
 		next[i] = x->next[i];
 	}
+	if (tk__pg_locked_pause)
+		tk__pg_locked_pause(tk__pg_locked_pause_arg);
 	out = m->fn(m->ctx, old, next, persist, exp);
 	for (i = 0; out == TK__PERSIST && rc == 0 && i < m->n; i++) {
 		if (!persist[i])

@@ -482,8 +482,6 @@ static void test_password(void **state)
 	done(l, c);
 }
 
-#define KILL_LIMIT 20
-
 #if TK_TEST_HOOKS
 static int ready_fd;
 static int kill_calls;
@@ -499,42 +497,39 @@ static void hold_for_kill(void *arg)
 	for (;;)
 		pause();
 }
-#endif
 
 /*
- * kill -9 of a client with its row locked inside the locked path's
- * transaction: the server rolls it back and frees the row when the
- * socket closes, so the parent's checks on the key go on (timeout=5s
- * would fail them otherwise), and admit exactly the rest of the limit.
+ * kill -9 of a client with its rows locked inside a transaction (the
+ * locked path's, or a composite's, of @policy at limit @limit): the
+ * server rolls it back and frees the rows when the socket closes, so the
+ * parent's checks on the key go on (timeout=5s would fail them
+ * otherwise), and admit exactly the rest of the limit.
  */
-static void test_kill9_locked(void **state)
+static void kill9(const char *policy, const char *key, uint64_t limit)
 {
-#if TK_TEST_HOOKS
 	struct kit_shared *sh = kit_shared();
 	struct tk_limiter *l;
 	struct tk_clock *c;
 	struct tk_decision d;
-	uint64_t admitted = 0;
+	uint64_t admitted = 0, i;
 	long long held;
 	ssize_t got;
-	int fds[2], i;
+	int fds[2];
 	char b;
 	pid_t pid;
 
-	(void)state;
-	pg_kit_need(&kit);
 	kit_shared_reset(T0);
+	kill_calls = 0;
 	assert_int_equal(pipe(fds), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
 		ready_fd = fds[1];
-		tk__pg_locked_only = 1;
 		tk__pg_locked_pause = hold_for_kill;
-		l = open_at("fixed-window:20/1h", spec_of("tk_k9", ""), &c, T0);
+		l = open_at(policy, spec_of("tk_k9", ""), &c, T0);
 		for (;;) {
-			KIT_CHILD_CHECK(2, check(l, "k9", &d) == 0);
+			KIT_CHILD_CHECK(2, check(l, key, &d) == 0);
 			sh->allowed += d.allowed;
 		}
 	}
@@ -547,19 +542,29 @@ static void test_kill9_locked(void **state)
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
 	assert_int_equal(got, 1);
 	assert_int_equal(held, 1);
-	tk__pg_locked_only = 1;
-	l = open_at("fixed-window:20/1h", spec_of("tk_k9", ""), &c, T0);
-	for (i = 0; i < 2 * KILL_LIMIT; i++) {
-		assert_rc(check(l, "k9", &d), 0);
+	l = open_at(policy, spec_of("tk_k9", ""), &c, T0);
+	for (i = 0; i < 2 * limit; i++) {
+		assert_rc(check(l, key, &d), 0);
 		admitted += d.allowed;
 	}
-	tk__pg_locked_only = 0;
 	assert_int_equal(sh->allowed, 4);
-	assert_int_equal(sh->allowed + admitted, KILL_LIMIT);
+	assert_int_equal(sh->allowed + admitted, limit);
 	assert_int_equal(wait_no_transaction(), 0);
 	done(l, c);
-#else
+}
+#endif
+
+static void test_kill9_locked(void **state)
+{
 	(void)state;
+#if TK_TEST_HOOKS
+	pg_kit_need(&kit);
+	tk__pg_locked_only = 1;
+	kill9("fixed-window:20/1h", "k9", 20);
+	tk__pg_locked_only = 0;
+	kill9("all(fixed-window:30/1h,sliding-window:20/1h,buckets=4)",
+	      "k9-all", 20);
+#else
 	skip();
 #endif
 }
