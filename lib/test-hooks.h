@@ -55,6 +55,14 @@ extern void *tk__xslot_pause_arg;
  * file loaded in place of libpq.so.5 (a name that is absent fails the
  * load, as on a host without libpq5). */
 extern const char *tk__libpq_soname;
+/* pg/store.c.  Tests: if not zero, every single-key check of a
+ * PostgreSQL store takes the locked path (a transaction with the row
+ * locked) at once; if set, tk__pg_locked_pause(tk__pg_locked_pause_arg)
+ * runs there, and in a composite's transaction, with the rows locked,
+ * before the transition. */
+extern int tk__pg_locked_only;
+extern void (*tk__pg_locked_pause)(void *arg);
+extern void *tk__pg_locked_pause_arg;
 #else
 #define tk__slot_near_test ((uint64_t)0)
 #define tk__memory_secret ((const uint64_t[2]){ 0, 0 })
@@ -62,6 +70,9 @@ extern const char *tk__libpq_soname;
 #define tk__xslot_pause ((void (*)(void *))0)
 #define tk__xslot_pause_arg ((void *)0)
 #define tk__libpq_soname ((const char *)0)
+#define tk__pg_locked_only 0
+#define tk__pg_locked_pause ((void (*)(void *))0)
+#define tk__pg_locked_pause_arg ((void *)0)
 #endif
 
 #endif /* TK_TEST_HOOKS_H */

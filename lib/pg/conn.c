@@ -106,18 +106,28 @@ static int run(PGconn *pg, const char *sql)
 	return rc;
 }
 
-/* @fmt with its one "%s" the table's name (no format from data). */
+/* @fmt with each "%s" the table's name (no format from data). */
 static void fill(char *sql, size_t cap, const char *fmt, const char *table)
 {
-	const char *at = strstr(fmt, "%s");
+	const char *at;
+	size_t len = 0;
+	int n;
 
-	snprintf(sql, cap, "%.*s%s%s", (int)(at - fmt), fmt, table, at + 2);
+	sql[0] = '\0';
+	while ((at = strstr(fmt, "%s")) && len < cap) {
+		n = snprintf(sql + len, cap - len, "%.*s%s", (int)(at - fmt),
+			     fmt, table);
+		len += n > 0 ? (size_t)n : 0;
+		fmt = at + 2;
+	}
+	if (len < cap)
+		snprintf(sql + len, cap - len, "%s", fmt);
 }
 
 static int prepare(PGconn *pg, const char *name, const char *fmt,
 		   const char *table)
 {
-	char sql[512];
+	char sql[1024];
 	PGresult *r;
 	int rc;
 
@@ -161,23 +171,53 @@ static int is_true(PGconn *pg, const char *sql)
 	return rc;
 }
 
+ * The server's clock in integer ns, from one clock_timestamp() (the time
+ * the statement reads it, after any lock it waited for): whole seconds
+ * of the epoch, and the microseconds of the second.  No float: extract()
+ * is numeric since PostgreSQL 14, and before it a double that holds
+ * these integers exactly.
+ */
+#define NOW_NS                                                                 \
+	"(SELECT floor(extract(epoch FROM n.c))::bigint * 1000000000 + "       \
+	"extract(microseconds FROM n.c)::bigint % 1000000 * 1000 "             \
+	"FROM (SELECT clock_timestamp() AS c) n)"
+
+/*
+ * A bounded sweep of the expired rows of pages [$2, $3) (a TID range
+ * scan since PostgreSQL 14): rows a check holds locked are skipped, not
+ * waited for, and a row is deleted only if it is still expired under its
+ * lock, so a row written again since the scan read it stays.
+ */
+#define SWEEP_SQL                                                              \
+	"WITH d AS (DELETE FROM %s WHERE ctid = ANY (ARRAY("                   \
+	"SELECT ctid FROM %s WHERE ctid >= ('(' || $2::bigint || ',0)')::tid " \
+	"AND ctid < ('(' || $3::bigint || ',0)')::tid AND expires_at < $1 "    \
+	"LIMIT 256 FOR UPDATE SKIP LOCKED)) AND expires_at < $1 RETURNING 1) " \
+	"SELECT (SELECT count(*) FROM d), pg_relation_size('%s') / "           \
+	"current_setting('block_size')::bigint"
+
+_Static_assert(TK__PG_SWEEP_MAX == 256, "the LIMIT of SWEEP_SQL");
+
 static const struct {
 	const char *name, *sql;
 } statements[] = {
-	{ TK__PG_GET, "SELECT state, expires_at, version FROM %s "
-		      "WHERE key = $1 AND alg = $2" },
-	{ TK__PG_INS, "INSERT INTO %s VALUES ($1, $2, $3, $4, 1) "
+	{ TK__PG_GET, "SELECT t.state, t.expires_at, t.version, " NOW_NS
+		      " FROM (SELECT 1) o LEFT JOIN %s t "
+		      "ON t.key = $1 AND t.alg = $2" },
+	{ TK__PG_INS, "INSERT INTO %s VALUES ($1, $2, $3, $4, $5) "
 		      "ON CONFLICT (key, alg) DO NOTHING" },
 	{ TK__PG_CAS, "UPDATE %s SET state = $3, expires_at = $4, "
 		      "version = version + 1 "
 		      "WHERE key = $1 AND alg = $2 AND version = $5" },
-	{ TK__PG_LOCK, "INSERT INTO %s AS t VALUES ($1, $2, '', 0, 0) "
-		       "ON CONFLICT (key, alg) DO UPDATE SET version = "
-		       "t.version RETURNING state, expires_at, version" },
+	{ TK__PG_LOCK,
+	  "INSERT INTO %s AS t VALUES ($1, $2, '', 0, $3) "
+	  "ON CONFLICT (key, alg) DO UPDATE SET version = "
+	  "t.version RETURNING state, expires_at, version, " NOW_NS },
 	{ TK__PG_SET, "UPDATE %s SET state = $3, expires_at = $4, "
 		      "version = version + 1 WHERE key = $1 AND alg = $2" },
 	{ TK__PG_DEL, "UPDATE %s SET expires_at = 0, version = version + 1 "
 		      "WHERE key = $1" },
+	{ TK__PG_SWEEP, SWEEP_SQL },
 };
 
 static int setup(struct tk__pg_pool *p, PGconn *pg)

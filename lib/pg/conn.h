@@ -14,12 +14,17 @@
 #include "pg/spec.h"
 
 /* The prepared statements (conn.c names and writes them). */
-#define TK__PG_GET "tk_get"   /* (key, alg): state, expires_at, version */
-#define TK__PG_INS "tk_ins"   /* (key, alg, state, exp): new row, or none */
+/* GET: one row always, its state, expires_at and version NULL without
+ * one, then the server's clock (ns). */
+#define TK__PG_GET "tk_get"   /* (key, alg): state, expires_at, version, now */
+#define TK__PG_INS "tk_ins"   /* (key, alg, state, exp, version): or none */
 #define TK__PG_CAS "tk_cas"   /* (key, alg, state, exp, version) */
-#define TK__PG_LOCK "tk_lock" /* (key, alg): row locked, as GET */
+#define TK__PG_LOCK "tk_lock" /* (key, alg, version): row locked, as GET */
 #define TK__PG_SET "tk_set"   /* (key, alg, state, exp): a locked row */
 #define TK__PG_DEL "tk_del"   /* (key): every alg's row expired */
+/* (cutoff, first page, end page): rows deleted, the table's pages */
+#define TK__PG_SWEEP "tk_sweep"
+#define TK__PG_SWEEP_MAX 256 /* rows a sweep deletes at most */
 
 struct tk__pg_conn {
 	PGconn *pg;

@@ -28,6 +28,7 @@
 	X(PQexec)                                                              \
 	X(PQexecPrepared)                                                      \
 	X(PQfinish)                                                            \
+	X(PQgetisnull)                                                         \
 	X(PQgetlength)                                                         \
 	X(PQgetvalue)                                                          \
 	X(PQhost)                                                              \

@@ -8,7 +8,8 @@
  * of it: timeout= (each statement, as the server's statement_timeout),
  * connect_timeout= (durations of the policy grammar; libpq counts whole
  * seconds, so it is rounded up), table= (the state's table, a lower-case
- * SQL identifier) and server_time= (0 only, for now); any other option
+ * SQL identifier) and server_time=0|1 (default 0: docs/postgresql.md
+ * says why not Redis's 1); any other option
  * (sslmode=, application_name=) is libpq's, which checks it.  Messages
  * name byte offsets, never the spec's text: the password stays out.
  *
@@ -96,15 +97,9 @@ static int option(const char *spec, size_t from, size_t to,
 				    "a table name of 1 to 63 bytes of a-z, "
 				    "0-9 and '_', not beginning with a digit");
 	} else if (is(spec + from, name, "server_time")) {
-		if (is(spec + v, to - v, "0"))
-			return 0;
-		if (!is(spec + v, to - v, "1"))
+		if (!is(spec + v, to - v, "0") && !is(spec + v, to - v, "1"))
 			return fail(why, why_len, v, "0 or 1");
-		if (why_len)
-			snprintf(why, why_len,
-				 "server_time=1 is not supported by the "
-				 "PostgreSQL store yet");
-		return -ENOTSUP;
+		out->server_time = spec[v] == '1';
 	} else {
 		n = snprintf(out->uri + *len, sizeof(out->uri) - *len, "%c%.*s",
 			     strchr(out->uri, '?') ? '&' : '?',

@@ -25,6 +25,7 @@ struct tk__pg_spec {
 	uint64_t timeout;	  /* ns: the server's statement_timeout */
 	uint64_t connect_timeout; /* ns, rounded up to seconds for libpq */
 	char table[TK__PG_TABLE_MAX + 1];
+	int server_time; /* 1: decide at the server's clock */
 };
 
 /* Is @spec one of this store's ("postgresql://")? */
@@ -33,7 +34,7 @@ int tk__pg_is_spec(const char *spec);
 /*
  * Parse @spec, postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?OPTIONS].
  * Returns 0, -EINVAL with a sentence in @why (@why_len bytes, may be 0)
- * that never quotes the spec, or -ENOTSUP for server_time=1 (not yet).
+ * that never quotes the spec.
  */
 int tk__pg_spec_parse(const char *spec, struct tk__pg_spec *out, char *why,
 		      size_t why_len);

@@ -29,23 +29,46 @@
  * them written.  Every write bumps the version, so single-key CAS sees a
  * composite's writes.
  *
- * An expired row (expires_at at or before the check's time, the limiter's
- * clock) is no state; reset expires a key's rows rather than delete them,
- * so a version never repeats.  Nothing sweeps expired rows yet.
+ * An expired row (expires_at at or before the check's time) is no state;
+ * reset expires a key's rows rather than delete them.  The check's time
+ * is the limiter's clock, or with server_time=1 the server's, which every
+ * GET and LOCK returns with the row: no round trip of its own.
+ *
+ * Every SWEEP_EVERY-th write of a store sweeps: one bounded DELETE of at
+ * most TK__PG_SWEEP_MAX rows expired for longer than the grace, over the
+ * next SWEEP_PAGES pages of the table (conn.c, SWEEP_SQL), on the writing
+ * call's connection after its check decided.  A sweep deletes rows,
+ * which would let a version repeat (a row read, swept, inserted anew at
+ * the version read, and a stale CAS that matches it): a row is inserted
+ * at a random version below 2^62, so a stale CAS matches a new row with
+ * a chance of 2^-62.
  */
 #include "config.h"
 #include "algo/policy.h"
 #include "store/store-ops.h"
 #include "pg/conn.h"
+#include "hash/siphash.h" /* tk__random_bytes() */
+#include "test-hooks.h"
 
 #include <endian.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_TRIES 64
 #define OPTIMISTIC_TRIES 8
+#define SWEEP_EVERY 64
+#define SWEEP_PAGES 64
+/* ns an expired row stays before a sweep, as the memory store's. */
+#define DEFAULT_GRACE (UINT64_C(60) * 1000000000)
+
+#if TK_TEST_HOOKS
+int tk__pg_locked_only;
+void (*tk__pg_locked_pause)(void *arg);
+void *tk__pg_locked_pause_arg;
+#endif
 
 /* What names a store's rows, as NUL-separated values (pg_same()). */
 #define IDENT_MAX (TK__PG_URI_MAX + TK__PG_TABLE_MAX + 8)
@@ -56,12 +79,18 @@ struct pg_store {
 	struct tk__pg_pool pool;
 	size_t ident_len;
 	char ident[IDENT_MAX];
+	uint64_t grace;		     /* ns an expired row stays */
+	_Atomic uint64_t writes;     /* writes, for SWEEP_EVERY */
+	_Atomic uint64_t sweep_page; /* where the next sweep starts */
 };
 
-/* A key's row as read: @live, @state holds its words (host order). */
+/*
+ * A key's row as read: @ok if its state is as long as its algorithm's
+ * (@state, host order), @live if also not expired at the check's time.
+ */
 struct row {
-	int found, live;
-	uint64_t version;
+	int found, ok, live;
+	uint64_t version, exp, server_now;
 	uint64_t state[TK__STATE_WORDS_MAX];
 };
 
@@ -106,27 +135,61 @@ static void params_set(struct params *q, const unsigned char *key, size_t len,
 	q->len[4] = 8;
 }
 
-/* A GET's or LOCK's result into @w, live if its state fits @words. */
-static void row_of(struct pg_store *s, PGresult *r, uint32_t words,
-		   uint64_t now, struct row *w)
+/* The version a new row starts at (the header says why random). */
+static uint64_t first_version(void)
+{
+	uint64_t v = 0;
+
+	if (tk__random_bytes(&v, sizeof(v)) != 0)
+		v = (uint64_t)(uintptr_t)&v ^ (uint64_t)getpid() << 32;
+	return (v & ((UINT64_C(1) << 62) - 1)) | 1;
+}
+
+/* LOCK's parameters: key, alg, and the version of a placeholder row. */
+static void params_lock(struct params *q, const unsigned char *key, size_t len,
+			uint32_t alg)
+{
+	params_set(q, key, len, alg, NULL, 0, 0, first_version());
+	q->val[2] = q->val[4];
+	q->len[2] = 8;
+}
+
+/* A GET's or LOCK's result into @w, not yet judged (row_judge()). */
+static void row_of(PGresult *r, uint32_t words, struct row *w)
 {
 	uint32_t i;
 
-	w->found = tk__pq.PQntuples(r) == 1;
-	w->live = 0;
+	w->found = !tk__pq.PQgetisnull(r, 0, 2);
+	w->ok = w->live = 0;
+	w->server_now = be64_at(tk__pq.PQgetvalue(r, 0, 3));
 	if (!w->found)
 		return;
 	w->version = be64_at(tk__pq.PQgetvalue(r, 0, 2));
-	if ((uint64_t)be64_at(tk__pq.PQgetvalue(r, 0, 1)) <= now)
-		return;
-	if (tk__pq.PQgetlength(r, 0, 0) != (int)(words * 8)) {
+	w->exp = be64_at(tk__pq.PQgetvalue(r, 0, 1));
+	w->ok = tk__pq.PQgetlength(r, 0, 0) == (int)(words * 8);
+	for (i = 0; w->ok && i < words; i++)
+		w->state[i] = be64_at(tk__pq.PQgetvalue(r, 0, 0) + 8 * i);
+}
+
+/* Is @w's state live at @now?  A live one of the wrong length is corrupt. */
+static void row_judge(struct pg_store *s, struct row *w, uint64_t now)
+{
+	w->live = w->found && w->exp > now && w->ok;
+	if (w->found && w->exp > now && !w->ok)
 		atomic_fetch_add_explicit(&s->base.corrupt, 1,
 					  memory_order_relaxed);
-		return;
-	}
-	for (i = 0; i < words; i++)
-		w->state[i] = be64_at(tk__pq.PQgetvalue(r, 0, 0) + 8 * i);
-	w->live = 1;
+}
+
+/* The check's time: the limiter's @now, or the server's as read, which
+ * the decision then reports (*@t_now). */
+static uint64_t decide_at(const struct pg_store *s, uint64_t now,
+			  const struct row *w, uint64_t *t_now)
+{
+	if (!s->spec.server_time)
+		return now;
+	if (t_now)
+		*t_now = w->server_now;
+	return w->server_now;
 }
 
 static int written(PGresult *r)
@@ -149,14 +212,16 @@ static int try_apply(struct pg_store *s, struct tk__pg_conn *c,
 	rc = tk__pg_exec(c, TK__PG_GET, 2, q.val, q.len, &r);
 	if (rc)
 		return rc;
-	row_of(s, r, t->words, now, &w);
+	row_of(r, t->words, &w);
 	tk__pq.PQclear(r);
+	row_judge(s, &w, decide_at(s, now, &w, t->now));
 	*out = t->fn(t->ctx, w.live ? w.state : NULL, next, &exp);
 	if (*out != TK__PERSIST)
 		return 1;
-	params_set(&q, key, len, t->alg, next, t->words, exp, w.version);
-	rc = w.found ? tk__pg_exec(c, TK__PG_CAS, 5, q.val, q.len, &r)
-		     : tk__pg_exec(c, TK__PG_INS, 4, q.val, q.len, &r);
+	params_set(&q, key, len, t->alg, next, t->words, exp,
+		   w.found ? w.version : first_version());
+	rc = tk__pg_exec(c, w.found ? TK__PG_CAS : TK__PG_INS, 5, q.val, q.len,
+			 &r);
 	if (rc)
 		return rc;
 	done = written(r);
@@ -182,11 +247,14 @@ static int locked_apply(struct pg_store *s, struct tk__pg_conn *c,
 	if (rc)
 		return rc;
 	*out = TK__KEEP;
-	params_set(&q, key, len, t->alg, NULL, 0, 0, 0);
-	rc = tk__pg_exec(c, TK__PG_LOCK, 2, q.val, q.len, &r);
+	params_lock(&q, key, len, t->alg);
+	rc = tk__pg_exec(c, TK__PG_LOCK, 3, q.val, q.len, &r);
 	if (rc == 0) {
-		row_of(s, r, t->words, now, &w);
+		row_of(r, t->words, &w);
 		tk__pq.PQclear(r);
+		row_judge(s, &w, decide_at(s, now, &w, t->now));
+		if (tk__pg_locked_pause)
+			tk__pg_locked_pause(tk__pg_locked_pause_arg);
 		*out = t->fn(t->ctx, w.live ? w.state : NULL, next, &exp);
 	}
 	if (rc == 0 && *out == TK__PERSIST) {
@@ -197,6 +265,51 @@ static int locked_apply(struct pg_store *s, struct tk__pg_conn *c,
 	}
 	end = simple(c, rc == 0 && *out == TK__PERSIST ? "COMMIT" : "ROLLBACK");
 	return rc ? rc : end ? end : 1;
+}
+
+/*
+ * One sweep (the header says when), at the check's time @now: expired
+ * for longer than the grace, so that a clock stepped back by up to the
+ * grace finds the states the memory store would.  Its answer is the
+ * sweep's own: the check has decided.
+ */
+static int sweep(struct pg_store *s, struct tk__pg_conn *c, uint64_t now)
+{
+	uint64_t from =
+		atomic_load_explicit(&s->sweep_page, memory_order_relaxed);
+	uint64_t v[3] = { 0, htobe64(from), htobe64(from + SWEEP_PAGES) };
+	const char *val[3] = { (const char *)&v[0], (const char *)&v[1],
+			       (const char *)&v[2] };
+	const int len[3] = { 8, 8, 8 };
+	uint64_t deleted, pages;
+	PGresult *r;
+	int rc;
+
+	if (now <= s->grace || now - s->grace > INT64_MAX)
+		return 0;
+	v[0] = htobe64(now - s->grace);
+	rc = tk__pg_exec(c, TK__PG_SWEEP, 3, val, len, &r);
+	if (rc)
+		return rc;
+	deleted = be64_at(tk__pq.PQgetvalue(r, 0, 0));
+	pages = be64_at(tk__pq.PQgetvalue(r, 0, 1));
+	tk__pq.PQclear(r);
+	/* A full sweep may have left more in its pages: there again. */
+	if (deleted < TK__PG_SWEEP_MAX)
+		atomic_store_explicit(
+			&s->sweep_page,
+			from + SWEEP_PAGES < pages ? from + SWEEP_PAGES : 0,
+			memory_order_relaxed);
+	return 0;
+}
+
+/* After a check that wrote at @now: every SWEEP_EVERY-th sweeps. */
+static void maybe_sweep(struct pg_store *s, struct tk__pg_conn *c, uint64_t now)
+{
+	if (atomic_fetch_add_explicit(&s->writes, 1, memory_order_relaxed) %
+		    SWEEP_EVERY ==
+	    SWEEP_EVERY - 1)
+		(void)sweep(s, c, now);
 }
 
 static int pg_apply(struct tk_store *base, const unsigned char *key, size_t len,
@@ -211,10 +324,14 @@ static int pg_apply(struct tk_store *base, const unsigned char *key, size_t len,
 	rc = tk__pg_conn_get(&s->pool, &c);
 	if (rc)
 		return rc;
-	for (tries = 0, rc = 0; rc == 0 && tries < OPTIMISTIC_TRIES; tries++)
+	tries = tk__pg_locked_only ? OPTIMISTIC_TRIES : 0;
+	for (rc = 0; rc == 0 && tries < OPTIMISTIC_TRIES; tries++)
 		rc = try_apply(s, c, key, len, now, t, &out);
 	if (rc == 0) /* starved: take the row's lock */
 		rc = locked_apply(s, c, key, len, now, t, &out);
+	if (rc == 1 && out == TK__PERSIST)
+		maybe_sweep(s, c,
+			    t->now && s->spec.server_time ? *t->now : now);
 	tk__pg_conn_put(&s->pool, c, rc);
 	return rc < 0 ? rc : rc == 0 ? -EAGAIN : out;
 }
@@ -255,20 +372,24 @@ static int multi_locked(struct pg_store *s, struct tk__pg_conn *c, uint64_t now,
 	}
 	for (j = 0; rc == 0 && j < m->n; j++) {
 		k = order[j];
-		params_set(&x->q, m->key[k], m->len[k], m->alg[k], NULL, 0, 0,
-			   0);
-		rc = tk__pg_exec(c, TK__PG_LOCK, 2, x->q.val, x->q.len, &r);
+		params_lock(&x->q, m->key[k], m->len[k], m->alg[k]);
+		rc = tk__pg_exec(c, TK__PG_LOCK, 3, x->q.val, x->q.len, &r);
 		if (rc == 0) {
-			row_of(s, r, m->words[k], now, &x->w[k]);
+			row_of(r, m->words[k], &x->w[k]);
 			tk__pq.PQclear(r);
 		}
 	}
-	for (i = 0; rc == 0 && i < m->n; i++) {
+	if (rc)
+		return rc;
+	/* At the server's time when the last key was locked. */
+	now = decide_at(s, now, &x->w[order[m->n - 1]], m->now);
+	for (i = 0; i < m->n; i++) {
+		row_judge(s, &x->w[i], now);
 		old[i] = x->w[i].live ? x->w[i].state : NULL;
 		next[i] = x->next[i];
 	}
-	if (rc)
-		return rc;
+	if (tk__pg_locked_pause)
+		tk__pg_locked_pause(tk__pg_locked_pause_arg);
 	out = m->fn(m->ctx, old, next, persist, exp);
 	for (i = 0; out == TK__PERSIST && rc == 0 && i < m->n; i++) {
 		if (!persist[i])
@@ -322,6 +443,9 @@ static int pg_apply_multi(struct tk_store *base, uint64_t now,
 			break;
 		rc = 0;
 	}
+	if (rc == TK__PERSIST)
+		maybe_sweep(s, c,
+			    m->now && s->spec.server_time ? *m->now : now);
 	if (c)
 		tk__pg_conn_put(&s->pool, c, rc);
 	free(x);
@@ -462,6 +586,7 @@ int tk__pg_open(struct tk_store **out, const char *spec,
 	tk__pg_pool_init(&s->pool, &s->spec);
 	s->base.ops = &pg_ops;
 	s->base.clock = o->clock ? o->clock : tk_clock_system();
+	s->grace = o->reclaim_grace ? o->reclaim_grace : DEFAULT_GRACE;
 	*out = &s->base;
 	return 0;
 }

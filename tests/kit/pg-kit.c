@@ -111,14 +111,22 @@ static int free_port(void)
 	return port;
 }
 
-static int initdb(struct pg_kit *k)
+/* Run @argv as the server's user to its end: 0 if it exited 0. */
+static int run_wait(const char *const *argv)
 {
-	char prog[256], data[96];
-	const char *argv[] = { prog, "-D",    data,	   "-U", "tk",
-			       "-A", "trust", "--no-sync", NULL };
-	struct passwd *pw;
 	int status;
-	pid_t pid;
+	pid_t pid = run(argv);
+
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return -1;
+	return 0;
+}
+
+/* A fresh directory for a cluster, the server's user's. */
+static int make_dir(struct pg_kit *k)
+{
+	struct passwd *pw;
 
 	snprintf(k->dir, sizeof(k->dir), "/tmp/tk-pg-XXXXXX");
 	if (!mkdtemp(k->dir))
@@ -126,20 +134,25 @@ static int initdb(struct pg_kit *k)
 	pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
 	if (pw && chown(k->dir, pw->pw_uid, pw->pw_gid) != 0)
 		return -1;
-	program(prog, sizeof(prog), "initdb");
-	snprintf(data, sizeof(data), "%s/data", k->dir);
-	pid = run(argv);
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
-		return -1;
 	return 0;
 }
 
-/* Before initdb's lines, which trust everyone: the password roles'. */
-static int hba_passwords(const struct pg_kit *k)
+static int initdb(struct pg_kit *k)
 {
-	static const char line[] = "host all +" PG_KIT_PASSWORD_ROLE
-				   " 127.0.0.1/32 scram-sha-256\n";
+	char prog[256], data[96];
+	const char *argv[] = { prog, "-D",    data,	   "-U", "tk",
+			       "-A", "trust", "--no-sync", NULL };
+
+	if (make_dir(k) != 0)
+		return -1;
+	program(prog, sizeof(prog), "initdb");
+	snprintf(data, sizeof(data), "%s/data", k->dir);
+	return run_wait(argv);
+}
+
+/* Put @line before the lines of @k's pg_hba.conf (the first match wins). */
+static int prepend_hba(const struct pg_kit *k, const char *line)
+{
 	char path[128], old[16384];
 	size_t n;
 	FILE *f;
@@ -152,12 +165,11 @@ static int hba_passwords(const struct pg_kit *k)
 	fclose(f);
 	if (n == sizeof(old))
 		return -1;
-	/* Rewritten in place: the server's user keeps owning it. */
+	/* Rewritten in place: the file stays the server's user's. */
 	f = fopen(path, "w");
 	if (!f)
 		return -1;
-	fputs(line, f);
-	fwrite(old, 1, n, f);
+	fprintf(f, "%s\n%.*s", line, (int)n, old);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -192,13 +204,11 @@ static int spawn(struct pg_kit *k)
 	return -1;
 }
 
-int pg_kit_start(struct pg_kit *k)
+/* Start the server of @k's data on a free port. */
+static int spawn_free(struct pg_kit *k)
 {
 	int tries;
 
-	memset(k, 0, sizeof(*k));
-	if (initdb(k) != 0 || hba_passwords(k) != 0)
-		return -1;
 	for (tries = 0; tries < 5; tries++) {
 		k->port = free_port();
 		if (k->port > 0 && spawn(k) == 0) {
@@ -209,6 +219,57 @@ int pg_kit_start(struct pg_kit *k)
 		}
 	}
 	return -1;
+}
+
+int pg_kit_start(struct pg_kit *k)
+{
+	memset(k, 0, sizeof(*k));
+	/* Before initdb's lines, which trust everyone: the password roles'. */
+	if (initdb(k) != 0 ||
+	    prepend_hba(k, "host all +" PG_KIT_PASSWORD_ROLE
+			   " 127.0.0.1/32 scram-sha-256") != 0)
+		return -1;
+	return spawn_free(k);
+}
+
+int pg_kit_stop(struct pg_kit *k)
+{
+	if (k->pid <= 0)
+		return -1;
+	kill(k->pid, SIGINT);
+	if (waitpid(k->pid, NULL, 0) != k->pid)
+		return -1;
+	k->pid = 0;
+	return 0;
+}
+
+int pg_kit_restart(struct pg_kit *k)
+{
+	return k->pid == 0 ? spawn(k) : -1;
+}
+
+int pg_kit_hba_first(struct pg_kit *k, const char *line)
+{
+	if (prepend_hba(k, line) != 0)
+		return -1;
+	return pg_kit_sql(k, "SELECT pg_reload_conf()::int") == 1 ? 0 : -1;
+}
+
+int pg_kit_standby(struct pg_kit *k, const struct pg_kit *primary)
+{
+	char prog[256], data[96], port[16];
+	const char *argv[] = { prog, "-D", data, "-h", "127.0.0.1", "-p", port,
+			       "-U", "tk", "-R", "-X", "stream",    NULL };
+
+	memset(k, 0, sizeof(*k));
+	if (make_dir(k) != 0)
+		return -1;
+	program(prog, sizeof(prog), "pg_basebackup");
+	snprintf(data, sizeof(data), "%s/data", k->dir);
+	snprintf(port, sizeof(port), "%d", primary->port);
+	if (run_wait(argv) != 0)
+		return -1;
+	return spawn_free(k);
 }
 
 void pg_kit_destroy(struct pg_kit *k)

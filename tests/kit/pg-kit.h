@@ -36,6 +36,20 @@ int pg_kit_available(void);
 int pg_kit_start(struct pg_kit *k);
 /* Stop it (fast shutdown) by its pid, and remove its directory. */
 void pg_kit_destroy(struct pg_kit *k);
+/* Stop it by its pid (fast shutdown), keeping its data: 0, or -1. */
+int pg_kit_stop(struct pg_kit *k);
+/* Start it again on its data and port, waiting until it answers: 0, or -1. */
+int pg_kit_restart(struct pg_kit *k);
+/*
+ * Put @line first in its pg_hba.conf and reload, so that it decides
+ * before the cluster's "trust" lines: 0, or -1.
+ */
+int pg_kit_hba_first(struct pg_kit *k, const char *line);
+/*
+ * A hot standby of @primary in @k (pg_basebackup -R, its own directory
+ * and port; read-only, replaying the primary's writes): 0, or -1.
+ */
+int pg_kit_standby(struct pg_kit *k, const struct pg_kit *primary);
 /*
  * For a cmocka test: a server in @k, started by the first caller (later
  * calls return at once); skips without the binaries, fails if the server

@@ -3,7 +3,8 @@
  * test_pg.c - the PostgreSQL store against a real server started by the
  * test (tests/kit/pg-kit.c): its spec, decisions identical to the memory
  * store's on generated timelines, exactly L admitted at limit L by forked
- * processes on one new key (alone and in a composite), and connections
+ * processes on one new key (alone, in a composite, and with every check
+ * on the locked path: the hook, hence a static link), and connections
  * that a fork child does not share, and sessions the server ended while
  * idle replaced without an error.  Without a server the tests skip
  * (fail with TK_REQUIRE_POSTGRES=1).
@@ -28,6 +29,7 @@
 #include "asserts.h"
 #include "pg-kit.h"
 #include "rnd.h"
+#include "test-hooks.h"
 #include "workers.h"
 
 static struct pg_kit kit;
@@ -78,10 +80,9 @@ static void test_spec(void **state)
 		assert_rc(tk_store_validate(bad[i], why, sizeof(why)), -EINVAL);
 		assert_true(why[0] != '\0');
 	}
-	/* Later: the server's clock. */
 	assert_rc(tk_store_validate("postgresql://h/db?server_time=1", why,
 				    sizeof(why)),
-		  -ENOTSUP);
+		  0);
 	/* A message never quotes the password. */
 	assert_rc(tk_store_validate("postgresql://u:s3cr3t@h/db?table=X", why,
 				    sizeof(why)),
@@ -270,6 +271,24 @@ static void test_exact(void **state)
 }
 
 /*
+ * Every check on the locked path (the hook: the optimistic path never
+ * runs): the row lock alone keeps the count exact.
+ */
+static void test_locked_exact(void **state)
+{
+	(void)state;
+#if TK_TEST_HOOKS
+	pg_kit_need(&kit);
+	tk__pg_locked_only = 1;
+	exact("fixed-window:100/1h", "locked-1", 100);
+	exact("gcra:10/1h,burst=37", "locked-2", 37);
+	tk__pg_locked_only = 0;
+#else
+	skip();
+#endif
+}
+
+/*
  * A child of a process with connections uses none of them: the parent's
  * session still answers after the children checked and exited.
  */
@@ -422,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_exact),
+		cmocka_unit_test(test_locked_exact),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_terminated),
 		cmocka_unit_test(test_ping),
