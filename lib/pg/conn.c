@@ -171,6 +171,7 @@ static int is_true(PGconn *pg, const char *sql)
 	return rc;
 }
 
+/*
  * The server's clock in integer ns, from one clock_timestamp() (the time
  * the statement reads it, after any lock it waited for): whole seconds
  * of the epoch, and the microseconds of the second.  No float: extract()
