@@ -149,6 +149,17 @@ struct tk__strategy;
 const struct tk__strategy *tk__strategy_find(const char *name, size_t len);
 const char *tk__strategy_name(const struct tk__strategy *s);
 
+/* Does a dimension of @p run a user strategy? */
+static inline int tk__policy_has_user(const struct tk_policy *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->dim[i].alg == &tk__user)
+			return 1;
+	return 0;
+}
+
 /* The name of @p's algorithm in policy strings. */
 static inline const char *tk__policy_name(const struct tk__policy *p)
 {

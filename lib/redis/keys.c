@@ -108,16 +108,22 @@ int tk__redis_req_slot(const struct tk__redis_store *s,
 {
 	size_t i;
 
+	size_t occ = 0;
+
 	*slot = 0;
 	for (i = 0; i < q->n; i++)
-		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
+		occ += q->pol[i] && tk__redis_occ(q->pol[i]);
+	for (i = 0; i < q->n; i++)
+		if (!q->pol[i] ||
+		    (occ ? occ != q->n : !tk__redis_supported(q->pol[i])))
 			return -ENOTSUP;
 	/* One script runs on one node: a check over keys of several slots
-	 * (a group of several keys) is one script per slot (xslot.c). */
+	 * (a group of several keys) is one script per slot (xslot.c); one
+	 * transaction cannot be split so. */
 	for (i = 0; s->spec.cluster && i < q->n; i++)
 		if (i == 0)
 			*slot = tk__redis_slot(q->key[0], q->klen[0]);
 		else if (tk__redis_slot(q->key[i], q->klen[i]) != *slot)
-			return TK__REDIS_XSLOT;
-	return 0;
+			return occ ? -ENOTSUP : TK__REDIS_XSLOT;
+	return occ ? TK__REDIS_OCC : 0;
 }
