@@ -106,17 +106,12 @@ int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
 int tk__redis_req_slot(const struct tk__redis_store *s,
 		       const struct tk__redis_req *q, unsigned int *slot)
 {
+	int occ = tk__redis_occ_route(q->pol, q->n);
 	size_t i;
 
-	size_t occ = 0;
-
 	*slot = 0;
-	for (i = 0; i < q->n; i++)
-		occ += q->pol[i] && tk__redis_occ(q->pol[i]);
-	for (i = 0; i < q->n; i++)
-		if (!q->pol[i] ||
-		    (occ ? occ != q->n : !tk__redis_supported(q->pol[i])))
-			return -ENOTSUP;
+	if (occ < 0)
+		return occ;
 	/* One script runs on one node: a check over keys of several slots
 	 * (a group of several keys) is one script per slot (xslot.c); one
 	 * transaction cannot be split so. */

@@ -23,6 +23,11 @@
  *   then its words in decimal, as the script spells the built-in ones
  *   (scripts.c); its TTL is the state's expiry (its second word) less the
  *   check's time, plus the store's grace, as the script's.
+ * - A composite may hold GCRA, token-bucket and leaky dimensions beside
+ *   strategies: their one word is written as the script writes it
+ *   ("ID:WORD", the same TTL), so that the script reads it as its own in
+ *   any policy that shares the dimension's key.  The other algorithms'
+ *   states are the script's alone: beside a strategy, -ENOTSUP.
  * - With server_time=1 the check decides at the server's TIME, read first
  *   on the same connection.
  */
@@ -51,6 +56,32 @@ int tk__redis_occ(const struct tk__policy *p)
 	return p->alg == &tk__user;
 }
 
+/* A built-in algorithm whose state the transaction can write as the
+ * script spells it, "ID:WORD" (check.lua, one_word()). */
+static int one_word(const struct tk__policy *p)
+{
+	return p->alg == &tk__gcra || p->alg == &tk__token_bucket ||
+	       p->alg == &tk__leaky;
+}
+
+int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n)
+{
+	size_t i, user = 0, along = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!pol[i])
+			return -ENOTSUP;
+		user += tk__redis_occ(pol[i]) != 0;
+		along += one_word(pol[i]) != 0;
+	}
+	for (i = 0; !user && i < n; i++)
+		if (!tk__redis_supported(pol[i]))
+			return -ENOTSUP;
+	if (!user)
+		return 0;
+	return user + along == n ? TK__REDIS_OCC : -ENOTSUP;
+}
+
 int tk__redis_occ_decode(const struct tk__policy *p, const char *s, size_t len,
 			 uint64_t *words, size_t cap)
 {
@@ -76,7 +107,7 @@ int tk__redis_occ_decode(const struct tk__policy *p, const char *s, size_t len,
 
 static size_t spell(const struct tk__policy *p, const uint64_t *w, char *buf)
 {
-	size_t n = (size_t)sprintf(buf, "%u", TK__ALG_USER), i;
+	size_t n = (size_t)sprintf(buf, "%u", p->alg->id), i;
 
 	for (i = 0; i < p->state_words; i++)
 		n += (size_t)sprintf(buf + n, ":%llu",
@@ -84,8 +115,8 @@ static size_t spell(const struct tk__policy *p, const uint64_t *w, char *buf)
 	return n;
 }
 
-/* Milliseconds, rounded up and at least 1, until @exp (ns) and the grace
- * after it, from @now. */
+/* Milliseconds until @exp (ns) and the grace after it, from @now, as
+ * the script counts them: whole ones, plus one. */
 static void px_of(const struct tk__redis_store *s, uint64_t now, uint64_t exp,
 		  char *buf)
 {
@@ -93,9 +124,7 @@ static void px_of(const struct tk__redis_store *s, uint64_t now, uint64_t exp,
 
 	tk__redis_parse_u64(s->grace, strlen(s->grace), &grace);
 	ns = (exp > now ? exp - now : 0) + grace;
-	snprintf(buf, 24, "%llu",
-		 (unsigned long long)(ns / 1000000 + (ns % 1000000 != 0) +
-				      (ns == 0)));
+	snprintf(buf, 24, "%llu", (unsigned long long)(ns / 1000000 + 1));
 }
 
 /* @argc words of @argv (lengths @lens) on @c: its reply checked for

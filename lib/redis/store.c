@@ -201,19 +201,17 @@ static void redis_stats(struct tk_store *base, struct tk_stats *out)
 
 /* Every algorithm has its transition in the script; one added to the
  * library without one is refused at open, not at each check.  User
- * strategies run as a transaction (occ.c), which cannot hold a script's
- * dimensions beside them. */
+ * strategies run as a transaction (occ.c), which holds only one-word
+ * algorithms beside them. */
 static int redis_supports(struct tk_store *base, const struct tk_policy *p)
 {
-	size_t i, occ = 0;
+	const struct tk__policy *pol[TK__MULTI_MAX];
+	size_t i;
 
 	(void)base;
-	for (i = 0; i < p->n; i++)
-		occ += tk__redis_occ(&p->dim[i]) != 0;
-	for (i = 0; i < p->n; i++)
-		if (occ ? occ != p->n : !tk__redis_supported(&p->dim[i]))
-			return -ENOTSUP;
-	return 0;
+	for (i = 0; i < p->n && i < TK__MULTI_MAX; i++)
+		pol[i] = &p->dim[i];
+	return tk__redis_occ_route(pol, i) < 0 ? -ENOTSUP : 0;
 }
 
 static void redis_close(struct tk_store *base)

@@ -262,10 +262,16 @@ int tk__redis_refund(struct tk_store *base, size_t n,
 /* occ.c */
 
 /*
- * @q, whose policies are all user strategies', on @c: WATCH, MGET, the
- * transition, MULTI, SET, EXEC, tried again while a watched key changes
- * (at most 64 tries, then -EAGAIN); -EAGAIN after ASK.  As apply(), with
- * the transform's @flags (the store counts a TK__T_CHECK).
+ * How a check of the @n policies @pol runs: 0 by the script,
+ * TK__REDIS_OCC as a transaction (user strategies, and GCRA,
+ * token-bucket or leaky dimensions beside them), or -ENOTSUP.
+ */
+int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n);
+/*
+ * @q, whose policies tk__redis_occ_route() sends to a transaction, on @c:
+ * WATCH, MGET, the transition, MULTI, SET, EXEC, tried again while a watched
+ * key changes (at most 64 tries, then -EAGAIN); -EAGAIN after ASK.  As apply(),
+ * with the transform's @flags (the store counts a TK__T_CHECK).
  */
 int tk__redis_occ_check(struct tk__redis_store *s, struct tk__redis_conn *c,
 			struct tk__redis_req *q, int asking, uint32_t flags);
