@@ -253,6 +253,42 @@ static void zone_verifies(void **state)
 	assert_rc(tk_zone_destroy("strategy"), 0);
 }
 
+/* On a Redis store that cannot be reached: its typed error, or the
+ * limiter's fail policy, as for any policy. */
+static void redis_unreachable(void **state)
+{
+	static const char spec[] = "redis://127.0.0.1:1?connect_timeout=200ms";
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	int rc;
+
+	(void)state;
+	rc = tk_limiter_open(&l, "all(gcra:1/s,ut-pattern:1)", spec, &o);
+	if (rc == -ENOTSUP)
+		skip(); /* built without the Redis store */
+	assert_rc(rc, 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -ECONNREFUSED);
+	tk_limiter_close(l);
+	o.fail = TK_FAIL_OPEN;
+	assert_rc(tk_limiter_open(&l, "ut-pattern:1", spec, &o), 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_true(d.degraded);
+	tk_limiter_close(l);
+	o.fail = TK_FAIL_CLOSED;
+	assert_rc(tk_limiter_open(&l, "ut-pattern:1", spec, &o), 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
+	assert_true(d.degraded);
+	tk_limiter_close(l);
+	/* Beside a window, whose state is the script's: refused at open. */
+	o.fail = TK_FAIL_ERROR;
+	rc = tk_limiter_open(&l, "all(fixed-window:1/s,ut-pattern:1)", spec,
+			     &o);
+	assert_rc(rc, -ENOTSUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +297,7 @@ int main(void)
 		cmocka_unit_test(broken_promises),
 		cmocka_unit_test(state_round_trips),
 		cmocka_unit_test(zone_verifies),
+		cmocka_unit_test(redis_unreachable),
 	};
 
 	if (kit_zone_dir(zone_dir) != 0)
