@@ -237,6 +237,12 @@ static int write_states(struct tk__redis_store *s, struct tk__redis_conn *c,
 		rc = r->type == REDIS_REPLY_NIL	    ? TK__REDIS_LOST
 		     : r->type == REDIS_REPLY_ARRAY ? 0
 						    : -EPROTO;
+	/* A SET that failed as it ran (queued ones fail EXEC itself). */
+	for (k = 0; rc == 0 && k < (int)r->elements; k++)
+		if (r->element[k]->type == REDIS_REPLY_ERROR)
+			rc = strncmp(r->element[k]->str, "OOM", 3) == 0
+				     ? -ENOMEM
+				     : -EPROTO;
 	if (r && flushed)
 		tk__redis_reply_free(r);
 	return rc;
@@ -261,8 +267,9 @@ static int attempt(struct tk__redis_store *s, struct tk__redis_conn *c,
 	if (rc >= 0 && writes) {
 		lost = write_states(s, c, q, &b, persist);
 		rc = lost ? lost : rc;
-	} else if (rc != -ECONNRESET && rc != -ETIMEDOUT) {
-		/* Nothing to write: the watch ends here. */
+	} else if (rc >= 0 || rc == -EPROTO || rc == -ERANGE) {
+		/* Nothing to write, on a connection still in step: the
+		 * watch ends here (a broken one took it along). */
 		lost = unwatch(c);
 		rc = rc < 0 ? rc : lost ? lost : rc;
 	}
