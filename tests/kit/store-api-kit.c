@@ -619,6 +619,10 @@ void store_api_kit_strategy_expires(void **state)
  */
 void store_api_kit_strategy_composite(void **state)
 {
+	static const struct tk_request reqs[] = { { "k", 1, 1 },
+						  { "j", 1, 1 },
+						  { "k", 1, 1 } };
+	struct tk_decision out[3];
 	struct tk_reservation *res;
 	struct tk_limiter *l;
 	struct tk_decision d;
@@ -637,6 +641,11 @@ void store_api_kit_strategy_composite(void **state)
 	assert_int_equal(tk_reservation_cancel(res), 1);
 	tk_reservation_free(res);
 	assert_int_equal(left(l, S("k")), 4);
+	/* A batch (on Redis, a pipeline of scripts): each request alone. */
+	assert_rc(tk_limiter_check_many(l, reqs, 3, out, NULL), 0);
+	assert_int_equal(out[0].remaining, 3);
+	assert_int_equal(out[1].remaining, 4);
+	assert_int_equal(out[2].remaining, 2);
 	tk_limiter_close(l);
 	l = strategy_lim("all(gcra:3/1h,kit-count:2)", "c");
 	assert_admits(l, "k", 1, true);
