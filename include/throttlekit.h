@@ -558,8 +558,9 @@ TK_API void tk_policy_free(struct tk_policy *p);
  * dimension of all()/any(), on every store.
  */
 
-/* Most bytes of a strategy's state (a zone keeps it in a block of the
- * smallest class, with the strategy's identity and the state's expiry). */
+/* Most bytes of a strategy's state: with the strategy's identity and the
+ * state's expiry, at most two cache lines of a zone's block arena (the
+ * reasons: tk_strategy_register(3), NOTES). */
 #define TK_STRATEGY_STATE_MAX 32
 
 /* What a strategy's check() asks of the store. */
