@@ -64,6 +64,12 @@ static int one_word(const struct tk__policy *p)
 	       p->alg == &tk__leaky;
 }
 
+/* A window of the script's, "ID:POLICY:START:END:COUNT" (window()). */
+static int windowed(const struct tk__policy *p)
+{
+	return p->alg == &tk__fixed_window || p->alg == &tk__quota;
+}
+
 int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n)
 {
 	size_t i, user = 0, along = 0;
@@ -72,7 +78,7 @@ int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n)
 		if (!pol[i])
 			return -ENOTSUP;
 		user += tk__redis_occ(pol[i]) != 0;
-		along += one_word(pol[i]) != 0;
+		along += one_word(pol[i]) || windowed(pol[i]);
 	}
 	for (i = 0; !user && i < n; i++)
 		if (!tk__redis_supported(pol[i]))
@@ -115,6 +121,43 @@ static size_t spell(const struct tk__policy *p, const uint64_t *w, char *buf)
 	return n;
 }
 
+/*
+ * A window's state after @cost units at @now, as the script writes it
+ * from @old (NULL: none): now's window, or the state's if that is later
+ * (the clock stepped back), its count if it is that window's, plus the
+ * cost; the window's end into *@stop, as the script's TTL counts from it.
+ */
+static int spell_window(const struct tk__policy *p, const char *old,
+			uint64_t now, uint64_t cost, char *buf, uint64_t *stop)
+{
+	uint64_t f[5] = { 0 }, policy, start, count = 0;
+	char args[7][24];
+	const char *at = old;
+	size_t n, len;
+
+	if (tk__redis_check_args(p, now, cost, args) ||
+	    tk__redis_parse_u64(args[0], strlen(args[0]), &policy) ||
+	    tk__redis_parse_u64(args[1], strlen(args[1]), &start) ||
+	    tk__redis_parse_u64(args[2], strlen(args[2]), stop))
+		return -EPROTO;
+	for (n = 0; old && n < 5; n++) {
+		len = strcspn(at, ":");
+		if (tk__redis_parse_u64(at, len, &f[n]))
+			return -EPROTO;
+		at += len + (at[len] == ':');
+	}
+	if (old && f[2] > start) {
+		start = f[2];
+		*stop = f[3];
+	}
+	if (old && f[2] == start)
+		count = f[4];
+	sprintf(buf, "%u:%llu:%llu:%llu:%llu", p->alg->id,
+		(unsigned long long)policy, (unsigned long long)start,
+		(unsigned long long)*stop, (unsigned long long)(count + cost));
+	return 0;
+}
+
 /* Milliseconds until @exp (ns) and the grace after it, from @now, as
  * the script counts them: whole ones, plus one. */
 static void px_of(const struct tk__redis_store *s, uint64_t now, uint64_t exp,
@@ -148,9 +191,17 @@ static int unwatch(struct tk__redis_conn *c)
 	return simple(c, 1, argv, lens);
 }
 
-/* WATCH and MGET of @q's keys in one pipeline, the states into @b. */
+/* The states of a window's keys as the server spelled them (NULL: none),
+ * which the script's spelling of the next one starts from. */
+struct spelt {
+	char s[TK__MULTI_MAX][128];
+	const char *at[TK__MULTI_MAX];
+};
+
+/* WATCH and MGET of @q's keys in one pipeline, the states into @b (and
+ * windows' into @sp). */
 static int read_states(struct tk__redis_conn *c, const struct tk__redis_req *q,
-		       struct tk__redis_bufs *b)
+		       struct tk__redis_bufs *b, struct spelt *sp)
 {
 	const char *argv[1 + TK__MULTI_MAX];
 	size_t lens[1 + TK__MULTI_MAX], i;
@@ -178,8 +229,18 @@ static int read_states(struct tk__redis_conn *c, const struct tk__redis_req *q,
 	if (rc == 0 &&
 	    (r[1]->type != REDIS_REPLY_ARRAY || r[1]->elements != q->n))
 		rc = -EPROTO;
-	for (i = 0; rc == 0 && i < q->n; i++)
+	for (i = 0; rc == 0 && i < q->n; i++) {
 		rc = tk__redis_take_old(b, q, i, r[1]->element[i]);
+		sp->at[i] = NULL;
+		if (rc == 0 && b->old[i] && windowed(q->pol[i])) {
+			if (r[1]->element[i]->len >= sizeof(sp->s[i]))
+				rc = -EPROTO;
+			else
+				sp->at[i] =
+					memcpy(sp->s[i], r[1]->element[i]->str,
+					       r[1]->element[i]->len + 1);
+		}
+	}
 	for (k = 0; k < 2; k++)
 		if (r[k])
 			tk__redis_reply_free(r[k]);
@@ -192,13 +253,15 @@ static int read_states(struct tk__redis_conn *c, const struct tk__redis_req *q,
  */
 static int write_states(struct tk__redis_store *s, struct tk__redis_conn *c,
 			const struct tk__redis_req *q,
-			const struct tk__redis_bufs *b, const int *persist)
+			const struct tk__redis_bufs *b, const struct spelt *sp,
+			const int *persist)
 {
 	const char *multi[1] = { "MULTI" }, *exec[1] = { "EXEC" };
 	size_t mlen[1] = { 5 }, elen[1] = { 4 }, lens[5], i;
 	char val[TK__MULTI_MAX][SPELL_MAX], px[TK__MULTI_MAX][24];
 	const char *argv[5];
 	int rc, got, sent = 0, k, flushed;
+	uint64_t exp;
 	redisReply *r = NULL;
 
 	rc = tk__redis_append(c, 1, multi, mlen);
@@ -212,12 +275,19 @@ static int write_states(struct tk__redis_store *s, struct tk__redis_conn *c,
 		argv[4] = px[i];
 		lens[0] = 3;
 		lens[1] = q->klen[i];
-		lens[2] = spell(q->pol[i], b->next[i], val[i]);
+		if (windowed(q->pol[i])) {
+			rc = spell_window(q->pol[i], sp->at[i], q->now, q->cost,
+					  val[i], &exp);
+			lens[2] = strlen(val[i]);
+		} else {
+			lens[2] = spell(q->pol[i], b->next[i], val[i]);
+			exp = q->pol[i]->alg->expires(q->pol[i], b->next[i]);
+		}
 		lens[3] = 2;
-		px_of(s, q->now, q->pol[i]->alg->expires(q->pol[i], b->next[i]),
-		      px[i]);
+		px_of(s, q->now, exp, px[i]);
 		lens[4] = strlen(px[i]);
-		rc = tk__redis_append(c, 5, argv, lens);
+		if (rc == 0)
+			rc = tk__redis_append(c, 5, argv, lens);
 		sent++;
 	}
 	if (rc == 0)
@@ -255,17 +325,18 @@ static int attempt(struct tk__redis_store *s, struct tk__redis_conn *c,
 	int persist[TK__MULTI_MAX], rc, lost;
 	struct tk__redis_bufs b;
 	size_t i, writes = 0;
+	struct spelt sp;
 
 	rc = tk__redis_bufs_init(&b, q);
 	if (rc)
 		return rc;
-	rc = read_states(c, q, &b);
+	rc = read_states(c, q, &b, &sp);
 	if (rc == 0)
 		rc = tk__redis_transition(q, b.old, b.next, persist);
 	for (i = 0; rc >= 0 && i < q->n; i++)
 		writes += persist[i] != 0;
 	if (rc >= 0 && writes) {
-		lost = write_states(s, c, q, &b, persist);
+		lost = write_states(s, c, q, &b, &sp, persist);
 		rc = lost ? lost : rc;
 	} else if (rc >= 0 || rc == -EPROTO || rc == -ERANGE) {
 		/* Nothing to write, on a connection still in step: the

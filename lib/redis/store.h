@@ -264,7 +264,8 @@ int tk__redis_refund(struct tk_store *base, size_t n,
 /*
  * How a check of the @n policies @pol runs: 0 by the script,
  * TK__REDIS_OCC as a transaction (user strategies, and GCRA,
- * token-bucket or leaky dimensions beside them), or -ENOTSUP.
+ * token-bucket, leaky, fixed-window or quota dimensions beside them), or
+ * -ENOTSUP.
  */
 int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n);
 /*

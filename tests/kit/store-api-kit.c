@@ -613,8 +613,55 @@ void store_api_kit_strategy_expires(void **state)
 	close_fixture();
 }
 
+/* A check of "k" by @l that dimension @dim denies: its decision. */
+static struct tk_decision denied_by(struct tk_limiter *l, uint32_t dim)
+{
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
+	assert_false(d.allowed);
+	assert_int_equal(d.dimension, dim);
+	return d;
+}
+
+/* A strategy next to GCRA and a fixed window, whose states a policy of
+ * theirs then reads (on Redis, the script, from what a transaction
+ * wrote). */
+static void beside_builtins(void)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+
+	l = strategy_lim("all(gcra:3/1h,kit-count:2)", "c");
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, true);
+	/* kit-count denies: neither dimension consumes. */
+	assert_int_equal(denied_by(l, 1).retry_after, KIT_TTL);
+	tk_limiter_close(l);
+	/* GCRA consumed nothing: one of its 3 left. */
+	l = strategy_lim("all(gcra:3/1h,kit-count:3)", "c");
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	l = lim("all(gcra:3/1h,fixed-window:5/1h)", "c");
+	denied_by(l, 0);
+	tk_limiter_close(l);
+	/* 2 of the window's 3 taken, then 1 more by the script's policy. */
+	l = strategy_lim("all(fixed-window:3/1h,kit-count:2)", "w");
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, false);
+	tk_limiter_close(l);
+	l = lim("all(fixed-window:3/1h,gcra:100/s)", "w");
+	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 0);
+	denied_by(l, 0);
+	tk_limiter_close(l);
+}
+
 /*
- * all() and any() of strategies, and of a strategy next to GCRA; a
+ * all() and any() of strategies, and of a strategy next to GCRA and a
+ * fixed window, whose states a policy of theirs then reads; a batch; a
  * reservation given back.
  */
 void store_api_kit_strategy_composite(void **state)
@@ -641,32 +688,13 @@ void store_api_kit_strategy_composite(void **state)
 	assert_int_equal(tk_reservation_cancel(res), 1);
 	tk_reservation_free(res);
 	assert_int_equal(left(l, S("k")), 4);
-	/* A batch (on Redis, a pipeline of scripts): each request alone. */
+	/* A batch (on Redis, each request alone, by its transaction). */
 	assert_rc(tk_limiter_check_many(l, reqs, 3, out, NULL), 0);
 	assert_int_equal(out[0].remaining, 3);
 	assert_int_equal(out[1].remaining, 4);
 	assert_int_equal(out[2].remaining, 2);
 	tk_limiter_close(l);
-	l = strategy_lim("all(gcra:3/1h,kit-count:2)", "c");
-	assert_admits(l, "k", 1, true);
-	assert_admits(l, "k", 1, true);
-	/* kit-count denies: neither dimension consumes. */
-	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
-	assert_false(d.allowed);
-	assert_int_equal(d.dimension, 1);
-	assert_int_equal(d.retry_after, KIT_TTL);
-	/* GCRA consumed nothing: one of its 3 left. */
-	tk_limiter_close(l);
-	l = strategy_lim("all(gcra:3/1h,kit-count:3)", "c");
-	assert_admits(l, "k", 1, true);
-	tk_limiter_close(l);
-	/* The GCRA state, as any policy with that dimension reads it (on
-	 * Redis, the script, from what a transaction wrote). */
-	l = lim("all(gcra:3/1h,fixed-window:5/1h)", "c");
-	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
-	assert_false(d.allowed);
-	assert_int_equal(d.dimension, 0);
-	tk_limiter_close(l);
+	beside_builtins();
 	close_fixture();
 }
 
