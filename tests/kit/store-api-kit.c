@@ -657,6 +657,14 @@ static void beside_builtins(void)
 	assert_int_equal(d.remaining, 0);
 	denied_by(l, 0);
 	tk_limiter_close(l);
+	/* A quota: 1 of its 2 taken, then 1 more by the script's policy. */
+	l = strategy_lim("any(quota:2/day,kit-count:0)", "q");
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	l = lim("all(quota:2/day,gcra:100/s)", "q");
+	assert_admits(l, "k", 1, true);
+	denied_by(l, 0);
+	tk_limiter_close(l);
 }
 
 /*
