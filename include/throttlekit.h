@@ -414,7 +414,8 @@ TK_API size_t tk_policy_dimensions(const struct tk_policy *p);
 /* One dimension of a policy, from tk_policy_info(). */
 struct tk_policy_info {
 	/* "gcra", "token-bucket", "fixed-window", "sliding-window",
-	 * "sliding-log", "quota" or "leaky": the name in the policy string */
+	 * "sliding-log", "quota", "leaky" or a strategy's name
+	 * (tk_strategy_register()): the name in the policy string */
 	char algorithm[16];
 	/* "all" or "any" for a dimension of a composite; "" if simple */
 	char composite[4];
@@ -549,6 +550,83 @@ TK_API int tk_policy_build(struct tk_policy **out, unsigned int kind,
 
 /* tk_policy_free() - free a parsed policy; NULL is ignored. */
 TK_API void tk_policy_free(struct tk_policy *p);
+
+/*
+ * User-defined strategies (tk_strategy_register(3)): an algorithm written
+ * in C, a pure transition over a fixed-size state, which policies then
+ * name as "NAME:ARG" next to the built-in algorithms, alone or as a
+ * dimension of all()/any(), on every store.
+ */
+
+/* Most bytes of a strategy's state: with the strategy's identity and the
+ * state's expiry, at most two cache lines of a zone's block arena (the
+ * reasons: tk_strategy_register(3), NOTES). */
+#define TK_STRATEGY_STATE_MAX 32
+
+/* What a strategy's check() asks of the store. */
+#define TK_STRATEGY_KEEP 0  /* leave the key's state as it was */
+#define TK_STRATEGY_WRITE 1 /* write the new state, for *ttl ns */
+
+/*
+ * A strategy's definition.  Start from TK_STRATEGY_INIT (.size tells the
+ * library which fields exist; the structure grows only by appending).
+ */
+struct tk_strategy {
+	size_t size; /* sizeof(struct tk_strategy) */
+	/* Its name in policy strings: 1 to 15 of a-z and '-', starting with
+	 * a letter, no built-in algorithm's name, "all" or "any". */
+	const char *name;
+	size_t state_size; /* bytes, 1 to TK_STRATEGY_STATE_MAX */
+	/*
+	 * check() - the transition: @state (state_size bytes, all zero for
+	 * a key with no live state; its bytes are the caller's to change)
+	 * at @now (ns) for @cost units, under the policy's argument @arg
+	 * ("NAME:ARG").  Fills *@d (zeroed before the call; .allowed,
+	 * .limit, .remaining, .reset_at, .retry_after) and returns
+	 * TK_STRATEGY_WRITE, with *@ttl the ns (1 to 2^62) the new @state
+	 * lives from @now, or TK_STRATEGY_KEEP (a denial: nothing changes),
+	 * or -ERANGE (@cost can never be admitted).  @cost 0 is a peek: say
+	 * what is left; what it writes is never stored.  Pure: it may run
+	 * several times for one check (a store's retries), on any thread,
+	 * and must not block or call the library.
+	 */
+	int (*check)(void *ctx, unsigned char *state, uint64_t now,
+		     uint64_t cost, uint64_t arg, struct tk_decision *d,
+		     uint64_t *ttl);
+	void *ctx; /* handed to check() */
+};
+
+#ifdef __cplusplus
+#define TK_STRATEGY_INIT tk_strategy_init()
+#else
+#define TK_STRATEGY_INIT                                                       \
+	{                                                                      \
+		.size = sizeof(struct tk_strategy)                             \
+	}
+#endif
+
+/* tk_strategy_init() - a definition with every field 0 and .size set. */
+static inline struct tk_strategy tk_strategy_init(void)
+{
+#ifdef __cplusplus
+	struct tk_strategy s = {};
+#else
+	struct tk_strategy s = TK_STRATEGY_INIT;
+#endif
+
+	s.size = sizeof(s);
+	return s;
+}
+
+/*
+ * tk_strategy_register() - make strategy @s known to policy strings, for
+ * the life of the process (the definition is copied; @s->ctx must stay
+ * valid).  Its states are kept apart from those of every other strategy
+ * and algorithm by its name and state_size.  Returns 0, -EINVAL (a NULL
+ * @s or check, a .size of 0, a bad name or state_size), -EEXIST (the
+ * name is taken), -ENOMEM.  Any thread.
+ */
+TK_API int tk_strategy_register(const struct tk_strategy *s);
 
 /*
  * Clocks.  The system clock reads CLOCK_REALTIME and is the only place the

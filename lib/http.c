@@ -88,6 +88,9 @@ static void rate_of(const struct tk__policy *p, uint64_t *count, uint64_t *ns)
 	case TK__ALG_SLIDING_WINDOW:
 		*ns = p->u.sliding.window;
 		return;
+	case TK__ALG_USER: /* its argument per second: no period known */
+		*ns = NS_PER_S;
+		return;
 	case TK__ALG_QUOTA:
 		if (p->u.quota.cadence == TK__CADENCE_DAY)
 			*ns = DAY_S * NS_PER_S;

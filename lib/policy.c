@@ -35,7 +35,7 @@ const struct tk__algorithm *tk__algorithm_of(unsigned int id)
 	for (i = 0; i < sizeof(algorithms) / sizeof(algorithms[0]); i++)
 		if (algorithms[i]->id == id)
 			return algorithms[i];
-	return NULL;
+	return id == TK__ALG_USER ? &tk__user : NULL;
 }
 
 _Static_assert(TK__TAG_MAX >= 2 + TK__LAYOUT_MAX, "a tag holds any layout");
@@ -54,6 +54,25 @@ static void tag(struct tk__policy *p)
 	p->tag[0] = (unsigned char)(1 + n);
 	p->tag[1] = (unsigned char)p->alg->id;
 	p->tag_len = (uint32_t)(2 + n);
+}
+
+/* NAME:ARG of a registered strategy (@len bytes of name). */
+static int parse_user(struct tk__policy *p, struct tk__parser *ps, size_t len)
+{
+	const struct tk__strategy *s =
+		tk__strategy_find(ps->text + ps->pos, len);
+	int rc;
+
+	if (!s)
+		return tk__parse_fail(ps, ps->pos, "a known algorithm");
+	memset(p, 0, sizeof(*p));
+	p->alg = &tk__user;
+	p->u.user.s = s;
+	ps->pos += len + 1;
+	rc = tk__user.parse(p, ps);
+	if (rc == 0)
+		tag(p);
+	return rc;
 }
 
 static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
@@ -79,7 +98,7 @@ static int parse_simple(struct tk__policy *p, struct tk__parser *ps)
 			tag(p);
 		return rc;
 	}
-	return tk__parse_fail(ps, ps->pos, "a known algorithm");
+	return parse_user(p, ps, len);
 }
 
 /* all(P,P...) or any(P,P...): dimensions separated by ',' */
@@ -226,8 +245,8 @@ TK_API int tk_policy_info(const struct tk_policy *p, size_t dim,
 	d = &p->dim[dim];
 	memset(&info, 0, sizeof(info));
 	/* The longest name, "sliding-window", leaves room for the NUL. */
-	n = strlen(d->alg->name);
-	memcpy(info.algorithm, d->alg->name,
+	n = strlen(tk__policy_name(d));
+	memcpy(info.algorithm, tk__policy_name(d),
 	       n < sizeof(info.algorithm) ? n : sizeof(info.algorithm) - 1);
 	if (p->kind != TK__SINGLE)
 		memcpy(info.composite, p->kind == TK__ALL ? "all" : "any", 3);

@@ -388,7 +388,8 @@ TK_API int tk_reservation_cancel(struct tk_reservation *r)
 		return -EINVAL;
 	if (r->cancelled)
 		return -EALREADY;
-	if (r->store->ops->refund)
+	/* The store's refund knows the built-in algorithms only. */
+	if (r->store->ops->refund && !tk__policy_has_user(r->policy))
 		return refund_there(r);
 	/* A state that expired since holds none of the units. */
 	rc = tk__clock_read(r->clock, &now);

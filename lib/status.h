@@ -24,5 +24,7 @@
 #define TK__REDIS_ASK (-4096 - 33)
 /* conn.c: a command failed before a byte of it left (it may be resent). */
 #define TK__REDIS_UNSENT (-4096 - 34)
+/* A Redis transaction whose watched key changed: nothing written (occ.c). */
+#define TK__REDIS_LOST (-4096 - 35)
 
 #endif /* TK_STATUS_H */

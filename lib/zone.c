@@ -82,7 +82,8 @@ TK_API int tk_zone_create(const char *name, const struct tk_options *opts)
  * the policy (no process knows it). */
 static int state_valid(unsigned int alg, uint32_t words, const uint64_t *state)
 {
-	const struct tk__algorithm *a = tk__algorithm_of(alg);
+	const struct tk__algorithm *a =
+		tk__algorithm_of(alg ? alg : TK__ALG_USER); /* algo.h */
 
 	return a && a->valid(NULL, words, state);
 }

@@ -77,7 +77,9 @@ int tk__zone_census(struct tk__zone *z, struct tk__zone_census *c)
 				c->violations++;
 			continue;
 		}
-		if ((tkz_fp(w0) & TKZ_FP_KEY) == 0 || tkz_fp_alg(w0) == 0 ||
+		/* Algorithm 0 in a block's slot: a user strategy's state. */
+		if ((tkz_fp(w0) & TKZ_FP_KEY) == 0 ||
+		    (tkz_fp_alg(w0) == 0 && !(w0 & TKZ_FP_BLOCK)) ||
 		    (st != TKZ_MEM && w1 == 0) ||
 		    (st == TKZ_MEM && (w0 & TKZ_FP_BLOCK) &&
 		     !(w1 & TKZ_NOSTATE) && !tkz_is_ref(w1) &&

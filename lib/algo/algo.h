@@ -13,6 +13,7 @@
 
 #include "config.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <throttlekit.h>
@@ -124,11 +125,46 @@ static inline void tk__layout_u64(unsigned char *buf, uint64_t v)
 #define TK__ALG_QUOTA 6
 #define TK__ALG_LEAKY 7
 #define TK__ALG_MAX 7
+/*
+ * A user-defined strategy (user.c): every one shares this id, and keeps
+ * its own identity in its state and its tag.  A zone slot has only the
+ * three bits, and records it as TK__ALG_USER & TK__ALG_SLOT_MASK, 0, in
+ * a block's slot (a word's slot never holds 0).
+ */
+#define TK__ALG_USER 8
+#define TK__ALG_SLOT_MASK 7
+_Static_assert((TK__ALG_USER & TK__ALG_SLOT_MASK) == 0 &&
+		       (TK__ALG_MAX & ~TK__ALG_SLOT_MASK) == 0,
+	       "a zone slot tells a user strategy from every algorithm");
 
 /* The algorithm of id @id, or NULL. */
 const struct tk__algorithm *tk__algorithm_of(unsigned int id);
 
 extern const struct tk__algorithm tk__gcra, tk__token_bucket, tk__fixed_window,
-	tk__sliding_window, tk__sliding_log, tk__quota, tk__leaky;
+	tk__sliding_window, tk__sliding_log, tk__quota, tk__leaky, tk__user;
+
+/* user.c: the strategy registered as the @len bytes at @name, or NULL;
+ * its name. */
+struct tk__strategy;
+const struct tk__strategy *tk__strategy_find(const char *name, size_t len);
+const char *tk__strategy_name(const struct tk__strategy *s);
+
+/* Does a dimension of @p run a user strategy? */
+static inline int tk__policy_has_user(const struct tk_policy *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->dim[i].alg == &tk__user)
+			return 1;
+	return 0;
+}
+
+/* The name of @p's algorithm in policy strings. */
+static inline const char *tk__policy_name(const struct tk__policy *p)
+{
+	return p->alg == &tk__user ? tk__strategy_name(p->u.user.s)
+				   : p->alg->name;
+}
 
 #endif /* TK_ALGO_H */

@@ -17,6 +17,7 @@
 #include "udiv.h"
 
 struct tk__algorithm;
+struct tk__strategy;
 
 /* Most bytes of a policy's store-key tag: length, id, layout (algo.h). */
 #define TK__TAG_MAX 26
@@ -67,6 +68,10 @@ struct tk__policy {
 			uint64_t t;	    /* ns per unit: floor(P / R) */
 			uint64_t max_queue; /* Q, ns */
 		} leaky;
+		struct {
+			const struct tk__strategy *s; /* algo/user.c */
+			uint64_t arg;		      /* "NAME:ARG" */
+		} user;
 	} u;
 	/*
 	 * The bytes that keep this policy's states apart in the store key

@@ -106,18 +106,19 @@ int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
 int tk__redis_req_slot(const struct tk__redis_store *s,
 		       const struct tk__redis_req *q, unsigned int *slot)
 {
+	int occ = tk__redis_occ_route(q->pol, q->n);
 	size_t i;
 
 	*slot = 0;
-	for (i = 0; i < q->n; i++)
-		if (!q->pol[i] || !tk__redis_supported(q->pol[i]))
-			return -ENOTSUP;
+	if (occ < 0)
+		return occ;
 	/* One script runs on one node: a check over keys of several slots
-	 * (a group of several keys) is one script per slot (xslot.c). */
+	 * (a group of several keys) is one script per slot (xslot.c); one
+	 * transaction cannot be split so. */
 	for (i = 0; s->spec.cluster && i < q->n; i++)
 		if (i == 0)
 			*slot = tk__redis_slot(q->key[0], q->klen[0]);
 		else if (tk__redis_slot(q->key[i], q->klen[i]) != *slot)
-			return TK__REDIS_XSLOT;
-	return 0;
+			return occ ? -ENOTSUP : TK__REDIS_XSLOT;
+	return occ ? TK__REDIS_OCC : 0;
 }

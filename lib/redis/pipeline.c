@@ -397,8 +397,10 @@ static void run_batch(struct batch *b)
 			 (b->items[i].rc = tk__redis_req_slot(
 				  b->s, &b->q, &b->p[i].slot)) < 0)
 			b->p[i].state = DONE;
-		else if (b->items[i].rc == TK__REDIS_XSLOT)
-			b->p[i].state = REDIRECT; /* several slots: alone */
+		else if (b->items[i].rc == TK__REDIS_XSLOT ||
+			 b->items[i].rc == TK__REDIS_OCC)
+			b->p[i].state = REDIRECT; /* several slots, a
+						     transaction: alone */
 	}
 	for (round = 0; round < ROUNDS; round++) {
 		assign_nodes(b);

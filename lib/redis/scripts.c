@@ -273,6 +273,8 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 	/* A buffer of another size is another policy's: nothing fits. */
 	if (cap != p->state_words)
 		return -EPROTO;
+	if (tk__redis_occ(p))
+		return tk__redis_occ_decode(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_log)
 		return decode_log(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_window)

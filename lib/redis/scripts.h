@@ -51,4 +51,11 @@ int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words, size_t cap);
 
+/* occ.c */
+/* Is @p a user strategy's, which no script runs (a transaction does)? */
+int tk__redis_occ(const struct tk__policy *p);
+/* As tk__redis_decode(), for such a policy. */
+int tk__redis_occ_decode(const struct tk__policy *p, const char *s, size_t len,
+			 uint64_t *words, size_t cap);
+
 #endif /* TK_REDIS_SCRIPTS_H */

@@ -18,7 +18,9 @@
  * refunds: xslot.c, through the same steps.  A peek or forecast is a
  * plain GET (MGET): peek.c.
  *
- * Every algorithm runs, alone, in composites and in groups.  With
+ * Every algorithm runs, alone, in composites and in groups.  User
+ * strategies (tk_strategy_register()), which no script knows, run as a
+ * transaction of WATCH, MGET, MULTI, SET and EXEC: occ.c.  With
  * server_time=1 the decision's time is the server's TIME, read by the
  * script, which arguments computed at an estimate of it must fit
  * (clock.c).
@@ -66,6 +68,7 @@ static int check(struct tk__redis_store *s, struct tk__redis_conn *c,
 struct step_arg {
 	struct tk__redis_req *q;
 	uint32_t flags;
+	int occ; /* user strategies: a transaction (occ.c) */
 };
 
 static int step_on(struct tk__redis_store *s, struct tk__redis_conn *c,
@@ -74,8 +77,17 @@ static int step_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 	struct step_arg *a = arg;
 	int rc = 0;
 
-	if (!(a->flags & TK__T_CHECK))
-		return tk__redis_peek(s, c, a->q, asking);
+	if (!(a->flags & TK__T_CHECK)) {
+		rc = tk__redis_peek(s, c, a->q, asking);
+		/* One that writes is a refund (lib/reserve.c), which the
+		 * store's refund() leaves to apply() for user strategies. */
+		return a->occ && rc == TK__PERSIST
+			       ? tk__redis_occ_check(s, c, a->q, asking,
+						     a->flags)
+			       : rc;
+	}
+	if (a->occ)
+		return tk__redis_occ_check(s, c, a->q, asking, a->flags);
 	if (s->spec.server_time)
 		rc = tk__redis_server_clock(s, c, a->q);
 	return rc ? rc : check(s, c, a->q, asking);
@@ -84,7 +96,7 @@ static int step_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 		   uint32_t flags)
 {
-	struct step_arg a = { q, flags };
+	struct step_arg a = { q, flags, 0 };
 	unsigned int slot;
 	uint64_t was;
 	int rc = tk__redis_req_slot(s, q, &slot);
@@ -102,8 +114,10 @@ int tk__redis_step(struct tk__redis_store *s, struct tk__redis_req *q,
 			if (rc != TK__PERSIST)
 				TK__REDIS_COUNT(&s->spec, denies, 1);
 		}
-	} else
+	} else {
+		a.occ = rc == TK__REDIS_OCC;
 		rc = tk__redis_route(s, slot, step_on, &a);
+	}
 	tk__redis_deadline_end(was);
 	return rc;
 }
@@ -186,16 +200,18 @@ static void redis_stats(struct tk_store *base, struct tk_stats *out)
 }
 
 /* Every algorithm has its transition in the script; one added to the
- * library without one is refused at open, not at each check. */
+ * library without one is refused at open, not at each check.  User
+ * strategies run as a transaction (occ.c), which holds no sliding window
+ * or log beside them. */
 static int redis_supports(struct tk_store *base, const struct tk_policy *p)
 {
+	const struct tk__policy *pol[TK__MULTI_MAX];
 	size_t i;
 
 	(void)base;
-	for (i = 0; i < p->n; i++)
-		if (!tk__redis_supported(&p->dim[i]))
-			return -ENOTSUP;
-	return 0;
+	for (i = 0; i < p->n && i < TK__MULTI_MAX; i++)
+		pol[i] = &p->dim[i];
+	return tk__redis_occ_route(pol, i) < 0 ? -ENOTSUP : 0;
 }
 
 static void redis_close(struct tk_store *base)

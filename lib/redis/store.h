@@ -80,11 +80,16 @@ int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
 			const struct tk__multi *m, struct tk__redis_req *q);
 /* tk__redis_req_slot(): keys of several slots, one script per slot. */
 #define TK__REDIS_XSLOT 1
+/* tk__redis_req_slot(): user strategies, one transaction (occ.c). */
+#define TK__REDIS_OCC 2
 
 /*
  * The hash slot @q runs in (0 off a cluster): 0, TK__REDIS_XSLOT for
  * keys of several slots of a cluster (a check of them is
- * tk__redis_xslot()'s), or -ENOTSUP for a policy the script lacks.
+ * tk__redis_xslot()'s), TK__REDIS_OCC for user strategies only, in one
+ * slot (tk__redis_occ_check()'s), or -ENOTSUP for a policy the script
+ * lacks, user strategies beside built-in algorithms, or user strategies
+ * over several slots.
  */
 int tk__redis_req_slot(const struct tk__redis_store *s,
 		       const struct tk__redis_req *q, unsigned int *slot);
@@ -253,6 +258,24 @@ int tk__redis_refund(struct tk_store *base, size_t n,
 		     const unsigned char *const *key, const size_t *len,
 		     const struct tk__policy *const *pol,
 		     const struct tk__spelling *sp, uint64_t cost, int *done);
+
+/* occ.c */
+
+/*
+ * How a check of the @n policies @pol runs: 0 by the script,
+ * TK__REDIS_OCC as a transaction (user strategies, and GCRA,
+ * token-bucket, leaky, fixed-window or quota dimensions beside them), or
+ * -ENOTSUP.
+ */
+int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n);
+/*
+ * @q, whose policies tk__redis_occ_route() sends to a transaction, on @c:
+ * WATCH, MGET, the transition, MULTI, SET, EXEC, tried again while a watched
+ * key changes (at most 64 tries, then -EAGAIN); -EAGAIN after ASK.  As apply(),
+ * with the transform's @flags (the store counts a TK__T_CHECK).
+ */
+int tk__redis_occ_check(struct tk__redis_store *s, struct tk__redis_conn *c,
+			struct tk__redis_req *q, int asking, uint32_t flags);
 
 /* pipeline.c: the store's apply_batch(). */
 void tk__redis_apply_batch(struct tk_store *base, uint64_t now,

@@ -39,7 +39,7 @@ static inline uint64_t tk__slot_fp(uint64_t h, int block, uint32_t alg)
 
 	if (fp == 0)
 		fp = 1;
-	fp |= (uint64_t)alg << TKZ_FP_ALG_SHIFT;
+	fp |= (uint64_t)(alg & TK__ALG_SLOT_MASK) << TKZ_FP_ALG_SHIFT;
 	return block ? fp | TKZ_FP_BLOCK : fp;
 }
 

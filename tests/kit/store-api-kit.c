@@ -92,19 +92,31 @@ static uint64_t keys(void)
 
 #define S(str) (str), strlen(str)
 
+/* 3 units of 5 by a limiter of @policy opened by @opener, then closed:
+ * another limiter of the policy, which finds 2 left. */
+static struct tk_limiter *
+persist_three(struct tk_limiter *(*opener)(const char *, const char *),
+	      const char *policy)
+{
+	struct tk_limiter *l;
+
+	open_fixture();
+	l = opener(policy, "p");
+	assert_int_equal(left(l, S("k")), 5);
+	assert_int_equal(take(l, S("k"), 3), 2);
+	tk_limiter_close(l);
+	/* The state lives in the store, not in the limiter. */
+	l = opener(policy, "p");
+	assert_int_equal(left(l, S("k")), 2);
+	return l;
+}
+
 void store_api_kit_persists(void **state)
 {
 	struct tk_limiter *l;
 
 	(void)state;
-	open_fixture();
-	l = lim("fixed-window:5/1h", "p");
-	assert_int_equal(left(l, S("k")), 5);
-	assert_int_equal(take(l, S("k"), 3), 2);
-	tk_limiter_close(l);
-	/* The state lives in the store, not in the limiter. */
-	l = lim("fixed-window:5/1h", "p");
-	assert_int_equal(left(l, S("k")), 2);
+	l = persist_three(lim, "fixed-window:5/1h");
 	assert_rc(tk_clock_advance(fx.clock, SEC), 0);
 	assert_int_equal(left(l, S("k")), 2);
 	assert_int_equal(take(l, S("k"), 1), 1);
@@ -139,13 +151,9 @@ void store_api_kit_isolates_keys(void **state)
 	close_fixture();
 }
 
-void store_api_kit_reset_clears(void **state)
+/* @l, of a limit of 5, on an empty store: a reset clears one key. */
+static void reset_one(struct tk_limiter *l)
 {
-	struct tk_limiter *l;
-
-	(void)state;
-	open_fixture();
-	l = lim("fixed-window:5/1h", "p");
 	take(l, S("k"), 2);
 	take(l, S("other"), 1);
 	assert_int_equal(keys(), 2);
@@ -158,6 +166,13 @@ void store_api_kit_reset_clears(void **state)
 	assert_int_equal(take(l, S("k"), 1), 4);
 	tk_limiter_close(l);
 	close_fixture();
+}
+
+void store_api_kit_reset_clears(void **state)
+{
+	(void)state;
+	open_fixture();
+	reset_one(lim("fixed-window:5/1h", "p"));
 }
 
 static void pause_ms(long ms)
@@ -453,5 +468,298 @@ void store_api_kit_concurrent_processes_land(void **state)
 	open_fixture();
 	assert_int_equal(run_processes(2 * total, "all"), total);
 	assert_int_equal(run_processes(total / 2, "half"), total / 2);
+	close_fixture();
+}
+
+/*
+ * A user strategy (tk_strategy_register(3)) on the store: "kit-count:L"
+ * counts the units of a key in 8 bytes, admits while the count stays at
+ * most L, reports L less the count as remaining, and keeps its state for
+ * 10 s from each admission; "kit-other:L" is the same code under another
+ * name, whose states must never be read as kit-count's.
+ */
+#define KIT_TTL (10 * SEC)
+
+static int kit_count(void *ctx, unsigned char *state, uint64_t now,
+		     uint64_t cost, uint64_t arg, struct tk_decision *d,
+		     uint64_t *ttl)
+{
+	uint64_t n;
+
+	(void)ctx;
+	memcpy(&n, state, sizeof(n));
+	d->limit = arg;
+	d->reset_at = now + KIT_TTL;
+	d->allowed = n + cost <= arg;
+	d->remaining = arg - n;
+	if (!d->allowed || cost == 0) {
+		d->allowed = d->allowed && n < arg;
+		d->retry_after = d->allowed ? 0 : KIT_TTL;
+		return TK_STRATEGY_KEEP;
+	}
+	n += cost;
+	memcpy(state, &n, sizeof(n));
+	d->remaining = arg - n;
+	*ttl = KIT_TTL;
+	return TK_STRATEGY_WRITE;
+}
+
+static void kit_register(void)
+{
+	static const char *const names[] = { "kit-count", "kit-other" };
+	struct tk_strategy s = TK_STRATEGY_INIT;
+	int rc;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		s.name = names[i];
+		s.state_size = sizeof(uint64_t);
+		s.check = kit_count;
+		rc = tk_strategy_register(&s);
+		assert_true(rc == 0 || rc == -EEXIST);
+	}
+}
+
+/* A limiter of @policy, or a skip where the store cannot run it yet. */
+static struct tk_limiter *strategy_lim(const char *policy, const char *prefix)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	int rc;
+
+	kit_register();
+	o.clock = fx.clock;
+	o.store = fx.store;
+	o.prefix = prefix;
+	rc = tk_limiter_open(&l, policy, NULL, &o);
+	if (rc == -ENOTSUP) {
+		close_fixture();
+		skip();
+	}
+	assert_rc(rc, 0);
+	return l;
+}
+
+void store_api_kit_strategy_persists(void **state)
+{
+	struct tk_limiter *l;
+
+	(void)state;
+	l = persist_three(strategy_lim, "kit-count:5");
+	assert_int_equal(take(l, S("k"), 2), 0);
+	assert_admits(l, "k", 1, false);
+	assert_int_equal(left(l, S("k")), 0);
+	assert_int_equal(keys(), 1);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+void store_api_kit_strategy_isolates(void **state)
+{
+	struct tk_limiter *l, *q, *o, *g;
+
+	(void)state;
+	open_fixture();
+	l = strategy_lim("kit-count:5", "p");
+	take(l, S("a"), 2);
+	take(l, S("b"), 1);
+	assert_int_equal(left(l, S("a")), 3);
+	assert_int_equal(left(l, S("b")), 4);
+	q = strategy_lim("kit-count:5", "q");
+	assert_int_equal(left(q, S("a")), 5);
+	/* Another strategy, or an algorithm, on the same prefix and key
+	 * starts afresh, and leaves kit-count's state as it was. */
+	o = strategy_lim("kit-other:5", "p");
+	assert_int_equal(take(o, S("a"), 1), 4);
+	g = strategy_lim("fixed-window:5/1h", "p");
+	assert_int_equal(take(g, S("a"), 1), 4);
+	assert_int_equal(left(l, S("a")), 3);
+	/* A new argument reads the same states. */
+	tk_limiter_close(q);
+	q = strategy_lim("kit-count:7", "p");
+	assert_int_equal(left(q, S("a")), 5);
+	tk_limiter_close(g);
+	tk_limiter_close(o);
+	tk_limiter_close(q);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+void store_api_kit_strategy_reset(void **state)
+{
+	(void)state;
+	open_fixture();
+	reset_one(strategy_lim("kit-count:5", "p"));
+}
+
+/* The state's TTL is exact on every store: its expiry travels with it,
+ * by the limiter's clock, whatever the store's own clock. */
+void store_api_kit_strategy_expires(void **state)
+{
+	struct tk_limiter *l;
+
+	(void)state;
+	open_fixture();
+	l = strategy_lim("kit-count:5", "p");
+	take(l, S("k"), 2);
+	assert_rc(tk_clock_advance(fx.clock, 4 * SEC), 0);
+	assert_int_equal(take(l, S("k"), 1), 2); /* from here, 10 s */
+	assert_rc(tk_clock_advance(fx.clock, KIT_TTL - 1), 0);
+	assert_int_equal(left(l, S("k")), 2);
+	assert_rc(tk_clock_advance(fx.clock, 1), 0);
+	assert_int_equal(left(l, S("k")), 5);
+	assert_int_equal(take(l, S("k"), 1), 4);
+	tk_limiter_close(l);
+	close_fixture();
+}
+
+/* A check of "k" by @l that dimension @dim denies: its decision. */
+static struct tk_decision denied_by(struct tk_limiter *l, uint32_t dim)
+{
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
+	assert_false(d.allowed);
+	assert_int_equal(d.dimension, dim);
+	return d;
+}
+
+/* A strategy next to GCRA and a fixed window, whose states a policy of
+ * theirs then reads (on Redis, the script, from what a transaction
+ * wrote). */
+static void beside_builtins(void)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+
+	l = strategy_lim("all(gcra:3/1h,kit-count:2)", "c");
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, true);
+	/* kit-count denies: neither dimension consumes. */
+	assert_int_equal(denied_by(l, 1).retry_after, KIT_TTL);
+	tk_limiter_close(l);
+	/* GCRA consumed nothing: one of its 3 left. */
+	l = strategy_lim("all(gcra:3/1h,kit-count:3)", "c");
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	l = lim("all(gcra:3/1h,fixed-window:5/1h)", "c");
+	denied_by(l, 0);
+	tk_limiter_close(l);
+	/* 2 of the window's 3 taken, then 1 more by the script's policy. */
+	l = strategy_lim("all(fixed-window:3/1h,kit-count:2)", "w");
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, false);
+	tk_limiter_close(l);
+	l = lim("all(fixed-window:3/1h,gcra:100/s)", "w");
+	assert_rc(tk_limiter_check(l, S("k"), 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 0);
+	denied_by(l, 0);
+	tk_limiter_close(l);
+	/* A quota: 1 of its 2 taken, then 1 more by the script's policy. */
+	l = strategy_lim("any(quota:2/day,kit-count:0)", "q");
+	assert_admits(l, "k", 1, true);
+	tk_limiter_close(l);
+	l = lim("all(quota:2/day,gcra:100/s)", "q");
+	assert_admits(l, "k", 1, true);
+	denied_by(l, 0);
+	tk_limiter_close(l);
+}
+
+/*
+ * all() and any() of strategies, and of a strategy next to GCRA and a
+ * fixed window, whose states a policy of theirs then reads; a batch; a
+ * reservation given back.
+ */
+void store_api_kit_strategy_composite(void **state)
+{
+	static const struct tk_request reqs[] = { { "k", 1, 1 },
+						  { "j", 1, 1 },
+						  { "k", 1, 1 } };
+	struct tk_decision out[3];
+	struct tk_reservation *res;
+	struct tk_limiter *l;
+	struct tk_decision d;
+
+	(void)state;
+	open_fixture();
+	l = strategy_lim("any(kit-count:1,kit-other:2)", "y");
+	assert_admits(l, "k", 1, true);
+	assert_admits(l, "k", 1, true); /* kit-other alone */
+	assert_admits(l, "k", 1, false);
+	tk_limiter_close(l);
+	l = strategy_lim("kit-count:5", "r");
+	take(l, S("k"), 1);
+	assert_rc(tk_limiter_reserve(l, S("k"), 2, &res, &d), 0);
+	assert_int_equal(d.remaining, 2);
+	assert_int_equal(tk_reservation_cancel(res), 1);
+	tk_reservation_free(res);
+	assert_int_equal(left(l, S("k")), 4);
+	/* A batch (on Redis, each request alone, by its transaction). */
+	assert_rc(tk_limiter_check_many(l, reqs, 3, out, NULL), 0);
+	assert_int_equal(out[0].remaining, 3);
+	assert_int_equal(out[1].remaining, 4);
+	assert_int_equal(out[2].remaining, 2);
+	tk_limiter_close(l);
+	beside_builtins();
+	close_fixture();
+}
+
+#define BIG (UINT64_C(1) << 40)
+
+/* N threads x M checks of one key: the count is exactly N x M. */
+void store_api_kit_strategy_threads_land(void **state)
+{
+	unsigned int nt = store_api_kit_target->threads, i;
+	uint64_t total = (uint64_t)nt * store_api_kit_target->per_thread;
+	pthread_t th[64];
+	struct worker w[64];
+
+	(void)state;
+	open_fixture();
+	assert_true(nt >= 2 && nt <= 64);
+	for (i = 0; i < nt; i++) {
+		w[i] = (struct worker){
+			strategy_lim("kit-count:1099511627776", "t"),
+			store_api_kit_target->per_thread, 0, 0, 0
+		};
+		assert_int_equal(
+			pthread_create(&th[i], NULL, check_many, &w[i]), 0);
+	}
+	for (i = 0; i < nt; i++) {
+		pthread_join(th[i], NULL);
+		if (w[i].errors)
+			fail_msg("%u errors, the first %s", w[i].errors,
+				 tk_strerrorname(w[i].error));
+		assert_int_equal(w[i].allowed,
+				 store_api_kit_target->per_thread);
+	}
+	assert_int_equal(left(w[0].l, S("hot")), BIG - total);
+	for (i = 0; i < nt; i++)
+		tk_limiter_close(w[i].l);
+	close_fixture();
+}
+
+/* N processes x M checks of one key: the count is exactly N x M. */
+void store_api_kit_strategy_processes_land(void **state)
+{
+	uint64_t total = (uint64_t)store_api_kit_target->processes *
+			 store_api_kit_target->per_process;
+	struct kit_shared *sh = kit_shared();
+
+	(void)state;
+	if (!store_api_kit_target->shared)
+		skip();
+	open_fixture();
+	assert_non_null(sh);
+	kit_shared_reset(T0);
+	shared_limiter = strategy_lim("kit-count:1099511627776", "n");
+	assert_int_equal(left(shared_limiter, S("hot")), BIG);
+	kit_run_workers((int)store_api_kit_target->processes, process_checks);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->allowed), total);
+	assert_int_equal(left(shared_limiter, S("hot")), BIG - total);
+	tk_limiter_close(shared_limiter);
 	close_fixture();
 }

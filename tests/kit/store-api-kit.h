@@ -58,6 +58,14 @@ void store_api_kit_errors_pass_through(void **state);
 void store_api_kit_policy_change(void **state);
 void store_api_kit_concurrent_checks_land(void **state);
 void store_api_kit_concurrent_processes_land(void **state);
+/* The same properties of a user strategy (tk_strategy_register(3)). */
+void store_api_kit_strategy_persists(void **state);
+void store_api_kit_strategy_isolates(void **state);
+void store_api_kit_strategy_reset(void **state);
+void store_api_kit_strategy_expires(void **state);
+void store_api_kit_strategy_composite(void **state);
+void store_api_kit_strategy_threads_land(void **state);
+void store_api_kit_strategy_processes_land(void **state);
 
 #define STORE_API_KIT_TESTS                                                    \
 	cmocka_unit_test(store_api_kit_persists),                              \
@@ -68,6 +76,13 @@ void store_api_kit_concurrent_processes_land(void **state);
 		cmocka_unit_test(store_api_kit_errors_pass_through),           \
 		cmocka_unit_test(store_api_kit_policy_change),                 \
 		cmocka_unit_test(store_api_kit_concurrent_checks_land),        \
-		cmocka_unit_test(store_api_kit_concurrent_processes_land)
+		cmocka_unit_test(store_api_kit_concurrent_processes_land),     \
+		cmocka_unit_test(store_api_kit_strategy_persists),             \
+		cmocka_unit_test(store_api_kit_strategy_isolates),             \
+		cmocka_unit_test(store_api_kit_strategy_reset),                \
+		cmocka_unit_test(store_api_kit_strategy_expires),              \
+		cmocka_unit_test(store_api_kit_strategy_composite),            \
+		cmocka_unit_test(store_api_kit_strategy_threads_land),         \
+		cmocka_unit_test(store_api_kit_strategy_processes_land)
 
 #endif

@@ -21,9 +21,9 @@ const struct store_kit_target *store_kit_target;
 struct probe {
 	uint64_t now;
 	uint64_t ttl;
-	int fail;        /* return this error instead */
-	int keep;        /* read only */
-	uint64_t seen;   /* counter before the step; 0 = no state */
+	int fail;      /* return this error instead */
+	int keep;      /* read only */
+	uint64_t seen; /* counter before the step; 0 = no state */
 	unsigned int runs;
 };
 
@@ -55,7 +55,12 @@ static struct tk_store *open_store(void)
 static int apply_at(struct tk_store *s, const char *key, uint64_t now,
 		    struct probe *p)
 {
-	struct tk__transform t = { .fn = probe_fn, .ctx = p, .words = 1 };
+	struct tk__transform t = {
+		.fn = probe_fn,
+		.ctx = p,
+		.words = store_kit_target->words ? store_kit_target->words : 1,
+		.alg = store_kit_target->alg,
+	};
 
 	p->now = now;
 	if (!p->ttl)
@@ -199,8 +204,8 @@ void store_kit_concurrent_applies_land(void **state)
 	assert_true(nt >= 2 && nt <= 64);
 	for (i = 0; i < nt; i++) {
 		w[i] = (struct worker){ s, store_kit_target->per_thread, 0 };
-		assert_int_equal(pthread_create(&th[i], NULL, apply_many,
-						&w[i]), 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, apply_many, &w[i]), 0);
 	}
 	for (i = 0; i < nt; i++) {
 		pthread_join(th[i], NULL);

@@ -26,6 +26,10 @@ struct store_kit_target {
 	void *arg;
 	unsigned int threads; /* concurrent appliers in the atomicity test */
 	unsigned int per_thread;
+	/* The probe's state: its algorithm (TK__ALG_*, 0: none) and words
+	 * (0: one, a word that is not its own expiry), so that a store runs
+	 * the kit on the shape of each kind of state it keeps. */
+	uint32_t alg, words;
 };
 
 extern const struct store_kit_target *store_kit_target;
@@ -38,13 +42,13 @@ void store_kit_keep_writes_nothing(void **state);
 void store_kit_errors_pass_through(void **state);
 void store_kit_concurrent_applies_land(void **state);
 
-#define STORE_KIT_TESTS                                        \
-	cmocka_unit_test(store_kit_persists),                  \
-	cmocka_unit_test(store_kit_isolates_keys),             \
-	cmocka_unit_test(store_kit_reset_clears),              \
-	cmocka_unit_test(store_kit_expires_after_ttl),         \
-	cmocka_unit_test(store_kit_keep_writes_nothing),       \
-	cmocka_unit_test(store_kit_errors_pass_through),       \
-	cmocka_unit_test(store_kit_concurrent_applies_land)
+#define STORE_KIT_TESTS                                                        \
+	cmocka_unit_test(store_kit_persists),                                  \
+		cmocka_unit_test(store_kit_isolates_keys),                     \
+		cmocka_unit_test(store_kit_reset_clears),                      \
+		cmocka_unit_test(store_kit_expires_after_ttl),                 \
+		cmocka_unit_test(store_kit_keep_writes_nothing),               \
+		cmocka_unit_test(store_kit_errors_pass_through),               \
+		cmocka_unit_test(store_kit_concurrent_applies_land)
 
 #endif

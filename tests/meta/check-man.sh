@@ -12,9 +12,9 @@
 #   (c) if mandoc(1) is installed ($MANDOC, as configure found it, or
 #       mandoc in $PATH), "mandoc -Tlint -Wwarning" reports nothing (no
 #       WARNING, ERROR or worse) for any page that is not a ".so" alias;
-#   (d) the example of tk_zone_create(3), built against the library of
-#       $top_builddir and run, prints what the page shows (in a
-#       temporary directory).
+#   (d) the examples of tk_zone_create(3) and tk_strategy_register(3),
+#       built against the library of $top_builddir and run, print what
+#       their pages show (in a temporary directory).
 #
 # Run by "make check" as a plain test (not TAP): exit 0 pass, 1 fail.  It
 # never skips (77): without mandoc it still runs (a) and (b).  The working
@@ -296,16 +296,15 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# (d) tk_zone_create(3): its example, built and run, prints what the page
-#     shows after it.
+# (d) tk_zone_create(3) and tk_strategy_register(3): each example, built
+#     and run, prints what the page shows after it.
 
-page=$mandir/tk_zone_create.3
 . "$srcdir/tests/meta/example.sh"
-if [ -n "$SAN_CFLAGS" ]; then
-	# The page's text is the same in every build; the plain one runs it.
-	say "(d) a sanitizer build: tk_zone_create(3)'s example not run"
-elif example_libdir >/dev/null; then
-	say "(d) the example of tk_zone_create(3) prints what the page shows"
+# run_example NAME: the example of man/NAME.3.
+run_example()
+{
+	page=$mandir/$1.3
+	say "(d) the example of $1(3) prints what the page shows"
 	tmp=$(mktemp -d) || exit 1
 	# roff escapes in examples: \e is a backslash, \- a minus.
 	unroff() { sed -e 's/\\-/-/g' -e 's/\\e/\\/g'; }
@@ -314,18 +313,25 @@ elif example_libdir >/dev/null; then
 	awk '/^Built and run/ { f = 1 } f && /^\.EX/ { x = 1; next }
 		x && /^\.EE/ { exit } x && !/^\$ /' "$page" | unroff >"$tmp/want"
 	if ! example_build "$tmp/ex.c" "$tmp/ex"; then
-		fail "tk_zone_create.3: the example does not build:"
+		fail "$1.3: the example does not build:"
 		sed 's/^/    /' "$tmp/ex.cc"
 	elif ! (mkdir "$tmp/zones" && TK_SHM_DIR=$tmp/zones "$tmp/ex") \
 		>"$tmp/got" 2>&1 || ! cmp -s "$tmp/want" "$tmp/got"; then
-		fail "tk_zone_create.3: the example's output (- page, + run):"
+		fail "$1.3: the example's output (- page, + run):"
 		example_diff "$tmp/want" "$tmp/got"
 	else
 		say "  ok: $(tail -n 1 "$tmp/got")"
 	fi
 	rm -rf "$tmp"
+}
+if [ -n "$SAN_CFLAGS" ]; then
+	# The pages' text is the same in every build; the plain one runs it.
+	say "(d) a sanitizer build: the examples are not run"
+elif example_libdir >/dev/null; then
+	run_example tk_zone_create
+	run_example tk_strategy_register
 else
-	say "(d) no shared library in ${top_builddir:-.}/lib/.libs: tk_zone_create(3)'s example not run"
+	say "(d) no shared library in ${top_builddir:-.}/lib/.libs: the examples are not run"
 fi
 
 # ---------------------------------------------------------------------------

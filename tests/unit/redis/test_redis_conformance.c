@@ -187,8 +187,10 @@ int main(void)
 		for (i = 0; i < n; i++) {
 			/* Forked processes share no memory store. */
 			if (!targets[t].shared &&
-			    kit_tests[i].test_func ==
-				    store_api_kit_concurrent_processes_land)
+			    (kit_tests[i].test_func ==
+				     store_api_kit_concurrent_processes_land ||
+			     kit_tests[i].test_func ==
+				     store_api_kit_strategy_processes_land))
 				continue;
 			tests[count] = kit_tests[i];
 			tests[count].setup_func = use_target;

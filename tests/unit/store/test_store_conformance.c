@@ -52,17 +52,39 @@ static const struct store_kit_target zone_target = {
 	.per_thread = 5000,
 };
 
-static int use_memory(void **state)
-{
-	(void)state;
-	store_kit_target = &memory_target;
-	return 0;
-}
+/* The same on the shape of a user strategy's state (tk_strategy_register()):
+ * six words, in a block whose zone slot records algorithm 0. */
+static const struct store_kit_target memory_user_target = {
+	.name = "memory, a strategy's state",
+	.open = open_memory,
+	.arg = (void *)(uintptr_t)TK_OPT_NO_RECLAIMER,
+	.threads = 4,
+	.per_thread = 20000,
+	.alg = TK__ALG_USER,
+	.words = 6,
+};
 
-static int use_zone(void **state)
+static const struct store_kit_target zone_user_target = {
+	.name = "zone, a strategy's state",
+	.open = open_zone,
+	.threads = 4,
+	.per_thread = 5000,
+	.alg = TK__ALG_USER,
+	.words = 6,
+};
+
+static const struct store_kit_target *const targets[] = {
+	&memory_target,
+	&zone_target,
+	&memory_user_target,
+	&zone_user_target,
+};
+
+#define TARGETS (sizeof(targets) / sizeof(targets[0]))
+
+static int use_target(void **state)
 {
-	(void)state;
-	store_kit_target = &zone_target;
+	store_kit_target = *state;
 	return 0;
 }
 
@@ -70,7 +92,7 @@ int main(void)
 {
 	const struct CMUnitTest kit[] = { STORE_KIT_TESTS };
 	const size_t n = sizeof(kit) / sizeof(kit[0]);
-	struct CMUnitTest tests[2 * sizeof(kit) / sizeof(kit[0])];
+	struct CMUnitTest tests[TARGETS * sizeof(kit) / sizeof(kit[0])];
 	char dir[] = "/tmp/tk-kit-XXXXXX", cmd[64], *name;
 	size_t i;
 	int rc;
@@ -78,17 +100,18 @@ int main(void)
 	if (!mkdtemp(dir) || setenv("TK_SHM_DIR", dir, 1) != 0)
 		return 1;
 	/* Every kit test on each store, in one plan. */
-	for (i = 0; i < 2 * n; i++) {
+	for (i = 0; i < TARGETS * n; i++) {
 		tests[i] = kit[i % n];
-		tests[i].setup_func = i < n ? use_memory : use_zone;
-		if (asprintf(&name, "%s: %s", i < n ? "memory" : "zone",
+		tests[i].setup_func = use_target;
+		tests[i].initial_state = (void *)targets[i / n];
+		if (asprintf(&name, "%s: %s", targets[i / n]->name,
 			     kit[i % n].name) < 0)
 			return 1;
 		tests[i].name = name;
 	}
-	rc = _cmocka_run_group_tests("store conformance", tests, 2 * n, NULL,
-				     NULL);
-	for (i = 0; i < 2 * n; i++)
+	rc = _cmocka_run_group_tests("store conformance", tests, TARGETS * n,
+				     NULL, NULL);
+	for (i = 0; i < TARGETS * n; i++)
 		free((char *)tests[i].name);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
