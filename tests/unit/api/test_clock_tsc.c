@@ -17,7 +17,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <throttlekit.h>
 
@@ -203,6 +205,41 @@ static void test_realtime_steps(void **state)
 	tk__tsc_period_cap_ns = 0;
 }
 
+/*
+ * A child of fork() keeps the calibration: it reads the TSC clock at
+ * once (no new calibration: no 20 ms pause), within the bound, never
+ * below what its parent last read, and re-anchors on its own.
+ */
+static void test_fork_keeps_calibration(void **state)
+{
+	uint64_t before, anchors;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	skip_without_tsc();
+	cap_period(1);
+	before = tsc_now();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint64_t r1 = realtime(), v = tsc_now(), r2 = realtime();
+		int ok = tk_clock_kind(tk_clock_tsc()) == TK_CLOCK_TSC &&
+			 v >= before && v + BOUND_NS >= r1 &&
+			 v <= r2 + BOUND_NS && r2 - r1 < 10 * MS;
+
+		anchors = tk__tsc_anchors;
+		v = realtime() + 50 * MS;
+		while (realtime() < v)
+			tsc_now();
+		_exit(ok && tk__tsc_anchors > anchors + 5 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	tk__tsc_period_cap_ns = 0;
+}
+
 /* Where the TSC is not to be trusted, the system clock, and it says so. */
 static void test_fallback(void **state)
 {
@@ -257,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_within_bound_of_realtime),
 		cmocka_unit_test(test_monotonic_in_threads),
 		cmocka_unit_test(test_realtime_steps),
+		cmocka_unit_test(test_fork_keeps_calibration),
 		cmocka_unit_test(test_fallback),
 		cmocka_unit_test(test_limiter_exact),
 	};
