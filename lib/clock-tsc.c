@@ -31,6 +31,13 @@
  *   at or above the old one where it is published and runs faster than
  *   7/8, so no reading of the old line is above a later reading of the
  *   new one, however long the writer takes to publish.
+ * - The bound, 50 us (tk_clock_tsc(3)): a pair is off by at most half
+ *   its bracket (below WIDE_TICKS: 5 us at 3 GHz; about 20 ns when
+ *   not preempted).  A line drifts by its rate's error times its
+ *   period; the rate comes from two pairs at least half a period apart,
+ *   so that is at most 4 pairs' errors (20 us), plus what CLOCK_REALTIME's
+ *   own rate changed (10 ppm over 1 s: 10 us).  A step of CLOCK_REALTIME
+ *   is outside it: forward at the next re-anchoring, back as above.
  * - After fork() the child keeps the calibration (the TSC is the
  *   machine's); a writer's lock held across fork() carries the parent's
  *   fork generation, and the child takes it over.
@@ -52,6 +59,8 @@
 #define NS_PER_S UINT64_C(1000000000)
 #define FIRST_PERIOD_NS (50 * UINT64_C(1000000))
 #define CALIBRATE_NS (20 * UINT64_C(1000000))
+/* A bracket wider than this (about 10 us at 3 GHz) is retried. */
+#define WIDE_TICKS (UINT64_C(1) << 15)
 
 struct tk__tsc tk__tsc;
 tk_atomic_u64 tk__tsc_anchors;
@@ -169,14 +178,14 @@ static uint64_t realtime_ns(void)
 }
 
 /* The tightest of several TSC-bracketed CLOCK_REALTIME reads: 8, or up
- * to 64 while the best bracket is wider than 1/16 of the first period
- * (preemption). */
+ * to 64 while the best bracket is wider than WIDE_TICKS (preempted): the
+ * pair is off by at most half its bracket, which the bound counts. */
 static void sample(struct pair *p)
 {
 	uint64_t a, b, ns, best = UINT64_MAX;
 	int i;
 
-	for (i = 0; i < 64 && (i < 8 || best > (FIRST_PERIOD_NS >> 4)); i++) {
+	for (i = 0; i < 64 && (i < 8 || best > WIDE_TICKS); i++) {
 		a = tsc_ordered();
 		ns = realtime_ns();
 		b = tsc_ordered();
