@@ -71,6 +71,17 @@ uint64_t tk__tsc_period_cap_ns;
 int64_t tk__tsc_realtime_shift_ns;
 #endif
 
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec +
+	       (uint64_t)tk__tsc_realtime_shift_ns;
+}
+
+#if TK__HAVE_TSC
+
 /* A CLOCK_REALTIME reading and the TSC at its middle. */
 struct pair {
 	uint64_t tsc;
@@ -99,7 +110,6 @@ static uint64_t mul_shift(uint64_t d, uint64_t m)
 	return (uint64_t)(((unsigned __int128)d * m) >> TK__TSC_SHIFT);
 }
 
-#if TK__HAVE_TSC
 /* lfence on both sides: the TSC read neither before the instructions
  * above it nor after those below (the pairs bracket clock_gettime(),
  * and the slow path orders its read against the line's generation). */
@@ -155,26 +165,6 @@ static int tsc_invariant(void)
 	return file_has_word("/sys/devices/system/clocksource/clocksource0/"
 			     "available_clocksource",
 			     "", "tsc") != 0;
-}
-#else
-static uint64_t tsc_ordered(void)
-{
-	return 0;
-}
-
-static int tsc_invariant(void)
-{
-	return 0;
-}
-#endif
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec +
-	       (uint64_t)tk__tsc_realtime_shift_ns;
 }
 
 /* The tightest of several TSC-bracketed CLOCK_REALTIME reads: 8, or up
@@ -333,8 +323,6 @@ uint64_t tk__tsc_slow(void)
 	struct line l;
 	uint64_t t;
 
-	if (!usable) /* not reached: tk__clock_id() never names the TSC */
-		return realtime_ns();
 	if (trylock()) {
 		t = load_line(&l);
 		if (t - l.base_tsc > l.period && t > l.base_tsc)
@@ -384,3 +372,14 @@ int tk__tsc_usable(void)
 	pthread_once(&calibrate_once, calibrate);
 	return usable && !tk__tsc_no_tsc;
 }
+#else /* no TSC: tk_clock_tsc() is the system clock */
+uint64_t tk__tsc_slow(void)
+{
+	return realtime_ns();
+}
+
+int tk__tsc_usable(void)
+{
+	return 0;
+}
+#endif
