@@ -318,6 +318,17 @@ static void unlock(void)
 	tk_atomic_store_u64(&w.lock, 0, TK_MO_RELEASE);
 }
 
+#if TK_TEST_HOOKS
+int tk__tsc_hold_writer(int hold)
+{
+	if (!hold) {
+		unlock();
+		return 0;
+	}
+	return trylock() ? 0 : -EBUSY;
+}
+#endif
+
 uint64_t tk__tsc_slow(void)
 {
 	struct line l;
@@ -382,4 +393,12 @@ int tk__tsc_usable(void)
 {
 	return 0;
 }
+
+#if TK_TEST_HOOKS
+int tk__tsc_hold_writer(int hold)
+{
+	(void)hold;
+	return -ENOTSUP;
+}
+#endif
 #endif

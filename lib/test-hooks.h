@@ -55,6 +55,9 @@ extern uint64_t tk__tsc_period_cap_ns;
 /* Tests: added to every CLOCK_REALTIME reading the TSC clock's
  * calibration and re-anchoring take, as if CLOCK_REALTIME stepped. */
 extern int64_t tk__tsc_realtime_shift_ns;
+/* Tests: take (@hold non-zero) or release the TSC clock's writer lock,
+ * as a thread re-anchoring would hold it: 0, or -EBUSY if held. */
+int tk__tsc_hold_writer(int hold);
 /* redis/xslot.c.  Tests: if set, called with tk__xslot_pause_arg after
  * a refused cross-slot all() consumed and before it refunds, so that
  * another client's check can land in between. */

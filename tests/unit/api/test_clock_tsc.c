@@ -240,6 +240,47 @@ static void test_fork_keeps_calibration(void **state)
 	tk__tsc_period_cap_ns = 0;
 }
 
+/*
+ * While another thread holds the writer's lock (re-anchoring, or
+ * preempted doing so), readers past the period go on at 7/8 of the rate:
+ * never backwards, behind CLOCK_REALTIME.  A child of fork() takes over
+ * a lock its parent's thread held.  Once the lock is free, the clock
+ * steps forward to CLOCK_REALTIME.
+ */
+static void test_writer_held(void **state)
+{
+	uint64_t anchors, v, r;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	skip_without_tsc();
+	cap_period(1);
+	assert_int_equal(tk__tsc_hold_writer(1), 0);
+	anchors = tk__tsc_anchors;
+	read_in_threads(2, 40);
+	v = read_for(20);
+	r = realtime();
+	assert_int_equal(tk__tsc_anchors, anchors);
+	assert_true(v < r - 1 * MS && v > r - 60 * MS);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		read_for(20);
+		_exit(tk__tsc_anchors > anchors + 5 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tk__tsc_hold_writer(0), 0);
+	read_for(10);
+	assert_true(tk__tsc_anchors > anchors);
+	r = realtime();
+	v = tsc_now();
+	assert_true(v + BOUND_NS >= r && v <= realtime() + BOUND_NS);
+	tk__tsc_period_cap_ns = 0;
+}
+
 /* Where the TSC is not to be trusted, the system clock, and it says so. */
 static void test_fallback(void **state)
 {
@@ -295,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_monotonic_in_threads),
 		cmocka_unit_test(test_realtime_steps),
 		cmocka_unit_test(test_fork_keeps_calibration),
+		cmocka_unit_test(test_writer_held),
 		cmocka_unit_test(test_fallback),
 		cmocka_unit_test(test_limiter_exact),
 	};
