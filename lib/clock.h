@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) int tk__clock_gettime(clockid_t id,
 {
 	struct timespec ts;
 
-	if (TK__HAVE_TSC && id == TK__CLOCK_ID_TSC) {
+	if (TK__HAVE_TSC && __builtin_expect(id == TK__CLOCK_ID_TSC, 0)) {
 		*ns = tk__tsc_now();
 		return *ns < TK__NOW_LIMIT ? 0 : -EOVERFLOW;
 	}
