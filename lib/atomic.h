@@ -86,13 +86,6 @@ static inline bool tk_atomic_cas_u64(tk_atomic_u64 *p, uint64_t *expected,
 		p, expected, desired, mo, tk__cas_failure_order(mo));
 }
 
-/* A fence of order @mo, for the seqlock pattern (loads then a fence
- * then the sequence again) where no single access can carry the order. */
-static inline void tk_atomic_fence(memory_order mo)
-{
-	atomic_thread_fence(mo);
-}
-
 static inline uint32_t tk_atomic_load_u32(const tk_atomic_u32 *p,
 					  memory_order mo)
 {

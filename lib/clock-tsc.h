@@ -68,14 +68,15 @@ static inline __attribute__((always_inline)) uint64_t tk__tsc_now(void)
 		/* acquire: pairs with the release of gen in publish() */
 		g = tk_atomic_load_u64(&tk__tsc.gen, TK_MO_ACQUIRE);
 		l = &tk__tsc.lines[g & 1];
-		bt = tk_atomic_load_u64(&l->base_tsc, TK_MO_RELAXED);
-		bn = tk_atomic_load_u64(&l->base_ns, TK_MO_RELAXED);
-		m = tk_atomic_load_u64(&l->mult, TK_MO_RELAXED);
-		p = tk_atomic_load_u64(&l->period, TK_MO_RELAXED);
+		/* acquire, each (plain loads on x86-64): pairs with the
+		 * release stores of publish(); a field it rewrote is seen
+		 * only with the gen that came before, so the second read of
+		 * gen differs and the loop retries */
+		bt = tk_atomic_load_u64(&l->base_tsc, TK_MO_ACQUIRE);
+		bn = tk_atomic_load_u64(&l->base_ns, TK_MO_ACQUIRE);
+		m = tk_atomic_load_u64(&l->mult, TK_MO_ACQUIRE);
+		p = tk_atomic_load_u64(&l->period, TK_MO_ACQUIRE);
 		t = __rdtsc();
-		/* The line's loads before the second read of gen: pairs with
-		 * the release fence before publish() rewrites a line. */
-		tk_atomic_fence(TK_MO_ACQUIRE);
 	} while (tk_atomic_load_u64(&tk__tsc.gen, TK_MO_RELAXED) != g);
 	d = t - bt; /* before base_tsc: wraps, so the slow path too */
 	if (__builtin_expect(d > p, 0))
