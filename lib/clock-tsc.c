@@ -69,6 +69,7 @@ tk_atomic_u64 tk__tsc_anchors;
 int tk__tsc_no_tsc;
 uint64_t tk__tsc_period_cap_ns;
 int64_t tk__tsc_realtime_shift_ns;
+const char *tk__tsc_root = "";
 #endif
 
 static uint64_t realtime_ns(void)
@@ -129,10 +130,15 @@ static int file_has_word(const char *path, const char *prefix, const char *word)
 {
 	char line[4096];
 	size_t n = strlen(word);
+	char full[256];
 	const char *s;
-	FILE *f = fopen(path, "re");
+	FILE *f;
 	int found = 0;
 
+	if (snprintf(full, sizeof(full), "%s%s", tk__tsc_root, path) >=
+	    (int)sizeof(full))
+		return -1;
+	f = fopen(full, "re");
 	if (!f)
 		return -1;
 	while (!found && fgets(line, sizeof(line), f)) {

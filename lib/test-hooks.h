@@ -55,6 +55,11 @@ extern uint64_t tk__tsc_period_cap_ns;
 /* Tests: added to every CLOCK_REALTIME reading the TSC clock's
  * calibration and re-anchoring take, as if CLOCK_REALTIME stepped. */
 extern int64_t tk__tsc_realtime_shift_ns;
+/* Tests: prefixed to the paths of /proc/cpuinfo and of the kernel's
+ * clock sources that decide whether the TSC is usable (else ""), so
+ * that a test can give the calibration files of its own.  Set before
+ * the first tk_clock_tsc(). */
+extern const char *tk__tsc_root;
 /* Tests: take (@hold non-zero) or release the TSC clock's writer lock,
  * as a thread re-anchoring would hold it: 0, or -EBUSY if held. */
 int tk__tsc_hold_writer(int hold);
@@ -74,6 +79,7 @@ extern const char *tk__libpq_soname;
 #define tk__tsc_no_tsc 0
 #define tk__tsc_period_cap_ns ((uint64_t)0)
 #define tk__tsc_realtime_shift_ns ((int64_t)0)
+#define tk__tsc_root ""
 #define tk__xslot_pause ((void (*)(void *))0)
 #define tk__xslot_pause_arg ((void *)0)
 #define tk__libpq_soname ((const char *)0)

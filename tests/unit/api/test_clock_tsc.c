@@ -5,8 +5,9 @@
  * any thread, not even when CLOCK_REALTIME steps back, the system clock
  * where the TSC is not to be trusted, and exact decisions on a limiter.
  *
- * The cases run in order: the first sees the calibration and the
- * periods a process has by default.
+ * The cases run in order: the first forks children before this process
+ * calibrates, the second sees the calibration and the periods a process
+ * has by default.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +29,10 @@
 
 #include "../../../lib/clock-tsc.h"
 #include "../../../lib/test-hooks.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 /* The bound tk_clock_tsc(3) states. */
 #define BOUND_NS 50000
@@ -91,6 +99,102 @@ static void skip_without_tsc(void)
 		print_message("# the TSC is not usable here: system clock\n");
 		skip();
 	}
+}
+
+/* Writes @text to @dir/@path, making the directories on the way. */
+static void write_under(const char *dir, const char *path, const char *text)
+{
+	char full[256], *slash;
+	FILE *f;
+
+	snprintf(full, sizeof(full), "%s/%s", dir, path);
+	for (slash = strchr(full + strlen(dir) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		assert_true(mkdir(full, 0700) == 0 || errno == EEXIST);
+		*slash = '/';
+	}
+	f = fopen(full, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * What tk_clock_tsc() reads in a child of this process (not calibrated
+ * yet) whose /proc/cpuinfo lists @flags and whose kernel lists the clock
+ * sources @sources (no such file if NULL); 100 if the system clock
+ * published a line.
+ */
+static int kind_with(const char *flags, const char *sources)
+{
+	char dir[] = "/tmp/tk-tsc-XXXXXX", cmd[64], cpuinfo[256];
+	pid_t pid;
+	int status, kind;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cpuinfo, sizeof(cpuinfo),
+		 "processor\t: 0\nflags\t\t: %s\n\nprocessor\t: 1\n", flags);
+	write_under(dir, "proc/cpuinfo", cpuinfo);
+	if (sources)
+		write_under(dir,
+			    "sys/devices/system/clocksource/clocksource0/"
+			    "available_clocksource",
+			    sources);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tk__tsc_root = dir;
+		kind = tk_clock_kind(tk_clock_tsc());
+		_exit(kind == TK_CLOCK_SYSTEM && tk__tsc_anchors ? 100 : kind);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/*
+ * Before this process calibrates: the TSC clock only where the CPU says
+ * its counter is invariant, the kernel still lists "tsc" among its clock
+ * sources (not "tsc-early", not a longer word), and, under a hypervisor,
+ * /proc/cpuinfo lists constant_tsc and nonstop_tsc.  Elsewhere the
+ * system clock, with nothing calibrated.
+ */
+static void test_detection(void **state)
+{
+	int invariant = 0, hypervisor = 0, tsc, guest;
+	const char *good = "fpu tsc constant_tsc rdtscp nonstop_tsc";
+
+	(void)state;
+#if defined(__x86_64__)
+	{
+		unsigned int a, b, c, d;
+
+		invariant = __get_cpuid(0x80000000, &a, &b, &c, &d) &&
+			    a >= 0x80000007 &&
+			    __get_cpuid(0x80000007, &a, &b, &c, &d) &&
+			    (d & (1u << 8));
+		hypervisor = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 31));
+	}
+#endif
+	tsc = invariant ? TK_CLOCK_TSC : TK_CLOCK_SYSTEM;
+	guest = hypervisor ? TK_CLOCK_SYSTEM : tsc;
+	print_message("# invariant TSC: %d, hypervisor: %d\n", invariant,
+		      hypervisor);
+	assert_int_equal(kind_with(good, "tsc hpet acpi_pm \n"), tsc);
+	assert_int_equal(kind_with(good, "hpet acpi_pm tsc\n"), tsc);
+	assert_int_equal(kind_with(good, NULL), tsc);
+	assert_int_equal(kind_with(good, "tsc-early hpet acpi_pm\n"),
+			 TK_CLOCK_SYSTEM);
+	assert_int_equal(kind_with(good, "hpet tscx acpi_pm\n"),
+			 TK_CLOCK_SYSTEM);
+	assert_int_equal(kind_with("fpu tsc constant_tsc rdtscp", "tsc\n"),
+			 guest);
+	assert_int_equal(
+		kind_with("fpu nonstop_tsc rdtscp constant_tsc_x", "tsc\n"),
+		guest);
 }
 
 /*
@@ -461,6 +565,7 @@ static int reset_hooks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_detection),
 		cmocka_unit_test_teardown(test_within_bound_of_realtime,
 					  reset_hooks),
 		cmocka_unit_test_teardown(test_monotonic_in_threads,
