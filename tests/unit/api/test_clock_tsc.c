@@ -363,8 +363,7 @@ static void step_back(void)
 		assert_true(b.v <= b.after + BOUND_NS);
 		assert_true(b.v + eighth(b.before - t0) + BOUND_NS >= b.before);
 		if (b.before - t0 < 20 * MS) {
-			print_message("# step back tried %d times\n",
-				      tries + 1);
+			print_message("# step back: %d tries\n", tries + 1);
 			return;
 		}
 		/* too late to tell: back to CLOCK_REALTIME, and again */
