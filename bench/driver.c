@@ -469,6 +469,27 @@ static void usage(void)
 	exit(2);
 }
 
+/* TK_BENCH_CLOCK: the clock the library's limiters read ("system", the
+ * default, "coarse" or "tsc"; tsc says when it is the system clock). */
+static int bench_clock(const char *name)
+{
+	if (!name || strcmp(name, "system") == 0) {
+		cfg.clock = tk_clock_system();
+	} else if (strcmp(name, "coarse") == 0) {
+		cfg.clock = tk_clock_coarse();
+	} else if (strcmp(name, "tsc") == 0) {
+		cfg.clock = tk_clock_tsc();
+		if (tk_clock_kind(cfg.clock) != TK_CLOCK_TSC)
+			fprintf(stderr, "tk-bench: no invariant TSC here: "
+					"the system clock\n");
+	} else {
+		fprintf(stderr, "tk-bench: TK_BENCH_CLOCK: system, coarse or "
+				"tsc\n");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int i;
@@ -495,6 +516,8 @@ int main(int argc, char **argv)
 	cfg.filter = getenv("TK_BENCH_FILTER");
 	cfg.lib_cflags = getenv("TK_BENCH_LIB_CFLAGS");
 	cfg.lib_id = getenv("TK_BENCH_LIB_ID");
+	if (bench_clock(getenv("TK_BENCH_CLOCK")))
+		return 2;
 	if (BENCH_CALLS % cfg.batch) {
 		fprintf(stderr, "tk-bench: TK_BENCH_BATCH must divide %d\n",
 			BENCH_CALLS);

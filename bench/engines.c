@@ -151,9 +151,13 @@ static int tk_open(struct group *g, const char *store,
 		   const struct tk_options *o)
 {
 	struct tk_worker w = { 0 };
+	struct tk_options oc = TK_OPTIONS_INIT;
 	int rc, err = 0;
 
-	rc = tk_limiter_open(&g->l, g->spec, store, o);
+	if (o)
+		oc = *o;
+	oc.clock = cfg.clock; /* TK_BENCH_CLOCK */
+	rc = tk_limiter_open(&g->l, g->spec, store, &oc);
 	if (rc)
 		return rc;
 	if (!g->populate)

@@ -105,7 +105,8 @@ struct bench_config {
 	double zipf_s;
 	const char *filter;
 	const char *lib_cflags;
-	const char *lib_id; /* which binary: set by run.sh */
+	const char *lib_id;	/* which binary: set by run.sh */
+	struct tk_clock *clock; /* the library's limiters' (TK_BENCH_CLOCK) */
 	const char *json, *dat;
 	uint64_t cg_checks; /* callgrind mode when non-zero */
 	int list;	    /* --list: print the case names, run nothing */

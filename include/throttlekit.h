@@ -645,6 +645,33 @@ TK_API struct tk_clock *tk_clock_system(void);
 TK_API struct tk_clock *tk_clock_coarse(void);
 
 /*
+ * tk_clock_tsc() - the process-wide TSC clock: CLOCK_REALTIME read
+ * through the x86-64 time-stamp counter, calibrated against it and
+ * re-anchored to it every second; never runs backwards within a process
+ * and stays within 50 us of CLOCK_REALTIME while that is not stepped
+ * (see tk_clock_tsc(3)).  Opt-in.  The first call calibrates (about
+ * 20 ms).  Where the TSC is not invariant, and on other CPUs, returns
+ * the system clock: tk_clock_kind() tells which.  Never NULL; never
+ * freed.  Thread-safe; the calibration survives fork().
+ */
+TK_API struct tk_clock *tk_clock_tsc(void);
+
+/* What a clock reads (tk_clock_kind()). */
+enum tk_clock_kind {
+	TK_CLOCK_SYSTEM = 1, /* CLOCK_REALTIME */
+	TK_CLOCK_COARSE = 2, /* CLOCK_REALTIME_COARSE */
+	TK_CLOCK_TSC = 3,    /* the time-stamp counter (tk_clock_tsc()) */
+	TK_CLOCK_MANUAL = 4,
+	TK_CLOCK_CUSTOM = 5
+};
+
+/*
+ * tk_clock_kind() - what @c reads: a TK_CLOCK_* value, or -EINVAL for
+ * NULL.  Pure; any thread.
+ */
+TK_API int tk_clock_kind(const struct tk_clock *c);
+
+/*
  * tk_clock_manual_new() - a clock that reads @start_ns until moved.
  *
  * Returns 0, or -EINVAL if @out is NULL or @start_ns >= 2^63, -ENOMEM.
@@ -687,8 +714,8 @@ TK_API int tk_clock_advance(struct tk_clock *c, uint64_t delta_ns);
  */
 TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out);
 
-/* tk_clock_free() - free a manual or custom clock; NULL and the system
- * clock are ignored.  No limiter or store may still use @c. */
+/* tk_clock_free() - free a manual or custom clock; NULL and the
+ * process-wide clocks are ignored.  No limiter or store may still use @c. */
 TK_API void tk_clock_free(struct tk_clock *c);
 
 /*

@@ -5,7 +5,9 @@
  * The system clock is the only place the library reads time
  * (CLOCK_REALTIME, so that reset_at is a wall-clock instant); the coarse
  * clock reads CLOCK_REALTIME_COARSE, the kernel's last tick, for callers
- * who trade resolution for the cost of a read.  A manual
+ * who trade resolution for the cost of a read; the TSC clock
+ * (clock-tsc.c) reads CLOCK_REALTIME through the time-stamp counter,
+ * where that is invariant, and is the system clock elsewhere.  A manual
  * clock is one atomic word that tests move; a custom clock calls back.
  * Readings must stay below 2^63 ns (year 2262) so that differences of two
  * times always fit in an int64_t.
@@ -19,10 +21,11 @@
 #include <time.h>
 
 enum clock_kind {
-	CLOCK_KIND_SYSTEM,
-	CLOCK_KIND_COARSE,
-	CLOCK_KIND_MANUAL,
-	CLOCK_KIND_CUSTOM
+	CLOCK_KIND_SYSTEM = TK_CLOCK_SYSTEM,
+	CLOCK_KIND_COARSE = TK_CLOCK_COARSE,
+	CLOCK_KIND_TSC = TK_CLOCK_TSC,
+	CLOCK_KIND_MANUAL = TK_CLOCK_MANUAL,
+	CLOCK_KIND_CUSTOM = TK_CLOCK_CUSTOM
 };
 
 struct tk_clock {
@@ -34,6 +37,7 @@ struct tk_clock {
 
 static struct tk_clock system_clock = { .kind = CLOCK_KIND_SYSTEM };
 static struct tk_clock coarse_clock = { .kind = CLOCK_KIND_COARSE };
+static struct tk_clock tsc_clock = { .kind = CLOCK_KIND_TSC };
 
 TK_API struct tk_clock *tk_clock_system(void)
 {
@@ -43,6 +47,16 @@ TK_API struct tk_clock *tk_clock_system(void)
 TK_API struct tk_clock *tk_clock_coarse(void)
 {
 	return &coarse_clock;
+}
+
+TK_API struct tk_clock *tk_clock_tsc(void)
+{
+	return tk__tsc_usable() ? &tsc_clock : &system_clock;
+}
+
+TK_API int tk_clock_kind(const struct tk_clock *c)
+{
+	return c ? (int)c->kind : -EINVAL;
 }
 
 TK_API int tk_clock_manual_new(struct tk_clock **out, uint64_t start_ns)
@@ -108,6 +122,7 @@ int tk__clock_id(const struct tk_clock *c)
 {
 	return c->kind == CLOCK_KIND_SYSTEM   ? CLOCK_REALTIME
 	       : c->kind == CLOCK_KIND_COARSE ? CLOCK_REALTIME_COARSE
+	       : c->kind == CLOCK_KIND_TSC    ? TK__CLOCK_ID_TSC
 					      : -1;
 }
 
@@ -133,6 +148,6 @@ TK_API int tk_clock_now(struct tk_clock *c, uint64_t *out)
 
 TK_API void tk_clock_free(struct tk_clock *c)
 {
-	if (c && c != &system_clock && c != &coarse_clock)
+	if (c && c != &system_clock && c != &coarse_clock && c != &tsc_clock)
 		free(c);
 }

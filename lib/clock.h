@@ -15,21 +15,39 @@
 
 #include <throttlekit.h>
 
+#include "clock-tsc.h"
+
 /* Clock readings are below this (tk__clock_read); states may not be. */
 #define TK__NOW_LIMIT (UINT64_C(1) << 63)
 
+/*
+ * The TSC clock's id where tk__clock_id() gives one: not a clockid_t of
+ * clock_gettime(2) (the kernel's fixed ids are below 16, dynamic ones
+ * negative), so that the limiter's inline read covers it too.
+ */
+#define TK__CLOCK_ID_TSC (1 << 16)
+
 /* clock.c */
 int tk__clock_read(struct tk_clock *c, uint64_t *ns);
-/* The clock_gettime(2) clock that @c reads (the system and the coarse
- * clock), or -1 for a manual or custom clock. */
+/* The clock that @c reads inline: a clock_gettime(2) clock id (the
+ * system and the coarse clock), TK__CLOCK_ID_TSC, or -1 for a manual or
+ * custom clock. */
 int tk__clock_id(const struct tk_clock *c);
+/* clock-tsc.c: whether the TSC clock serves (calibrates it once). */
+int tk__tsc_usable(void);
 
-/* A reading of clock_gettime(2) clock @id as tk__clock_read() gives it:
- * inline, so that a check on the system clock makes one call for it. */
-static inline int tk__clock_gettime(clockid_t id, uint64_t *ns)
+/* A reading of clock @id (tk__clock_id()) as tk__clock_read() gives it:
+ * inline, so that a check on the system clock makes one call for it,
+ * and one on the TSC clock none. */
+static inline __attribute__((always_inline)) int tk__clock_gettime(clockid_t id,
+								   uint64_t *ns)
 {
 	struct timespec ts;
 
+	if (TK__HAVE_TSC && __builtin_expect(id == TK__CLOCK_ID_TSC, 0)) {
+		*ns = tk__tsc_now();
+		return *ns < TK__NOW_LIMIT ? 0 : -EOVERFLOW;
+	}
 	if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0)
 		return -EIO;
 	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

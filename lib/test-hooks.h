@@ -46,6 +46,23 @@ void tk__aes128(const struct tk__keyhash_key *k, const unsigned char in[16],
 		unsigned char out[16]);
 void tk__aes_cmac(const struct tk__keyhash_key *k, const void *data, size_t len,
 		  unsigned char tag[16]);
+/* clock-tsc.c.  Tests: non-zero makes tk_clock_tsc() give the system
+ * clock, as where the TSC is not invariant. */
+extern int tk__tsc_no_tsc;
+/* Tests: if not zero, the longest period of a TSC line (ns; else 1 s),
+ * so that a test sees many re-anchorings.  Set before tk_clock_tsc(). */
+extern uint64_t tk__tsc_period_cap_ns;
+/* Tests: added to every CLOCK_REALTIME reading the TSC clock's
+ * calibration and re-anchoring take, as if CLOCK_REALTIME stepped. */
+extern int64_t tk__tsc_realtime_shift_ns;
+/* Tests: prefixed to the paths of /proc/cpuinfo and of the kernel's
+ * clock sources that decide whether the TSC is usable (else ""), so
+ * that a test can give the calibration files of its own.  Set before
+ * the first tk_clock_tsc(). */
+extern const char *tk__tsc_root;
+/* Tests: take (@hold non-zero) or release the TSC clock's writer lock,
+ * as a thread re-anchoring would hold it: 0, or -EBUSY if held. */
+int tk__tsc_hold_writer(int hold);
 /* redis/xslot.c.  Tests: if set, called with tk__xslot_pause_arg after
  * a refused cross-slot all() consumed and before it refunds, so that
  * another client's check can land in between. */
@@ -67,6 +84,10 @@ extern void *tk__pg_locked_pause_arg;
 #define tk__slot_near_test ((uint64_t)0)
 #define tk__memory_secret ((const uint64_t[2]){ 0, 0 })
 #define tk__keyhash_no_aesni 0
+#define tk__tsc_no_tsc 0
+#define tk__tsc_period_cap_ns ((uint64_t)0)
+#define tk__tsc_realtime_shift_ns ((int64_t)0)
+#define tk__tsc_root ""
 #define tk__xslot_pause ((void (*)(void *))0)
 #define tk__xslot_pause_arg ((void *)0)
 #define tk__libpq_soname ((const char *)0)
