@@ -5,9 +5,10 @@
  * keys the Redis store uses, for every encoding (one word, windows,
  * sliding windows' rings, sliding logs): too many fields, too few, huge
  * numbers, non-digits, another algorithm's id, another limit, unsorted
- * stamps.  A check, a peek and a batch of each must fail with -EPROTO
- * and nothing else (no crash, no write past a buffer: run it under
- * AddressSanitizer), and a reset must clear the key.
+ * stamps; a one-word state's 10 bytes (and its text of earlier
+ * versions, still read).  A check, a peek and a batch of each must fail
+ * with -EPROTO and nothing else (no crash, no write past a buffer: run
+ * it under AddressSanitizer), and a reset must clear the key.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -306,6 +307,145 @@ static void test_one_word(void **state)
 	}
 }
 
+/* A one-word state as the script writes it: 10 bytes, 0x80 + the id, the
+ * word's hi * 10^9 + lo in 5 and 4 bytes (lib/redis/scripts.c). */
+static void test_one_word_binary(void **state)
+{
+	static const char *const bad[] = {
+		/* lo >= 10^9 */
+		"\x81\x01\x01\x01\x01\x01\xff\xff\xff\xff",
+		/* hi * 10^9 + lo past 2^64 - 1 */
+		"\x81\xff\xff\xff\xff\xff\x01\x01\x01\x01",
+		/* another algorithm's mark */
+		"\x82\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+		"\x87\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+		"\x80\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+		/* a byte short, a byte over */
+		"\x81\x01\x01\x01\x01\x01\x01\x01\x01",
+		"\x81\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+	};
+	/* Well formed, near T0 (NUL bytes), another algorithm's mark. */
+	static const char near[] = "\x82\x00\x65\x53\xf1\x00\x00\x00\x00\x07";
+	char key[64];
+	size_t klen = state_key("gcra:5/s", -1, key);
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct tk_clock *c;
+	char spec[192];
+
+	(void)state;
+	need_server();
+	assert_each("gcra:5/s", bad, sizeof(bad) / sizeof(bad[0]));
+	assert_hostile("all(gcra:5/s,fixed-window:5/10s)", 0, bad[0]);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=h:&server_time=0",
+		 kit.spec);
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	assert_rc(tk_limiter_open(&l, "gcra:5/s", redis_kit_slow(spec), &o), 0);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET h:%b %b", key, klen,
+				       near, sizeof(near) - 1),
+			 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EPROTO);
+	assert_rc(tk_limiter_peek(l, "k", 1, &d), -EPROTO);
+	/* Refused, and left as it was. */
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 h:%b %b",
+				       "return redis.call('GET', KEYS[1]) == "
+				       "ARGV[1] and 1 or 0",
+				       key, klen, near, sizeof(near) - 1),
+			 1);
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
+/* The state of key "k" under @policy rewritten as the text "ALG:WORD" of
+ * earlier versions; the length of the binary state it replaced. */
+static long long to_text(const char *policy)
+{
+	static const char script[] =
+		"local v = redis.call('GET', KEYS[1]) "
+		"local m, h, l = struct.unpack('>BI5I4', v) "
+		"redis.call('SET', KEYS[1], string.format('%d:%d%09d', "
+		"m - 128, h, l), 'KEEPTTL') return #v";
+	char key[64];
+	size_t klen = state_key(policy, -1, key);
+
+	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 t:%b", script, key,
+			     klen);
+}
+
+/*
+ * A key an earlier version wrote ("ALG:WORD" text) is read exactly: the
+ * decisions after it are the memory store's, bit for bit, and the first
+ * check that admits writes it in the binary form.
+ */
+static void test_one_word_text(void **state)
+{
+	static const char *const policies[] = {
+		"gcra:5/s,burst=3",
+		"token-bucket:capacity=4,refill=2/s",
+		"leaky:10/s,max-queue=1s",
+	};
+	static const uint64_t steps[] = { 0, 1, 50 * MS, 0, 0, 0, 0, SEC, 3 };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l[2];
+	struct tk_clock *c[2];
+	struct tk_decision d[2];
+	char spec[192], key[64], first[8];
+	size_t i, k, klen;
+	uint64_t now;
+	int m;
+
+	(void)state;
+	need_server();
+	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
+		 kit.spec);
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		for (m = 0; m < 2; m++) {
+			assert_rc(tk_clock_manual_new(&c[m], T0), 0);
+			o.clock = c[m];
+			o.fail = TK_FAIL_ERROR;
+			o.flags = TK_OPT_NO_RECLAIMER;
+			assert_rc(tk_limiter_open(&l[m], policies[i],
+						  m ? redis_kit_slow(spec)
+						    : "memory",
+						  &o),
+				  0);
+			assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
+			assert_rc(tk_limiter_check(l[m], "k", 1, 2, &d[m]), 0);
+		}
+		assert_true(d[0].allowed);
+		assert_int_equal(to_text(policies[i]), 10);
+		klen = state_key(policies[i], -1, key);
+		for (k = 0, now = T0; k < sizeof(steps) / sizeof(steps[0]);
+		     k++) {
+			now += steps[k];
+			for (m = 0; m < 2; m++) {
+				tk_clock_set(c[m], now);
+				assert_rc(tk_limiter_check(l[m], "k", 1, 1,
+							   &d[m]),
+					  0);
+			}
+			assert_same_decision(d[1], d[0]);
+		}
+		/* Written again, as the script writes it now. */
+		assert_int_equal(
+			redis_kit_cmd(&kit, NULL, 0, "STRLEN t:%b", key, klen),
+			10);
+		redis_kit_cmd(&kit, first, sizeof(first), "GETRANGE t:%b 0 0",
+			      key, klen);
+		assert_int_equal((unsigned char)first[0],
+				 0x80 | (i == 0	  ? 1
+					 : i == 1 ? 2
+						  : 7));
+		for (m = 0; m < 2; m++) {
+			tk_limiter_close(l[m]);
+			tk_clock_free(c[m]);
+		}
+	}
+}
+
 static void test_windows(void **state)
 {
 	static const char *const bad[] = {
@@ -341,6 +481,8 @@ int main(void)
 		cmocka_unit_test(test_log_malformed),
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_one_word),
+		cmocka_unit_test(test_one_word_binary),
+		cmocka_unit_test(test_one_word_text),
 		cmocka_unit_test(test_windows),
 	};
 
