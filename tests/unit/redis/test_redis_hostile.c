@@ -18,12 +18,14 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <throttlekit.h>
 
 #include "algo/algo.h"
 #include "store/store-key.h"
+#include "redis/store.h"
 #include "asserts.h"
 #include "redis-kit.h"
 
@@ -474,6 +476,105 @@ static void test_windows(void **state)
 	assert_hostile("any(quota:5/day,fixed-window:5/10s)", 1, bad[4]);
 }
 
+/* A string reply of @len bytes, as hiredis makes one. */
+static void *string_reply(const char *s, size_t len)
+{
+	redisReply *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->type = REDIS_REPLY_STRING;
+	r->str = malloc(len + 1);
+	assert_non_null(r->str);
+	memcpy(r->str, s, len);
+	r->str[len] = '\0';
+	r->len = len;
+	return r;
+}
+
+static void assert_element(const redisReply *e, const char *want)
+{
+	if (!want) {
+		assert_int_equal(e->type, REDIS_REPLY_NIL);
+		return;
+	}
+	assert_int_equal(e->type, REDIS_REPLY_STRING);
+	assert_int_equal(e->len, strlen(want));
+	assert_memory_equal(e->str, want, e->len);
+}
+
+/* A fast path's one-string answer, read as the array it stands for. */
+static void assert_expands(const char *s, size_t len, long long admitted,
+			   const char *old, const char *new, const char *now)
+{
+	void *v = string_reply(s, len);
+	const redisReply *r;
+
+	assert_rc(tk__redis_reply_expand(&v), 0);
+	r = v;
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 4);
+	assert_int_equal(r->element[0]->type, REDIS_REPLY_INTEGER);
+	assert_int_equal(r->element[0]->integer, admitted);
+	assert_element(r->element[1], old);
+	assert_element(r->element[2], new);
+	assert_element(r->element[3], now);
+	freeReplyObject(v);
+}
+
+static void test_reply_strings(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"\x01\x00\x00", /* no NOW */
+		"\x02\x00\x00"
+		"7", /* ADMITTED 2 */
+		"\x01\x05\x00"
+		"ab7", /* OLD past the end */
+		"\x01\x01\x01"
+		"ab", /* NEW up to the end: no NOW */
+		"\x00\x00\x01"
+		"a7", /* written, not admitted */
+		"\x01\x00\xff"
+		"a7", /* NEW past the end */
+	};
+	static const size_t bad_len[] = { 0, 3, 4, 6, 5, 5, 5 };
+	void *v;
+	size_t i;
+
+	(void)state;
+	assert_expands("\x01\x02\x03"
+		       "abcde123",
+		       11, 1, "ab", "cde", "123");
+	assert_expands("\x00\x02\x00"
+		       "ab9",
+		       6, 0, "ab", NULL, "9");
+	assert_expands("\x01\x00\x01"
+		       "x5",
+		       5, 1, NULL, "x", "5");
+	/* Binary states: NUL bytes are data. */
+	v = string_reply("\x01\x01\x02\x00\x00\x07"
+			 "1",
+			 7);
+	assert_rc(tk__redis_reply_expand(&v), 0);
+	assert_int_equal(((redisReply *)v)->element[1]->len, 1);
+	assert_int_equal(((redisReply *)v)->element[2]->len, 2);
+	assert_memory_equal(((redisReply *)v)->element[2]->str, "\x00\x07", 2);
+	assert_element(((redisReply *)v)->element[3], "1");
+	freeReplyObject(v);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = string_reply(bad[i], bad_len[i]);
+		assert_rc(tk__redis_reply_expand(&v), -EPROTO);
+		freeReplyObject(v);
+	}
+	/* Any other reply is left as it is. */
+	v = calloc(1, sizeof(redisReply));
+	assert_non_null(v);
+	((redisReply *)v)->type = REDIS_REPLY_INTEGER;
+	assert_rc(tk__redis_reply_expand(&v), 0);
+	assert_int_equal(((redisReply *)v)->type, REDIS_REPLY_INTEGER);
+	freeReplyObject(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_one_word),
 		cmocka_unit_test(test_one_word_binary),
 		cmocka_unit_test(test_one_word_text),
+		cmocka_unit_test(test_reply_strings),
 		cmocka_unit_test(test_windows),
 	};
 
