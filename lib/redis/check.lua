@@ -16,7 +16,9 @@
 --          admits, and then every state is written; "any": admitted iff
 --          one does, and the states of those that admit are written.
 --          USABLE 0: the dimension can never admit this cost (-ERANGE),
---          so it counts as not admitting.
+--          so it counts as not admitting.  A check of one key that can
+--          admit, of ALG 1, 2, 3, 6 or 7, may come short: NOW GRACE ALG
+--          and the ALG's arguments but the trailing zeros (7 or 8 in all).
 -- Returns  {admitted 0 or 1, the N old values (nil: none), the N new
 --          values (nil: not written), NOW} (the fast paths: that as one
 --          string, fast()); {2, NOW} when NOW "TIME:LO:HI"
@@ -453,8 +455,22 @@ local function cached(f, s)
 	return v[1], v[2]
 end
 
+-- cached(small, @s) at half the cost (0.05 us): GRACE, INC, AHEAD,
+-- LIMIT and COST come with every check.
+local known, nknown = {}, 0
 local function cnum(s)
-	return cached(small, s)
+	local v = known[s]
+	if v then
+		return v
+	end
+	v = small(s)
+	if v then
+		if nknown == 256 then
+			known, nknown = {}, 0
+		end
+		known[s], nknown = v, nknown + 1
+	end
+	return v
 end
 
 -- The TTL in ms of a state @t ns past NOW (0 <= t < 2^53), GRACE
@@ -578,23 +594,23 @@ local function fast_now(arg)
 end
 
 -- A check of one dimension of those above, whole: the reply, or nil to
--- leave it to the general code.
+-- leave it to the general code.  ARGV: the short form.
 local function fast(KEYS, ARGV)
-	local alg, g = ARGV[5], cnum(ARGV[3])
+	local alg, g = ARGV[3], cnum(ARGV[2])
 	local one = MARK[alg]
 	if not (one or alg == '3' or alg == '6') or not g then
 		return nil
 	end
-	local nhi, nlo, nows = fast_now(ARGV[2])
+	local nhi, nlo, nows = fast_now(ARGV[1])
 	if not nlo then
 		return nhi
 	end
 	local old = redis.call('GET', KEYS[1])
 	local ok, new, ms
 	if one then
-		ok, new, ms = fast_word(alg, old, ARGV, 4, nhi, nlo, g)
+		ok, new, ms = fast_word(alg, old, ARGV, 1, nhi, nlo, g)
 	else
-		ok, new, ms = fast_window(alg, old, ARGV, 4, nhi, nlo, g)
+		ok, new, ms = fast_window(alg, old, ARGV, 1, nhi, nlo, g)
 	end
 	if ok == nil then
 		return nil
@@ -602,7 +618,7 @@ local function fast(KEYS, ARGV)
 	-- One string (verdict.c, tk__redis_reply_expand()): cheaper to send
 	-- than the array {ADMITTED, OLD, NEW, NOW} it stands for.
 	old = old or ''
-	if ok and ARGV[6] == '1' then
+	if ok then
 		redis.call('SET', KEYS[1], new, 'PX', ms)
 		return string.char(1, #old, #new) .. old .. new .. nows
 	end
@@ -752,11 +768,13 @@ local function check(KEYS, ARGV)
 	if ARGV[1] == 'refund' then
 		return refund(KEYS, ARGV)
 	end
-	if #KEYS == 1 and #ARGV == 13 and ARGV[4] == '1' then
+	if #ARGV <= 8 then
 		local r = fast(KEYS, ARGV)
 		if r then
 			return r
 		end
+		ARGV = { 'all', ARGV[1], ARGV[2], '1', ARGV[3], '1', ARGV[4],
+			ARGV[5], ARGV[6], ARGV[7], ARGV[8] or '0', '0', '0' }
 	end
 	local kind, now, grace, n = ARGV[1], nil, num(ARGV[3]), tonumber(ARGV[4])
 	local g = ARGV[3] and cnum(ARGV[3])
