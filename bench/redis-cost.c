@@ -11,8 +11,11 @@
  *   EVALSHA and EVAL, whose usec include the commands a script calls.
  * - The hand GCRA keeps one TAT in integer microseconds (GET, a few
  *   additions, SET PX): what a script that knows one algorithm costs.
- * - Each row gives its ratio to the hand GCRA of the same run, and the
+ *   A second one reads the server's clock (TIME, as go-redis/redis_rate
+ *   does), as the library does by default (server_time=1).
+ * - Each row gives its ratio to both hand GCRAs of the same run, and the
  *   share of checks admitted (a denial skips the write).
+ * - TK_REDIS_COST_OPTS (e.g. "&server_time=0") is added to the spec.
  * - Cases are measured in rounds (3), interleaved, and each row reports
  *   its lowest usec per call: neighbours on a shared machine only ever
  *   add time.
@@ -28,7 +31,7 @@
 #include <throttlekit.h>
 
 #define ROUNDS 3
-#define CASES_MAX 32
+#define CASES_MAX 32 /* policies; two hand GCRAs besides */
 
 static const char *host;
 static int port;
@@ -65,8 +68,8 @@ static double usec_per_call(void)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(field, sizeof(field), "cmdstat_%s:calls=", names[i]);
 		at = strstr(r->str, field);
-		if (at && sscanf(at + strlen(field), "%llu,usec=%llu", &c,
-				 &u) == 2) {
+		if (at &&
+		    sscanf(at + strlen(field), "%llu,usec=%llu", &c, &u) == 2) {
 			calls += c;
 			usec += u;
 		}
@@ -77,6 +80,10 @@ static double usec_per_call(void)
 
 static const char hand_gcra[] =
 	"local now = tonumber(ARGV[1])\n"
+	"if now == 0 then\n"
+	"	local t = redis.call('TIME')\n"
+	"	now = t[1] * 1000000 + t[2]\n"
+	"end\n"
 	"local t, tau = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
 	"local tat = tonumber(redis.call('GET', KEYS[1])) or now\n"
 	"if tat < now then\n"
@@ -97,8 +104,9 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* @n checks of the hand GCRA (1 µs apart, a tolerance of 1000 s). */
-static long run_hand(long n)
+/* @n checks of the hand GCRA (1 µs apart, a tolerance of 1000 s), on
+ * the server's clock if @server. */
+static long run_hand(long n, int server)
 {
 	redisContext *c = redisConnect(host, port);
 	redisReply *r;
@@ -115,7 +123,8 @@ static long run_hand(long n)
 	admin_cmd("CONFIG RESETSTAT");
 	for (i = 0; i < n; i++) {
 		r = redisCommand(c, "EVALSHA %s 1 hand:gcra %llu 1 1000000000",
-				 sha, (unsigned long long)now_us());
+				 sha,
+				 server ? 0ull : (unsigned long long)now_us());
 		if (!r || r->type != REDIS_REPLY_INTEGER)
 			die("EVALSHA");
 		admitted += r->integer == 1;
@@ -134,7 +143,10 @@ static long run_tk(const char *policy, long n)
 	long i, admitted = 0;
 	int rc;
 
-	snprintf(spec, sizeof(spec), "redis://%s:%d?timeout=2s", host, port);
+	const char *opts = getenv("TK_REDIS_COST_OPTS");
+
+	snprintf(spec, sizeof(spec), "redis://%s:%d?timeout=2s%s", host, port,
+		 opts ? opts : "");
 	rc = tk_limiter_open(&l, policy, spec, NULL);
 	if (rc)
 		die(tk_strerror(rc));
@@ -170,8 +182,8 @@ int main(int argc, char **argv)
 {
 	const char *const *pol = defaults;
 	size_t npol = sizeof(defaults) / sizeof(defaults[0]), i, k;
-	double best[CASES_MAX + 1], u;
-	long share[CASES_MAX + 1], n = 20000;
+	double best[CASES_MAX + 2], u;
+	long share[CASES_MAX + 2], n = 20000;
 
 	if (argc < 3)
 		die("usage: redis-cost HOST PORT [CHECKS [POLICY...]]");
@@ -188,22 +200,25 @@ int main(int argc, char **argv)
 	admin = redisConnect(host, port);
 	if (!admin || admin->err)
 		die("connect");
-	for (i = 0; i <= npol; i++)
+	for (i = 0; i <= npol + 1; i++)
 		best[i] = -1;
 	for (k = 0; k < ROUNDS; k++)
-		for (i = 0; i <= npol; i++) {
+		for (i = 0; i <= npol + 1; i++) {
 			admin_cmd("FLUSHALL");
-			share[i] = i == 0 ? run_hand(n) : run_tk(pol[i - 1], n);
+			share[i] = i < 2 ? run_hand(n, i == 1)
+					 : run_tk(pol[i - 2], n);
 			u = usec_per_call();
 			if (best[i] < 0 || u < best[i])
 				best[i] = u;
 		}
-	printf("%-72s %9s %7s %9s\n", "case", "usec/call", "x hand",
-	       "admitted");
-	for (i = 0; i <= npol; i++)
-		printf("%-72s %9.2f %7.2f %8.1f%%\n",
-		       i == 0 ? "hand: Lua GCRA, integer us" : pol[i - 1],
-		       best[i], best[i] / best[0],
+	printf("%-72s %9s %7s %7s %9s\n", "case", "usec/call", "x hand",
+	       "x +TIME", "admitted");
+	for (i = 0; i <= npol + 1; i++)
+		printf("%-72s %9.2f %7.2f %7.2f %8.1f%%\n",
+		       i == 0	? "hand: Lua GCRA, integer us"
+		       : i == 1 ? "hand: Lua GCRA, integer us, server TIME"
+				: pol[i - 2],
+		       best[i], best[i] / best[0], best[i] / best[1],
 		       100.0 * (double)share[i] / (double)n);
 	redisFree(admin);
 	return 0;

@@ -141,6 +141,14 @@ int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
 		if (rc == 0)
 			rc = tk__redis_command(c, call->argc, call->argv,
 					       call->lens, (void **)r);
+		if (rc == 0) {
+			rc = tk__redis_reply_expand((void **)r);
+			if (rc) {
+				tk__redis_reply_free(*r);
+				*r = NULL;
+			}
+			return rc;
+		}
 		if (!tk__redis_script_lost(c, rc))
 			return rc;
 	}

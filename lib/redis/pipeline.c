@@ -327,6 +327,11 @@ static void collect(struct batch *b, int k, uint64_t deadline)
 		if (b->p[i].state != SENT || b->p[i].node != k)
 			continue;
 		rc = tk__redis_next_reply(c, deadline, &r);
+		if (rc == 0 && tk__redis_reply_expand(&r)) {
+			tk__redis_reply_free(r);
+			done(b, i, -EPROTO);
+			continue;
+		}
 		if (rc == 0) {
 			rc = load_req(b, i);
 			if (rc == 0 && tk__redis_call_retry(b->s, &b->q, r)) {

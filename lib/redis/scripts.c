@@ -46,6 +46,8 @@ _Static_assert(sizeof(tk__redis_check_lua) < 16384 - 256,
 #define SPAN_MAX (UINT64_C(1) << 62)  /* as leaky.c */
 #define COUNT_MAX (UINT64_C(1) << 62) /* as fixed-window.c */
 #define PACKED_COUNT_MAX ((UINT64_C(1) << 24) - 1)
+#define E9 UINT64_C(1000000000)
+#define WORD_LEN 10 /* a one-word state, decode_word() */
 
 int tk__redis_supported(const struct tk__policy *p)
 {
@@ -264,6 +266,29 @@ static int decode_log(const struct tk__policy *p, const char *s, size_t len,
 	return p->alg->valid(p, (uint32_t)cap, words) ? 0 : -EPROTO;
 }
 
+/*
+ * A one-word state as the script writes it (check.lua, MARK and WORD):
+ * 0x80 + the algorithm's id, then the word's hi * 10^9 + lo in 5 and 4
+ * bytes, big-endian.
+ */
+static int decode_word(const struct tk__policy *p, const char *s,
+		       uint64_t *word)
+{
+	const unsigned char *b = (const unsigned char *)s;
+	uint64_t hi = 0, lo = 0;
+	int i;
+
+	for (i = 1; i <= 5; i++)
+		hi = hi << 8 | b[i];
+	for (i = 6; i <= 9; i++)
+		lo = lo << 8 | b[i];
+	if (b[0] != (0x80 | p->alg->id) || lo >= E9 ||
+	    hi > (UINT64_MAX - lo) / E9)
+		return -EPROTO;
+	*word = hi * E9 + lo;
+	return 0;
+}
+
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words, size_t cap)
 {
@@ -279,6 +304,8 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		return decode_log(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_window)
 		return decode_ring(p, s, len, words, cap);
+	if (want == 2 && len == WORD_LEN && (unsigned char)s[0] >= 0x80)
+		return decode_word(p, s, &words[0]);
 	/* ':'-separated decimal fields, the first the algorithm's id. */
 	for (;;) {
 		for (at = i; i < len && s[i] != ':'; i++)

@@ -193,6 +193,13 @@ int tk__redis_spelled(struct tk__spelling *sp, size_t i, const char *pre,
 		      size_t pre_len, const char *post, size_t post_len);
 /* The script's reply @r to @q, judged as apply() does: its result. */
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
+/*
+ * A check's reply as the array {ADMITTED, OLD, NEW, NOW} the verdict
+ * reads: the one string a fast path of check.lua answers becomes it (in
+ * *@reply, the string freed); any other reply is left as it is.  0,
+ * -EPROTO for a string that is no such answer, or -ENOMEM.
+ */
+int tk__redis_reply_expand(void **reply);
 
 /* clock.c */
 

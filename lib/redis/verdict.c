@@ -170,6 +170,70 @@ static int spell(const struct tk__redis_req *q, const redisReply *r)
 	return rc;
 }
 
+/* An element of an expanded reply: @len bytes at @s, or nil for NULL. */
+static redisReply *element(const char *s, size_t len)
+{
+	redisReply *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->type = s ? REDIS_REPLY_STRING : REDIS_REPLY_NIL;
+	if (s) {
+		e->str = malloc(len + 1);
+		if (!e->str) {
+			free(e);
+			return NULL;
+		}
+		memcpy(e->str, s, len);
+		e->str[len] = '\0';
+		e->len = len;
+	}
+	return e;
+}
+
+/*
+ * check.lua's fast paths answer one string, cheaper for the server to
+ * send than an array: a byte ADMITTED (0 or 1), the bytes of OLD and of
+ * NEW (0: none; a state the fast paths take is never empty), then OLD,
+ * NEW and NOW.  hiredis frees what is built here with free().
+ */
+int tk__redis_reply_expand(void **reply)
+{
+	redisReply *r = *reply, *a;
+	const unsigned char *b = (const unsigned char *)r->str;
+	size_t i, at;
+
+	if (r->type != REDIS_REPLY_STRING)
+		return 0;
+	if (r->len < 4 || b[0] > 1 || 3 + (size_t)b[1] + b[2] >= r->len ||
+	    (b[2] && !b[0]))
+		return -EPROTO;
+	a = calloc(1, sizeof(*a));
+	if (a)
+		a->element = calloc(4, sizeof(*a->element));
+	if (!a || !a->element) {
+		free(a);
+		return -ENOMEM;
+	}
+	a->type = REDIS_REPLY_ARRAY;
+	a->elements = 4;
+	at = 3 + (size_t)b[1] + b[2];
+	a->element[0] = calloc(1, sizeof(*a->element[0]));
+	a->element[1] = element(b[1] ? r->str + 3 : NULL, b[1]);
+	a->element[2] = element(b[2] ? r->str + 3 + b[1] : NULL, b[2]);
+	a->element[3] = element(r->str + at, r->len - at);
+	for (i = 0; i < 4; i++)
+		if (!a->element[i]) {
+			freeReplyObject(a);
+			return -ENOMEM;
+		}
+	a->element[0]->type = REDIS_REPLY_INTEGER;
+	a->element[0]->integer = b[0];
+	freeReplyObject(r);
+	*reply = a;
+	return 0;
+}
+
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 {
 	struct tk__redis_bufs b;

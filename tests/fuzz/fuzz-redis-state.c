@@ -4,7 +4,8 @@
  * a state as the server spells it (tk__redis_decode(), every encoding:
  * one word, windows, sliding windows' rings, sliding logs), read as the
  * verdict path reads a reply's state (tk__redis_take_old(), into the
- * step's buffers), and the decimal fields (tk__redis_parse_u64()).
+ * step's buffers), the decimal fields (tk__redis_parse_u64()), and the
+ * value as a fast path's one-string reply (tk__redis_reply_expand()).
  *
  * The first byte of an input picks a policy and one of its dimensions,
  * the rest is the value.  A decoder writes only its own buffer (each is
@@ -74,6 +75,31 @@ static void decode_alone(const struct tk__policy *p, const char *s, size_t len)
 	free(w);
 }
 
+/* @s as the one string a fast path answers: what expands is the array
+ * of four the verdict reads, its strings within @s. */
+static void expand(const char *s, size_t len)
+{
+	redisReply *r = calloc(1, sizeof(*r)), *a;
+	void *v = r;
+
+	if (!r || !(r->str = malloc(len + 1))) {
+		free(r);
+		return;
+	}
+	memcpy(r->str, s, len);
+	r->len = len;
+	r->type = REDIS_REPLY_STRING;
+	if (tk__redis_reply_expand(&v) == 0) {
+		a = v;
+		if (a->type != REDIS_REPLY_ARRAY || a->elements != 4 ||
+		    a->element[1]->len + a->element[2]->len +
+				    a->element[3]->len + 3 !=
+			    len)
+			abort();
+	}
+	freeReplyObject(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct tk_policy *pol;
@@ -98,6 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (tk__redis_parse_u64(s, len, &v) == 0 && (len == 0 || len > 20))
 		abort();
 	decode_alone(&pol->dim[k], s, len);
+	expand(s, len);
 	/* The verdict path: every dimension's buffers, then one state. */
 	memset(&q, 0, sizeof(q));
 	q.n = pol->n;

@@ -87,7 +87,7 @@ for h in "$src"/tests/fuzz/fuzz-*.c; do
 			continue
 		fi
 		extra="$out/obj/lib_redis_scripts.o $out/obj/lib_redis_verdict.o
-			-I$build/lib $(pkg-config --cflags hiredis)"
+			-I$build/lib $(pkg-config --cflags --libs hiredis)"
 		[ "$time" -gt 5 ] && time=5
 	fi
 	corpus="$out/corpus-${name#fuzz-}"

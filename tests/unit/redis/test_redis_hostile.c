@@ -5,9 +5,10 @@
  * keys the Redis store uses, for every encoding (one word, windows,
  * sliding windows' rings, sliding logs): too many fields, too few, huge
  * numbers, non-digits, another algorithm's id, another limit, unsorted
- * stamps.  A check, a peek and a batch of each must fail with -EPROTO
- * and nothing else (no crash, no write past a buffer: run it under
- * AddressSanitizer), and a reset must clear the key.
+ * stamps; a one-word state's 10 bytes (and its text of earlier
+ * versions, still read).  A check, a peek and a batch of each must fail
+ * with -EPROTO and nothing else (no crash, no write past a buffer: run
+ * it under AddressSanitizer), and a reset must clear the key.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,12 +18,14 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <throttlekit.h>
 
 #include "algo/algo.h"
 #include "store/store-key.h"
+#include "redis/store.h"
 #include "asserts.h"
 #include "redis-kit.h"
 
@@ -306,6 +309,145 @@ static void test_one_word(void **state)
 	}
 }
 
+/* A one-word state as the script writes it: 10 bytes, 0x80 + the id, the
+ * word's hi * 10^9 + lo in 5 and 4 bytes (lib/redis/scripts.c). */
+static void test_one_word_binary(void **state)
+{
+	static const char *const bad[] = {
+		/* lo >= 10^9 */
+		"\x81\x01\x01\x01\x01\x01\xff\xff\xff\xff",
+		/* hi * 10^9 + lo past 2^64 - 1 */
+		"\x81\xff\xff\xff\xff\xff\x01\x01\x01\x01",
+		/* another algorithm's mark */
+		"\x82\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+		"\x87\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+		"\x80\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+		/* a byte short, a byte over */
+		"\x81\x01\x01\x01\x01\x01\x01\x01\x01",
+		"\x81\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01",
+	};
+	/* Well formed, near T0 (NUL bytes), another algorithm's mark. */
+	static const char near[] = "\x82\x00\x65\x53\xf1\x00\x00\x00\x00\x07";
+	char key[64];
+	size_t klen = state_key("gcra:5/s", -1, key);
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct tk_clock *c;
+	char spec[192];
+
+	(void)state;
+	need_server();
+	assert_each("gcra:5/s", bad, sizeof(bad) / sizeof(bad[0]));
+	assert_hostile("all(gcra:5/s,fixed-window:5/10s)", 0, bad[0]);
+	snprintf(spec, sizeof(spec), "%s?key_prefix=h:&server_time=0",
+		 kit.spec);
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	assert_rc(tk_limiter_open(&l, "gcra:5/s", redis_kit_slow(spec), &o), 0);
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "SET h:%b %b", key, klen,
+				       near, sizeof(near) - 1),
+			 0);
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), -EPROTO);
+	assert_rc(tk_limiter_peek(l, "k", 1, &d), -EPROTO);
+	/* Refused, and left as it was. */
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 h:%b %b",
+				       "return redis.call('GET', KEYS[1]) == "
+				       "ARGV[1] and 1 or 0",
+				       key, klen, near, sizeof(near) - 1),
+			 1);
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	tk_limiter_close(l);
+	tk_clock_free(c);
+}
+
+/* The state of key "k" under @policy rewritten as the text "ALG:WORD" of
+ * earlier versions; the length of the binary state it replaced. */
+static long long to_text(const char *policy)
+{
+	static const char script[] =
+		"local v = redis.call('GET', KEYS[1]) "
+		"local m, h, l = struct.unpack('>BI5I4', v) "
+		"redis.call('SET', KEYS[1], string.format('%d:%d%09d', "
+		"m - 128, h, l), 'KEEPTTL') return #v";
+	char key[64];
+	size_t klen = state_key(policy, -1, key);
+
+	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 t:%b", script, key,
+			     klen);
+}
+
+/*
+ * A key an earlier version wrote ("ALG:WORD" text) is read exactly: the
+ * decisions after it are the memory store's, bit for bit, and the first
+ * check that admits writes it in the binary form.
+ */
+static void test_one_word_text(void **state)
+{
+	static const char *const policies[] = {
+		"gcra:5/s,burst=3",
+		"token-bucket:capacity=4,refill=2/s",
+		"leaky:10/s,max-queue=1s",
+	};
+	static const uint64_t steps[] = { 0, 1, 50 * MS, 0, 0, 0, 0, SEC, 3 };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l[2];
+	struct tk_clock *c[2];
+	struct tk_decision d[2];
+	char spec[192], key[64], first[8];
+	size_t i, k, klen;
+	uint64_t now;
+	int m;
+
+	(void)state;
+	need_server();
+	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
+		 kit.spec);
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		for (m = 0; m < 2; m++) {
+			assert_rc(tk_clock_manual_new(&c[m], T0), 0);
+			o.clock = c[m];
+			o.fail = TK_FAIL_ERROR;
+			o.flags = TK_OPT_NO_RECLAIMER;
+			assert_rc(tk_limiter_open(&l[m], policies[i],
+						  m ? redis_kit_slow(spec)
+						    : "memory",
+						  &o),
+				  0);
+			assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
+			assert_rc(tk_limiter_check(l[m], "k", 1, 2, &d[m]), 0);
+		}
+		assert_true(d[0].allowed);
+		assert_int_equal(to_text(policies[i]), 10);
+		klen = state_key(policies[i], -1, key);
+		for (k = 0, now = T0; k < sizeof(steps) / sizeof(steps[0]);
+		     k++) {
+			now += steps[k];
+			for (m = 0; m < 2; m++) {
+				tk_clock_set(c[m], now);
+				assert_rc(tk_limiter_check(l[m], "k", 1, 1,
+							   &d[m]),
+					  0);
+			}
+			assert_same_decision(d[1], d[0]);
+		}
+		/* Written again, as the script writes it now. */
+		assert_int_equal(
+			redis_kit_cmd(&kit, NULL, 0, "STRLEN t:%b", key, klen),
+			10);
+		redis_kit_cmd(&kit, first, sizeof(first), "GETRANGE t:%b 0 0",
+			      key, klen);
+		assert_int_equal((unsigned char)first[0],
+				 0x80 | (i == 0	  ? 1
+					 : i == 1 ? 2
+						  : 7));
+		for (m = 0; m < 2; m++) {
+			tk_limiter_close(l[m]);
+			tk_clock_free(c[m]);
+		}
+	}
+}
+
 static void test_windows(void **state)
 {
 	static const char *const bad[] = {
@@ -334,6 +476,105 @@ static void test_windows(void **state)
 	assert_hostile("any(quota:5/day,fixed-window:5/10s)", 1, bad[4]);
 }
 
+/* A string reply of @len bytes, as hiredis makes one. */
+static void *string_reply(const char *s, size_t len)
+{
+	redisReply *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->type = REDIS_REPLY_STRING;
+	r->str = malloc(len + 1);
+	assert_non_null(r->str);
+	memcpy(r->str, s, len);
+	r->str[len] = '\0';
+	r->len = len;
+	return r;
+}
+
+static void assert_element(const redisReply *e, const char *want)
+{
+	if (!want) {
+		assert_int_equal(e->type, REDIS_REPLY_NIL);
+		return;
+	}
+	assert_int_equal(e->type, REDIS_REPLY_STRING);
+	assert_int_equal(e->len, strlen(want));
+	assert_memory_equal(e->str, want, e->len);
+}
+
+/* A fast path's one-string answer, read as the array it stands for. */
+static void assert_expands(const char *s, size_t len, long long admitted,
+			   const char *old, const char *new, const char *now)
+{
+	void *v = string_reply(s, len);
+	const redisReply *r;
+
+	assert_rc(tk__redis_reply_expand(&v), 0);
+	r = v;
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 4);
+	assert_int_equal(r->element[0]->type, REDIS_REPLY_INTEGER);
+	assert_int_equal(r->element[0]->integer, admitted);
+	assert_element(r->element[1], old);
+	assert_element(r->element[2], new);
+	assert_element(r->element[3], now);
+	freeReplyObject(v);
+}
+
+static void test_reply_strings(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"\x01\x00\x00", /* no NOW */
+		"\x02\x00\x00"
+		"7", /* ADMITTED 2 */
+		"\x01\x05\x00"
+		"ab7", /* OLD past the end */
+		"\x01\x01\x01"
+		"ab", /* NEW up to the end: no NOW */
+		"\x00\x00\x01"
+		"a7", /* written, not admitted */
+		"\x01\x00\xff"
+		"a7", /* NEW past the end */
+	};
+	static const size_t bad_len[] = { 0, 3, 4, 6, 5, 5, 5 };
+	void *v;
+	size_t i;
+
+	(void)state;
+	assert_expands("\x01\x02\x03"
+		       "abcde123",
+		       11, 1, "ab", "cde", "123");
+	assert_expands("\x00\x02\x00"
+		       "ab9",
+		       6, 0, "ab", NULL, "9");
+	assert_expands("\x01\x00\x01"
+		       "x5",
+		       5, 1, NULL, "x", "5");
+	/* Binary states: NUL bytes are data. */
+	v = string_reply("\x01\x01\x02\x00\x00\x07"
+			 "1",
+			 7);
+	assert_rc(tk__redis_reply_expand(&v), 0);
+	assert_int_equal(((redisReply *)v)->element[1]->len, 1);
+	assert_int_equal(((redisReply *)v)->element[2]->len, 2);
+	assert_memory_equal(((redisReply *)v)->element[2]->str, "\x00\x07", 2);
+	assert_element(((redisReply *)v)->element[3], "1");
+	freeReplyObject(v);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = string_reply(bad[i], bad_len[i]);
+		assert_rc(tk__redis_reply_expand(&v), -EPROTO);
+		freeReplyObject(v);
+	}
+	/* Any other reply is left as it is. */
+	v = calloc(1, sizeof(redisReply));
+	assert_non_null(v);
+	((redisReply *)v)->type = REDIS_REPLY_INTEGER;
+	assert_rc(tk__redis_reply_expand(&v), 0);
+	assert_int_equal(((redisReply *)v)->type, REDIS_REPLY_INTEGER);
+	freeReplyObject(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +582,9 @@ int main(void)
 		cmocka_unit_test(test_log_malformed),
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_one_word),
+		cmocka_unit_test(test_one_word_binary),
+		cmocka_unit_test(test_one_word_text),
+		cmocka_unit_test(test_reply_strings),
 		cmocka_unit_test(test_windows),
 	};
 
