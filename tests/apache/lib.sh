@@ -449,15 +449,17 @@ burst_check()
 	check "$1: 200s of 200 concurrent requests" 50 "$(count '^200|' <"$out")"
 	check "$1: 429s of 200 concurrent requests" 150 "$(count '^429|' <"$out")"
 	# A denial's Retry-After is its decision's (GCRA 1/1h): the next unit
-	# in one emission interval (less the seconds the burst took), or sooner for
-	# a request that read the clock before the burst's first admission
-	# and was denied one unit short (then its RateLimit t= says 49 units
-	# due, not 50).  Either way Retry-After = t - 49 x 3600, rounded up.
-	check "$1: 429s whose Retry-After is t= less 49 units, within 1..3600" 150 \
+	# in one emission interval, less the seconds the burst took.  A
+	# request that read the clock before the burst's first admission and
+	# reached the store after others decides at that earlier time: one
+	# unit short (Retry-After 1, its RateLimit t= 49 units due) or a
+	# second past the interval (3601).  Either way Retry-After = t less
+	# 49 x 3600, rounded up, and never 0.
+	check "$1: 429s whose Retry-After is t= less 49 units" 150 \
 		"$(awk -F'|' '$1 == 429 {
 			t = $3; sub(/.*;t=/, "", t); sub(/;.*/, "", t)
 			d = $2 - (t - 176400)
-			if ($2 >= 1 && $2 <= 3600 && d >= 0 && d <= 1) print }' "$out" | wc -l)"
+			if ($2 >= 1 && d >= 0 && d <= 1) print }' "$out" | wc -l)"
 	check "$1: 429s whose RateLimit says r=0" 150 \
 		"$(awk -F'|' '$1 == 429 && $3 ~ /;r=0(;|$)/' "$out" | wc -l)"
 	# q/w is the rate, 1/1h; the burst of 50 is the decisions' limit.
