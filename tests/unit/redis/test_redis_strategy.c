@@ -118,12 +118,12 @@ static int step(const struct side *x, int group, int who, unsigned int op,
 /* Admissions by each limiter after the other's on a key, per case. */
 static unsigned int crossed[2];
 
-static void timeline(const char *base, size_t i, uint64_t seed)
+static void timeline(const char *base, size_t i, uint64_t seed0)
 {
 	struct side mem, red;
 	struct tk_clock *c;
 	struct tk_decision dm, dr;
-	uint64_t now = T0 + rnd_range(&seed, 0, SEC), cost;
+	uint64_t seed = seed0, now = T0 + rnd_range(&seed, 0, SEC), cost;
 	char spec[256], key[8], what[256];
 	int k, who, rm, rr, last[2] = { -1, -1 };
 	unsigned int op, n;
@@ -131,7 +131,7 @@ static void timeline(const char *base, size_t i, uint64_t seed)
 	assert_rc(tk_clock_manual_new(&c, now), 0);
 	snprintf(spec, sizeof(spec),
 		 "%s&key_prefix=s%zu.%llu:", redis_kit_manual(base), i,
-		 (unsigned long long)seed);
+		 (unsigned long long)seed0);
 	side_open(&mem, "memory", c, i);
 	side_open(&red, spec, c, i);
 	for (k = 0; k < STEPS; k++) {
@@ -157,7 +157,7 @@ static void timeline(const char *base, size_t i, uint64_t seed)
 		snprintf(what, sizeof(what),
 			 "%s / %s, seed %llu step %d: %s op %u cost %llu at "
 			 "%llu",
-			 cases[i].a, cases[i].b, (unsigned long long)seed, k,
+			 cases[i].a, cases[i].b, (unsigned long long)seed0, k,
 			 who ? "B" : "A", op, (unsigned long long)cost,
 			 (unsigned long long)now);
 		diff_kit_same(what, "memory", rm, &dm, "redis", rr, &dr);
