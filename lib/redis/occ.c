@@ -23,11 +23,20 @@
  *   then its words in decimal, as the script spells the built-in ones
  *   (scripts.c); its TTL is the state's expiry (its second word) less the
  *   check's time, plus the store's grace, as the script's.
- * - A composite may hold GCRA, token-bucket and leaky dimensions beside
- *   strategies: their one word is written as the script writes it
- *   ("ID:WORD", the same TTL), so that the script reads it as its own in
- *   any policy that shares the dimension's key.  The other algorithms'
- *   states are the script's alone: beside a strategy, -ENOTSUP.
+ * - A composite (or a group) may hold any built-in algorithm beside
+ *   strategies: its state is written as the script spells it, with the
+ *   script's TTL, so that the script reads it as its own in any policy
+ *   that shares the dimension's key, and the transaction reads what the
+ *   script wrote through the decoder every script reply goes through
+ *   (scripts.c).  GCRA, token bucket and leaky: "ID:WORD", the text the
+ *   script still reads.  Sliding logs: "5:L:T1:...:Tn", the n stamps of
+ *   word 0; sliding windows: "4:S:w:T0:N0:...:TS:NS", the ring word for
+ *   word; both are the algorithm's next state as the memory store keeps
+ *   it, which the script's transition reads as it reads its own (the
+ *   differential tests hold the two transitions equal).  Fixed windows
+ *   and quotas: "ID:POLICY:START:END:COUNT", which the script builds from
+ *   the text it read rather than from the words (a packed window keeps no
+ *   start), so the transaction builds it the same way.
  * - With server_time=1 the check decides at the server's TIME, read first
  *   on the same connection.
  */
@@ -48,8 +57,8 @@
 
 #define TRIES 64
 #define PAUSE_MAX_NS 2000000 /* the longest pause after a lost try */
-/* Bytes of a spelled state: "8", and ":" and 20 digits per word. */
-#define SPELL_MAX (1 + 21 * (2 + (TK_STRATEGY_STATE_MAX + 7) / 8))
+/* Bytes of a window's spelled state (spell_window()): five numbers. */
+#define WINDOW_SPELL_MAX (5 * 21)
 
 int tk__redis_occ(const struct tk__policy *p)
 {
@@ -70,6 +79,12 @@ static int windowed(const struct tk__policy *p)
 	return p->alg == &tk__fixed_window || p->alg == &tk__quota;
 }
 
+/* A sliding log or window, spelled from its words (log(), sliding()). */
+static int sliding(const struct tk__policy *p)
+{
+	return p->alg == &tk__sliding_log || p->alg == &tk__sliding_window;
+}
+
 int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n)
 {
 	size_t i, user = 0, along = 0;
@@ -78,7 +93,8 @@ int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n)
 		if (!pol[i])
 			return -ENOTSUP;
 		user += tk__redis_occ(pol[i]) != 0;
-		along += one_word(pol[i]) || windowed(pol[i]);
+		along +=
+			one_word(pol[i]) || windowed(pol[i]) || sliding(pol[i]);
 	}
 	for (i = 0; !user && i < n; i++)
 		if (!tk__redis_supported(pol[i]))
@@ -111,11 +127,35 @@ int tk__redis_occ_decode(const struct tk__policy *p, const char *s, size_t len,
 								      : -EPROTO;
 }
 
+/* Bytes spell() may write for a state of @p: a head of at most three
+ * numbers, then ":" and up to 20 digits per word, and the NUL. */
+static size_t spell_size(const struct tk__policy *p)
+{
+	return 3 * 21 + 21 * (size_t)p->state_words + 1;
+}
+
+/*
+ * @p's state @w as the script spells it: "ID:W0:W1:..." (a strategy's, a
+ * one-word state), "5:L:T1:...:Tn" (a log: the n stamps after word 0),
+ * "4:S:w:T0:N0:...:TS:NS" (a ring: every word).
+ */
 static size_t spell(const struct tk__policy *p, const uint64_t *w, char *buf)
 {
-	size_t n = (size_t)sprintf(buf, "%u", p->alg->id), i;
+	size_t n, i = 0, end = p->state_words;
 
-	for (i = 0; i < p->state_words; i++)
+	if (p->alg == &tk__sliding_log) {
+		n = (size_t)sprintf(buf, "%u:%llu", p->alg->id,
+				    (unsigned long long)p->limit);
+		i = 1;
+		end = 1 + (w[0] < end ? w[0] : end - 1);
+	} else if (p->alg == &tk__sliding_window) {
+		n = (size_t)sprintf(buf, "%u:%u:%llu", p->alg->id,
+				    (unsigned int)p->u.sliding.buckets,
+				    (unsigned long long)p->u.sliding.width);
+	} else {
+		n = (size_t)sprintf(buf, "%u", p->alg->id);
+	}
+	for (; i < end; i++)
 		n += (size_t)sprintf(buf + n, ":%llu",
 				     (unsigned long long)w[i]);
 	return n;
@@ -247,6 +287,47 @@ static int read_states(struct tk__redis_conn *c, const struct tk__redis_req *q,
 	return rc;
 }
 
+/* Queue SET KEY VALUE PX MS of state @i of @q, spelled into @val. */
+static int queue_set(struct tk__redis_store *s, struct tk__redis_conn *c,
+		     const struct tk__redis_req *q,
+		     const struct tk__redis_bufs *b, const struct spelt *sp,
+		     size_t i, char *val)
+{
+	const struct tk__policy *p = q->pol[i];
+	const char *argv[5] = { "SET", q->key[i], val, "PX", NULL };
+	size_t lens[5] = { 3, q->klen[i], 0, 2, 0 };
+	char px[24];
+	uint64_t exp = 0;
+	int rc = 0;
+
+	if (windowed(p)) {
+		rc = spell_window(p, sp->at[i], q->now, q->cost, val, &exp);
+		lens[2] = strlen(val);
+	} else {
+		lens[2] = spell(p, b->next[i], val);
+		exp = p->alg->expires(p, b->next[i]);
+	}
+	px_of(s, q->now, exp, px);
+	argv[4] = px;
+	lens[4] = strlen(px);
+	return rc ? rc : tk__redis_append(c, 5, argv, lens);
+}
+
+/* Room for every state @persist marks, spelled: one block. */
+static char *spell_room(const struct tk__redis_req *q, const int *persist,
+			size_t *at)
+{
+	size_t i, total = 0;
+
+	for (i = 0; i < q->n; i++) {
+		at[i] = total;
+		if (persist[i])
+			total += windowed(q->pol[i]) ? WINDOW_SPELL_MAX
+						     : spell_size(q->pol[i]);
+	}
+	return malloc(total ? total : 1);
+}
+
 /*
  * MULTI, a SET of each state @persist marks, EXEC, in one pipeline.  0,
  * TK__REDIS_LOST (EXEC nil: a watched key changed), or an errno.
@@ -257,39 +338,24 @@ static int write_states(struct tk__redis_store *s, struct tk__redis_conn *c,
 			const int *persist)
 {
 	const char *multi[1] = { "MULTI" }, *exec[1] = { "EXEC" };
-	size_t mlen[1] = { 5 }, elen[1] = { 4 }, lens[5], i;
-	char val[TK__MULTI_MAX][SPELL_MAX], px[TK__MULTI_MAX][24];
-	const char *argv[5];
+	size_t mlen[1] = { 5 }, elen[1] = { 4 }, at[TK__MULTI_MAX], i;
+	char *val = spell_room(q, persist, at);
 	int rc, got, sent = 0, k, flushed;
-	uint64_t exp;
 	redisReply *r = NULL;
 
+	/* Nothing sent: the watch ends here, as after a denial. */
+	if (!val) {
+		(void)unwatch(c);
+		return -ENOMEM;
+	}
 	rc = tk__redis_append(c, 1, multi, mlen);
 	for (i = 0; rc == 0 && i < q->n; i++) {
 		if (!persist[i])
 			continue;
-		argv[0] = "SET";
-		argv[1] = q->key[i];
-		argv[2] = val[i];
-		argv[3] = "PX";
-		argv[4] = px[i];
-		lens[0] = 3;
-		lens[1] = q->klen[i];
-		if (windowed(q->pol[i])) {
-			rc = spell_window(q->pol[i], sp->at[i], q->now, q->cost,
-					  val[i], &exp);
-			lens[2] = strlen(val[i]);
-		} else {
-			lens[2] = spell(q->pol[i], b->next[i], val[i]);
-			exp = q->pol[i]->alg->expires(q->pol[i], b->next[i]);
-		}
-		lens[3] = 2;
-		px_of(s, q->now, exp, px[i]);
-		lens[4] = strlen(px[i]);
-		if (rc == 0)
-			rc = tk__redis_append(c, 5, argv, lens);
+		rc = queue_set(s, c, q, b, sp, i, val + at[i]);
 		sent++;
 	}
+	free(val);
 	if (rc == 0)
 		rc = tk__redis_append(c, 1, exec, elen);
 	if (rc == 0)

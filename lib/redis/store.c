@@ -201,8 +201,8 @@ static void redis_stats(struct tk_store *base, struct tk_stats *out)
 
 /* Every algorithm has its transition in the script; one added to the
  * library without one is refused at open, not at each check.  User
- * strategies run as a transaction (occ.c), which holds no sliding window
- * or log beside them. */
+ * strategies run as a transaction (occ.c), which writes every built-in
+ * algorithm's state beside them as the script would. */
 static int redis_supports(struct tk_store *base, const struct tk_policy *p)
 {
 	const struct tk__policy *pol[TK__MULTI_MAX];

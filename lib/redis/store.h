@@ -88,8 +88,7 @@ int tk__redis_req_multi(const struct tk__redis_store *s, uint64_t now,
  * keys of several slots of a cluster (a check of them is
  * tk__redis_xslot()'s), TK__REDIS_OCC for user strategies only, in one
  * slot (tk__redis_occ_check()'s), or -ENOTSUP for a policy the script
- * lacks, user strategies beside built-in algorithms, or user strategies
- * over several slots.
+ * lacks, or user strategies over several slots.
  */
 int tk__redis_req_slot(const struct tk__redis_store *s,
 		       const struct tk__redis_req *q, unsigned int *slot);
@@ -270,9 +269,9 @@ int tk__redis_refund(struct tk_store *base, size_t n,
 
 /*
  * How a check of the @n policies @pol runs: 0 by the script,
- * TK__REDIS_OCC as a transaction (user strategies, and GCRA,
- * token-bucket, leaky, fixed-window or quota dimensions beside them), or
- * -ENOTSUP.
+ * TK__REDIS_OCC as a transaction (user strategies, and dimensions of
+ * any built-in algorithm beside them), or -ENOTSUP (a policy neither
+ * runs).
  */
 int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n);
 /*

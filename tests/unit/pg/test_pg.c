@@ -27,8 +27,10 @@
 #include <throttlekit.h>
 
 #include "asserts.h"
+#include "diff-kit.h"
 #include "pg-kit.h"
 #include "rnd.h"
+#include "strategy-kit.h"
 #include "test-hooks.h"
 #include "workers.h"
 
@@ -119,23 +121,15 @@ static const char *const policies[] = {
 	"quota:20/day",
 	"all(fixed-window:5/1s,gcra:20/1m)",
 	"any(fixed-window:3/1s,sliding-window:6/2s,buckets=2)",
+	/* User strategies (strategy-kit.h), alone and next to every
+	 * built-in algorithm. */
+	"kit-win:4",
+	"kit-set:3",
+	"all(kit-win:5,gcra:10/1s,burst=4,sliding-log:4/500ms)",
+	"any(kit-set:2,sliding-window:7/1s,buckets=4,leaky:2/100ms)",
+	"all(token-bucket:capacity=6,refill=3/100ms,kit-set:4,quota:20/day)",
+	"any(fixed-window:3/1s,kit-win:2)",
 };
-
-static int step(struct tk_limiter *l, unsigned int op, const char *key,
-		uint64_t cost, struct tk_decision *d)
-{
-	memset(d, 0, sizeof(*d));
-	switch (op) {
-	case 0:
-		return tk_limiter_peek(l, key, strlen(key), d);
-	case 1:
-		return tk_limiter_forecast(l, key, strlen(key), cost, d);
-	case 2:
-		return tk_limiter_reset(l, key, strlen(key));
-	default:
-		return tk_limiter_check(l, key, strlen(key), cost, d);
-	}
-}
 
 /* One timeline of @policy on the memory store and here: same answers. */
 static unsigned long long differential(const char *policy, uint64_t seed)
@@ -174,8 +168,8 @@ static unsigned long long differential(const char *policy, uint64_t seed)
 		cost = rnd_range(&seed, 0, 9) ? 1 : rnd_range(&seed, 1, 8);
 		snprintf(key, sizeof(key), "k%u",
 			 (unsigned int)rnd_range(&seed, 0, 2));
-		rm = step(mem, op, key, cost, &dm);
-		rp = step(pg, op, key, cost, &dp);
+		rm = diff_kit_step(mem, op, key, cost, &dm);
+		rp = diff_kit_step(pg, op, key, cost, &dp);
 		if (rm != rp || memcmp(&dm, &dp, sizeof(dm)) != 0)
 			fail_msg("%s step %d op %u at %llu: memory %d allowed "
 				 "%d rem %llu reset %llu, postgresql %d "
@@ -201,6 +195,7 @@ static void test_differential(void **state)
 
 	(void)state;
 	pg_kit_need(&kit);
+	assert_rc(strategy_kit_register(), 0);
 	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
 		/* Each timeline starts on an empty table. */
 		assert_int_equal(pg_kit_sql(&kit, "DROP TABLE IF EXISTS "

@@ -31,8 +31,10 @@
 #include <throttlekit.h>
 
 #include "asserts.h"
+#include "diff-kit.h"
 #include "redis-kit.h"
 #include "rnd.h"
+#include "strategy-kit.h"
 #include "algo/algo.h"
 #include "store/store-ops.h"
 #include "redis/cluster.h"
@@ -50,6 +52,8 @@ static int cluster_up;
 static int group_setup(void **state)
 {
 	(void)state;
+	if (strategy_kit_register() != 0)
+		return -1;
 	if (redis_kit_available() && redis_kit_start(&kit, NULL) != 0)
 		return -1;
 	return 0;
@@ -282,10 +286,19 @@ static void gen_one(uint64_t *seed, char *buf, size_t len)
 				 : rnd_range(seed, 1, 20);
 	uint64_t burst = rnd_range(seed, 1, 30), n;
 
-	switch (rnd_range(seed, 0, 10)) {
+	switch (rnd_range(seed, 0, 12)) {
 	case 0:
 		snprintf(buf, len, "gcra:%llu/%s", (unsigned long long)limit,
 			 p);
+		break;
+	case 11:
+		/* User strategies (strategy-kit.h): a transaction, not the
+		 * script, alone and next to every built-in algorithm. */
+		snprintf(buf, len, "kit-win:%llu", (unsigned long long)limit);
+		break;
+	case 12:
+		snprintf(buf, len, "kit-set:%llu",
+			 (unsigned long long)rnd_range(seed, 0, 5));
 		break;
 	case 1:
 		/* A burst beyond 2^53 ns of tolerance: T large. */
@@ -381,22 +394,6 @@ static void gen_policy(uint64_t *seed, char *buf, size_t len)
 	tk_policy_free(p);
 }
 
-static int step(struct tk_limiter *l, unsigned int op, const char *key,
-		uint64_t cost, struct tk_decision *d)
-{
-	memset(d, 0, sizeof(*d));
-	switch (op) {
-	case 0:
-		return tk_limiter_peek(l, key, strlen(key), d);
-	case 1:
-		return tk_limiter_forecast(l, key, strlen(key), cost, d);
-	case 2:
-		return tk_limiter_reset(l, key, strlen(key));
-	default:
-		return tk_limiter_check(l, key, strlen(key), cost, d);
-	}
-}
-
 /* The policy's natural step: its window, or its emission interval. */
 static uint64_t unit_of(const struct tk__policy *p)
 {
@@ -408,10 +405,14 @@ static uint64_t unit_of(const struct tk__policy *p)
 		return p->u.quota.period ? p->u.quota.period : 86400 * SEC;
 	if (p->alg == &tk__sliding_window)
 		return p->u.sliding.width;
+	if (p->alg == &tk__user)
+		return STRATEGY_KIT_WIN;
 	return p->u.window.window;
 }
 
 static unsigned long long compared, n_admitted, n_denied, n_errors;
+/* Timelines of a user strategy, and of one beside a sliding state. */
+static unsigned long long n_user, n_user_sliding;
 
 /* One timeline on the memory store and on Redis: same answers. */
 static void differential(const char *base, uint64_t seed0, uint64_t start)
@@ -426,6 +427,8 @@ static void differential(const char *base, uint64_t seed0, uint64_t start)
 	unsigned int op;
 
 	gen_policy(&seed, policy, sizeof(policy));
+	n_user += strstr(policy, "kit-") != NULL;
+	n_user_sliding += strstr(policy, "kit-") && strstr(policy, "sliding");
 	open_at(&mem, &cm, policy, "memory", TK_FAIL_ERROR);
 	/* Decisions, not deadlines, are compared: a generous timeout, so
 	 * that a loaded machine's stall is not taken for a difference. */
@@ -477,8 +480,8 @@ static void differential(const char *base, uint64_t seed0, uint64_t start)
 			       : rnd_range(&seed, 1, 3);
 		snprintf(key, sizeof(key), "k%u",
 			 (unsigned int)rnd_range(&seed, 0, 2));
-		rm = step(mem, op, key, cost, &dm);
-		rr = step(red, op, key, cost, &dr);
+		rm = diff_kit_step(mem, op, key, cost, &dm);
+		rr = diff_kit_step(red, op, key, cost, &dr);
 		if (rm != rr || memcmp(&dm, &dr, sizeof(dm)) != 0)
 			fail_msg("seed %llu step %d %s op %u cost %llu at %llu:"
 				 " memory %d allowed %d rem %llu reset %llu"
@@ -514,6 +517,7 @@ static void differentials(const char *base, uint64_t n)
 
 	n = env ? strtoull(env, NULL, 10) : n;
 	compared = n_admitted = n_denied = n_errors = 0;
+	n_user = n_user_sliding = 0;
 	for (seed = 1; seed <= n; seed++) {
 		s2 = seed;
 		differential(base, seed,
@@ -525,6 +529,12 @@ static void differentials(const char *base, uint64_t n)
 		      "(checks: %llu admitted, %llu denied; %llu errors)\n",
 		      compared, (unsigned long long)n, n_admitted, n_denied,
 		      n_errors);
+	print_message("# %llu timelines of a user strategy, %llu of one beside "
+		      "a sliding window or log\n",
+		      n_user, n_user_sliding);
+	/* A tenth of the generated policies or more hold a strategy. */
+	if (!env)
+		assert_true(n_user * 10 >= n);
 }
 
 static void test_differential(void **state)

@@ -35,6 +35,7 @@
 
 #include "asserts.h"
 #include "redis-kit.h"
+#include "strategy-kit.h"
 #include "turn-proxy.h"
 
 #define HOUR (3600 * SEC)
@@ -49,6 +50,8 @@ static int cluster_up;
 static int group_setup(void **state)
 {
 	(void)state;
+	if (strategy_kit_register() != 0)
+		return -1;
 	if (!redis_kit_available())
 		return 0;
 	if (turn_proxy_redis(&kit, NULL, &proxy) != 0)
@@ -329,6 +332,49 @@ static void test_wrong_estimate(void **state)
 }
 
 /*
+ * A user strategy runs as a transaction (occ.c), which reads the server's
+ * TIME first on its connection and decides at it, however far the
+ * limiter's clock is (2001 here): kit-win's window opens at that TIME, so
+ * its end is TIME + STRATEGY_KIT_WIN; beside a sliding window (whose
+ * state the transaction writes) no dimension decides at the limiter's
+ * clock either.
+ */
+static void test_strategy(void **state)
+{
+	static const char *const policy[] = {
+		"kit-win:2",
+		"all(kit-win:2,sliding-window:9/1d,buckets=2)",
+	};
+	struct tk_decision d;
+	struct tk_limiter *l;
+	struct tk_clock *c;
+	uint64_t before, after;
+	char prefix[16];
+	size_t i;
+
+	(void)state;
+	need_server();
+	for (i = 0; i < sizeof(policy) / sizeof(policy[0]); i++) {
+		snprintf(prefix, sizeof(prefix), "u%zu:", i);
+		l = open_limiter(policy[i], prefix, &c,
+				 UINT64_C(1000000000) * SEC);
+		before = realtime_ns();
+		assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+		after = realtime_ns();
+		assert_true(d.allowed);
+		if (d.reset_at < before ||
+		    (i == 0 && (d.reset_at < before + STRATEGY_KIT_WIN ||
+				d.reset_at > after + STRATEGY_KIT_WIN)))
+			fail_msg("%s: reset at %llu, checked in [%llu, %llu]",
+				 policy[i], (unsigned long long)d.reset_at,
+				 (unsigned long long)before,
+				 (unsigned long long)after);
+		tk_limiter_close(l);
+		tk_clock_free(c);
+	}
+}
+
+/*
  * A sliding window decides at the server's TIME to the nanosecond also
  * when the estimate lies elsewhere in the same tick: the script takes
  * the offset in the tick from TIME, not from the arguments.  The state
@@ -483,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_sliding_ticks),
 		cmocka_unit_test(test_wrong_estimate),
 		cmocka_unit_test(test_sliding_offset),
+		cmocka_unit_test(test_strategy),
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_cluster_group),
 	};

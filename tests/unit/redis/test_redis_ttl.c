@@ -3,17 +3,19 @@
  * test_redis_ttl.c - every state the Redis store writes carries a TTL:
  * its expiry plus the grace, so Redis memory stays bounded by the live
  * keys.  For a policy of every algorithm (gcra, token-bucket, leaky,
- * fixed-window, sliding-window, sliding-log, calendar and anchored quotas)
- * and composites, checked on keys until they deny, every key on the server
- * (SCAN; on a 3-master cluster, SCAN of each master) has a PTTL with
+ * fixed-window, sliding-window, sliding-log, calendar and anchored quotas),
+ * user strategies and composites, checked on keys until they deny, every
+ * key on the server (SCAN; on a 3-master cluster, SCAN of each master) has
+ * a PTTL with
  *
  *	grace - slack < PTTL <= longest expiry + grace (ms, rounded up),
  *
  * the longest expiry (from now) being what the policy allows: B × T for
  * gcra, C × T for a token bucket, max-queue + T for leaky, the window
  * for fixed windows and logs, the window and one bucket for sliding
- * windows, the longest calendar period for quotas.  The slack covers the
- * real time between the check and the PTTL.  The limiter runs on a manual
+ * windows, the longest calendar period for quotas, the TTL a user
+ * strategy gives (strategy-kit.h).  The slack covers the real time
+ * between the check and the PTTL.  The limiter runs on a manual
  * clock: the script decides at the limiter's time.
  */
 #include <stdarg.h>
@@ -30,6 +32,7 @@
 
 #include "asserts.h"
 #include "redis-kit.h"
+#include "strategy-kit.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 #define GRACE (10 * SEC)
@@ -57,6 +60,11 @@ static const struct {
 	{ "quota:4/10s,anchor=1699999999000000000", 10 * SEC, 5 },
 	{ "all(gcra:5/s,sliding-log:3/2s)", 2 * SEC, 4 },
 	{ "any(quota:2/week,fixed-window:3/1h)", 7 * DAY, 6 },
+	/* User strategies (strategy-kit.h): a transaction's writes, and
+	 * the sliding states it writes beside them as the script would. */
+	{ "kit-win:3", STRATEGY_KIT_WIN, 4 },
+	{ "all(kit-set:2,sliding-log:3/2s)", 2 * SEC, 4 },
+	{ "all(kit-win:9,sliding-window:3/2s,buckets=2)", 2 * SEC + SEC, 4 },
 };
 
 static struct redis_kit kit, nodes[3];
@@ -192,5 +200,7 @@ int main(void)
 		cmocka_unit_test(test_cluster),
 	};
 
+	if (strategy_kit_register() != 0)
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
