@@ -830,7 +830,8 @@ local function check(KEYS, ARGV)
 		ARGV = { 'all', ARGV[1], ARGV[2], '1', ARGV[3], '1', ARGV[4],
 			ARGV[5], ARGV[6], ARGV[7], ARGV[8] or '0', '0', '0' }
 	end
-	local kind, now, grace, n = ARGV[1], nil, num(ARGV[3]), tonumber(ARGV[4])
+	local kind, now, grace, n = ARGV[1], nil,
+		cached(num, ARGV[3]), tonumber(ARGV[4])
 	local g = ARGV[3] and cnum(ARGV[3])
 	local lo, hi = string.match(ARGV[2], '^TIME:(%d+):(%d+)$')
 	local span = lo ~= nil
@@ -870,7 +871,7 @@ local function check(KEYS, ARGV)
 		if ok == nil then
 			local arg = {}
 			for j = 1, 7 do
-				arg[j] = num(ARGV[at + 2 + j])
+				arg[j] = cached(num, ARGV[at + 2 + j])
 				if not arg[j] then
 					return proto('bad arguments')
 				end
