@@ -47,12 +47,17 @@
 -- becomes that window with count + COST.  A state of another POLICY is
 -- another policy's.  The state expires at the window's end.
 --
--- Sliding logs (ALG 5): the value is "5:L:T1:...:Tn", the stamps of the
--- n <= L units counted, ascending.  Arguments W L COST - -: the stamps
--- with T + W > NOW are live; admitted iff live + COST <= L, and the state
+-- Sliding logs (ALG 5): the value is binary, 3 + 9n bytes: a byte 133
+-- (0x80 + 5), L in 2 bytes, then the n <= L stamps of the units counted,
+-- ascending, each as WORD's hi and lo (5 and 4 bytes, big-endian;
+-- struct '>BI2' then n times '>I5I4'); the text "5:L:T1:...:Tn" of
+-- earlier versions is read too (parsed once, checked stamp by stamp),
+-- and written again in binary.  Arguments W L COST - -: the stamps with
+-- T + W > NOW are live; admitted iff live + COST <= L, and the state
 -- becomes the live stamps with COST stamps of NOW inserted in order.  A
--- state of another L is another policy's.  It expires at its last stamp
--- plus W.
+-- check reads only the stamps it needs (bisections, O(log L) struct
+-- calls) and copies the rest as bytes: no stamp is parsed.  A state of
+-- another L is another policy's.  It expires at its last stamp plus W.
 --
 -- Sliding windows (ALG 4): the value is "4:S:w:T0:N0:...:TS:NS", the
 -- ring of S + 1 buckets {tick, count} of width w.  Arguments w S c e
@@ -77,8 +82,8 @@
 -- grows as they shrink: a window (ALG 3, 6) still in POST's window (the
 -- same START: a later window holds none of this check's units) with COST
 -- or more gets COST back from its count; a sliding log (ALG 5) of
--- POST's limit loses COST of its stamps equal to NOW (the ones the
--- consume added, or others' of the same time: the same log), if COST of
+-- POST's limit (binary, as written now) loses COST of its stamps equal
+-- to NOW (the ones the consume added, or others' of the same time: the same log), if COST of
 -- them are still there; a sliding window (ALG 4) of POST's buckets
 -- whose bucket SLOT still holds POST's tick (a bucket reused for a later
 -- tick holds none of this check's units) with COST or more gets COST
@@ -215,52 +220,102 @@ local function window(alg, value, now, arg)
 		str(stop) .. ':' .. str(count), stop
 end
 
+-- A sliding log as written: LOGH {133 (0x80 + 5), L}, then its stamps
+-- ascending, each STAMP {hi, lo} (hi * 10^9 + lo, as WORD): stamp i
+-- (from 1) at byte 9i - 5, so 3 + 9n bytes for n stamps.
+local LOGH, STAMP = '>BI2', '>I5I4'
+
+local function stamp(v, i)
+	return struct.unpack(STAMP, v, 9 * i - 5)
+end
+
+-- The first of stamps @a .. @n of log @v above the pair @t (n + 1: none),
+-- by bisection (the stamps ascend); the first and the last are looked at
+-- first, which settles a log whose stamps are all live or all past.
+local function above(v, a, n, t)
+	local function gt(i)
+		local hi, lo = stamp(v, i)
+		return hi > t[1] or (hi == t[1] and lo > t[2])
+	end
+	if a > n or gt(a) then
+		return a
+	end
+	if not gt(n) then
+		return n + 1
+	end
+	local b = n
+	while b - a > 1 do
+		local m = math.floor((a + b) / 2)
+		if gt(m) then
+			b = m
+		else
+			a = m
+		end
+	end
+	return b
+end
+
+-- A log in the text of earlier versions, "5:L:T1:...:Tn", as written now;
+-- nil: not a log of @limit (at most L stamps, ascending, below 2^63).
+local function log_text(value, limit)
+	local id, l, rest = string.match(value, '^(%d+):(%d+)(.*)$')
+	if id ~= '5' or not num(l) or cmp(num(l), limit) ~= 0 or
+		string.gsub(rest, ':%d+', '') ~= '' then
+		return nil
+	end
+	local out, last = { struct.pack(LOGH, 133, limit[2]) }, nil
+	for t in string.gmatch(rest, ':(%d+)') do
+		local v = num(t)
+		if not v or #out > limit[2] or cmp(v, HALF) >= 0 or
+			(last and cmp(v, last) < 0) then
+			return nil
+		end
+		out[#out + 1], last = struct.pack(STAMP, v[1], v[2]), v
+	end
+	return table.concat(out)
+end
+
+-- Only the stamps a decision needs are read: the first and last (which
+-- must be below 2^63, in order) and a bisection's; the client checks the
+-- whole log it gets back (scripts.c) and refuses one out of order.
 local function log(alg, value, now, arg)
 	local w, limit, cost = arg[1], arg[2], arg[3]
-	local stamps = {}
+	local head = struct.pack(LOGH, 133, limit[2])
+	local v, n = head, 0
 	if value then
-		local id, l, rest = string.match(value, '^(%d+):(%d+)(.*)$')
-		if id ~= alg or not num(l) or cmp(num(l), limit) ~= 0 or
-			string.gsub(rest, ':%d+', '') ~= '' then
+		v = string.byte(value) == 133 and value or log_text(value, limit)
+	end
+	if v then
+		n = (#v - 3) / 9
+	end
+	if not v or n % 1 ~= 0 or n > limit[2] or string.sub(v, 1, 3) ~= head then
+		return nil, 'state of another algorithm or policy'
+	end
+	if n > 0 then
+		local fh, fl = stamp(v, 1)
+		local lh, ll = stamp(v, n)
+		if fl >= E9 or ll >= E9 or cmp({ lh, ll }, HALF) >= 0 or
+			cmp({ fh, fl }, { lh, ll }) > 0 then
 			return nil, 'state of another algorithm or policy'
 		end
-		-- At most L stamps, ascending, each below 2^63: no more is
-		-- read of a longer value.
-		for t in string.gmatch(rest, ':(%d+)') do
-			local v, k = num(t), #stamps
-			if not v or k == limit[2] or cmp(v, HALF) >= 0 or
-				(k > 0 and cmp(v, stamps[k]) < 0) then
-				return nil, 'state of another algorithm or policy'
-			end
-			stamps[k + 1] = v
-		end
 	end
-	local live = #stamps + 1
-	for i = 1, #stamps do
-		if cmp(add(stamps[i], w), now) > 0 then
-			live = i
-			break
-		end
+	-- Live: stamps above NOW - W (all of them while NOW < W).
+	local live = 1
+	if cmp(now, w) >= 0 then
+		live = above(v, 1, n, sub(now, w))
 	end
 	-- Counts and costs are at most L <= 512: plain numbers.
-	if #stamps - live + 1 + cost[2] > limit[2] or cost[1] ~= 0 then
+	if n - live + 1 + cost[2] > limit[2] or cost[1] ~= 0 then
 		return false
 	end
-	local out, i = {}, live
-	while i <= #stamps and cmp(stamps[i], now) <= 0 do
-		out[#out + 1] = str(stamps[i])
-		i = i + 1
+	local at, last = above(v, live, n, now), now
+	if at <= n then
+		local hi, lo = stamp(v, n)
+		last = { hi, lo }
 	end
-	for _ = 1, cost[2] do
-		out[#out + 1] = str(now)
-	end
-	local last = now
-	for k = i, #stamps do
-		out[#out + 1] = str(stamps[k])
-		last = stamps[k]
-	end
-	return true, alg .. ':' .. str(limit) .. ':' .. table.concat(out, ':'),
-		add(last, w)
+	return true, head .. string.sub(v, 9 * live - 5, 9 * at - 6) ..
+		string.rep(struct.pack(STAMP, now[1], now[2]), cost[2]) ..
+		string.sub(v, 9 * at - 5), add(last, w)
 end
 
 -- Numbers of any size as arrays of base 10^7 limbs, least significant
@@ -631,28 +686,27 @@ end
 
 -- @cur less @cost stamps of @at, if it is a log of @post's limit.
 local function unlog(cur, post, cost, at)
-	local ca, cl, rest = string.match(cur, '^(%d+):(%d+)(.*)$')
-	local pa, pl = string.match(post, '^(%d+):(%d+)')
-	if ca ~= '5' or pa ~= '5' or cl ~= pl or not at then
+	local n = (#cur - 3) / 9
+	if string.sub(cur, 1, 3) ~= string.sub(post, 1, 3) or n % 1 ~= 0 or
+		not at or cost[1] ~= 0 or cost[2] == 0 then
 		return nil
 	end
-	local out, left, stamp = {}, cost[2], str(at)
-	for t in string.gmatch(rest, ':(%d+)') do
-		if left > 0 and t == stamp then
-			left = left - 1
-		else
-			out[#out + 1] = t
-		end
-	end
-	-- Fewer than COST stamps of NOW: this check's are gone (the log
-	-- lost and written again), and those left are another check's.
-	if left ~= 0 or cost[2] == 0 or cost[1] ~= 0 then
+	-- The COST stamps before the first above AT must be AT's; fewer: this
+	-- check's are gone (the log lost and written again), and those left
+	-- are another check's.
+	local j = above(cur, 1, n, at)
+	local i = j - cost[2]
+	if i < 1 then
 		return nil
 	end
-	if #out == 0 then
+	local hi, lo = stamp(cur, i)
+	if hi ~= at[1] or lo ~= at[2] then
+		return nil
+	end
+	if n == cost[2] then
 		return ''
 	end
-	return ca .. ':' .. cl .. ':' .. table.concat(out, ':')
+	return string.sub(cur, 1, 9 * i - 6) .. string.sub(cur, 9 * j - 5)
 end
 
 -- @cur less @cost units in bucket @slot (0-based), if it is a sliding
@@ -694,7 +748,7 @@ end
 -- @cur less @cost units, if @cur is a window state of @post's window
 -- (or a log, or a sliding window, above).  '': nothing left.
 local function undo(cur, post, cost, at, slot)
-	if string.sub(cur, 1, 2) == '5:' then
+	if string.byte(cur) == 133 then
 		return unlog(cur, post, cost, at)
 	end
 	if string.sub(cur, 1, 2) == '4:' then
@@ -776,7 +830,8 @@ local function check(KEYS, ARGV)
 		ARGV = { 'all', ARGV[1], ARGV[2], '1', ARGV[3], '1', ARGV[4],
 			ARGV[5], ARGV[6], ARGV[7], ARGV[8] or '0', '0', '0' }
 	end
-	local kind, now, grace, n = ARGV[1], nil, num(ARGV[3]), tonumber(ARGV[4])
+	local kind, now, grace, n = ARGV[1], nil,
+		cached(num, ARGV[3]), tonumber(ARGV[4])
 	local g = ARGV[3] and cnum(ARGV[3])
 	local lo, hi = string.match(ARGV[2], '^TIME:(%d+):(%d+)$')
 	local span = lo ~= nil
@@ -816,7 +871,7 @@ local function check(KEYS, ARGV)
 		if ok == nil then
 			local arg = {}
 			for j = 1, 7 do
-				arg[j] = num(ARGV[at + 2 + j])
+				arg[j] = cached(num, ARGV[at + 2 + j])
 				if not arg[j] then
 					return proto('bad arguments')
 				end

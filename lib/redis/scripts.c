@@ -13,7 +13,8 @@
  * of the current window and the state's, which the script keeps as
  * {policy, start, end, count} so that it needs no division and no
  * calendar: the client names the current window.  Sliding logs keep their
- * stamps in order, which the script only compares and adds to; sliding
+ * stamps in order, packed (9 bytes each), which the script bisects and
+ * copies as bytes, never parsing them all; sliding
  * windows their ring of buckets, the client naming now's tick, offset and
  * slot, the script comparing the scaled estimate in limbs.
  * Everything else about a decision is computed by the algorithm itself
@@ -232,8 +233,57 @@ static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
 	return 0;
 }
 
-/* "5:L:T1:...:Tn" into {n, T1, ..., Tn}: at most L stamps, ascending,
- * each a clock reading (the algorithm's valid()), and never a word past
+#define LOG_MARK (0x80 | 5) /* check.lua's LOGH */
+#define LOG_HEAD 3
+#define STAMP_LEN 9 /* check.lua's STAMP: hi * 10^9 + lo in 5 and 4 bytes */
+
+/* The @len bytes at @b, big-endian. */
+static uint64_t be(const unsigned char *b, int len)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < len; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+/*
+ * A sliding log as the script writes it (check.lua, LOGH and STAMP):
+ * 0x85, L in 2 bytes, then n <= L stamps of 9 bytes, into {n, T1, ...,
+ * Tn}, ascending, each a clock reading; never a word past @cap.  The
+ * script reads only the stamps a decision needs: this is where every
+ * stamp of a log is checked.
+ */
+static int decode_log_binary(const struct tk__policy *p, const char *s,
+			     size_t len, uint64_t *words, size_t cap)
+{
+	const unsigned char *b = (const unsigned char *)s;
+	uint64_t n, i, hi, lo;
+
+	if (len < LOG_HEAD || (len - LOG_HEAD) % STAMP_LEN ||
+	    be(b + 1, 2) != p->limit)
+		return -EPROTO;
+	n = (len - LOG_HEAD) / STAMP_LEN;
+	if (n > p->limit || n >= cap)
+		return -EPROTO;
+	for (i = 0; i < n; i++) {
+		hi = be(b + LOG_HEAD + STAMP_LEN * i, 5);
+		lo = be(b + LOG_HEAD + STAMP_LEN * i + 5, 4);
+		/* hi <= 2^63 / 10^9: hi * 10^9 + lo stays below 2^64. */
+		if (lo >= E9 || hi > TK__NOW_LIMIT / E9 ||
+		    hi * E9 + lo >= TK__NOW_LIMIT ||
+		    (i > 0 && hi * E9 + lo < words[i]))
+			return -EPROTO;
+		words[1 + i] = hi * E9 + lo;
+	}
+	words[0] = n;
+	return p->alg->valid(p, (uint32_t)cap, words) ? 0 : -EPROTO;
+}
+
+/* "5:L:T1:...:Tn", as earlier versions wrote it, into {n, T1, ..., Tn}: at most
+ * L stamps, ascending, each a clock reading (the algorithm's valid()), and
+ * never a word past
  * @cap. */
 static int decode_log(const struct tk__policy *p, const char *s, size_t len,
 		      uint64_t *words, size_t cap)
@@ -275,13 +325,8 @@ static int decode_word(const struct tk__policy *p, const char *s,
 		       uint64_t *word)
 {
 	const unsigned char *b = (const unsigned char *)s;
-	uint64_t hi = 0, lo = 0;
-	int i;
+	uint64_t hi = be(b + 1, 5), lo = be(b + 6, 4);
 
-	for (i = 1; i <= 5; i++)
-		hi = hi << 8 | b[i];
-	for (i = 6; i <= 9; i++)
-		lo = lo << 8 | b[i];
 	if (b[0] != (0x80 | p->alg->id) || lo >= E9 ||
 	    hi > (UINT64_MAX - lo) / E9)
 		return -EPROTO;
@@ -301,7 +346,9 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 	if (tk__redis_occ(p))
 		return tk__redis_occ_decode(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_log)
-		return decode_log(p, s, len, words, cap);
+		return len && (unsigned char)s[0] == LOG_MARK
+			       ? decode_log_binary(p, s, len, words, cap)
+			       : decode_log(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_window)
 		return decode_ring(p, s, len, words, cap);
 	if (want == 2 && len == WORD_LEN && (unsigned char)s[0] >= 0x80)

@@ -116,19 +116,29 @@ static size_t state_key(const char *policy, int dim, char *key)
 	return n;
 }
 
+/* Does "h:" @key still hold the @len bytes at @value? */
+static int unchanged(const char *key, size_t klen, const char *value,
+		     size_t len)
+{
+	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 h:%b %b",
+			     "return redis.call('GET', KEYS[1]) == "
+			     "ARGV[1] and 1 or 0",
+			     key, klen, value, len) == 1;
+}
+
 /*
- * @value under the state of key "k" of @policy (dimension @dim of a
- * composite, or -1): a check, a peek and a batch fail with -EPROTO.
+ * @value (@vlen bytes) under the state of key "k" of @policy (dimension
+ * @dim of a composite, or -1): a check, a peek and a batch fail with
+ * -EPROTO.
  */
 static void hostile_with(const char *policy, int dim, const char *value,
-			 const char *opts)
+			 size_t vlen, const char *opts)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_request req[2];
 	struct tk_decision d, ds[2];
 	struct tk_limiter *l;
 	struct tk_clock *c;
-	static char got[16384];
 	char spec[192], key[64];
 	size_t klen = state_key(policy, dim, key);
 	int rc[2];
@@ -139,18 +149,17 @@ static void hostile_with(const char *policy, int dim, const char *value,
 	o.flags = TK_OPT_NO_RECLAIMER;
 	snprintf(spec, sizeof(spec), "%s?key_prefix=h:%s", kit.spec, opts);
 	assert_rc(tk_limiter_open(&l, policy, redis_kit_slow(spec), &o), 0);
-	if (redis_kit_cmd(&kit, NULL, 0, "SET h:%b %s", key, klen, value) != 0)
+	if (redis_kit_cmd(&kit, NULL, 0, "SET h:%b %b", key, klen, value,
+			  vlen) != 0)
 		fail_msg("SET %s", value);
 	rc[0] = tk_limiter_check(l, "k", 1, 1, &d);
 	if (rc[0] != -EPROTO)
 		fail_msg("%s, state \"%.60s\": check %s, want EPROTO", policy,
 			 value, tk_strerrorname(rc[0]));
 	/* Refused, and left as it was: nothing was consumed. */
-	got[0] = '\0';
-	redis_kit_cmd(&kit, got, sizeof(got), "GET h:%b", key, klen);
-	if (strcmp(got, value) != 0)
-		fail_msg("%s, state \"%.60s\": now \"%.60s\"", policy, value,
-			 got);
+	if (!unchanged(key, klen, value, vlen))
+		fail_msg("%s, state \"%.60s\" (%zu bytes): written", policy,
+			 value, vlen);
 	rc[0] = tk_limiter_peek(l, "k", 1, &d);
 	if (rc[0] != -EPROTO)
 		fail_msg("%s, state \"%.60s\": peek %s, want EPROTO", policy,
@@ -176,10 +185,16 @@ static void hostile_with(const char *policy, int dim, const char *value,
 	tk_clock_free(c);
 }
 
+static void assert_hostile_bytes(const char *policy, int dim, const char *value,
+				 size_t len)
+{
+	hostile_with(policy, dim, value, len, "");
+	hostile_with(policy, dim, value, len, "&server_time=1");
+}
+
 static void assert_hostile(const char *policy, int dim, const char *value)
 {
-	hostile_with(policy, dim, value, "");
-	hostile_with(policy, dim, value, "&server_time=1");
+	assert_hostile_bytes(policy, dim, value, strlen(value));
 }
 
 /* Each of @n values under @policy's key. */
@@ -238,6 +253,163 @@ static void test_log_malformed(void **state)
 	(void)state;
 	need_server();
 	assert_each("sliding-log:3/10s", bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/*
+ * A sliding log as the script writes it (lib/redis/check.lua, LOGH and
+ * STAMP): 0x85, @limit in 2 bytes, then each of @n stamps as hi and lo
+ * (hi * 10^9 + lo) in 5 and 4 bytes, big-endian.  Its length.
+ */
+static size_t log_bytes(char *buf, unsigned int limit, const uint64_t *t,
+			size_t n)
+{
+	uint64_t hi, lo;
+	size_t i, at = 3;
+	int k;
+
+	buf[0] = (char)0x85;
+	buf[1] = (char)(limit >> 8);
+	buf[2] = (char)limit;
+	for (i = 0; i < n; i++, at += 9) {
+		hi = t[i] / 1000000000;
+		lo = t[i] % 1000000000;
+		for (k = 0; k < 5; k++)
+			buf[at + (size_t)k] = (char)(hi >> (8 * (4 - k)));
+		for (k = 0; k < 4; k++)
+			buf[at + 5 + (size_t)k] = (char)(lo >> (8 * (3 - k)));
+	}
+	return at;
+}
+
+/* The binary log: a wrong limit, length, count, stamp or order. */
+static void test_log_binary(void **state)
+{
+	const uint64_t up[4] = { T0 - 4 * MS, T0 - 3 * MS, T0 - 2 * MS,
+				 T0 - MS };
+	const uint64_t down[3] = { T0 - MS, T0 - 3 * MS, T0 - 2 * MS };
+	/* Still to come by either clock (server_time=1: the server's). */
+	const uint64_t later = T0 + UINT64_C(100000000) * SEC;
+	const uint64_t mid[3] = { later - 3 * MS, later - MS, later - 2 * MS };
+	const uint64_t past[1] = { UINT64_C(1) << 63 };
+	const char *lg = "sliding-log:3/10s";
+	char v[64] = { 0 };
+	size_t n;
+
+	(void)state;
+	need_server();
+	/* Another limit's, more stamps than L, a byte short or over. */
+	assert_hostile_bytes("sliding-log:2/10s", -1, v,
+			     log_bytes(v, 3, up, 2));
+	assert_hostile_bytes(lg, -1, v, log_bytes(v, 3, up, 4));
+	assert_hostile_bytes(lg, -1, v, log_bytes(v, 3, up, 2) - 1);
+	assert_hostile_bytes(lg, -1, v, log_bytes(v, 3, up, 2) + 1);
+	assert_hostile_bytes(lg, -1, v, 2);
+	/* A stamp at 2^63, one with lo >= 10^9, the first above the last. */
+	assert_hostile_bytes(lg, -1, v, log_bytes(v, 3, past, 1));
+	n = log_bytes(v, 3, up, 1);
+	v[5 + 3] = (char)0xff;
+	assert_hostile_bytes(lg, -1, v, n);
+	assert_hostile_bytes(lg, -1, v, log_bytes(v, 3, down, 3));
+	/*
+	 * Out of order between the first and the last: the script reads
+	 * only the stamps it needs, the client every one (here a full log:
+	 * no write; one that admits is written, and the check still fails).
+	 */
+	assert_hostile_bytes(lg, -1, v, log_bytes(v, 3, mid, 3));
+	assert_hostile_bytes("all(gcra:5/s,sliding-log:3/10s)", 1, v,
+			     log_bytes(v, 3, mid, 3));
+	/* A log under a one-word policy. */
+	assert_hostile_bytes("gcra:5/s", -1, v, log_bytes(v, 3, up, 1));
+}
+
+/* @script run on the state of key "k" under @policy (prefix "t:"). */
+static long long eval_on(const char *policy, const char *script)
+{
+	char key[64];
+	size_t klen = state_key(policy, -1, key);
+
+	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 t:%b", script, key,
+			     klen);
+}
+
+/* The state of key "k" under @policy, if a binary log, rewritten as the
+ * text "5:L:T1:...:Tn" of earlier versions; the length of the binary log
+ * (0: not one). */
+static long long log_to_text(const char *policy)
+{
+	static const char script[] =
+		"local v = redis.call('GET', KEYS[1]) "
+		"if string.byte(v) ~= 133 then return 0 end "
+		"local t = { '5', tostring(struct.unpack('>I2', v, 2)) } "
+		"for i = 4, #v, 9 do local h, l = struct.unpack('>I5I4', v, i) "
+		"t[#t + 1] = string.format('%d%09d', h, l) end "
+		"redis.call('SET', KEYS[1], table.concat(t, ':'), 'KEEPTTL') "
+		"return #v";
+
+	return eval_on(policy, script);
+}
+
+/*
+ * A log an earlier version wrote as text is read exactly: the decisions
+ * after it are the memory store's, bit for bit, and the first check that
+ * admits writes it in binary.
+ */
+static void test_log_text(void **state)
+{
+	/* ns between checks: a full log, then its stamps leaving. */
+	static const uint64_t steps[] = {
+		1, 0, 0, 0, 400 * MS, 0, 600 * MS, 0, 0, SEC, 0,
+	};
+	const char *pol = "sliding-log:3/1s";
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l[2];
+	struct tk_clock *c[2];
+	struct tk_decision d[2];
+	char spec[192], key[64], first[8];
+	size_t k, klen = state_key(pol, -1, key);
+	uint64_t now = T0;
+	int m;
+
+	(void)state;
+	need_server();
+	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
+		 kit.spec);
+	for (m = 0; m < 2; m++) {
+		assert_rc(tk_clock_manual_new(&c[m], T0), 0);
+		o.clock = c[m];
+		o.fail = TK_FAIL_ERROR;
+		o.flags = TK_OPT_NO_RECLAIMER;
+		assert_rc(tk_limiter_open(&l[m], pol,
+					  m ? redis_kit_slow(spec) : "memory",
+					  &o),
+			  0);
+		assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
+		assert_rc(tk_limiter_check(l[m], "k", 1, 2, &d[m]), 0);
+	}
+	assert_true(d[0].allowed);
+	assert_int_equal(log_to_text(pol), 3 + 2 * 9);
+	for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		now += steps[k];
+		for (m = 0; m < 2; m++) {
+			tk_clock_set(c[m], now);
+			assert_rc(tk_limiter_check(l[m], "k", 1, 1, &d[m]), 0);
+		}
+		assert_same_decision(d[1], d[0]);
+		/* Back to text after each write but the last two: all
+		 * other checks read text. */
+		if (k + 2 < sizeof(steps) / sizeof(steps[0]))
+			log_to_text(pol);
+	}
+	/* Written again, as the script writes it now: two live stamps. */
+	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "STRLEN t:%b", key, klen),
+			 3 + 2 * 9);
+	redis_kit_cmd(&kit, first, sizeof(first), "GETRANGE t:%b 0 0", key,
+		      klen);
+	assert_int_equal((unsigned char)first[0], 0x85);
+	for (m = 0; m < 2; m++) {
+		tk_limiter_close(l[m]);
+		tk_clock_free(c[m]);
+	}
 }
 
 static void test_ring(void **state)
@@ -370,11 +542,8 @@ static long long to_text(const char *policy)
 		"local m, h, l = struct.unpack('>BI5I4', v) "
 		"redis.call('SET', KEYS[1], string.format('%d:%d%09d', "
 		"m - 128, h, l), 'KEEPTTL') return #v";
-	char key[64];
-	size_t klen = state_key(policy, -1, key);
 
-	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 t:%b", script, key,
-			     klen);
+	return eval_on(policy, script);
 }
 
 /*
@@ -580,6 +749,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_too_many),
 		cmocka_unit_test(test_log_malformed),
+		cmocka_unit_test(test_log_binary),
+		cmocka_unit_test(test_log_text),
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_one_word),
 		cmocka_unit_test(test_one_word_binary),
