@@ -10,6 +10,7 @@
  *
  * White-box: linked statically for tk__load16().
  */
+#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -48,11 +50,13 @@ static void *writer(void *arg)
  * pair change between two of its reads CHANGES times, or for TIME_MAX s:
  * on a machine whose other CPUs are busy the two threads may take turns
  * on one CPU, and the pair then changes between two reads only when they
- * switch.  A run that saw fewer changes proved too little, and skips.
+ * switch.  So the two are pinned to two CPUs where the process may run
+ * two: then they overlap whenever both run, however busy the machine.  A
+ * run that saw fewer changes proved too little, and skips.
  */
 #define CHANGES 200000
 #define CHUNK 100000
-#define TIME_MAX 20
+#define TIME_MAX 60
 
 static time_t started;
 
@@ -61,9 +65,38 @@ static int out_of_time(void)
 	return time(NULL) - started > TIME_MAX;
 }
 
+/*
+ * Pin the reader (this thread) and @t to two CPUs of this process's set,
+ * if it has two; *@was keeps the reader's set, to put back.
+ */
+static void pin_apart(pthread_t t, cpu_set_t *was)
+{
+	cpu_set_t one;
+	int cpu, first = -1;
+
+	if (sched_getaffinity(0, sizeof(*was), was) != 0)
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, was))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (first < 0) {
+			first = cpu;
+			continue;
+		}
+		pthread_setaffinity_np(t, sizeof(one), &one);
+		CPU_ZERO(&one);
+		CPU_SET(first, &one);
+		sched_setaffinity(0, sizeof(one), &one);
+		return;
+	}
+}
+
 static unsigned long torn_reads(unsigned long *changes)
 {
 	pthread_t t;
+	cpu_set_t was;
 	unsigned long torn = 0, seen = 0, n;
 	uint64_t out[2], last = 0;
 
@@ -71,6 +104,8 @@ static unsigned long torn_reads(unsigned long *changes)
 	pair.w[1] = ~UINT64_C(0);
 	pair.stop = 0;
 	assert_int_equal(pthread_create(&t, NULL, writer, NULL), 0);
+	CPU_ZERO(&was);
+	pin_apart(t, &was);
 	started = time(NULL);
 	while (seen < CHANGES && !out_of_time()) {
 		for (n = 0; n < CHUNK; n++) {
@@ -82,6 +117,8 @@ static unsigned long torn_reads(unsigned long *changes)
 	}
 	ck_pr_store_int(&pair.stop, 1);
 	assert_int_equal(pthread_join(t, NULL), 0);
+	if (CPU_COUNT(&was) > 0)
+		sched_setaffinity(0, sizeof(was), &was);
 	*changes = seen;
 	return torn;
 }
