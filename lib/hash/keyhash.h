@@ -216,4 +216,25 @@ static inline int tk__keyhash_join(const struct tk__keyhash_key *k,
 }
 #endif
 
+/*
+ * tk__keyhash_join_sip13() - tk__keyhash_join() for a SipHash-1-3 key (a
+ * store without AES-NI): SipHash's two words built in registers the same
+ * way, at most 16 bytes in all; else 0.  Apart, so that a caller can keep
+ * it out of its hot path, which then carries only the AES-NI case.
+ */
+static inline __attribute__((always_inline)) int
+tk__keyhash_join_sip13(const struct tk__keyhash_key *k, unsigned __int128 head,
+		       size_t head_len, const void *tail, size_t len,
+		       uint64_t *h)
+{
+	size_t n = head_len + len;
+	unsigned __int128 m;
+
+	if (k->kind != TK__KEYHASH_SIP13 || n > 16 || head_len >= 16)
+		return 0;
+	m = head | tk__keyhash_load16(tail, len, 0) << (8 * head_len);
+	*h = tk__siphash13_words(k->sip, (uint64_t)m, (uint64_t)(m >> 64), n);
+	return 1;
+}
+
 #endif /* TK_KEYHASH_H */

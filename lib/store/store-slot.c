@@ -81,14 +81,19 @@ ALWAYS void key_of(const struct tk__slot_store *s, int kind,
 	key_at(kind, tk__keyhash_fast(&s->kh, key, len), block, alg, k);
 }
 
-/* The hash of @head + @key joined in memory: what tk__keyhash_join()
- * leaves to its caller. */
+/* The hash of @head + @key where tk__keyhash_join() leaves it to its
+ * caller: SipHash's words in registers if they can be, else the bytes
+ * joined in memory. */
 static __attribute__((noinline)) uint64_t
 hash_joined(const struct tk__slot_store *s, const struct tk__store_head *head,
 	    const char *key, size_t key_len)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
+	uint64_t h;
 
+	if (tk__keyhash_join_sip13(&s->kh, head->w, head->len, key, key_len,
+				   &h))
+		return h;
 	return tk__keyhash(&s->kh, buf,
 			   tk__store_key_join(buf, head, key, key_len));
 }
