@@ -97,8 +97,9 @@ struct tk_options {
 	struct tk_clock *clock; /* NULL: the system clock */
 	const char *prefix;	/* prepended to every key; NULL: none */
 	struct tk_store *store; /* an open store to use instead of a spec */
-	uint64_t max_keys; /* memory store: bound on keys (rounded up to a power
-			    * of two of slots); 0: unbounded */
+	uint64_t max_keys;	/* memory store: live keys it holds without an
+				 * eviction (slots: a power of two, at least
+				 * 2.5 times as many); 0: unbounded */
 	uint64_t reclaim_interval; /* ns between background sweeps; 0: 1 s */
 	unsigned int flags;	   /* TK_OPT_* */
 	/*

@@ -44,18 +44,17 @@ struct tk_limiter {
 	 * A single policy's checks, bound at open (check_single()): its
 	 * dimension, the store's fast path if it has one and the policy's
 	 * algorithm has in-place steps (gcra.h; else NULL), and the store
-	 * key's head [prefix length: 2 bytes][prefix].  NULL for a
-	 * composite.
+	 * key's head (the bytes before the caller's key, store-key.h).
+	 * NULL for a composite.
 	 */
 	const struct tk__policy *single;
-	int (*try_check)(struct tk_store *s, const unsigned char *key,
-			 size_t len, uint64_t now, struct tk__when *late,
-			 const struct tk__policy *p, uint64_t cost,
-			 struct tk_decision *d);
+	int (*try_check)(struct tk_store *s, const struct tk__store_head *head,
+			 const char *key, size_t key_len, uint64_t now,
+			 struct tk__when *late, const struct tk__policy *p,
+			 uint64_t cost, struct tk_decision *d);
 	uint32_t flags; /* tk__step_flags() of its checks */
 	int rule; /* its entry in the zone's rule directory + 1; 0: none */
-	size_t head_len;
-	unsigned char head[2 + TK_PREFIX_MAX + TK__STORE_KEY_TAG_MAX];
+	struct tk__store_head head;
 	/*
 	 * The policy set last by tk_limiter_set_policy(): a whole copy of
 	 * the limiter bound to it (whose own gen is NULL), or NULL while the
@@ -184,50 +183,6 @@ static int composite_multi(struct tk_limiter *l, const char *key,
 }
 
 /*
- * Copy a key of @len bytes: the short keys of most checks without a call
- * to memcpy(), in two overlapping word moves.
- */
-static inline void copy_key(unsigned char *dst, const char *src, size_t len)
-{
-	uint64_t a, b;
-	uint32_t c, d;
-
-	if (len >= 8 && len <= 16) {
-		memcpy(&a, src, 8);
-		memcpy(&b, src + len - 8, 8);
-		memcpy(dst, &a, 8);
-		memcpy(dst + len - 8, &b, 8);
-	} else if (len >= 4 && len < 8) {
-		memcpy(&c, src, 4);
-		memcpy(&d, src + len - 4, 4);
-		memcpy(dst, &c, 4);
-		memcpy(dst + len - 4, &d, 4);
-	} else {
-		memcpy(dst, src, len);
-	}
-}
-
-/* The store key of a single policy's check into @buf: its length, or
- * the key's error (negative). */
-static inline __attribute__((always_inline)) long
-single_key(const struct tk_limiter *l, const char *key, size_t key_len,
-	   unsigned char *buf)
-{
-	int rc = key_error(key, key_len);
-
-	if (rc)
-		return rc;
-	if (l->head_len == 2) { /* no prefix */
-		buf[0] = l->head[0];
-		buf[1] = l->head[1];
-	} else {
-		memcpy(buf, l->head, l->head_len);
-	}
-	copy_key(buf + l->head_len, key, key_len);
-	return (long)(l->head_len + key_len);
-}
-
-/*
  * A check of a single policy, everything that does not change from one
  * check to the next bound at open: the store's fast path decides it if
  * it can (try_check()), else its apply() runs the policy's transition.
@@ -240,15 +195,17 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 	     struct tk_decision *out)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
-	long len = single_key(l, key, key_len, buf);
 	struct tk__transform t;
 	struct tk__step s;
-	int rc;
+	size_t len;
+	int rc = key_error(key, key_len);
 
-	if (len < 0)
-		return (int)len;
+	if (rc)
+		return rc;
 	if (l->try_check) {
-		rc = l->try_check(l->store, buf, (size_t)len, now, late,
+		/* The key as the caller gave it: the store hashes it with the
+		 * head in registers (tk__keyhash_join()). */
+		rc = l->try_check(l->store, &l->head, key, key_len, now, late,
 				  l->single, cost, out);
 		if (rc != TK__NOT_HERE) /* 0 or an error, as documented */
 			return rc;
@@ -259,8 +216,9 @@ check_single(struct tk_limiter *l, const char *key, size_t key_len,
 			now = late->ns;
 		}
 	}
+	len = tk__store_key_join(buf, &l->head, key, key_len);
 	tk__step_single(&s, TK__OP_CHECK, l->single, l->flags, now, cost, &t);
-	rc = l->store->ops->apply(l->store, buf, (size_t)len, now, &t);
+	rc = l->store->ops->apply(l->store, buf, len, now, &t);
 	return tk__step_done(l->store, &s, rc, out);
 }
 
@@ -301,9 +259,8 @@ static int run(struct tk_limiter *l, const char *key, size_t key_len,
 static void bind(struct tk_limiter *l)
 {
 	/* compose_key()'s bytes for a single policy, up to the key. */
-	l->head_len = tk__store_key_head(l->head, l->prefix, l->prefix_len,
-					 SINGLE, l->policy->dim[0].tag,
-					 l->policy->dim[0].tag_len);
+	tk__store_head_set(&l->head, l->prefix, l->prefix_len, SINGLE,
+			   l->policy->dim[0].tag, l->policy->dim[0].tag_len);
 	l->single = NULL;
 	l->try_check = NULL;
 	l->flags = 0;

@@ -307,40 +307,15 @@ aes_hw(const struct tk__keyhash_key *k, __m128i x)
 	return _mm_aesenclast_si128(x, _mm_load_si128(&rk[10]));
 }
 
-/*
- * The last 0..16 bytes of a message as CMAC's last block: padded with
- * 10* when short.  Reads only [p, p + n): with 8 bytes or more, the
- * second word is the last 8 bytes shifted down; else the bytes as 0..2
- * overlapping loads, as lib/hash/siphash.c reads its tail.
- */
+/* The last 0..16 bytes of a message as CMAC's last block: padded with
+ * 10* when short; reads only [p, p + n). */
 static inline __attribute__((always_inline)) TARGET_AES __m128i
 last_block(const unsigned char *p, size_t n)
 {
-	uint64_t lo, hi = 0;
-	uint32_t a, b;
+	unsigned __int128 m = tk__keyhash_load16(p, n, n < 16 ? 0x80 : 0);
 
-	if (n >= 8) {
-		lo = load_le64(p);
-		if (n > 8)
-			hi = load_le64(p + n - 8) >> (128 - 8 * n);
-		if (n < 16)
-			hi |= UINT64_C(0x80) << (8 * (n - 8));
-	} else {
-		if (n >= 4) {
-			memcpy(&a, p, 4);
-			memcpy(&b, p + n - 4, 4);
-			lo = (uint64_t)le32toh(a) | (uint64_t)le32toh(b)
-							    << (8 * (n - 4));
-		} else if (n > 0) {
-			lo = (uint64_t)p[0] |
-			     (uint64_t)p[n / 2] << (8 * (n / 2)) |
-			     (uint64_t)p[n - 1] << (8 * (n - 1));
-		} else {
-			lo = 0;
-		}
-		lo |= UINT64_C(0x80) << (8 * n);
-	}
-	return _mm_set_epi64x((long long)hi, (long long)lo);
+	return _mm_set_epi64x((long long)(uint64_t)(m >> 64),
+			      (long long)(uint64_t)m);
 }
 
 static inline __attribute__((always_inline)) TARGET_AES __m128i

@@ -120,6 +120,38 @@ static inline uint64_t siphash(const uint64_t key[2], const void *data,
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
+/*
+ * SipHash-1-3 of a message of @len (at most 16) bytes given as two
+ * little-endian words, zero above @len: siphash()'s words, read from
+ * registers instead of memory (tk__keyhash_join()).
+ */
+uint64_t tk__siphash13_words(const uint64_t key[2], uint64_t w0, uint64_t w1,
+			     size_t len)
+{
+	uint64_t v0 = UINT64_C(0x736f6d6570736575) ^ key[0];
+	uint64_t v1 = UINT64_C(0x646f72616e646f6d) ^ key[1];
+	uint64_t v2 = UINT64_C(0x6c7967656e657261) ^ key[0];
+	uint64_t v3 = UINT64_C(0x7465646279746573) ^ key[1];
+	uint64_t w[3] = { w0, w1, 0 }, m;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = w[i / 8];
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	m = (uint64_t)len << 56 | w[i / 8];
+	v3 ^= m;
+	SIPROUND;
+	v0 ^= m;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
 uint64_t tk__siphash(const uint64_t key[2], const void *data, size_t len)
 {
 	return siphash(key, data, len, 2, 4);

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "algo/gcra.h"
 #include "hash/keyhash.h"
+#include "store/store-key.h"
 #include "store/reclaimer.h"
 #include "../../shm/recent.h"
 #include "../../shm/word.h"
@@ -106,9 +107,17 @@ static inline void tk__slot_wrote(const struct tk__zone_word *w, uint64_t word)
  * length from the stack at each use; in the frame they cost two stores.
  */
 struct tk__slot_name {
-	const unsigned char *key;
-	size_t len;
+	const struct tk__store_head *head; /* NULL: @key is the whole key */
+	const void *key;		   /* the store key, or after @head */
+	size_t len;			   /* bytes at @key */
 };
+
+/* Record @name in @z's ring @id (shm/recent.h), or as a denial; the
+ * store key joined first if it comes in two parts. */
+void tk__slot_name_put(struct tk__zone *z, int id,
+		       const volatile struct tk__slot_name *name);
+void tk__slot_name_deny(struct tk__zone *z,
+			const volatile struct tk__slot_name *name);
 
 /*
  * A check of GCRA or the token bucket in one call chain: the key's slot
@@ -155,7 +164,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 			/* Where the denial is known, so that an admission
 			 * tests nothing more. */
 			if (name)
-				tk__zone_recent_deny(z, name->key, name->len);
+				tk__slot_name_deny(z, name);
 		}
 		memset(out, 0, sizeof(*out));
 		tk__gcra_explain(p, &step, rc, now, out);
@@ -207,18 +216,18 @@ int tk__slot_zone_apply(struct tk_store *s, const unsigned char *key,
 int tk__slot_table_apply(struct tk_store *s, const unsigned char *key,
 			 size_t len, uint64_t now,
 			 const struct tk__transform *t);
-int tk__slot_zone_try(struct tk_store *s, const unsigned char *key, size_t len,
-		      uint64_t now, struct tk__when *late,
-		      const struct tk__policy *p, uint64_t cost,
-		      struct tk_decision *d);
-int tk__slot_table_try(struct tk_store *s, const unsigned char *key, size_t len,
-		       uint64_t now, struct tk__when *late,
-		       const struct tk__policy *p, uint64_t cost,
-		       struct tk_decision *d);
-int tk__slot_fenced_try(struct tk_store *s, const unsigned char *key,
-			size_t len, uint64_t now, struct tk__when *late,
-			const struct tk__policy *p, uint64_t cost,
-			struct tk_decision *d);
+int tk__slot_zone_try(struct tk_store *s, const struct tk__store_head *head,
+		      const char *key, size_t key_len, uint64_t now,
+		      struct tk__when *late, const struct tk__policy *p,
+		      uint64_t cost, struct tk_decision *d);
+int tk__slot_table_try(struct tk_store *s, const struct tk__store_head *head,
+		       const char *key, size_t key_len, uint64_t now,
+		       struct tk__when *late, const struct tk__policy *p,
+		       uint64_t cost, struct tk_decision *d);
+int tk__slot_fenced_try(struct tk_store *s, const struct tk__store_head *head,
+			const char *key, size_t key_len, uint64_t now,
+			struct tk__when *late, const struct tk__policy *p,
+			uint64_t cost, struct tk_decision *d);
 int tk__slot_apply_multi(struct tk_store *s, uint64_t now,
 			 const struct tk__multi *m);
 int tk__slot_reset(struct tk_store *s, const unsigned char *key, size_t len);

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <throttlekit.h>
@@ -94,6 +95,67 @@ static inline size_t tk__store_key_encode(unsigned char *buf,
 
 	memcpy(buf + n, key, key_len);
 	return n + key_len;
+}
+
+/*
+ * A store key's head (the bytes before the caller's key), as a single
+ * policy's checks hand it to a store's fast path with the caller's key
+ * apart (try_check()): so that the store can hash the two without their
+ * bytes ever being joined in memory first (tk__keyhash_join()).
+ */
+struct tk__store_head {
+	unsigned __int128 w; /* its first 16 bytes, little-endian, 0 above */
+	size_t len;	     /* bytes */
+	unsigned char bytes[2 + TK_PREFIX_MAX + TK__STORE_KEY_TAG_MAX];
+};
+
+/* Set @h to the head of a key under @prefix, @dim and @tag (as
+ * tk__store_key_head()). */
+static inline void tk__store_head_set(struct tk__store_head *h,
+				      const char *prefix, size_t prefix_len,
+				      int dim, const unsigned char *tag,
+				      size_t tag_len)
+{
+	size_t i;
+
+	h->len = tk__store_key_head(h->bytes, prefix, prefix_len, dim, tag,
+				    tag_len);
+	h->w = 0;
+	for (i = 0; i < h->len && i < 16; i++)
+		h->w |= (unsigned __int128)h->bytes[i] << (8 * i);
+}
+
+/*
+ * The store key of @head and the caller's @key into @buf: its length.
+ * Most keys' head is 2 bytes and the key short: those without a call to
+ * memcpy(), the key in two overlapping word moves.
+ */
+static inline size_t tk__store_key_join(unsigned char *buf,
+					const struct tk__store_head *head,
+					const char *key, size_t key_len)
+{
+	unsigned char *dst = buf + head->len;
+	uint64_t a, b;
+	uint32_t c, d;
+
+	if (head->len == 2)
+		memcpy(buf, head->bytes, 2);
+	else
+		memcpy(buf, head->bytes, head->len);
+	if (key_len >= 8 && key_len <= 16) {
+		memcpy(&a, key, 8);
+		memcpy(&b, key + key_len - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + key_len - 8, &b, 8);
+	} else if (key_len >= 4 && key_len < 8) {
+		memcpy(&c, key, 4);
+		memcpy(&d, key + key_len - 4, 4);
+		memcpy(dst, &c, 4);
+		memcpy(dst + key_len - 4, &d, 4);
+	} else {
+		memcpy(dst, key, key_len);
+	}
+	return head->len + key_len;
 }
 
 /* What a store reads back of a store key. */

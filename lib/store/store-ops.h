@@ -116,7 +116,8 @@ struct tk__batch_item {
 	int rc;
 };
 
-struct tk__rule; /* shm/rules.h */
+struct tk__rule;       /* shm/rules.h */
+struct tk__store_head; /* store-key.h */
 
 struct tk__store_ops {
 	const char *name;
@@ -125,7 +126,9 @@ struct tk__store_ops {
 	int (*apply)(struct tk_store *s, const unsigned char *key, size_t len,
 		     uint64_t now, const struct tk__transform *t);
 	/*
-	 * Optional: the fast path of a check of @cost units by policy @p,
+	 * Optional: the fast path of a check of @cost units by policy @p
+	 * of the store key @head + @key (store-key.h; handed apart, so that
+	 * the store hashes them as they are, without joining them first),
 	 * one whose algorithm has in-place steps (gcra.h: GCRA and the
 	 * token bucket, a state of one word that is its own expiry), as
 	 * uv_try_write() is to a write: it decides here or says "not here".
@@ -140,10 +143,10 @@ struct tk__store_ops {
 	 * (lib/store/slot-store.h).  A failed reading returns the clock's
 	 * error; after TK__NOT_HERE @late may still be unread.
 	 */
-	int (*try_check)(struct tk_store *s, const unsigned char *key,
-			 size_t len, uint64_t now, struct tk__when *late,
-			 const struct tk__policy *p, uint64_t cost,
-			 struct tk_decision *d);
+	int (*try_check)(struct tk_store *s, const struct tk__store_head *head,
+			 const char *key, size_t key_len, uint64_t now,
+			 struct tk__when *late, const struct tk__policy *p,
+			 uint64_t cost, struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);

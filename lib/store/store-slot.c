@@ -64,16 +64,50 @@ ALWAYS void before(struct tk__slot_store *s, int kind)
 	}
 }
 
-ALWAYS void key_of(const struct tk__slot_store *s, int kind,
-		   const unsigned char *key, size_t len, int block,
-		   uint32_t alg, struct tk__zone_key *k)
+/* The table key of keyed hash @h. */
+ALWAYS void key_at(int kind, uint64_t h, int block, uint32_t alg,
+		   struct tk__zone_key *k)
 {
-	uint64_t h = tk__keyhash_fast(&s->kh, key, len);
-
 	k->fp = tk__slot_fp(h, block, alg);
 	/* A zone's position mixes all 64 bits, so that two keys sharing a
 	 * window still differ in ~56 fingerprint bits. */
 	k->pos = kind == TK__SLOT_ZONE ? tk__zone_mix(h) : tk__table_pos(k->fp);
+}
+
+ALWAYS void key_of(const struct tk__slot_store *s, int kind,
+		   const unsigned char *key, size_t len, int block,
+		   uint32_t alg, struct tk__zone_key *k)
+{
+	key_at(kind, tk__keyhash_fast(&s->kh, key, len), block, alg, k);
+}
+
+/* The hash of @head + @key where tk__keyhash_join() leaves it to its
+ * caller: SipHash's words in registers if they can be, else the bytes
+ * joined in memory. */
+static __attribute__((noinline)) uint64_t
+hash_joined(const struct tk__slot_store *s, const struct tk__store_head *head,
+	    const char *key, size_t key_len)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	uint64_t h;
+
+	if (tk__keyhash_join_sip13(&s->kh, head->w, head->len, key, key_len,
+				   &h))
+		return h;
+	return tk__keyhash(&s->kh, buf,
+			   tk__store_key_join(buf, head, key, key_len));
+}
+
+/* key_of() of the store key @head + @key, hashed as it comes. */
+ALWAYS void key_of_parts(const struct tk__slot_store *s, int kind,
+			 const struct tk__store_head *head, const char *key,
+			 size_t key_len, uint32_t alg, struct tk__zone_key *k)
+{
+	uint64_t h;
+
+	if (!tk__keyhash_join(&s->kh, head->w, head->len, key, key_len, &h))
+		h = hash_joined(s, head, key, key_len);
+	key_at(kind, h, 0, alg, k);
 }
 
 /* Enter and leave a private table's RCU section (@light: the hot path's
@@ -127,18 +161,52 @@ static __thread int sample_left __attribute__((tls_model("initial-exec")));
  * 2 * TK__RECENT_SAMPLE - 2 checks, so that keys checked in a fixed
  * rotation (two rules a request) are not always the same one sampled. */
 static __attribute__((noinline, cold)) void
-sampled(struct tk__zone *z, const unsigned char *key, size_t len)
+sampled(struct tk__zone *z, const volatile struct tk__slot_name *name)
 {
 	static __thread uint32_t x;
+	const unsigned char *key = name->key;
 
 	/* The key's last byte stirred in: fork() children start with their
 	 * parent's state, and part as their requests do. */
-	x ^= (uint32_t)key[len - 1] << 8 | 1;
+	x ^= (uint32_t)key[name->len - 1] << 8 | 1;
 	x ^= x << 13;
 	x ^= x >> 17;
 	x ^= x << 5;
 	sample_left = (int)(x % (2 * TK__RECENT_SAMPLE - 1));
-	tk__zone_recent_put(z, TKZ_RECENT_SAMPLED, key, len);
+	tk__slot_name_put(z, TKZ_RECENT_SAMPLED, name);
+}
+
+/* A name's bytes, joined into @buf if they come in two parts: their
+ * length. */
+static size_t name_bytes(const volatile struct tk__slot_name *name,
+			 unsigned char *buf, const unsigned char **out)
+{
+	if (!name->head) {
+		*out = name->key;
+		return name->len;
+	}
+	*out = buf;
+	return tk__store_key_join(buf, name->head, name->key, name->len);
+}
+
+void tk__slot_name_put(struct tk__zone *z, int id,
+		       const volatile struct tk__slot_name *name)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	const unsigned char *key;
+	size_t len = name_bytes(name, buf, &key);
+
+	tk__zone_recent_put(z, id, key, len);
+}
+
+void tk__slot_name_deny(struct tk__zone *z,
+			const volatile struct tk__slot_name *name)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	const unsigned char *key;
+	size_t len = name_bytes(name, buf, &key);
+
+	tk__zone_recent_deny(z, key, len);
 }
 
 /* A check of @key decided (@denied: a denial), counted; a zone's batch
@@ -158,7 +226,7 @@ ALWAYS void counted(struct tk__slot_store *s, int kind, int denied,
 	if (due >= 0)
 		tk__tally_flush(s->zone, s->tally, due);
 	if (__builtin_expect(--sample_left < 0, 0))
-		sampled(s->zone, name->key, name->len);
+		sampled(s->zone, name);
 }
 
 /* After an insert may have grown a private table, or a pass shrunk it:
@@ -183,7 +251,7 @@ ALWAYS void grown(struct tk__slot_store *s, int kind)
 ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc,
 		  const unsigned char *key, size_t len)
 {
-	struct tk__slot_name name = { key, len };
+	struct tk__slot_name name = { NULL, key, len };
 
 	if (rc >= 0 && (flags & TK__T_CHECK)) {
 		counted(s, kind, rc == TK__ZONE_KEEP, &name);
@@ -263,10 +331,10 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
  * not decide, or while a private table's keys move to a new one (apply()
  * pulls them first).  @light: the RCU section's kind.
  */
-ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
-		 uint64_t now, struct tk__when *late,
-		 const struct tk__policy *p, uint64_t cost,
-		 struct tk_decision *d, int kind, int light)
+ALWAYS int check(struct tk_store *base, const struct tk__store_head *head,
+		 const char *key, size_t len, uint64_t now,
+		 struct tk__when *late, const struct tk__policy *p,
+		 uint64_t cost, struct tk_decision *d, int kind, int light)
 {
 	struct tk__slot_store *s = slot_of(base);
 	volatile struct tk__slot_name name; /* why: slot-store.h */
@@ -277,11 +345,12 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 	int rc;
 
 	if (kind == TK__SLOT_ZONE) {
+		name.head = head;
 		name.key = key;
 		name.len = len;
 	}
 	before(s, kind);
-	key_of(s, kind, key, len, 0, p->alg->id, &k);
+	key_of_parts(s, kind, head, key, len, p->alg->id, &k);
 	ctr = section(kind, light);
 	z = zone_of(s, kind);
 	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {
@@ -300,38 +369,42 @@ ALWAYS int check(struct tk_store *base, const unsigned char *key, size_t len,
 
 /* check() compiled apart for either time, so that neither carries the
  * other's registers and branches. */
-ALWAYS int check_at(struct tk_store *s, const unsigned char *key, size_t len,
-		    uint64_t now, struct tk__when *late,
-		    const struct tk__policy *p, uint64_t cost,
-		    struct tk_decision *d, int kind, int light)
+ALWAYS int check_at(struct tk_store *s, const struct tk__store_head *head,
+		    const char *key, size_t len, uint64_t now,
+		    struct tk__when *late, const struct tk__policy *p,
+		    uint64_t cost, struct tk_decision *d, int kind, int light)
 {
 	if (late)
-		return check(s, key, len, 0, late, p, cost, d, kind, light);
-	return check(s, key, len, now, NULL, p, cost, d, kind, light);
+		return check(s, head, key, len, 0, late, p, cost, d, kind,
+			     light);
+	return check(s, head, key, len, now, NULL, p, cost, d, kind, light);
 }
 
-int tk__slot_zone_try(struct tk_store *s, const unsigned char *key, size_t len,
-		      uint64_t now, struct tk__when *late,
-		      const struct tk__policy *p, uint64_t cost,
-		      struct tk_decision *d)
+int tk__slot_zone_try(struct tk_store *s, const struct tk__store_head *head,
+		      const char *key, size_t key_len, uint64_t now,
+		      struct tk__when *late, const struct tk__policy *p,
+		      uint64_t cost, struct tk_decision *d)
 {
-	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_ZONE, 0);
+	return check_at(s, head, key, key_len, now, late, p, cost, d,
+			TK__SLOT_ZONE, 0);
 }
 
-int tk__slot_table_try(struct tk_store *s, const unsigned char *key, size_t len,
-		       uint64_t now, struct tk__when *late,
-		       const struct tk__policy *p, uint64_t cost,
-		       struct tk_decision *d)
+int tk__slot_table_try(struct tk_store *s, const struct tk__store_head *head,
+		       const char *key, size_t key_len, uint64_t now,
+		       struct tk__when *late, const struct tk__policy *p,
+		       uint64_t cost, struct tk_decision *d)
 {
-	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_TABLE, 1);
+	return check_at(s, head, key, key_len, now, late, p, cost, d,
+			TK__SLOT_TABLE, 1);
 }
 
-int tk__slot_fenced_try(struct tk_store *s, const unsigned char *key,
-			size_t len, uint64_t now, struct tk__when *late,
-			const struct tk__policy *p, uint64_t cost,
-			struct tk_decision *d)
+int tk__slot_fenced_try(struct tk_store *s, const struct tk__store_head *head,
+			const char *key, size_t key_len, uint64_t now,
+			struct tk__when *late, const struct tk__policy *p,
+			uint64_t cost, struct tk_decision *d)
 {
-	return check_at(s, key, len, now, late, p, cost, d, TK__SLOT_TABLE, 0);
+	return check_at(s, head, key, key_len, now, late, p, cost, d,
+			TK__SLOT_TABLE, 0);
 }
 
 ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,

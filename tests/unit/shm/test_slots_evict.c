@@ -484,7 +484,7 @@ static void flood_run(struct flood_run *r, uint64_t lag)
 	assert_int_equal(tk_clock_manual_new(&hot_clock, NOW + SEC), 0);
 	assert_int_equal(tk_clock_manual_new(&flood_clock, NOW + SEC - lag), 0);
 	o.clock = hot_clock;
-	o.max_keys = 1024;
+	o.max_keys = 400; /* 1024 slots */
 	o.flags = TK_OPT_NO_RECLAIMER;
 	assert_int_equal(tk_store_open(&s, "memory", &o), 0);
 	r->hot = open_on(s, hot_clock);

@@ -98,7 +98,7 @@ static void open_side(struct side *sd, const char *name, struct tk_clock *c,
 	sd->name = name;
 	o.clock = c;
 	o.flags = TK_OPT_NO_RECLAIMER | TK_OPT_ZONE_NO_CREATE;
-	o.max_keys = CAP; /* the memory store evicts too */
+	o.max_keys = CAP * 2 / 5; /* CAP slots: the memory store evicts too */
 	o.reclaim_grace = 2 * SEC;
 	snprintf(spec, sizeof(spec), name ? "shm:%s" : "memory", name);
 	assert_rc(tk_store_open(&sd->s, spec, &o), 0);

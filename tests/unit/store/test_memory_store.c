@@ -5,7 +5,8 @@
  *
  * The store is the zone's slot table in private memory (shm/grow.c):
  * max_keys bounds it to the smallest power of two of slots that holds
- * them, and a full table evicts its coldest keys.
+ * that many live keys without an eviction (2.5 slots a key at least),
+ * and a full table evicts its coldest keys.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,7 +194,7 @@ static void test_flood_stays_bounded(void **state)
 	unsigned int i, hot_allowed = 0;
 
 	(void)state;
-	open_fixture(&f, "gcra:100/1h", 1000, TK_OPT_NO_RECLAIMER, 0);
+	open_fixture(&f, "gcra:100/1h", 400, TK_OPT_NO_RECLAIMER, 0);
 	for (i = 0; i < 100000; i++) {
 		snprintf(key, sizeof(key), "flood-%u", i);
 		assert_true(check(&f, key, 1));
@@ -203,7 +204,7 @@ static void test_flood_stays_bounded(void **state)
 		assert_true(stats_of(&f).keys <= 1024);
 	}
 	st = stats_of(&f);
-	/* max_keys rounds up to a power of two of slots. */
+	/* 2.5 slots a key, rounded up to a power of two. */
 	assert_int_equal(st.capacity, 1024);
 	assert_true(st.keys <= 1024);
 	assert_true(st.evictions >= 100000 - 1024);
@@ -211,6 +212,47 @@ static void test_flood_stays_bounded(void **state)
 	/* Never evicted: it admitted exactly its burst, then nothing. */
 	assert_int_equal(hot_allowed, 100);
 	close_fixture(&f);
+}
+
+/*
+ * max_keys means live keys: that many distinct keys, each holding a
+ * state for an hour, all fit (none evicted, each found again: a second
+ * check is denied), for a power of two and for a count between two; the
+ * table has 2.5 slots a key at least, a power of two.  Then a flood of
+ * keys beyond the table's slots evicts.
+ */
+static void test_max_keys_are_live_keys(void **state)
+{
+	static const uint64_t bound[] = { 3000, 4096 };
+	struct fixture f;
+	struct tk_stats st;
+	char key[32];
+	unsigned int b, i;
+
+	(void)state;
+	for (b = 0; b < 2; b++) {
+		open_fixture(&f, "gcra:1/1h", bound[b], TK_OPT_NO_RECLAIMER, 0);
+		for (i = 0; i < bound[b]; i++) {
+			snprintf(key, sizeof(key), "live-%u", i);
+			assert_true(check(&f, key, 1));
+		}
+		st = stats_of(&f);
+		assert_int_equal(st.evictions, 0);
+		assert_int_equal(st.keys, bound[b]);
+		assert_int_equal(st.capacity, b == 0 ? 8192 : 16384);
+		for (i = 0; i < bound[b]; i++) {
+			snprintf(key, sizeof(key), "live-%u", i);
+			assert_false(check(&f, key, 1));
+		}
+		for (i = 0; i < st.capacity; i++) {
+			snprintf(key, sizeof(key), "flood-%u", i);
+			(void)check(&f, key, 1);
+		}
+		st = stats_of(&f);
+		assert_true(st.evictions > 0);
+		assert_true(st.keys <= st.capacity);
+		close_fixture(&f);
+	}
 }
 
 /*
@@ -229,7 +271,7 @@ static void test_flood_backlog_bounded(void **state)
 
 	(void)state;
 	for (m = 0; m < 2; m++) {
-		open_fixture(&f, "gcra:100/1h", 1000, mode[m], 3600 * SEC);
+		open_fixture(&f, "gcra:100/1h", 400, mode[m], 3600 * SEC);
 		hot_allowed = 0;
 		for (i = 0; i < 60000; i++) {
 			snprintf(key, sizeof(key), "flood-%u", i);
@@ -451,7 +493,7 @@ static void test_churn_with_eviction(void **state)
 	unsigned int i;
 
 	(void)state;
-	open_fixture(&f, "gcra:5/1s", 100, 0, 1000000);
+	open_fixture(&f, "gcra:5/1s", 50, 0, 1000000);
 	for (i = 0; i < 4; i++) {
 		c[i] = (struct churn){ &f, i };
 		assert_int_equal(
@@ -460,7 +502,7 @@ static void test_churn_with_eviction(void **state)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	st = stats_of(&f);
-	assert_int_equal(st.capacity, 128); /* max_keys 100, rounded up */
+	assert_int_equal(st.capacity, 128); /* max_keys 50: 125, rounded up */
 	assert_true(st.keys <= 128);
 	assert_int_equal(st.inserts,
 			 st.keys + st.evictions + st.expirations + st.resets);
@@ -614,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_multiword_states_under_threads),
 		cmocka_unit_test(test_flood_stays_bounded),
 		cmocka_unit_test(test_flood_backlog_bounded),
+		cmocka_unit_test(test_max_keys_are_live_keys),
 		cmocka_unit_test(test_incremental_expiry),
 		cmocka_unit_test(test_block_states_grow),
 		cmocka_unit_test(test_keys_counted_while_growing),
