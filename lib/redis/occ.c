@@ -60,11 +60,6 @@
 /* Bytes of a window's spelled state (spell_window()): five numbers. */
 #define WINDOW_SPELL_MAX (5 * 21)
 
-int tk__redis_occ(const struct tk__policy *p)
-{
-	return p->alg == &tk__user;
-}
-
 /* A built-in algorithm whose state the transaction can write as the
  * script spells it, "ID:WORD" (check.lua, one_word()). */
 static int one_word(const struct tk__policy *p)
@@ -102,29 +97,6 @@ int tk__redis_occ_route(const struct tk__policy *const *pol, size_t n)
 	if (!user)
 		return 0;
 	return user + along == n ? TK__REDIS_OCC : -ENOTSUP;
-}
-
-int tk__redis_occ_decode(const struct tk__policy *p, const char *s, size_t len,
-			 uint64_t *words, size_t cap)
-{
-	size_t n = 0, i = 0, at;
-	uint64_t f;
-
-	for (;;) {
-		for (at = i; i < len && s[i] != ':'; i++)
-			;
-		if (n > cap || tk__redis_parse_u64(s + at, i - at, &f))
-			return -EPROTO;
-		if (n == 0 && f != TK__ALG_USER)
-			return -EPROTO;
-		if (n > 0)
-			words[n - 1] = f;
-		n++;
-		if (i++ == len)
-			break;
-	}
-	return n == cap + 1 && p->alg->valid(p, (uint32_t)cap, words) ? 0
-								      : -EPROTO;
 }
 
 /* Bytes spell() may write for a state of @p: a head of at most three

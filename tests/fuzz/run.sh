@@ -47,7 +47,8 @@ fi
 		"$src"/lib/redis/store-none.c "$src"/lib/pg/store-none.c \
 		"$src"/shm/*.c
 	for f in $pg_sources; do echo "$src/$f"; done
-	[ $redis_ok = 1 ] && ls "$src"/lib/redis/scripts.c "$src"/lib/redis/verdict.c
+	[ $redis_ok = 1 ] && ls "$src"/lib/redis/scripts.c "$src"/lib/redis/verdict.c \
+		"$src"/lib/redis/occ-state.c
 } | sed "s|^$src/||" >"$out/obj/sources"
 # shellcheck disable=SC2086 # $cflags is a list of flags
 xargs -P "$jobs" -I{} sh -c 'o=$(echo "$1" | tr / _); o=${o%.c}.o
@@ -56,7 +57,8 @@ xargs -P "$jobs" -I{} sh -c 'o=$(echo "$1" | tr / _); o=${o%.c}.o
 	"$src" "$out/obj" <"$out/obj/sources"
 objs() { # the objects of every source but $1's extras
 	sed -e 's|/|_|g' -e 's|\.c$|.o|' -e "s|^|$out/obj/|" "$out/obj/sources" |
-		grep -v -e 'lib_redis_scripts.o' -e 'lib_redis_verdict.o'
+		grep -v -e 'lib_redis_scripts.o' -e 'lib_redis_verdict.o' \
+			-e 'lib_redis_occ-state.o'
 }
 
 # fuzz NAME SECONDS: runs the harness NAME from its corpus; its output
@@ -87,6 +89,7 @@ for h in "$src"/tests/fuzz/fuzz-*.c; do
 			continue
 		fi
 		extra="$out/obj/lib_redis_scripts.o $out/obj/lib_redis_verdict.o
+			$out/obj/lib_redis_occ-state.o
 			-I$build/lib $(pkg-config --cflags --libs hiredis)"
 		[ "$time" -gt 5 ] && time=5
 	fi
