@@ -70,6 +70,17 @@ pg_ctl_preflight()
 	fi
 }
 
+# pg_ctl_begin THROTTLECTL: the preflight, then a temporary directory
+# $tmp and a server, both gone at exit; a server that does not start is
+# a hard error (99), never a skip.
+pg_ctl_begin()
+{
+	pg_ctl_preflight "$1"
+	tmp=$(mktemp -d) || exit 99
+	trap 'pg_server_destroy; rm -rf "$tmp"' EXIT
+	pg_server_start || { echo "postgres did not start"; exit 99; }
+}
+
 # As the server's user: setpriv execs the program itself, so that $! is
 # the server's pid and its signals reach it.
 PG_AS=

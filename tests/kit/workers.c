@@ -109,6 +109,33 @@ int kit_zone_dir_remove(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+int kit_fresh_zone(struct tk_store **out, const struct tk_options *o,
+		   const char *stem, char *name, size_t len)
+{
+	struct tk_options zo = *o;
+	static int serial;
+	char spec[80];
+
+	if (name[0])
+		tk_zone_destroy(name);
+	snprintf(name, len, "%s-%d", stem, ++serial);
+	snprintf(spec, sizeof(spec), "shm:%s", name);
+	zo.zone_capacity = 1024;
+	return tk_store_open(out, spec, &zo);
+}
+
+struct tk_store *kit_store_on(const char *spec, struct tk_clock *c)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_store *s;
+
+	o.clock = c;
+	o.zone_capacity = 1024;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_int_equal(tk_store_open(&s, spec, &o), 0);
+	return s;
+}
+
 void kit_zone_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "%s/throttlekit.%s", getenv("TK_SHM_DIR"), name);

@@ -58,6 +58,22 @@ void kit_in_child(void (*fn)(void *), void *arg);
 int kit_zone_dir(char *tmpl);
 /* A cmocka group teardown: remove that directory and all it holds. */
 int kit_zone_dir_remove(void **state);
+struct tk_clock;
+struct tk_options;
+struct tk_store;
+
+/*
+ * A kit's opener of a fresh zone per test: destroys the zone named in
+ * @name (if any), names a new one "@stem-N" there (@len bytes), and opens
+ * it with @o and a capacity of 1024 slots.
+ */
+int kit_fresh_zone(struct tk_store **out, const struct tk_options *o,
+		   const char *stem, char *name, size_t len);
+
+/* Store @spec on clock @c, without a reclaimer (a test's timeline moves
+ * its states), a zone of 1024 slots; asserts it opens. */
+struct tk_store *kit_store_on(const char *spec, struct tk_clock *c);
+
 /* The path of zone @name's file in it. */
 void kit_zone_path(char *buf, size_t len, const char *name);
 

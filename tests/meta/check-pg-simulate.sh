@@ -12,10 +12,7 @@
 : "${srcdir:=.}"
 ctl="$top_builddir/tools/throttlectl"
 . "$srcdir/tests/kit/pg-server.sh"
-pg_ctl_preflight "$ctl"
-tmp=$(mktemp -d) || exit 99
-trap 'pg_server_destroy; rm -rf "$tmp"' EXIT
-pg_server_start || { echo "postgres did not start"; exit 99; }
+pg_ctl_begin "$ctl"
 store=$PG_SPEC
 port=$PG_PORT
 fails=0

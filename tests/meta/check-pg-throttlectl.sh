@@ -13,10 +13,7 @@
 : "${srcdir:=.}"
 ctl="$top_builddir/tools/throttlectl"
 . "$srcdir/tests/kit/pg-server.sh"
-pg_ctl_preflight "$ctl"
-tmp=$(mktemp -d) || exit 99
-trap 'pg_server_destroy; rm -rf "$tmp"' EXIT
-pg_server_start || { echo "FAIL: postgres did not start"; exit 1; }
+pg_ctl_begin "$ctl"
 S="$PG_SPEC?table=ctl"
 WRONG=wr0ng-pw-5517
 fails=0

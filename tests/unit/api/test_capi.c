@@ -23,16 +23,7 @@ static int open_memory(struct tk_store **out, const struct tk_options *o)
 /* A fresh zone per test. */
 static int open_zone(struct tk_store **out, const struct tk_options *o)
 {
-	struct tk_options zo = *o;
-	static int serial;
-	char spec[48];
-
-	if (zone_name[0])
-		tk_zone_destroy(zone_name);
-	snprintf(zone_name, sizeof(zone_name), "capi-%d", ++serial);
-	snprintf(spec, sizeof(spec), "shm:%s", zone_name);
-	zo.zone_capacity = 1024;
-	return tk_store_open(out, spec, &zo);
+	return kit_fresh_zone(out, o, "capi", zone_name, sizeof(zone_name));
 }
 
 static const struct capi_kit_target memory = { "memory", open_memory },

@@ -256,18 +256,6 @@ static void zone_verifies(void **state)
 	assert_rc(tk_zone_destroy("strategy"), 0);
 }
 
-static struct tk_store *diff_store(const char *spec, struct tk_clock *c)
-{
-	struct tk_options o = TK_OPTIONS_INIT;
-	struct tk_store *s;
-
-	o.clock = c;
-	o.zone_capacity = 1024;
-	o.flags = TK_OPT_NO_RECLAIMER;
-	assert_rc(tk_store_open(&s, spec, &o), 0);
-	return s;
-}
-
 static unsigned int diff_denied;
 
 /* One generated timeline of @policy on the memory store and on a zone,
@@ -285,8 +273,8 @@ static unsigned int zone_timeline(const char *policy, uint64_t seed)
 	int i, rm, rz;
 
 	assert_rc(tk_clock_manual_new(&c, now), 0);
-	sm = diff_store("memory", c);
-	sz = diff_store("shm:strategy-diff", c);
+	sm = kit_store_on("memory", c);
+	sz = kit_store_on("shm:strategy-diff", c);
 	o.clock = c;
 	o.store = sm;
 	assert_rc(tk_limiter_open(&m, policy, NULL, &o), 0);

@@ -43,16 +43,7 @@ static int open_memory(struct tk_store **out, const struct tk_options *o)
 /* A fresh zone per test: the kit expects an empty store. */
 static int open_zone(struct tk_store **out, const struct tk_options *o)
 {
-	struct tk_options zo = *o;
-	static int serial;
-	char spec[48];
-
-	if (zone_name[0])
-		tk_zone_destroy(zone_name);
-	snprintf(zone_name, sizeof(zone_name), "api-kit-%d", ++serial);
-	snprintf(spec, sizeof(spec), "shm:%s", zone_name);
-	zo.zone_capacity = 1024;
-	return tk_store_open(out, spec, &zo);
+	return kit_fresh_zone(out, o, "api-kit", zone_name, sizeof(zone_name));
 }
 
 static void sweep_zone(struct tk_store *s, uint64_t now)

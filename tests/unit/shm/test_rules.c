@@ -26,6 +26,7 @@
 
 #include "../../shm/rules.h"
 #include "../../shm/zone.h"
+#include "workers.h"
 
 static char dir[] = "/tmp/tk-rules-dir-XXXXXX";
 
@@ -275,19 +276,7 @@ static void published_last(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("TK_SHM_DIR", dir, 1);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[64];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return kit_zone_dir(dir);
 }
 
 int main(void)
@@ -298,5 +287,5 @@ int main(void)
 		cmocka_unit_test(published_last),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
 }

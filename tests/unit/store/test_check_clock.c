@@ -57,18 +57,6 @@ static int counted_now(void *ctx, uint64_t *ns)
 
 static const char *const specs[] = { "shm:clk", "memory" };
 
-static struct tk_store *store_on(const char *spec, struct tk_clock *c)
-{
-	struct tk_options o = TK_OPTIONS_INIT;
-	struct tk_store *s;
-
-	o.clock = c;
-	o.zone_capacity = 1024;
-	o.flags = TK_OPT_NO_RECLAIMER;
-	assert_rc(tk_store_open(&s, spec, &o), 0);
-	return s;
-}
-
 static struct tk_limiter *open_on(struct tk_store *s, const char *policy,
 				  struct tk_clock *c, unsigned int fail)
 {
@@ -109,7 +97,7 @@ static void one_reading(const char *spec, uint64_t mode)
 	forget_last_write();
 	tk_zone_destroy("clk");
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
-	s = store_on(spec, c);
+	s = kit_store_on(spec, c);
 	l = open_on(s, "gcra:100/1s,burst=10", c, TK_FAIL_ERROR);
 	atomic_store(&cnt.reads, 0);
 	assert_rc(tk_limiter_check(l, "new", 3, 1, &d), 0);
@@ -172,7 +160,7 @@ static void test_memory_store_turns_far(void **state)
 	tk__slot_near_test = 1024 + 1; /* the first table (1024) is near */
 	forget_last_write();
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
-	s = store_on("memory", c);
+	s = kit_store_on("memory", c);
 	l = open_on(s, "gcra:100/1s", c, TK_FAIL_ERROR);
 	before = atomic_load(&cnt.reads);
 	assert_rc(tk_limiter_check(l, "", 0, 1, &d), -EINVAL);
@@ -268,7 +256,7 @@ static void rival_turns_far(const char *spec, int process)
 	forget_last_write();
 	tk_zone_destroy("clk");
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
-	s = store_on(spec, c);
+	s = kit_store_on(spec, c);
 	/* 1 us a reading: nothing refills during the test. */
 	l = open_on(s, "gcra:100/1s,burst=100", c, TK_FAIL_ERROR);
 	assert_rc(tk_limiter_check(l, "full", 4, 100, &d), 0); /* new */
@@ -330,7 +318,7 @@ static void failing_clock(const char *spec, uint64_t mode)
 	forget_last_write();
 	tk_zone_destroy("clk");
 	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
-	s = store_on(spec, c);
+	s = kit_store_on(spec, c);
 	open = open_on(s, "gcra:5/1h", c, TK_FAIL_OPEN);
 	closed = open_on(s, "gcra:5/1h", c, TK_FAIL_CLOSED);
 	error = open_on(s, "gcra:5/1h", c, TK_FAIL_ERROR);
