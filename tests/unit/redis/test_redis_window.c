@@ -72,13 +72,16 @@ static long long patch(const char *lua)
 	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 0", script);
 }
 
-static void open_pair(struct tk_limiter *l[2], struct tk_clock *c[2])
+static void open_pol(struct tk_limiter *l[2], struct tk_clock *c[2],
+		     const char *policy)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	char spec[192];
 	int m;
 
 	redis_kit_need(&kit);
+	/* Each test's keys alone under "w:" (to_text(), patch()). */
+	redis_kit_cmd(&kit, NULL, 0, "FLUSHALL");
 	snprintf(spec, sizeof(spec), "%s?key_prefix=w:&server_time=0",
 		 kit.spec);
 	for (m = 0; m < 2; m++) {
@@ -86,12 +89,17 @@ static void open_pair(struct tk_limiter *l[2], struct tk_clock *c[2])
 		o.clock = c[m];
 		o.fail = TK_FAIL_ERROR;
 		o.flags = TK_OPT_NO_RECLAIMER;
-		assert_rc(tk_limiter_open(&l[m], POLICY,
+		assert_rc(tk_limiter_open(&l[m], policy,
 					  m ? redis_kit_slow(spec) : "memory",
 					  &o),
 			  0);
 		assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
 	}
+}
+
+static void open_pair(struct tk_limiter *l[2], struct tk_clock *c[2])
+{
+	open_pol(l, c, POLICY);
 }
 
 static void close_pair(struct tk_limiter *l[2], struct tk_clock *c[2])
@@ -181,6 +189,42 @@ static void test_window_text(void **state)
 	close_pair(l, c);
 }
 
+/*
+ * The estimate at the limit exactly: 2 units in tick 0, then 1 more in
+ * tick 1 fits from half of it on (1 + 2 * (w - e) / w <= 2), in both
+ * stores; and a window of 2^62 ns, whose products need the limbs.
+ */
+static void test_window_edge(void **state)
+{
+	static const char *const policies[] = {
+		"sliding-window:2/1s,buckets=1",
+		"sliding-window:2/4611686018427387904ns,buckets=1",
+	};
+	static const uint64_t w[] = { SEC, UINT64_C(1) << 62 };
+	struct tk_limiter *l[2];
+	struct tk_clock *c[2];
+	struct tk_decision d[2];
+	uint64_t at[2];
+	int i, k, m;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		at[0] = w[i] + w[i] / 2 - 1;
+		at[1] = w[i] + w[i] / 2;
+		open_pol(l, c, policies[i]);
+		for (k = -1; k < 2; k++)
+			for (m = 0; m < 2; m++) {
+				tk_clock_set(c[m], k < 0 ? 0 : at[k]);
+				assert_rc(tk_limiter_check(l[m], "k", 1,
+							   k < 0 ? 2 : 1,
+							   &d[m]),
+					  0);
+				assert_int_equal(d[m].allowed, k != 0);
+			}
+		close_pair(l, c);
+	}
+}
+
 /* A binary state as a check wrote it, then @lua on it: -EPROTO. */
 static void refused(const char *lua)
 {
@@ -237,6 +281,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_differential),
 		cmocka_unit_test(test_window_text),
+		cmocka_unit_test(test_window_edge),
 		cmocka_unit_test(test_window_hostile),
 	};
 
