@@ -15,8 +15,10 @@
  * calendar: the client names the current window.  Sliding logs keep their
  * stamps in order, packed (9 bytes each), which the script bisects and
  * copies as bytes, never parsing them all; sliding
- * windows their ring of buckets, the client naming now's tick, offset and
- * slot, the script comparing the scaled estimate in limbs.
+ * windows their ring of buckets, packed too, with its highest tick and the
+ * sum of its counts, so that a check reads only the buckets that left the
+ * window since (the client naming now's tick, its start and its slot, the
+ * script comparing the scaled estimate in limbs).
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
