@@ -426,8 +426,9 @@ end
 -- becomes 0 again when the counts lie within S ticks of the highest.
 local function sliding(value, now, arg, grace)
 	local w, s, c, cost, limit = arg[1], arg[2], arg[3], arg[5], arg[6]
+	-- S <= 100 and SLOT <= S (the client's); NOW in tick c.
 	local r, e = arg[7][2], cmp(now, arg[4]) >= 0 and sub(now, arg[4])
-	if s[1] ~= 0 or s[2] > 100 or r > s[2] or not e or cmp(e, w) >= 0 then
+	if not e or cmp(e, w) >= 0 then
 		return nil, 'bad arguments'
 	end
 	s = s[2]
