@@ -59,16 +59,22 @@
 -- calls) and copies the rest as bytes: no stamp is parsed.  A state of
 -- another L is another policy's.  It expires at its last stamp plus W.
 --
--- Sliding windows (ALG 4): the value is "4:S:w:T0:N0:...:TS:NS", the
--- ring of S + 1 buckets {tick, count} of width w.  Arguments w S c e
--- COST LIMIT SLOT, with c = floor(NOW / w), e = NOW - c * w and SLOT =
--- c mod (S + 1): buckets of ticks c - S + 1 and later count in full, the
--- bucket of tick c - S for (w - e) / w of its count; admitted iff
--- (full + COST) * w + old * (w - e) <= LIMIT * w (products below 2^118,
--- compared in limbs of 10^7), and then the buckets that count nothing are
--- emptied and COST is added to the bucket of tick c (or to a later one
--- in its slot).  A state of another S or w is another policy's.  It
--- expires at (its highest tick + 1 + S) * w.
+-- Sliding windows (ALG 4): the value is binary, 28 + 16(S + 1) bytes: a
+-- byte 132 (0x80 + 4), S in 1 byte, w (hi, lo as WORD), X in 1 byte, the
+-- high tick H (hi, lo) and the total T of the counts in 7 bytes, then the
+-- ring of S + 1 buckets {tick (hi, lo), count in 7 bytes} (struct SWH,
+-- SWT and REC below); the text "4:S:w:T0:N0:...:TS:NS" of earlier
+-- versions is read too (parsed once) and written again in binary.
+-- Arguments w S c START COST LIMIT SLOT, with c = floor(NOW / w), START
+-- = c * w and SLOT = c mod (S + 1): buckets of ticks c - S + 1 and later
+-- count in full, the bucket of tick c - S for (w - e) / w of its count, e
+-- = NOW - START; admitted iff (full + COST) * w + old * (w - e) <= LIMIT
+-- * w (products below 2^111, compared in limbs of 10^7), and then the
+-- buckets that count nothing are emptied and COST is added to the bucket
+-- of tick c (or to a later one in its slot).  A check reads only the
+-- buckets whose ticks left the window since H and NOW's (sliding()): no
+-- bucket is parsed.  A state of another S or w is another policy's.  It
+-- expires at (H + 1 + S) * w.
 --
 -- Refund (xslot.c: an all() over keys of several cluster slots
 -- that one slot refused gives back what the others consumed):
@@ -84,7 +90,7 @@
 -- or more gets COST back from its count; a sliding log (ALG 5) of
 -- POST's limit (binary, as written now) loses COST of its stamps equal
 -- to NOW (the ones the consume added, or others' of the same time: the same log), if COST of
--- them are still there; a sliding window (ALG 4) of POST's buckets
+-- them are still there; a sliding window (ALG 4, binary) of POST's buckets
 -- whose bucket SLOT still holds POST's tick (a bucket reused for a later
 -- tick holds none of this check's units) with COST or more gets COST
 -- back from it.  A
@@ -354,19 +360,6 @@ local function bigmul(a, b)
 	return r
 end
 
-local function bigadd(a, b)
-	local r, carry = {}, 0
-	for i = 1, math.max(#a, #b) do
-		local t = (a[i] or 0) + (b[i] or 0) + carry
-		carry = t >= L7 and 1 or 0
-		r[i] = t - carry * L7
-	end
-	if carry > 0 then
-		r[#r + 1] = carry
-	end
-	return r
-end
-
 local function bigcmp(a, b)
 	for i = math.max(#a, #b), 1, -1 do
 		local x, y = a[i] or 0, b[i] or 0
@@ -377,82 +370,137 @@ local function bigcmp(a, b)
 	return 0
 end
 
-local function bigstr(a)
-	local s = ''
-	for i = #a, 1, -1 do
-		s = s .. string.format('%07d', a[i])
-	end
-	s = s:gsub('^0+', '')
-	return s == '' and '0' or s
+-- A sliding window as written: SWH {132 (0x80 + 4), S, w}, SWT {X, H,
+-- T} (28 bytes), then the S + 1 buckets, REC {tick, count}, bucket j
+-- (from 0) at byte 29 + 16j.
+local SWH, SWT, REC = '>BBI5I4', '>BI5I4I7', '>I5I4I7'
+-- @n zero bytes (a library's loading code may not call string).
+local function zeros(n)
+	return string.rep(string.char(0), n)
 end
 
-local function sliding(alg, value, now, arg)
-	local w, s, c, e = arg[1], arg[2], arg[3], arg[4]
-	local cost, limit, slot = arg[5], arg[6], arg[7][2] + 1
-	-- S <= 100.
-	local n = s[2] + 1
-	local tick, count = {}, {}
-	if value then
-		local id, vs, vw, rest =
-			string.match(value, '^(%d+):(%d+):(%d+)(.*)$')
-		if id ~= alg or not (num(vs) and num(vw)) or
-			cmp(num(vs), s) ~= 0 or cmp(num(vw), w) ~= 0 then
-			return nil, 'state of another algorithm or policy'
+-- @v as a sliding window of @s buckets of width @w, as written now; nil:
+-- not one.  The text of earlier versions is parsed once (counts at most
+-- 2^48, as valid()), and marked X = 1: its ticks are looked at all once.
+local function ring(v, s, w)
+	local head, len = struct.pack(SWH, 132, s, w[1], w[2]), 28 + 16 * (s + 1)
+	if not v then
+		return head .. zeros(len - 11)
+	end
+	if string.byte(v) == 132 then
+		return #v == len and string.sub(v, 1, 11) == head and v or nil
+	end
+	local id, vs, vw, rest = string.match(v, '^(%d+):(%d+):(%d+)(.*)$')
+	if id ~= '4' or not (num(vs) and num(vw)) or
+		cmp(num(vs), { 0, s }) ~= 0 or cmp(num(vw), w) ~= 0 or
+		string.gsub(rest, ':%d+:%d+', '') ~= '' then
+		return nil
+	end
+	local out, t = { head, '' }, 0
+	for a, b in string.gmatch(rest, ':(%d+):(%d+)') do
+		local x, n = num(a), num(b)
+		if not (x and n) or cmp(n, { 281474, 976710656 }) > 0 then
+			return nil
 		end
-		for t, k in string.gmatch(rest, ':(%d+):(%d+)') do
-			tick[#tick + 1], count[#count + 1] = num(t), num(k)
-			if not (tick[#tick] and count[#count]) then
-				return nil, 'state of another algorithm or policy'
-			end
-		end
-		if #tick ~= n or string.gsub(rest, ':%d+:%d+', '') ~= '' then
-			return nil, 'state of another algorithm or policy'
-		end
-	else
-		for i = 1, n do
-			tick[i], count[i] = { 0, 0 }, { 0, 0 }
+		n = n[1] * E9 + n[2]
+		out[#out + 1], t = struct.pack(REC, x[1], x[2], n), t + n
+	end
+	if #out ~= s + 3 then
+		return nil
+	end
+	out[2] = struct.pack(SWT, 1, 0, 0, t)
+	return table.concat(out)
+end
+
+-- @v with its bucket at byte @o replaced by @rec.
+local function put_rec(v, o, rec)
+	return string.sub(v, 1, o - 1) .. rec .. string.sub(v, o + 16)
+end
+
+-- X 0: every bucket with a count holds a tick of H - S .. H, and T is
+-- the sum of the counts.  So at tick c >= H only the buckets of ticks
+-- H - S .. c - S can count in part or nothing (at most S + 1, and as
+-- many as the ticks gone by since H: amortised O(1)), and none at c < H;
+-- the rest count in full, T less those.  X 1 (a clock stepped back by
+-- more than the window, or text): every bucket is looked at, and X
+-- becomes 0 again when the counts lie within S ticks of the highest.
+local function sliding(value, now, arg, grace)
+	local w, s, c, cost, limit = arg[1], arg[2], arg[3], arg[5], arg[6]
+	-- S <= 100 and SLOT <= S (the client's); NOW in tick c.
+	local r, e = arg[7][2], cmp(now, arg[4]) >= 0 and sub(now, arg[4])
+	if not e or cmp(e, w) >= 0 then
+		return nil, 'bad arguments'
+	end
+	s = s[2]
+	local v = ring(value, s, w)
+	if not v then
+		return nil, 'state of another algorithm or policy'
+	end
+	-- A tick less c: exact within 10^9 ticks, and its sign always.
+	local function d(hi, lo)
+		return (hi - c[1]) * E9 + lo - c[2]
+	end
+	local x, hh, hl, t = struct.unpack(SWT, v, 12)
+	if t == 0 then
+		x, hh, hl = 0, c[1], c[2]
+	end
+	local dh, old, gone = d(hh, hl), 0, 0
+	local k = x == 1 and s + 1 or math.max(0, math.min(s, -dh) + 1)
+	for m = 0, k - 1 do
+		local o = 29 + 16 * ((r + 1 - m) % (s + 1))
+		local th, tl, n = struct.unpack(REC, v, o)
+		local y = d(th, tl)
+		if n > 0 and y == -s then
+			old = old + n
+		elseif n > 0 and y < -s then
+			gone = gone + n
+			v = put_rec(v, o, zeros(16))
 		end
 	end
-	local zero, one = { 0, 0 }, { 0, 1 }
-	local full, old = zero, zero
-	for i = 1, n do
-		if cmp(count[i], zero) ~= 0 then
-			if cmp(add(tick[i], s), add(c, one)) >= 0 then
-				full = add(full, count[i])
-			elseif cmp(add(tick[i], s), c) == 0 then
-				old = add(old, count[i])
-			end
-		end
-	end
-	local bw = big(str(w))
-	local lhs = bigadd(bigmul(big(str(add(full, cost))), bw),
-		bigmul(big(str(old)), big(str(sub(w, e)))))
-	if bigcmp(lhs, bigmul(big(str(limit)), bw)) > 0 then
+	-- Admitted iff (full + COST) * w + old * (w - e) <= LIMIT * w: with
+	-- room = LIMIT - full - COST, iff room >= 0 and old <= room or
+	-- (old - room) * w <= old * e (products below 2^111: limbs).
+	local cn = cost[1] * E9 + cost[2]
+	local room = limit[1] * E9 + limit[2] - (t - old - gone + cn)
+	if room < 0 or (old > room and bigcmp(bigmul(big(string.format('%d',
+		old - room)), big(str(w))), bigmul(big(string.format('%d', old)),
+		big(str(e)))) > 0) then
 		return false
 	end
-	for i = 1, n do
-		if cmp(count[i], zero) ~= 0 and cmp(add(tick[i], s), c) < 0 then
-			tick[i], count[i] = zero, zero
-		end
-	end
-	if cmp(tick[slot], c) == 0 or
-		(cmp(tick[slot], c) > 0 and cmp(count[slot], zero) ~= 0) then
-		count[slot] = add(count[slot], cost)
+	local o = 29 + 16 * r
+	local th, tl, n = struct.unpack(REC, v, o)
+	local y = d(th, tl)
+	if y == 0 or (y > 0 and n > 0) then
+		n = n + cn
 	else
-		tick[slot], count[slot] = c, cost
+		th, tl, n, y = c[1], c[2], cn, 0
 	end
-	local out, top = {}, nil
-	for i = 1, n do
-		out[#out + 1] = str(tick[i]) .. ':' .. str(count[i])
-		if cmp(count[i], zero) ~= 0 and
-			(not top or cmp(tick[i], top) > 0) then
-			top = tick[i]
+	v, t = put_rec(v, o, struct.pack(REC, th, tl, n)), t - gone + cn
+	if x == 0 and dh <= 0 then
+		hh, hl = c[1], c[2]
+	elseif x == 0 and y == 0 and n > 0 and dh > s then
+		x = 1
+	end
+	if x == 1 then
+		hh, hl, x = c[1], c[2], 0
+		for j = 0, 2 * s + 1 do
+			th, tl, n = struct.unpack(REC, v, 29 + 16 * (j % (s + 1)))
+			y = (th - hh) * E9 + tl - hl
+			if n > 0 and j <= s and y > 0 then
+				hh, hl = th, tl
+			elseif n > 0 and j > s and y < -s then
+				x = 1
+			end
 		end
 	end
-	-- (top + 1 + S) * w, back to the pairs (below 2^64 + 2^63).
-	local ends = bigstr(bigmul(big(str(add(add(top, one), s))), bw))
-	return true, alg .. ':' .. str(s) .. ':' .. str(w) .. ':' ..
-		table.concat(out, ':'), num(ends) or { 0, 0 }
+	-- The state expires at (H + 1 + S) * w.  A TTL below 2^53 ns is
+	-- exact; one above is a double within 2^11 ns, one more ms.
+	local ttl = (d(hh, hl) + 1 + s) * (w[1] * E9 + w[2]) -
+		(e[1] * E9 + e[2]) + grace[1] * E9 + grace[2]
+	ttl = ttl < 2 ^ 53 and (ttl - math.fmod(ttl, 1000000)) / 1000000 + 1 or
+		math.floor(ttl / 1000000) + 2
+	return true, string.sub(v, 1, 11) .. struct.pack(SWT, x, hh, hl, t) ..
+		string.sub(v, 29), ttl
 end
 
 -- Fast paths for the one-word and window policies (issue #25: every
@@ -712,37 +760,24 @@ end
 -- @cur less @cost units in bucket @slot (0-based), if it is a sliding
 -- window of @post's buckets and that bucket still holds @post's tick.
 local function unslide(cur, post, cost, slot)
-	local pat = '^(%d+):(%d+):(%d+)(.*)$'
-	local ca, cs, cw, crest = string.match(cur, pat)
-	local pa, ps, pw, prest = string.match(post, pat)
-	if ca ~= '4' or pa ~= '4' or cs ~= ps or cw ~= pw or not slot then
+	local o = slot and slot[1] == 0 and 29 + 16 * slot[2]
+	if not o or #cur ~= #post or o + 15 > #cur or
+		string.sub(cur, 1, 11) ~= string.sub(post, 1, 11) or
+		string.sub(cur, o, o + 8) ~= string.sub(post, o, o + 8) then
 		return nil
 	end
-	local ct, cc, pt = {}, {}, {}
-	for t, k in string.gmatch(crest, ':(%d+):(%d+)') do
-		ct[#ct + 1], cc[#cc + 1] = t, num(k)
-	end
-	for t in string.gmatch(prest, ':(%d+):%d+') do
-		pt[#pt + 1] = t
-	end
-	local i = slot[2] + 1
-	if #ct ~= #pt or slot[1] ~= 0 or i > #ct or ct[i] ~= pt[i] or
-		not cc[i] or cmp(cc[i], cost) < 0 then
+	local x, hh, hl, t = struct.unpack(SWT, cur, 12)
+	local _, _, n = struct.unpack(REC, cur, o)
+	local cn = cost[1] * E9 + cost[2]
+	if n < cn or t < cn then
 		return nil
-	end
-	cc[i] = sub(cc[i], cost)
-	if cmp(cc[i], { 0, 0 }) == 0 then
-		ct[i] = '0'
-	end
-	local out, any = {}, false
-	for j = 1, #ct do
-		out[j] = ct[j] .. ':' .. str(cc[j])
-		any = any or cmp(cc[j], { 0, 0 }) ~= 0
-	end
-	if not any then
+	elseif t == cn then
 		return ''
 	end
-	return ca .. ':' .. cs .. ':' .. cw .. ':' .. table.concat(out, ':')
+	local rec = n == cn and zeros(16) or
+		string.sub(cur, o, o + 8) .. struct.pack('>I7', n - cn)
+	return put_rec(string.sub(cur, 1, 11) .. struct.pack(SWT, x, hh, hl,
+		t - cn) .. string.sub(cur, 29), o, rec)
 end
 
 -- @cur less @cost units, if @cur is a window state of @post's window
@@ -751,7 +786,7 @@ local function undo(cur, post, cost, at, slot)
 	if string.byte(cur) == 133 then
 		return unlog(cur, post, cost, at)
 	end
-	if string.sub(cur, 1, 2) == '4:' then
+	if string.byte(cur) == 132 then
 		return unslide(cur, post, cost, slot)
 	end
 	local pat = '^(%d+):(%d+):(%d+):(%d+):(%d+)$'
@@ -881,19 +916,14 @@ local function check(KEYS, ARGV)
 			elseif alg == '5' then
 				ok, why, expiry = log(alg, old[i], now, arg)
 			elseif alg == '4' then
-				if span then
-					-- NOW's offset in tick c: NOW - c * w, exactly.
-					arg[4] = sub(now, num(bigstr(bigmul(
-						big(str(arg[3])), big(str(arg[1]))))))
-				end
-				ok, why, expiry = sliding(alg, old[i], now, arg)
+				ok, why, ms[i] = sliding(old[i], now, arg, grace)
 			else
 				ok, why, expiry = one_word(alg, old[i], now, arg)
 			end
 			if ok == nil then
 				return proto(why)
 			end
-			if ok then
+			if ok and alg ~= '4' then
 				local ttl = sub(add(expiry, grace), now)
 				-- ttl < 2^65 ns, so ms < 2^46: exact.
 				ms[i] = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1

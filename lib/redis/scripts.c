@@ -15,8 +15,10 @@
  * calendar: the client names the current window.  Sliding logs keep their
  * stamps in order, packed (9 bytes each), which the script bisects and
  * copies as bytes, never parsing them all; sliding
- * windows their ring of buckets, the client naming now's tick, offset and
- * slot, the script comparing the scaled estimate in limbs.
+ * windows their ring of buckets, packed too, with its highest tick and the
+ * sum of its counts, so that a check reads only the buckets that left the
+ * window since (the client naming now's tick, its start and its slot, the
+ * script comparing the scaled estimate in limbs).
  * Everything else about a decision is computed by the algorithm itself
  * from the state the script read, on the client.
  */
@@ -143,7 +145,7 @@ int tk__redis_check_args(const struct tk__policy *p, uint64_t now,
 		put(args[0], w);
 		put(args[1], p->u.sliding.buckets);
 		put(args[2], now / w);
-		put(args[3], now % w);
+		put(args[3], now - now % w);
 		put(args[4], cost);
 		put(args[5], p->limit);
 		put(args[6], now / w % (p->u.sliding.buckets + 1));
@@ -334,6 +336,57 @@ static int decode_word(const struct tk__policy *p, const char *s,
 	return 0;
 }
 
+#define RING_MARK (0x80 | 4) /* check.lua's SWH */
+#define RING_HEAD 28
+#define RING_REC 16
+#define TOTAL_MAX (UINT64_C(1) << 53) /* a double's exact integers */
+
+/* hi * 10^9 + lo in 5 and 4 bytes at @b, at most @max; -EPROTO else. */
+static int be_pair(const unsigned char *b, uint64_t max, uint64_t *v)
+{
+	uint64_t hi = be(b, 5), lo = be(b + 5, 4);
+
+	if (lo >= E9 || hi > (max - lo) / E9)
+		return -EPROTO;
+	*v = hi * E9 + lo;
+	return 0;
+}
+
+/*
+ * A sliding window as the script writes it (check.lua, SWH, SWT, REC):
+ * 0x84, S, w, X, H, T, then S + 1 buckets {tick, count} into the ring
+ * {T0, N0, ..., TS, NS}.  What the script's amortised step relies on is
+ * checked here: T the sum of the counts (below 2^53), and with X 0 every
+ * count at a tick of H - S .. H.
+ */
+static int decode_ring_binary(const struct tk__policy *p, const char *s,
+			      size_t len, uint64_t *words, size_t cap)
+{
+	const unsigned char *b = (const unsigned char *)s;
+	uint64_t n = p->u.sliding.buckets, w, h, t, sum = 0, i;
+
+	if (len != RING_HEAD + RING_REC * (n + 1) || cap != 2 * (n + 1) ||
+	    b[1] != n || be_pair(b + 2, TK__NOW_LIMIT, &w) ||
+	    w != p->u.sliding.width || b[11] > 1 ||
+	    be_pair(b + 12, TK__NOW_LIMIT, &h) ||
+	    (t = be(b + 21, 7)) >= TOTAL_MAX)
+		return -EPROTO;
+	for (i = 0; i <= n; i++) {
+		/* An empty bucket keeps any tick, as the text did. */
+		if (be_pair(b + RING_HEAD + RING_REC * i, UINT64_MAX,
+			    &words[2 * i]))
+			return -EPROTO;
+		words[2 * i + 1] = be(b + RING_HEAD + RING_REC * i + 9, 7);
+		if (words[2 * i + 1] == 0)
+			continue;
+		sum += words[2 * i + 1] < TOTAL_MAX ? words[2 * i + 1]
+						    : TOTAL_MAX;
+		if (b[11] == 0 && (words[2 * i] > h || words[2 * i] + n < h))
+			return -EPROTO;
+	}
+	return sum == t && p->alg->valid(p, (uint32_t)cap, words) ? 0 : -EPROTO;
+}
+
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words, size_t cap)
 {
@@ -350,7 +403,9 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 			       ? decode_log_binary(p, s, len, words, cap)
 			       : decode_log(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_window)
-		return decode_ring(p, s, len, words, cap);
+		return len && (unsigned char)s[0] == RING_MARK
+			       ? decode_ring_binary(p, s, len, words, cap)
+			       : decode_ring(p, s, len, words, cap);
 	if (want == 2 && len == WORD_LEN && (unsigned char)s[0] >= 0x80)
 		return decode_word(p, s, &words[0]);
 	/* ':'-separated decimal fields, the first the algorithm's id. */

@@ -2,10 +2,11 @@
 /*
  * fuzz-redis-state.c - libFuzzer harness for the Redis store's decoders:
  * a state as the server spells it (tk__redis_decode(), every encoding:
- * one word, windows, sliding windows' rings, sliding logs), read as the
- * verdict path reads a reply's state (tk__redis_take_old(), into the
- * step's buffers), the decimal fields (tk__redis_parse_u64()), and the
- * value as a fast path's one-string reply (tk__redis_reply_expand()).
+ * one word, windows, sliding windows' rings (text and binary), sliding
+ * logs), read as the verdict path reads a reply's state
+ * (tk__redis_take_old(), into the step's buffers), the decimal fields
+ * (tk__redis_parse_u64()), and the value as a fast path's one-string
+ * reply (tk__redis_reply_expand()).
  *
  * The first byte of an input picks a policy and one of its dimensions,
  * the rest is the value.  A decoder writes only its own buffer (each is

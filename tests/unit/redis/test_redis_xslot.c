@@ -415,9 +415,18 @@ static uint64_t count_of(const char *val)
 }
 
 /* A sliding log (binary, check.lua's LOGH and STAMP) as the text
- * "5:L:T1:...:Tn" of earlier versions; any other state as it is. */
+ * "5:L:T1:...:Tn" of earlier versions, a sliding window (SWH, SWT, REC)
+ * as "4:S:w:T0:N0:...:TS:NS"; any other state as it is. */
 static const char as_text[] =
 	"local v = redis.call('GET', KEYS[1]) "
+	"local function d(h, l) return h == 0 and tostring(l) or "
+	"string.format('%d%09d', h, l) end "
+	"if v and string.byte(v) == 132 then "
+	"local t = { '4', tostring(string.byte(v, 2)), d(struct.unpack("
+	"'>I5I4', v, 3)) } "
+	"for i = 29, #v, 16 do local h, l, n = struct.unpack('>I5I4I7', v, i) "
+	"t[#t + 1] = d(h, l) t[#t + 1] = string.format('%d', n) end "
+	"return table.concat(t, ':') end "
 	"if not v or string.byte(v) ~= 133 then return v or '' end "
 	"local t = { '5', tostring(struct.unpack('>I2', v, 2)) } "
 	"for i = 4, #v, 9 do local h, l = struct.unpack('>I5I4', v, i) "
