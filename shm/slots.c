@@ -372,17 +372,14 @@ static enum found judge(struct tk__zone *z, struct tkz_slot *s, uint64_t now,
 #define FARTHER 8
 #define FARTHER_MAX 64
 
-/* A window of @z to start farther()'s sample at: a thread's own
- * xorshift, so that no key chooses where its evictions fall. */
-static uint64_t some_window(struct tk__zone *z, uint64_t now)
+/* A window of @z to start farther()'s sample at, drawn from the new
+ * key's windows @c and the time: as hard to aim as the key's placement
+ * (its keyed hash), and the same in two tables of one secret. */
+static uint64_t some_window(struct tk__zone *z, const struct tkz_cand *c,
+			    uint64_t now)
 {
-	static __thread uint64_t x;
+	uint64_t x = tk__zone_mix((c->a << 32 | c->b) ^ now);
 
-	if (!x)
-		x = (now ^ (uint64_t)(uintptr_t)&x) | 1;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
 	return (x % (tk__zone_geo(z)->capacity / TKZ_WINDOW)) * TKZ_WINDOW;
 }
 
@@ -393,7 +390,8 @@ static uint64_t some_window(struct tk__zone *z, uint64_t now)
  * bound, they may hold no key used once where most keys are in use; 4
  * windows more let a key in use go in one run of ten of
  * test_slots_evict's flood under load, 8 in none of 28):
- * FARTHER windows more, from one drawn at random, going round the table;
+ * FARTHER windows more, from one drawn (some_window()), going round the
+ * table;
  * up to FARTHER_MAX while it has seen only keys used again, so that a
  * key in use goes only where no key used once is near; and on while it
  * has seen no key (a small table's keys may all sit elsewhere).  @v has
@@ -405,7 +403,7 @@ static __attribute__((noinline)) int farther(struct tk__zone *z,
 					     const struct tkz_cand *c,
 					     uint64_t now, struct victim *v)
 {
-	uint64_t cap = tk__zone_geo(z)->capacity, at = some_window(z, now);
+	uint64_t cap = tk__zone_geo(z)->capacity, at = some_window(z, c, now);
 	uint64_t w0, n, seen = 0;
 	int i, freed = 0;
 
