@@ -391,16 +391,15 @@ static uint64_t some_window(struct tk__zone *z, const struct tkz_cand *c,
 /*
  * A private table at its bound on live keys: a new key's eviction there
  * is one for every key it adds, not only where its candidates are full,
- * so it judges a wider sample than they are (about 40% full at the
- * bound, they may hold no key used once where most keys are in use; 4
- * windows more let a key in use go in one run of ten of
- * test_slots_evict's flood under load, 8 in none of 28):
- * FARTHER windows more, from one drawn (some_window()), going round the
- * table;
- * up to FARTHER_MAX while it has seen only keys used again, so that a
- * key in use goes only where no key used once is near; and on while it
- * has seen no key (a small table's keys may all sit elsewhere).  @v has
- * the candidates' victim so far; an expired one ends the search.  1 if a
+ * so it judges a wider sample than they are: FARTHER windows more, from
+ * one drawn (some_window()), going round the table; up to FARTHER_MAX
+ * while it has seen only keys used again, so that a key in use goes only
+ * where no key used once is near; and on while it has seen no key (a
+ * small table's keys may all sit elsewhere).  About 40% full at the
+ * bound, the candidates may hold no key used once where most keys are in
+ * use; 4 windows more let a key in use go in one run of ten of
+ * test_slots_evict's flood under load, 8 in none of 28.  @v has the
+ * candidates' victim so far; an expired one ends the search.  1 if a
  * slot was freed on the way (look again), else 0, with @v's victim if
  * any.
  */
