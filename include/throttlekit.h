@@ -94,12 +94,13 @@ struct tk_decision {
  */
 struct tk_options {
 	size_t size; /* sizeof(struct tk_options), see TK_OPTIONS_INIT */
-	struct tk_clock *clock; /* NULL: the system clock */
-	const char *prefix;	/* prepended to every key; NULL: none */
-	struct tk_store *store; /* an open store to use instead of a spec */
-	uint64_t max_keys;	/* memory store: live keys it holds without an
-				 * eviction (slots: a power of two, at least
-				 * 2.5 times as many); 0: unbounded */
+	struct tk_clock *clock;	   /* NULL: the system clock */
+	const char *prefix;	   /* prepended to every key; NULL: none */
+	struct tk_store *store;	   /* an open store to use instead of a spec */
+	uint64_t max_keys;	   /* memory store: the most live keys it holds;
+				    * one more evicts the coldest (slots: a power
+				    * of two, at least 2.5 times as many); 0:
+				    * unbounded */
 	uint64_t reclaim_interval; /* ns between background sweeps; 0: 1 s */
 	unsigned int flags;	   /* TK_OPT_* */
 	/*

@@ -183,43 +183,59 @@ static int composite_multi(struct tk_limiter *l, const char *key,
 }
 
 /*
+ * check_single() where the store's fast path does not decide: its
+ * apply() runs the policy's transition on the joined store key.  Out of
+ * line, so that the fast path's caller carries neither the key's buffer
+ * nor the step in its frame.
+ */
+static __attribute__((noinline)) int
+check_apply(struct tk_limiter *l, const char *key, size_t key_len, uint64_t now,
+	    struct tk__when *late, uint64_t cost, struct tk_decision *out)
+{
+	unsigned char buf[TK__STORE_KEY_MAX];
+	struct tk__transform t;
+	struct tk__step s;
+	size_t len;
+	int rc;
+
+	if (late) {
+		rc = tk__when_read(late);
+		if (rc)
+			return rc;
+		now = late->ns;
+	}
+	len = tk__store_key_join(buf, &l->head, key, key_len);
+	tk__step_single(&s, TK__OP_CHECK, l->single, l->flags, now, cost, &t);
+	rc = l->store->ops->apply(l->store, buf, len, now, &t);
+	return tk__step_done(l->store, &s, rc, out);
+}
+
+/*
  * A check of a single policy, everything that does not change from one
  * check to the next bound at open: the store's fast path decides it if
- * it can (try_check()), else its apply() runs the policy's transition.
- * At @now, or, with @late, at the time read from @late (by the store,
- * once it has hashed the key).  @out is written only on success.
+ * it can (try_check()), else its apply() runs the policy's transition
+ * (check_apply()).  At @now, or, with @late, at the time read from @late
+ * (by the store, once it has hashed the key, or by check_apply();
+ * only with the fast path).  @out is written only on success.
  */
 static inline __attribute__((always_inline)) int
 check_single(struct tk_limiter *l, const char *key, size_t key_len,
 	     uint64_t now, struct tk__when *late, uint64_t cost,
 	     struct tk_decision *out)
 {
-	unsigned char buf[TK__STORE_KEY_MAX];
-	struct tk__transform t;
-	struct tk__step s;
-	size_t len;
 	int rc = key_error(key, key_len);
 
 	if (rc)
 		return rc;
-	if (l->try_check) {
+	if (caa_likely(l->try_check != NULL)) {
 		/* The key as the caller gave it: the store hashes it with the
 		 * head in registers (tk__keyhash_join()). */
 		rc = l->try_check(l->store, &l->head, key, key_len, now, late,
 				  l->single, cost, out);
-		if (rc != TK__NOT_HERE) /* 0 or an error, as documented */
+		if (caa_likely(rc != TK__NOT_HERE)) /* 0 or an error */
 			return rc;
-		if (late) {
-			rc = tk__when_read(late);
-			if (rc)
-				return rc;
-			now = late->ns;
-		}
 	}
-	len = tk__store_key_join(buf, &l->head, key, key_len);
-	tk__step_single(&s, TK__OP_CHECK, l->single, l->flags, now, cost, &t);
-	rc = l->store->ops->apply(l->store, buf, len, now, &t);
-	return tk__step_done(l->store, &s, rc, out);
+	return check_apply(l, key, key_len, now, late, cost, out);
 }
 
 /* A composite: one key per dimension (@keys, or @key for all). */

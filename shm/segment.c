@@ -65,6 +65,7 @@ struct tk__zone {
 	uint64_t carried;
 	int may_grow_slots;
 	uint64_t budget[2];
+	uint64_t max_keys;
 	char name[TKZ_PATH_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
@@ -99,7 +100,9 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, may_grow_slots) ==
 			       offsetof(struct tk__zone_head, may_grow_slots) &&
 		       offsetof(struct tk__zone, budget) ==
-			       offsetof(struct tk__zone_head, budget),
+			       offsetof(struct tk__zone_head, budget) &&
+		       offsetof(struct tk__zone, max_keys) ==
+			       offsetof(struct tk__zone_head, max_keys),
 	       "struct tk__zone_head");
 
 /* FNV-1a: the header check word catches corruption, not attackers. */
@@ -553,6 +556,7 @@ int tk__zone_private(struct tk__zone **out, const struct tk__zone_config *cfg,
 	z->uid = (uint32_t)getuid();
 	z->gid = (uint32_t)getgid();
 	z->mode = 0600;
+	z->max_keys = cfg->max_keys;
 	*out = z;
 	return 0;
 }

@@ -18,7 +18,8 @@
  * one expired, else one of a key used once, else any; of those, the one
  * that expires first, since a dropped state gives back what its key
  * would regain by then.  Never a key between its insert and its first
- * write.
+ * write.  A private table at its bound on live keys (max_keys) makes
+ * room the same way for every new key, before it takes a free slot.
  */
 #include "word.h"
 
@@ -347,46 +348,124 @@ struct victim {
 	struct tkz_heat heat;
 };
 
+/* Judge slot @s at @now as a victim against @v; what tidy() found. */
+static enum found judge(struct tk__zone *z, struct tkz_slot *s, uint64_t now,
+			struct victim *v, uint64_t *w0)
+{
+	struct tkz_heat heat;
+	uint64_t w1, exp;
+	enum found f;
+
+	/* Most slots of a table at its bound are empty: one load says so
+	 * (tidy() does nothing to one). */
+	*w0 = ck_pr_load_64(&s->w[0]);
+	if (tkz_state(*w0) == TKZ_EMPTY)
+		return NOTHING;
+	w1 = ck_pr_load_64(&s->w[1]);
+	f = tidy(z, s, *w0, w1, now, &exp);
+	if (f != LIVE)
+		return f;
+	heat = tkz_heat_of(*w0, w1, exp, now);
+	if (!v->s || tkz_colder(heat, v->heat))
+		*v = (struct victim){ s, *w0, w1, heat };
+	return f;
+}
+
+/* Windows besides its candidates that a new key at the bound on live
+ * keys judges (farther()); and up to how many while it has seen only
+ * keys used again. */
+#define FARTHER 8
+#define FARTHER_MAX 64
+
+/* A window of @z to start farther()'s sample at, drawn from the new
+ * key's windows @c and the time: as hard to aim as the key's placement
+ * (its keyed hash), and the same in two tables of one secret. */
+static uint64_t some_window(struct tk__zone *z, const struct tkz_cand *c,
+			    uint64_t now)
+{
+	uint64_t x = tk__zone_mix((c->a << 32 | c->b) ^ now);
+
+	return (x % (tk__zone_geo(z)->capacity / TKZ_WINDOW)) * TKZ_WINDOW;
+}
+
 /*
- * Both windows of key @fp are full: reclaim what has expired for the
+ * A private table at its bound on live keys: a new key's eviction there
+ * is one for every key it adds, not only where its candidates are full,
+ * so it judges a wider sample than they are: FARTHER windows more, from
+ * one drawn (some_window()), going round the table; up to FARTHER_MAX
+ * while it has seen only keys used again, so that a key in use goes only
+ * where no key used once is near; and on while it has seen no key (a
+ * small table's keys may all sit elsewhere).  About 40% full at the
+ * bound, the candidates may hold no key used once where most keys are in
+ * use; 4 windows more let a key in use go in one run of ten of
+ * test_slots_evict's flood under load, 8 in none of 28.  @v has the
+ * candidates' victim so far; an expired one ends the search.  1 if a
+ * slot was freed on the way (look again), else 0, with @v's victim if
+ * any.
+ */
+static __attribute__((noinline)) int farther(struct tk__zone *z,
+					     const struct tkz_cand *c,
+					     uint64_t now, struct victim *v)
+{
+	uint64_t cap = tk__zone_geo(z)->capacity, at = some_window(z, c, now);
+	uint64_t w0, n, seen = 0;
+	int i, freed = 0;
+
+	for (n = cap / TKZ_WINDOW; n > 0 && !freed; n--) {
+		if (v->s &&
+		    (v->heat.tier == TKZ_EXPIRED ||
+		     (v->heat.tier == TKZ_USED_ONCE && seen >= FARTHER) ||
+		     seen >= FARTHER_MAX))
+			break;
+		if (at != c->a && at != c->b) {
+			for (i = 0; i < TKZ_WINDOW; i++)
+				freed |= judge(z,
+					       &tk__zone_slots(
+						       z)[at + (uint64_t)i],
+					       now, v, &w0) == FREED;
+			seen++;
+		}
+		at = (at + TKZ_WINDOW) & (cap - 1);
+	}
+	return freed;
+}
+
+/*
+ * Both windows of key @fp are full, or (@bound) a private table holds
+ * as many live keys as its max_keys: reclaim what has expired for the
  * grace, else (unless the zone refuses) evict the coldest state
- * (tkz_heat_of()).  Never a key being inserted (an INS, or a MEM
+ * (tkz_heat_of()) of the candidates, and at the bound of farther()
+ * windows too.  Never a key being inserted (an INS, or a MEM
  * of "no state yet", whose inserter is about to write it: sweeps age
  * those), so a key is never taken between its insert and its first
  * write.  Returns 0 if a slot was freed or @fp has a slot now (look
  * again), -EAGAIN if there was nothing to evict or the victim changed
- * before it went.
+ * before it went.  At the bound a table that may grow evicts all the
+ * same: its keys, not its slots, are what the bound counts.
  */
 static int make_room(struct tk__zone *z, const struct tkz_cand *c, uint64_t fp,
-		     uint64_t now)
+		     uint64_t now, int bound)
 {
-	struct tkz_slot *s;
 	struct victim v = { NULL, 0, 0, { 0, 0 } };
-	struct tkz_heat heat;
-	uint64_t w0, w1, exp;
+	uint64_t w0;
 	int i, freed = 0, own = 0, rc;
 	enum found f;
 
 	for (i = 0; i < CANDIDATES; i++) {
-		s = &tk__zone_slots(z)[tkz_at(c, i)];
-		tkz_read_slot(s, &w0, &w1);
-		f = tidy(z, s, w0, w1, now, &exp);
+		f = judge(z, &tk__zone_slots(z)[tkz_at(c, i)], now, &v, &w0);
 		freed |= f == FREED;
 		/* A rival inserted the key meanwhile: it needs no room. */
 		own |= (f == LIVE || f == UNBORN) && tkz_same_key(w0, fp);
-		if (f != LIVE)
-			continue;
-		heat = tkz_heat_of(w0, w1, exp, now);
-		if (!v.s || tkz_colder(heat, v.heat))
-			v = (struct victim){ s, w0, w1, heat };
 	}
 	if (freed || own)
 		return 0;
-	rc = tk__zone_when_slots_full(z);
+	rc = bound ? 0 : tk__zone_when_slots_full(z);
 	if (rc)
 		return rc;
 	if (tk__zone_geo(z)->flags & TKZ_FLAG_REFUSE_FULL)
 		return -ENOSPC;
+	if (bound && farther(z, c, now, &v))
+		return 0;
 	/* The CAS compares the whole slot: a victim used since it was
 	 * judged stays. */
 	if (!v.s || !drop(z, v.s, v.w0, v.w1, TKZ_EVICTIONS))
@@ -582,8 +661,12 @@ static inline void unclaim(struct tk__zone *z, const struct tkz_cand *c,
  * an insert of @k), -EAGAIN to look again after a backoff (a rival took
  * the empty slot first, or changed the victim first, or every candidate
  * holds a key being inserted), -ENOSPC, or for a private table that grows
- * TK__ZONE_GROW_SLOTS (its windows are full) and TK__ZONE_MOVED (it has
- * grown: insert in its successor).
+ * TK__ZONE_GROW_SLOTS (its windows are full), TK__ZONE_MOVED (it has
+ * grown: insert in its successor) and TK__ZONE_MOVE_FIRST (at its
+ * max_keys while keys move in: an eviction waits for the move's end).
+ * At max_keys a new key first makes room, as a full zone does: live keys
+ * stay within the bound (but for inserts in flight together), and the
+ * table does not grow past what its keys need.
  */
 static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		  const struct tk__zone_key *k, uint64_t now,
@@ -591,7 +674,7 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 {
 	struct tkz_header *h = tk__zone_header(z);
 	uint64_t ticket;
-	int rc;
+	int rc, bound;
 
 	if (tk__zone_next(z))
 		return TK__ZONE_MOVED;
@@ -599,8 +682,12 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
 		settle(z, c, k->fp, v, -1, 0);
 		return STEPPED;
 	}
-	if (v->empty < 0) {
-		rc = make_room(z, c, k->fp, now);
+	/* A copy brings over a key counted already. */
+	bound = !mark && tk__zone_over_keys(z);
+	if (bound && tk__zone_old(z))
+		return TK__ZONE_MOVE_FIRST;
+	if (bound || v->empty < 0) {
+		rc = make_room(z, c, k->fp, now, bound);
 		return rc ? rc : STEPPED;
 	}
 	/* A unique ticket per tentative insert: no ABA on INS. */

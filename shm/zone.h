@@ -30,6 +30,9 @@ struct tk__zone_config {
 	uint64_t grace; /* ns; 0: 60 s */
 	uint64_t arena; /* bytes of state blocks; 0: 32 per slot */
 	uint64_t now;	/* creation time, ns */
+	/* A private table's bound on live keys (tk__zone_over_keys()); 0:
+	 * none.  A zone has none. */
+	uint64_t max_keys;
 };
 
 /* segment.c */
@@ -127,6 +130,9 @@ struct tk__zone_head {
 	 * this table: keys, and cells of blocks (ck_pr, signed; grow.c). */
 	int may_grow_slots;
 	uint64_t budget[2];
+	/* The live keys a private table holds at most (0: no bound; a zone
+	 * has none): see tk__zone_over_keys(). */
+	uint64_t max_keys;
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
@@ -227,6 +233,10 @@ int tk__table_copy_stands(struct tk__zone *z, uint64_t fp);
 #define TK__ZONE_GROW (-4096 - 1)	/* no block for a state: grow */
 #define TK__ZONE_MOVED (-4096 - 2)	/* it has grown: use its successor */
 #define TK__ZONE_GROW_SLOTS (-4096 - 3) /* a key's windows are full: grow */
+/* A new key would pass max_keys while keys move from a predecessor: end
+ * the move, then look again (an eviction waits for it: a move in flight
+ * could bring an evicted state back). */
+#define TK__ZONE_MOVE_FIRST (-4096 - 4)
 
 /*
  * What a full arena does instead of evicting (blocks.c): 0 (evict),
@@ -249,6 +259,24 @@ static inline int tk__zone_when_slots_full(struct tk__zone *z)
 	if (!((struct tk__zone_head *)(void *)z)->may_grow_slots)
 		return 0;
 	return tk__zone_next(z) ? TK__ZONE_MOVED : TK__ZONE_GROW_SLOTS;
+}
+
+/* grow.c: the live keys of @z's table, counted: inserts less the keys
+ * reclaimed, evicted and reset, over every table of it. */
+uint64_t tk__table_keys_counted(struct tk__zone *z);
+
+/*
+ * Would a new key in private table @z pass its bound on live keys?  Live
+ * keys are those inserted and not reclaimed, evicted or reset, counted
+ * over the table's successive sizes (tk__table_keys_counted()); keys
+ * whose inserts are in flight are not among them yet, so concurrent
+ * inserts may each see room for one more.  Read only by inserts.
+ */
+static inline int tk__zone_over_keys(struct tk__zone *z)
+{
+	uint64_t most = ((struct tk__zone_head *)(void *)z)->max_keys;
+
+	return most && tk__table_keys_counted(z) >= most;
 }
 
 /* Has a fault shown the zone's file truncated?  Then the mapping holds

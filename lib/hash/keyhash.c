@@ -387,6 +387,7 @@ int tk__keyhash_aesni(void)
 void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret, int kind)
 {
 	unsigned char l[16] = { 0 }, kp[16];
+	int i;
 
 	memset(k, 0, sizeof(*k));
 	if (kind == TK__KEYHASH_SIP13) {
@@ -399,6 +400,10 @@ void tk__keyhash_setup(struct tk__keyhash_key *k, const void *secret, int kind)
 	aes_sw(k->rk, l, l);
 	gf_double(k->k1, l);
 	gf_double(k->k2, k->k1);
+	for (i = 0; i < 16; i++) {
+		k->k1r[i] = k->k1[i] ^ k->rk[0][i];
+		k->k2r[i] = k->k2[i] ^ k->rk[0][i];
+	}
 	aes_sw(k->rk, sip_label, kp);
 	k->sip[0] = load_le64(kp);
 	k->sip[1] = load_le64(kp + 8);

@@ -145,6 +145,7 @@ static int table_open(struct mem_store *s, const struct tk_options *o)
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.grace = o->reclaim_grace;
+	cfg.max_keys = o->max_keys;
 	rc = tk__clock_read(o->clock ? o->clock : tk_clock_system(), &cfg.now);
 	if (rc == 0)
 		rc = tk__random_bytes(secret, sizeof(secret));

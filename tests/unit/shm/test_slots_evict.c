@@ -4,7 +4,8 @@
  *
  * The victim is the coldest state among the candidates: an expired one,
  * else one of a key used once, else any; of those, the one that expires
- * first.  Never a key between its insert and its first write.  Staged on
+ * first.  Never a key between its insert and its first write.  A table
+ * bounded on live keys makes room so before it takes a free slot.  Staged on
  * a private table of 64 slots whose new key finds its 32 candidates taken
  * by keys of known states; then the issue that made the rule (hot keys
  * evicted into fresh budgets by a flood of one-time keys) on a memory
@@ -72,9 +73,11 @@ static int same_windows(struct tk__zone *z, const struct tk__zone_key *a,
 	return (x.a == y.a && x.b == y.b) || (x.a == y.b && x.b == y.a);
 }
 
-/* A zone of 64 slots, @flags, and keys that all share one candidate
- * set of 32 slots: a 33rd of them finds every candidate taken. */
-static void stage_open(struct stage *st, uint64_t flags)
+/* A zone of 64 slots, @flags, a bound of @max_keys live keys (0: none),
+ * and keys that all share one candidate set of 32 slots: a 33rd of them
+ * finds every candidate taken. */
+static void stage_open_bounded(struct stage *st, uint64_t flags,
+			       uint64_t max_keys)
 {
 	struct tk__zone_config cfg;
 	struct tk__zone_key k;
@@ -84,6 +87,7 @@ static void stage_open(struct stage *st, uint64_t flags)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.capacity = 64;
 	cfg.flags = flags;
+	cfg.max_keys = max_keys;
 	cfg.now = NOW;
 	assert_int_equal(tk__zone_private(&st->z, &cfg, seed), 0);
 	st->key[n++] = kit_word_key(0);
@@ -94,6 +98,11 @@ static void stage_open(struct stage *st, uint64_t flags)
 			st->key[n++] = k;
 	}
 	st->n = 0;
+}
+
+static void stage_open(struct stage *st, uint64_t flags)
+{
+	stage_open_bounded(st, flags, 0);
 }
 
 /* Key @i's state, 0 for none: read as it is, where a check that
@@ -210,6 +219,38 @@ static void test_key_used_again_stays(void **state)
 		assert_int_equal(evictions(&st), 2);
 		stage_close(&st, FULL);
 	}
+}
+
+/*
+ * At a bound on live keys (a memory store's max_keys) a new key makes
+ * room before it takes one of the free slots among its candidates: it
+ * evicts the coldest key, as a full zone does, and the table keeps the
+ * bound.  Key 0 expires first but was used again: it stays while keys
+ * used once go, the one that expires first first.
+ */
+static void test_bound_evicts_before_free_slots(void **state)
+{
+	struct stage st;
+	int i, j, n;
+
+	(void)state;
+	stage_open_bounded(&st, 0, 8);
+	for (i = 0; i < 8; i++)
+		put(&st, i, at((uint64_t)(i * 3 % 8) + 1), i == 0 ? 2 : 1);
+	assert_int_equal(evictions(&st), 0);
+	for (n = 0; n < 7; n++) {
+		put(&st, FULL + n, at(1000), 2);
+		assert_int_equal(evictions(&st), (uint64_t)n + 1);
+		assert_int_equal(state_of(&st, 0), at(1));
+		for (i = 1; i < 8; i++) {
+			j = i * 3 % 8;
+			assert_int_equal(state_of(&st, i),
+					 j <= n + 1 ? 0 : at((uint64_t)j + 1));
+		}
+	}
+	put(&st, FULL + n, at(1000), 2);
+	assert_int_equal(state_of(&st, 0), 0);
+	stage_close(&st, 8);
 }
 
 /*
@@ -561,6 +602,7 @@ int main(void)
 		cmocka_unit_test(test_victim_expires_first),
 		cmocka_unit_test(test_key_used_again_stays),
 		cmocka_unit_test(test_word_ranks_to_the_ns),
+		cmocka_unit_test(test_bound_evicts_before_free_slots),
 		cmocka_unit_test(test_key_being_inserted_stays),
 		cmocka_unit_test(test_reset_key_stays),
 		cmocka_unit_test(test_block_state_ranks_by_expiry),

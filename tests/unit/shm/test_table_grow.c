@@ -417,6 +417,46 @@ static void keys_found_first(void **state)
 	tk__table_free(t);
 }
 
+/*
+ * A table at its bound on live keys while keys move into a larger one:
+ * a new key there ends the move before it evicts (a move in flight could
+ * bring an evicted state back), then evicts one key and keeps the bound.
+ * The bound is set on the newest table as the move starts, at the keys
+ * it holds then (white-box: the store sets it at creation).
+ */
+static void bound_ends_move_first(void **state)
+{
+	struct tk__table *t = table(64, UINT64_C(1) << 20);
+	struct tk__zone_head *h;
+	struct tk__zone_census c;
+	uint64_t n[TKZ_COUNTERS], i, keys;
+
+	(void)state;
+	for (i = 0; i < 100000; i++) {
+		bump(t, i, 1, 100);
+		if (tk__zone_old(tk__table_zone(t)) &&
+		    tk__zone_geo(tk__table_zone(t))->capacity >= 2048)
+			break;
+	}
+	assert_non_null(tk__zone_old(tk__table_zone(t)));
+	keys = i + 1;
+	h = (struct tk__zone_head *)(void *)tk__table_zone(t);
+	h->max_keys = keys;
+	assert_int_equal(tk__table_keys_counted(tk__table_zone(t)), keys);
+	assert_int_equal(bump(t, keys, 1, 100), 0);
+	assert_null(tk__zone_old(tk__table_zone(t)));
+	assert_int_equal(tk__table_keys_counted(tk__table_zone(t)), keys);
+	tk__table_counters(t, n);
+	assert_int_equal(n[TKZ_EVICTIONS], 1);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tk__zone_census(tk__table_zone(t), &c), 0);
+	assert_int_equal(c.violations, 0);
+	assert_int_equal(c.mem, keys);
+	/* The new key is there, and all but one of the others. */
+	assert_int_equal(bump(t, keys, 1, 100), 1);
+	tk__table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +468,7 @@ int main(void)
 		cmocka_unit_test(pairs_move_together),
 		cmocka_unit_test(reset_during_growth_stays),
 		cmocka_unit_test(keys_found_first),
+		cmocka_unit_test(bound_ends_move_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
