@@ -103,8 +103,7 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 	} else if (strcmp(spec, "memory") != 0) {
 		rc = -EINVAL;
 		snprintf(why, len,
-			 "expected memory, shm:NAME, shm:NAME+redis..., "
-			 "redis://, redis+unix://, "
+			 "expected memory, shm:NAME, redis://, redis+unix://, "
 			 "redis+cluster://, redis+sentinel://, rediss:// or "
 			 "postgresql://");
 	}

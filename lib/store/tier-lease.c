@@ -138,9 +138,9 @@ static void decided(struct tk__lease_call *c, const uint64_t *st, int allowed)
 	c->d.allowed = allowed;
 	c->d.limit = c->p->limit;
 	c->d.reset_at = st[W_RESET_AT];
+	/* Never above what Redis last reported. */
+	c->d.remaining = st[W_REMAINING];
 	if (allowed) {
-		/* Never above what Redis last reported. */
-		c->d.remaining = st[W_REMAINING];
 		c->d.degraded = !!(st[W_FLAGS] & F_FAILED);
 	} else {
 		c->d.retry_after = st[W_DENY_UNTIL] - c->now;
