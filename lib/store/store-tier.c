@@ -26,6 +26,7 @@
  */
 #include "store/tier.h"
 #include "atomic.h"
+#include "fork.h"
 #include "step.h"
 #include "store/store-key.h"
 #include "../../shm/zone.h"
@@ -57,13 +58,27 @@ static struct tier_store *tier_of(struct tk_store *s)
 	return (struct tier_store *)s;
 }
 
-/* A claim's owner: this process, and a count of its claims. */
+/*
+ * A claim's owner: this process (its pid, read again after a fork), this
+ * thread (a number of the process's), and a count of the thread's checks,
+ * which wraps only after 2^24 of them, long after any claim expired.
+ * Thread-local: no line that the threads of a process share.
+ */
 static uint64_t new_token(void)
 {
-	static tk_atomic_u64 claims;
-	uint64_t n = tk_atomic_add_u64(&claims, 1, TK_MO_RELAXED) + 1;
+	static tk_atomic_u64 threads;
+	static __thread uint64_t gen = UINT64_MAX, pid, thread, count;
+	uint64_t g = tk__fork_generation();
 
-	return (uint64_t)getpid() << 32 | (n & 0xffffffffu);
+	if (g != gen) {
+		gen = g;
+		pid = (uint64_t)getpid();
+		if (!thread)
+			thread = tk_atomic_add_u64(&threads, 1, TK_MO_RELAXED) +
+				 1;
+	}
+	count++;
+	return pid << 40 | (thread & 0xffff) << 24 | (count & 0xffffff);
 }
 
 /* One transition of the key's lease state: the zone's result. */
