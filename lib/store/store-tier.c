@@ -4,18 +4,20 @@
  * zone in front of a Redis store, which leases credit for a key in
  * batches into the zone, where every process of the host consumes it.
  *
- * - A check of a single policy whose algorithm leases (tier.h) runs one
- *   zone apply() of the lease transition (tier-lease.c): credit admits,
- *   a cached denial denies, and neither costs a Redis call.
+ * - A check of a single policy whose algorithm leases (tier.h) runs the
+ *   lease's transitions (tier-lease.c) by the zone's apply(): one CAS on
+ *   the credit word where the credit covers it; else one on the lease's
+ *   block, where a cached denial denies.  Neither costs a Redis call.
  * - Otherwise the Redis store runs its normal check (check.lua) for k
  *   units, k the lease's size (k >= cost), all or nothing: a denied lease
  *   is asked again for half what Redis reported remaining, then for the
  *   check's own cost, which is the exact global decision.  The answer
- *   goes to the zone by a second apply(): an admitted lease's units
+ *   goes to the zone, the block then the word: an admitted lease's units
  *   beyond the check's become the host's credit; a denial is cached.
- *   A process killed between the two loses that lease (under-admission).
- * - Lease keys are the store key with a bit set in its first byte that
- *   no store key has (store-key.h), so they share a zone with plain keys.
+ *   A process killed in between loses that lease (under-admission).
+ * - A lease's keys are the store key with a bit set in its first byte
+ *   that no store key has (store-key.h), one for the block and one for
+ *   the word, so they share a zone with plain keys.
  * - Everything else goes to Redis as it is: peeks and forecasts, the
  *   composites (apply_multi), the leaky shaper and user strategies,
  *   reservations (which refund by the states Redis spelled), resets
@@ -37,11 +39,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* In a lease key's first byte: no store key has it (store-key.h). */
+/* In the first byte of a lease's keys, its block's and its credit
+ * word's: bits no store key has (store-key.h). */
 #define LEASE_BIT 0x20
-_Static_assert((LEASE_BIT & (TK__STORE_KEY_DIM | TK__STORE_KEY_TAG |
-			     (TK_PREFIX_MAX >> 8))) == 0,
-	       "a lease key is no store key");
+#define CREDIT_BIT 0x10
+_Static_assert(((LEASE_BIT | CREDIT_BIT) &
+		(TK__STORE_KEY_DIM | TK__STORE_KEY_TAG |
+		 (TK_PREFIX_MAX >> 8))) == 0,
+	       "a lease's keys are no store keys");
 
 /* Lease sizes tried after a denied lease, before the check's own cost. */
 #define SHRINKS 3
@@ -81,15 +86,20 @@ static uint64_t new_token(void)
 	return pid << 40 | (thread & 0xffff) << 24 | (count & 0xffffff);
 }
 
-/* One transition of the key's lease state: the zone's result. */
+/*
+ * One transition of the key's lease, on its credit word (@word) or its
+ * block: the zone's result.  The word is a word slot's state, recorded
+ * as a GCRA's (a word slot holds an algorithm; its key is no GCRA's).
+ */
 static int lease_apply(struct tier_store *s, const unsigned char *key,
-		       size_t len, struct tk__lease_call *c)
+		       size_t len, struct tk__lease_call *c, int word)
 {
 	unsigned char lkey[TK__STORE_KEY_MAX];
-	struct tk__transform t = { .fn = tk__lease_fn,
+	struct tk__transform t = { .fn = word ? tk__credit_fn : tk__lease_fn,
 				   .ctx = c,
-				   .words = TK__LEASE_WORDS,
-				   .alg = TK__ALG_USER,
+				   .words = word ? 1 : TK__LEASE_WORDS,
+				   .flags = word ? TK__T_WORD_IS_EXPIRY : 0,
+				   .alg = word ? TK__ALG_GCRA : TK__ALG_USER,
 				   .policy = c->p,
 				   .cost = c->cost,
 				   .now = &c->now };
@@ -97,7 +107,7 @@ static int lease_apply(struct tier_store *s, const unsigned char *key,
 	if (len > sizeof(lkey) || len < 1)
 		return -EINVAL;
 	memcpy(lkey, key, len);
-	lkey[0] |= LEASE_BIT;
+	lkey[0] |= word ? CREDIT_BIT : LEASE_BIT;
 	return s->zone->ops->apply(s->zone, lkey, len, c->now, &t);
 }
 
@@ -152,11 +162,15 @@ static int lease_check(struct tier_store *s, const unsigned char *key,
 	int zone_rc, rc;
 	uint64_t k;
 
-	zone_rc = lease_apply(s, key, len, &c);
+	zone_rc = lease_apply(s, key, len, &c, 1);
+	if (zone_rc >= 0 && c.way == TK__LEASE_ALLOW)
+		return answer(s, t, &c.d);
+	if (zone_rc >= 0)
+		zone_rc = lease_apply(s, key, len, &c, 0);
 	/* A zone that fails leaves Redis to decide alone. */
 	if (zone_rc < 0)
 		c.way = TK__LEASE_EXACT;
-	if (c.way == TK__LEASE_ALLOW || c.way == TK__LEASE_DENY)
+	if (c.way == TK__LEASE_DENY)
 		return answer(s, t, &c.d);
 	if (c.way != TK__LEASE_CLAIM)
 		c.token = 0;
@@ -167,8 +181,10 @@ static int lease_check(struct tier_store *s, const unsigned char *key,
 	c.k = k;
 	if (rc == 0)
 		c.expiry = tk__lease_expiry(t->policy, now, &got);
-	if (zone_rc >= 0)
-		lease_apply(s, key, len, &c); /* lost: under-admission only */
+	/* The block first: it says whether the lease is this claim's.  A
+	 * write lost here loses the lease (under-admission only). */
+	if (zone_rc >= 0 && lease_apply(s, key, len, &c, 0) >= 0)
+		lease_apply(s, key, len, &c, 1);
 	return rc < 0 ? rc : answer(s, t, &got);
 }
 
@@ -218,6 +234,9 @@ static int tier_reset(struct tk_store *base, const unsigned char *key,
 		memcpy(lkey, key, len);
 		lkey[0] |= LEASE_BIT;
 		rc = s->zone->ops->reset(s->zone, lkey, len);
+		lkey[0] ^= LEASE_BIT | CREDIT_BIT;
+		if (rc == 0)
+			rc = s->zone->ops->reset(s->zone, lkey, len);
 	}
 	return rc;
 }
@@ -323,7 +342,7 @@ static int option(const char *opt, size_t len, struct tk__tier_cfg *cfg)
 	buf[n] = '\0';
 	errno = 0;
 	v = strtoull(buf, &end, 10);
-	if (*end || errno || v == 0)
+	if (*end || errno || v == 0 || v > TK__LEASE_CREDIT_MAX)
 		return -EINVAL;
 	if ((size_t)(eq - opt) == 5 && memcmp(opt, "lease", 5) == 0)
 		cfg->lease = v;
@@ -361,8 +380,8 @@ static int parse_zone(const char *s, size_t len, char *name, size_t cap,
 		rc = -EINVAL;
 	if (rc)
 		snprintf(why, why_len,
-			 "options lease=N or lease_max=N (N >= 1) joined "
-			 "by '&' after the zone's name");
+			 "options lease=N or lease_max=N (N from 1 to "
+			 "65535) joined by '&' after the zone's name");
 	return rc;
 }
 

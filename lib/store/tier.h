@@ -19,8 +19,10 @@ struct tk__tier_cfg {
 
 #define TK__TIER_LEASE_MAX_DEFAULT 1024
 
-/* Words of a lease state in the zone (tier-lease.c names them). */
-#define TK__LEASE_WORDS 11
+/* Words of a lease's block in the zone (tier-lease.c names them). */
+#define TK__LEASE_WORDS 8
+/* Most units of credit a host holds (the credit word's 16 low bits). */
+#define TK__LEASE_CREDIT_MAX 0xffff
 
 enum tk__lease_op {
 	TK__LEASE_TAKE, /* a check: local, or what to ask Redis */
@@ -51,12 +53,25 @@ struct tk__lease_call {
 	struct tk_decision got;
 	uint64_t k;	 /* units asked (DONE) or to ask (TAKE's CLAIM) */
 	uint64_t expiry; /* ns */
+	/* TAKE: the credit word's credit and the end of its lease (0:
+	 * none), for the block's; DONE: the block found the claim this
+	 * call's and Redis admitted a lease, whose credit the word takes. */
+	uint64_t credit, lease_end;
+	int grant;
 	/* TAKE's results. */
 	enum tk__lease_way way;
 	struct tk_decision d;
 };
 
-/* The zone's transition over a lease state, of struct tk__lease_call. */
+/*
+ * The zone's transitions, of struct tk__lease_call: over a lease's
+ * credit word (a word slot, TK__T_WORD_IS_EXPIRY), and over its block
+ * (TK__LEASE_WORDS words).  A TAKE runs on the word first, and on the
+ * block only if the word's credit did not cover it; a DONE on the block
+ * first (whose claim it was), then on the word.
+ */
+int tk__credit_fn(void *ctx, const uint64_t *old, uint64_t *next,
+		  uint64_t *expires_at);
 int tk__lease_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		 uint64_t *expires_at);
 

@@ -61,10 +61,11 @@ static struct run {
 	const char *policy;
 	const char *opts; /* the zone's options, "" or "?lease=1" ... */
 	int hosts, procs;
-	long checks;   /* per process */
-	uint64_t cost; /* per check */
-	uint64_t slot; /* ns per slot of sh->per_key (0: none) */
-	int zone_base; /* zone names: tier-<zone_base + host> */
+	long checks;	   /* per process, at most */
+	long until_denied; /* or until so many denials in a row (0: all) */
+	uint64_t cost;	   /* per check */
+	uint64_t slot;	   /* ns per slot of sh->per_key (0: none) */
+	int zone_base;	   /* zone names: tier-<zone_base + host> */
 	unsigned int fail;
 } run;
 
@@ -96,16 +97,20 @@ static void worker(int i)
 	struct tk_limiter *l = open_on(i / run.procs);
 	struct tk_decision d;
 	uint64_t at;
-	long n;
+	long n, denied;
 
 	KIT_CHILD_CHECK(10, l != NULL);
-	for (n = 0; n < run.checks; n++) {
+	for (n = 0, denied = 0; n < run.checks; n++) {
 		if (tk_limiter_check(l, "k", 1, run.cost, &d) != 0) {
 			atomic_fetch_add(&sh->errors, 1);
 			continue;
 		}
-		if (!d.allowed)
+		if (!d.allowed) {
+			if (run.until_denied && ++denied >= run.until_denied)
+				break;
 			continue;
+		}
+		denied = 0;
 		atomic_fetch_add(&sh->allowed, run.cost);
 		at = run.slot ? (last_read - T0) / run.slot : 0;
 		if (at < SLOTS)
@@ -249,7 +254,10 @@ static void test_window_bound(void **state)
 	first = took();
 	assert_true(first <= 4000);
 	next_window(SEC);
-	run.checks = 2000;
+	/* Demand that lasts: every process checks on until denied 50
+	 * times in a row (its host's credit, tried first, is gone). */
+	run.checks = 100000;
+	run.until_denied = 50;
 	run_all();
 	second = took();
 	print_message("# windows: %llu then %llu\n", (unsigned long long)first,
@@ -298,7 +306,8 @@ static void test_stranded(void **state)
 /*
  * GCRA on a clock that every check moves: over every interval of slots,
  * admitted <= burst + rate x its length + H x the largest lease, and the
- * whole run within 1% of what the exact limiter allows.
+ * whole run within 1% of what the exact limiter allows (less the credit
+ * left in the leases at the end).
  */
 static void test_gcra_bound(void **state)
 {
@@ -334,7 +343,9 @@ static void test_gcra_bound(void **state)
 		      (unsigned long long)total, (unsigned long long)allowed,
 		      (unsigned long long)worst);
 	assert_true(total <= allowed + 3 * kmax);
-	assert_true(total * 100 >= allowed * 99);
+	/* Short of it by 1% at most, and by what the hosts whose processes
+	 * finished first still held (no demand left to use it). */
+	assert_true((total + 3 * kmax) * 100 >= allowed * 99);
 }
 
 /* 10^6/s, 4 hosts x 2 processes: >= 95% of checks without Redis. */
@@ -414,6 +425,9 @@ static void test_redis_down(void **state)
 		assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), 0);
 		assert_true(d.allowed && !d.degraded);
 		assert_true(d.remaining <= 100000 - 40);
+		/* The lease's end: the window's, to 2^24 ns, never before. */
+		assert_true(d.reset_at >= T0 + 100 * SEC &&
+			    d.reset_at < T0 + 100 * SEC + 17 * MS);
 	}
 	/* 9 left: a check of 10 needs Redis, which fails: closed. */
 	assert_int_equal(tk_limiter_check(l, "k", 1, 10, &d), 0);
