@@ -14,6 +14,7 @@
  * - Far from the limit, Redis sees few of the checks; a client over its
  *   limit costs at most one Redis call per retry interval.
  * - Redis stopped and restarted; processes and a host killed.
+ * - The same on a 3-master Redis Cluster.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -41,6 +42,9 @@
 #define SLOTS 1024 /* kit_shared()->per_key */
 
 static struct redis_kit kit;
+static struct redis_kit nodes[3]; /* a cluster, for test_cluster() */
+static char cluster_spec[256];
+static int cluster_up;
 static char dir[] = "/tmp/tk-tier-XXXXXX";
 static struct kit_shared *sh;
 static struct tk_clock *clock_;
@@ -67,12 +71,13 @@ static struct run {
 	uint64_t slot;	   /* ns per slot of sh->per_key (0: none) */
 	int zone_base;	   /* zone names: tier-<zone_base + host> */
 	unsigned int fail;
+	const char *redis; /* the Redis spec; NULL: kit's server */
 } run;
 
 static void spec_of(int host, char *buf, size_t len)
 {
 	snprintf(buf, len, "shm:tier-%d%s+%s", run.zone_base + host, run.opts,
-		 redis_kit_manual(kit.spec));
+		 redis_kit_manual(run.redis ? run.redis : kit.spec));
 }
 
 static struct tk_limiter *open_on(int host)
@@ -500,6 +505,33 @@ static void test_killed(void **state)
 	assert_true(total + 3 * kmax >= limit);
 }
 
+/*
+ * On a 3-master Redis Cluster: lease=1 exactly L; adaptive leases never
+ * above L in a window, and within 1% of it under a demand that lasts.
+ */
+static void test_cluster(void **state)
+{
+	uint64_t total;
+	int i;
+
+	(void)state;
+	redis_cluster_need(nodes, cluster_spec, sizeof(cluster_spec),
+			   &cluster_up);
+	fresh("fixed-window:50/10s", "?lease=1", 2, 2, 40);
+	run.redis = cluster_spec;
+	run_all();
+	assert_int_equal(took(), 50);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(redis_kit_cmd(&nodes[i], NULL, 0, "FLUSHALL"),
+				 0);
+	fresh("fixed-window:3000/10s", "?lease_max=64", 2, 2, 100000);
+	run.redis = cluster_spec;
+	run.until_denied = 50;
+	run_all();
+	total = took();
+	assert_true(total >= 2970 && total <= 3000);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -511,7 +543,11 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	int i;
+
 	redis_kit_destroy(&kit);
+	for (i = 0; i < 3; i++)
+		redis_kit_destroy(&nodes[i]);
 	tk_clock_free(clock_);
 	return kit_zone_dir_remove(state);
 }
@@ -529,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_cached_denials),
 		cmocka_unit_test(test_redis_down),
 		cmocka_unit_test(test_killed),
+		cmocka_unit_test(test_cluster),
 	};
 
 	return cmocka_run_group_tests_name("two tiers", tests, setup, teardown);
