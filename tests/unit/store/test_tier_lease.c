@@ -5,7 +5,8 @@
  * block as the zone would: one claim per host, and a lease granted to a
  * claim that timed out and was taken over adds no credit; cached denials
  * by cost; the credit word's expiry, rounded down, and its reset_at,
- * rounded up; leases too short-lived to take; a cold lease's size halved.
+ * rounded up; leases too short-lived to take; a cold lease's size halved;
+ * what is left of a lease joins the next only if both end together.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,6 +236,40 @@ static void test_sizes(void **state)
 	host_free(&h);
 }
 
+/*
+ * A refill's lease joins what is left only of a lease that ends at the
+ * same time (a window's); a GCRA's next lease ends later, and what was
+ * left of the last one (less than the check's cost) is dropped.
+ */
+static void test_join(void **state)
+{
+	struct tk__lease_call c;
+	struct host h;
+
+	(void)state;
+	host_init(&h, "gcra:100000/s", 0);
+	h.cfg.lease = 4;
+	done(&h, T0, 1, 1, 0, 1, 99999, T0, 0);
+	assert_int_equal(take(&h, T0, 1, 0xa, &c), TK__LEASE_CLAIM);
+	done(&h, T0, 1, 4, 0xa, 1, 99995, T0, 0);
+	assert_int_equal(take(&h, T0, 2, 0, &c), TK__LEASE_ALLOW);
+	/* 20 ms on: the next lease ends in another 2^24 ns. */
+	assert_int_equal(take(&h, T0 + 20 * MS, 2, 0xb, &c), TK__LEASE_CLAIM);
+	done(&h, T0 + 20 * MS, 2, 4, 0xb, 1, 99991, T0, 0);
+	assert_int_equal(drain(&h, T0 + 20 * MS), 2);
+	host_free(&h);
+	host_init(&h, "fixed-window:1000/10s", 0);
+	h.cfg.lease = 4;
+	done(&h, T0, 1, 1, 0, 1, 999, T0 + 10 * SEC, 0);
+	assert_int_equal(take(&h, T0, 1, 0xa, &c), TK__LEASE_CLAIM);
+	done(&h, T0, 1, 4, 0xa, 1, 995, T0 + 10 * SEC, 0);
+	assert_int_equal(take(&h, T0, 2, 0, &c), TK__LEASE_ALLOW);
+	assert_int_equal(take(&h, T0 + MS, 2, 0xb, &c), TK__LEASE_CLAIM);
+	done(&h, T0 + MS, 2, 4, 0xb, 1, 991, T0 + 10 * SEC, 0);
+	assert_int_equal(drain(&h, T0 + MS), 3);
+	host_free(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_word_expiry),
 		cmocka_unit_test(test_short_lived),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_join),
 	};
 
 	return cmocka_run_group_tests_name("two-tier lease", tests, NULL, NULL);
