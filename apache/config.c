@@ -222,7 +222,9 @@ static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 	int rc;
 
 	s->shown = shown_spec(cmd->pool, s->spec);
-	if (strncmp(s->spec, "shm:", 4) == 0 && strstr(s->spec, "+redis"))
+	/* No zone's name holds "+redis://" or the like (tk_store_open(3)). */
+	if (strncmp(s->spec, "shm:", 4) == 0 && strstr(s->spec, "+redis") &&
+	    tk_zone_access(s->spec + 4, NULL, NULL, 0) == -EINVAL)
 		return tier_spec(cmd, s);
 	if (strncmp(s->spec, "redis", 5) == 0 ||
 	    strncmp(s->spec, "postgresql://", 13) == 0)

@@ -385,20 +385,30 @@ static int parse_zone(const char *s, size_t len, char *name, size_t cap,
 	return rc;
 }
 
-int tk__tier_is_spec(const char *spec)
+/*
+ * The '+' before the Redis spec of "NAME[?OPTIONS]+REDIS-SPEC", or NULL.
+ * A zone's path may hold a '+' ("/run/a+b/zone"), never "+redis://" and
+ * the like (no component of it is empty).
+ */
+static const char *tier_plus(const char *spec)
 {
 	const char *plus;
 
-	if (strncmp(spec, "shm:", 4) != 0)
-		return 0;
-	plus = strchr(spec + 4, '+');
-	return plus && strncmp(plus + 1, "redis", 5) == 0;
+	for (plus = strchr(spec, '+'); plus; plus = strchr(plus + 1, '+'))
+		if (tk__redis_is_spec(plus + 1))
+			return plus;
+	return NULL;
+}
+
+int tk__tier_is_spec(const char *spec)
+{
+	return strncmp(spec, "shm:", 4) == 0 && tier_plus(spec + 4);
 }
 
 int tk__tier_open(struct tk_store **out, const char *spec,
 		  const struct tk_options *o, char *why, size_t why_len)
 {
-	const char *plus = strchr(spec, '+');
+	const char *plus = tier_plus(spec);
 	struct tier_store *s;
 	char name[4096];
 	int rc;

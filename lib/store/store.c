@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int is_redis(const char *spec)
+int tk__redis_is_spec(const char *spec)
 {
 	return strncmp(spec, "redis", 5) == 0 &&
 	       (strncmp(spec + 5, "://", 3) == 0 ||
@@ -44,7 +44,7 @@ static int open_spec(struct tk_store **out, const char *spec,
 		return tk__tier_open(out, spec + 4, o, NULL, 0);
 	if (strncmp(spec, "shm:", 4) == 0)
 		return tk__shm_open(out, spec + 4, o);
-	if (is_redis(spec))
+	if (tk__redis_is_spec(spec))
 		return tk__redis_open(out, spec, o, NULL, 0);
 	if (tk__pg_is_spec(spec))
 		return tk__pg_open(out, spec, o, NULL, 0);
@@ -91,7 +91,7 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 				 "'.', '_' and '-', not beginning with '.', "
 				 "or an absolute path ending in one");
 		}
-	} else if (is_redis(spec)) {
+	} else if (tk__redis_is_spec(spec)) {
 		/* Opening connects nothing: it parses, and loads TLS files. */
 		rc = tk__redis_open(&s, spec, &o, why, len);
 		if (rc == 0)

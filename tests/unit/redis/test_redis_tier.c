@@ -211,6 +211,12 @@ static void test_spec(void **state)
 		-EINVAL);
 	assert_int_equal(tk_store_validate("shm:v+redis:/h", why, sizeof(why)),
 			 -EINVAL);
+	/* A zone whose path holds "+redis" is a zone. */
+	assert_int_equal(
+		tk_store_validate("shm:/run/a+redis/v", why, sizeof(why)), 0);
+	assert_int_equal(tk_store_validate("shm:/run/a+redis/v+redis+unix:///s",
+					   why, sizeof(why)),
+			 0);
 	snprintf(path, sizeof(path), "%s/throttlekit.v", dir);
 	assert_int_equal(access(path, F_OK), -1);
 }
