@@ -23,8 +23,9 @@
  *   goes to Redis for its own cost.
  * - DONE: Redis's answer.  An admitted lease adds its units beyond the
  *   check's to the credit, only for the claim's owner (a claim that timed
- *   out and was taken over drops them: under-admission only), so a host
- *   never holds more than one lease's credit.  A denial is cached until
+ *   out and was taken over drops them: under-admission only), and the
+ *   credit is capped at the lease just granted, so a host never holds
+ *   more than one lease's credit.  A denial is cached until
  *   its retry_after, for checks of at least its cost.
  * - The size: doubled after a lease used up (hot), halved after one that
  *   expired mostly unused (cold), at most an eighth of the global
@@ -289,8 +290,12 @@ static int credit_done(struct tk__lease_call *c, const uint64_t *old,
 		if (live && (old[0] & CW_TIME) == end)
 			base = old[0] & TK__LEASE_CREDIT_MAX;
 		base += c->k - c->cost;
-		if (base > TK__LEASE_CREDIT_MAX)
-			base = TK__LEASE_CREDIT_MAX;
+		/* Never more than the lease just granted: a refill claimed
+		 * by a process that read the word before another's lease
+		 * landed in it adds only what the cap leaves (the rest is
+		 * dropped), so a host holds at most one lease's credit. */
+		if (base > c->k)
+			base = c->k;
 		next[0] = end | r_code(c->got.remaining) | base;
 	} else if (live) {
 		next[0] = (old[0] & (CW_TIME | TK__LEASE_CREDIT_MAX)) |

@@ -266,7 +266,15 @@ static void test_join(void **state)
 	assert_int_equal(take(&h, T0, 2, 0, &c), TK__LEASE_ALLOW);
 	assert_int_equal(take(&h, T0 + MS, 2, 0xb, &c), TK__LEASE_CLAIM);
 	done(&h, T0 + MS, 2, 4, 0xb, 1, 991, T0 + 10 * SEC, 0);
-	assert_int_equal(drain(&h, T0 + MS), 3);
+	/* Another claim while credit is there (its process read the word
+	 * before this lease landed): never more than one lease's credit. */
+	c = (struct tk__lease_call){
+		.op = TK__LEASE_TAKE, .now = T0 + MS, .cost = 1, .token = 0xc
+	};
+	run(&h, 0, &c);
+	assert_int_equal(c.way, TK__LEASE_CLAIM);
+	done(&h, T0 + MS, 1, 4, 0xc, 1, 987, T0 + 10 * SEC, 0);
+	assert_int_equal(drain(&h, T0 + MS), 4);
 	host_free(&h);
 }
 
