@@ -200,12 +200,32 @@ static const char *server_spec(cmd_parms *cmd, struct tk_mod_store *s)
 			    why[0] ? " (" : "", why, why[0] ? ")" : "");
 }
 
+/*
+ * Two tiers (shm:NAME+redis://...): parsed only, for opening would create
+ * the zone in the parent, as its user; each child opens it (and the first
+ * creates the zone, as User).
+ */
+static const char *tier_spec(cmd_parms *cmd, struct tk_mod_store *s)
+{
+	char why[256];
+	int rc = tk_store_validate(s->spec, why, sizeof(why));
+
+	if (rc == 0)
+		return NULL;
+	return apr_psprintf(cmd->pool, "ThrottleStore %s: %s: %s (%s)", s->name,
+			    s->shown, tk_strerror(rc), why);
+}
+
 static const char *store_spec(cmd_parms *cmd, struct tk_mod_store *s)
 {
 	char why[256];
 	int rc;
 
 	s->shown = shown_spec(cmd->pool, s->spec);
+	/* No zone's name holds "+redis://" or the like (tk_store_open(3)). */
+	if (strncmp(s->spec, "shm:", 4) == 0 && strstr(s->spec, "+redis") &&
+	    tk_zone_access(s->spec + 4, NULL, NULL, 0) == -EINVAL)
+		return tier_spec(cmd, s);
 	if (strncmp(s->spec, "redis", 5) == 0 ||
 	    strncmp(s->spec, "postgresql://", 13) == 0)
 		return server_spec(cmd, s);

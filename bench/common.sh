@@ -127,3 +127,30 @@ bench_skip() {
 	echo "bench: $bench_name: $*; skipped" >&2
 	exit 77
 }
+
+# bench_redis_start STEM: a redis-server on a free port of 127.0.0.1 (no
+# persistence), in a fresh temporary directory $TMPDIR/STEM.XXXXXX: sets
+# dir, port and pid, and traps that stop it by its pid and remove the
+# directory.  Exits 1 if no server starts in five tries.
+bench_redis_start() {
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+	pid=
+	trap '[ -z "$pid" ] || { kill "$pid"; wait "$pid"; } 2>/dev/null; rm -rf "$dir"' EXIT
+	trap 'exit 130' INT TERM
+	for try in 1 2 3 4 5; do
+		port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000))
+		redis-server --port "$port" --bind 127.0.0.1 --save '' \
+			--appendonly no --dir "$dir" >"$dir/redis.log" 2>&1 &
+		pid=$!
+		i=0
+		while [ $i -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
+			redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -0 "$pid" 2>/dev/null && break
+		wait "$pid" 2>/dev/null || true
+		pid=
+	done
+	[ -n "$pid" ] || { echo "bench: redis-server did not start" >&2; exit 1; }
+}

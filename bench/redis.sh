@@ -30,26 +30,7 @@ for prog in redis-bench redis-cost; do
 		{ echo "bench: cannot build $prog" >&2; exit 1; }
 done
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/tk-redis-bench.XXXXXX")
-pid=
-trap '[ -z "$pid" ] || { kill "$pid"; wait "$pid"; } 2>/dev/null; rm -rf "$dir"' EXIT
-trap 'exit 130' INT TERM
-for try in 1 2 3 4 5; do
-	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000))
-	redis-server --port "$port" --bind 127.0.0.1 --save '' \
-		--appendonly no --dir "$dir" >"$dir/redis.log" 2>&1 &
-	pid=$!
-	i=0
-	while [ $i -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
-		redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -0 "$pid" 2>/dev/null && break
-	wait "$pid" 2>/dev/null || true
-	pid=
-done
-[ -n "$pid" ] || { echo "bench: redis-server did not start" >&2; exit 1; }
+bench_redis_start tk-redis-bench
 if [ -n "${TK_REDIS_COST_ONLY:-}" ]; then
 	shift
 	"$build/bench/redis-cost" 127.0.0.1 "$port" "$@"

@@ -9,6 +9,7 @@
 #   chart.png    ns/check by scenario, throughput by workers (gnuplot)
 #   *.dat        the chart's data
 #   redis.txt    the Redis store and its hand-written baselines (redis.sh)
+#   tier.txt     two tiers against plain Redis and a zone (tier.sh)
 #   pg.txt       the PostgreSQL store and a hand-written UPDATE (pg.sh)
 #
 # Tuning (environment): TK_BENCH_ROUNDS, TK_BENCH_ROUND_MS,
@@ -43,6 +44,20 @@ case $rc in
 0) cat "$results/redis.txt" ;;
 77) rm -f "$results/redis.txt" ;;
 *) bench_die "redis.sh failed ($rc)" ;;
+esac
+
+# Two tiers against plain Redis and a zone alone (bench/tier.sh; skipped
+# as redis.sh is, and by a filter that does not name tier).
+rc=0
+case ${TK_BENCH_FILTER:-tier} in
+*tier*) sh "$bench/tier.sh" "$build" "${TK_BENCH_ROUNDS:-3}" \
+	>"$results/tier.txt" || rc=$? ;;
+*) rc=77 ;;
+esac
+case $rc in
+0) cat "$results/tier.txt" ;;
+77) rm -f "$results/tier.txt" ;;
+*) bench_die "tier.sh failed ($rc)" ;;
 esac
 
 # The PostgreSQL store and a hand-written UPDATE ... RETURNING fixed

@@ -231,6 +231,9 @@ int tk__shm_open(struct tk_store **out, const char *name,
 		 const struct tk_options *o);
 int tk__zone_config_from(const struct tk_options *o, struct tk__zone_config *c);
 
+/* store.c: does @spec name a Redis store (by its scheme)? */
+int tk__redis_is_spec(const char *spec);
+
 /*
  * redis/store.c: a redis://, redis+unix://, redis+cluster://,
  * redis+sentinel:// or rediss:// spec; on -EINVAL or -ENOTSUP a sentence in

@@ -5,11 +5,14 @@
  * A spec names a backend: "memory" is the in-process store, "shm:NAME"
  * a zone, "redis://..." a Redis server (redis/store.c; without hiredis,
  * redis/store-none.c answers -ENOTSUP), "postgresql://..." a PostgreSQL
- * server (pg/store.c; without libpq, pg/store-none.c).  Backends
+ * server (pg/store.c; without libpq, pg/store-none.c), and
+ * "shm:NAME+redis..." a zone in front of a Redis store (store-tier.c).
+ * Backends
  * implement tk__store_ops and nothing else; all rate-limiting math stays
  * in the algorithms.
  */
 #include "store/store-ops.h"
+#include "store/tier.h"
 #include "test-hooks.h"
 #include "error.h"
 #include "options.h"
@@ -22,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int is_redis(const char *spec)
+int tk__redis_is_spec(const char *spec)
 {
 	return strncmp(spec, "redis", 5) == 0 &&
 	       (strncmp(spec + 5, "://", 3) == 0 ||
@@ -37,9 +40,11 @@ static int open_spec(struct tk_store **out, const char *spec,
 {
 	if (strcmp(spec, "memory") == 0)
 		return tk__memory_open(out, o);
+	if (tk__tier_is_spec(spec))
+		return tk__tier_open(out, spec + 4, o, NULL, 0);
 	if (strncmp(spec, "shm:", 4) == 0)
 		return tk__shm_open(out, spec + 4, o);
-	if (is_redis(spec))
+	if (tk__redis_is_spec(spec))
 		return tk__redis_open(out, spec, o, NULL, 0);
 	if (tk__pg_is_spec(spec))
 		return tk__pg_open(out, spec, o, NULL, 0);
@@ -76,7 +81,9 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 		return -EINVAL;
 	if (len)
 		why[0] = '\0';
-	if (strncmp(spec, "shm:", 4) == 0) {
+	if (tk__tier_is_spec(spec)) {
+		rc = tk__tier_open(NULL, spec + 4, &o, why, len);
+	} else if (strncmp(spec, "shm:", 4) == 0) {
 		if (!tk__zone_name_valid(spec + 4)) {
 			rc = -EINVAL;
 			snprintf(why, len,
@@ -84,7 +91,7 @@ TK_API int tk_store_validate(const char *spec, char *why, size_t len)
 				 "'.', '_' and '-', not beginning with '.', "
 				 "or an absolute path ending in one");
 		}
-	} else if (is_redis(spec)) {
+	} else if (tk__redis_is_spec(spec)) {
 		/* Opening connects nothing: it parses, and loads TLS files. */
 		rc = tk__redis_open(&s, spec, &o, why, len);
 		if (rc == 0)

@@ -117,6 +117,17 @@ if [ $redis = yes ]; then
 	# Raw '@', ':', '/', '?' and '%' together: hidden to the last '@'.
 	expect_error "raw '@:/?%' in a password" 'ThrottleStore r redis://:sek@:/?%ret@127.0.0.1' \
 		'redis://:***@127.0.0.1: Invalid argument'
+	# Two tiers: parsed, no zone created by apache2 -t; a bad option
+	# named, the password hidden.
+	passes "two tiers" hiredis "
+ThrottleStore tier \"shm:tk-tier?lease_max=64+redis://u:sekret@127.0.0.1:1\"
+ThrottleRule r7 \"gcra:10/1s\" store=tier
+<Location /t>
+    Throttle r7
+</Location>"
+	check "zones created by apache2 -t (two tiers)" "" "$(find "$TK_SHM_DIR" "$ROOT/run" -mindepth 1)"
+	expect_error "bad two-tier option" 'ThrottleStore t shm:tk-t?lease=0+redis://u:sekret@127.0.0.1' \
+		'Invalid argument (options lease=N or lease_max=N'
 	expect_error "capacity on Redis" 'ThrottleStore r redis://u:sekret@127.0.0.1 capacity=1024' \
 		'capacity=1024 is for a zone (shm:NAME), not a server'\''s store'
 	expect_error "mode on Redis" 'ThrottleStore r redis+unix:///tmp/r.sock mode=0600' 'not a server'\''s store'

@@ -163,6 +163,13 @@ if cli=$(command -v redis-cli); then
 		{ echo "FAIL: --fail open on Redis: $(cat "$tmp/out")"; fails=$((fails + 1)); }
 fi
 expect_rc 2 "$ctl" check "$store" alice --policy "$p" --owner 0
+# Two tiers: a zone in front of this server, by the same spec string.
+TK_SHM_DIR=$tmp
+export TK_SHM_DIR
+expect_rc 1 "$ctl" check "shm:ctl-tier?lease_max=4+$store" \
+	bob --policy fixed-window:40/1h --repeat 45
+grep -qx "allowed=40 denied=5" "$tmp/out" && [ -f "$tmp/throttlekit.ctl-tier" ] ||
+	{ echo "FAIL: two tiers: $(cat "$tmp/out")"; fails=$((fails + 1)); }
 # No server there: a typed error, and never the password.
 dead="redis://user:s3cret@127.0.0.1:1?connect_timeout=200ms"
 expect_rc 3 "$ctl" check "$dead" k --policy "$p"
