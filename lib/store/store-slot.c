@@ -36,6 +36,7 @@
 #include "store/tally.h"
 #include "atomic.h"
 #include "step.h"
+#include "test-hooks.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -327,6 +328,10 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
 	return guard_end(s, kind, rc);
 }
 
+#if TK_TEST_HOOKS
+__thread uint64_t tk__window_direct_decided;
+#endif
+
 /*
  * A window's direct check (try_window()) of @k on @z, under the guard,
  * counted: the key's slot found as tk__slot_direct() finds it, its state
@@ -380,6 +385,9 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 	if (rc != TK__NOT_HERE && st.corrupt)
 		tk_atomic_add_u64(&s->base.corrupt, 1, TK_MO_RELAXED);
 	if (rc >= 0) {
+#if TK_TEST_HOOKS
+		tk__window_direct_decided++;
+#endif
 		if (kind == TK__SLOT_ZONE && rc == TK__KEEP)
 			tk__slot_name_deny(z, name);
 		counted(s, kind, rc == TK__KEEP, name);

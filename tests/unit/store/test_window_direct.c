@@ -31,6 +31,12 @@
 #define DIRECT_RACE_LIMIT 60000
 #define DIRECT_RACE_CHECKS 30000
 #define DIRECT_BLOCKS 1
+/* Checks the direct side's try_window() decided: about half to three
+ * quarters of them on these timelines (the rest met an insert, a sweep
+ * due, damage, a flood key's expired state), so a path that declined
+ * every check would fail. */
+#define DIRECT_TAKEN(n) (tk__window_direct_decided > (n) / 3)
+#define DIRECT_RESET() (tk__window_direct_decided = 0)
 /* Unbounded: a memory store bounded this tight answers -EIO to block
  * keys after a second of retries (either path: the generic one too). */
 #define DIRECT_MAX_KEYS 0
