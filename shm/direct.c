@@ -20,12 +20,12 @@
 
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,
-			tk__zone_fn fn, void *ctx)
+			tk__zone_fn fn, void *ctx, struct tk__blk *held,
+			int *holding)
 {
 	uint64_t old[DIRECT_WORDS], next[DIRECT_WORDS], exp = 0;
 	const uint64_t *have = NULL;
-	struct tk__blk held;
-	int rc, holding = 0;
+	int rc;
 
 	if (tkz_is_desc(w1) || words > DIRECT_WORDS)
 		return TK__ZONE_NOT_PLAIN;
@@ -41,12 +41,12 @@ int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	rc = fn(ctx, have, next, &exp);
 	if (rc != TK__ZONE_PERSIST)
 		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
+	/* A claim kept from a lost publish is rebound, as update_block()
+	 * rebinds it: the same steps, so the same arena. */
 	rc = tk__blk_publish(z, (uint64_t)(s - tk__zone_slots(z)), w0, w1, now,
-			     words, next, exp, &held, &holding);
+			     words, next, exp, held, holding);
 	if (rc == 0)
 		return TK__ZONE_PERSIST;
-	if (holding)
-		tk__blk_release(z, &held);
 	/* A claim's failure (a full arena, a table to grow) is the apply's
 	 * to handle; it meets the same. */
 	return rc == -EAGAIN ? rc : TK__ZONE_NOT_PLAIN;

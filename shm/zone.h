@@ -424,11 +424,14 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
  * in the plain case.  Returns @fn's TK__ZONE_PERSIST (published) or
  * TK__ZONE_KEEP (confirmed), its negative result, -EAGAIN if the slot
  * changed (look again), or TK__ZONE_NOT_PLAIN, having written nothing,
- * where tk__zone_apply() must decide.
+ * where tk__zone_apply() must decide.  @held and *@holding as
+ * tk__blk_publish() keeps them: a caller that looks again hands them
+ * back, and releases @held once done if *@holding.
  */
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,
-			tk__zone_fn fn, void *ctx);
+			tk__zone_fn fn, void *ctx, struct tk__blk *held,
+			int *holding);
 /*
  * Publish @words words @next expiring at @expires as the state of MEM
  * slot @idx seen as {@w0, @w1}: a claim (or *@holding's @held, rebound),

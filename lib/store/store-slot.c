@@ -349,8 +349,9 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 	struct tk__transform t;
 	struct tk__step st;
 	struct tk__zone_word w;
+	struct tk__blk held;
 	uint64_t next[1], exp;
-	int round, rc = guard(s, kind);
+	int round, holding = 0, rc = guard(s, kind);
 
 	if (rc)
 		return rc;
@@ -364,7 +365,7 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 		if (w.w0 & TKZ_FP_BLOCK) {
 			rc = tk__zone_block_step(z, w.slot, w.w0, w.w1, now,
 						 p->state_words, tk__check_fn,
-						 &st);
+						 &st, &held, &holding);
 		} else {
 			rc = tk__check_fn(&st, w.w1 ? &w.w1 : NULL, next, &exp);
 			if (rc == TK__PERSIST)
@@ -376,6 +377,8 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 		if (rc != -EAGAIN)
 			break;
 	}
+	if (holding) /* a claim whose publish was lost: not the apply's */
+		tk__blk_release(z, &held);
 	if (rc == -EAGAIN || rc == TK__ZONE_NOT_PLAIN)
 		rc = TK__NOT_HERE;
 	if (rc == -E2BIG)
