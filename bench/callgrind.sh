@@ -48,6 +48,10 @@ tk-mem/fixed-window/allow/hot/1t
 tk-mem/sliding-window/allow/hot/1t
 tk-shm/fixed-window/allow/hot/1p
 tk-shm/sliding-window/allow/hot/1p
+tk-mem/sliding-window-100/allow/hot/1t
+tk-shm/sliding-window-100/allow/hot/1p
+tk-mem/sliding-window/deny/hot/1t
+tk-shm/sliding-window/deny/hot/1p
 mutex/gcra/allow/hot/1p
 mutex/gcra/allow/100k-uniform/1p
 per-process/gcra/allow/hot/1p"

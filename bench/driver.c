@@ -280,7 +280,9 @@ int policy_order(const char *p)
 		return 1;
 	if (strcmp(p, "fixed-window") == 0)
 		return 2;
-	return 3;
+	if (strcmp(p, "sliding-window") == 0)
+		return 3;
+	return 4;
 }
 
 void case_name(char *buf, size_t len, const struct group *g,

@@ -337,6 +337,9 @@ const char *policy_spec(const char *policy, int path)
 	if (strcmp(policy, "sliding-window") == 0)
 		return allow ? "sliding-window:1000000000000/1s"
 			     : "sliding-window:1/1d";
+	if (strcmp(policy, "sliding-window-100") == 0)
+		return allow ? "sliding-window:1000000000000/1s,buckets=100"
+			     : "sliding-window:1/1d,buckets=100";
 	return allow ? GCRA_ALLOW : GCRA_DENY;
 }
 

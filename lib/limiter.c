@@ -284,6 +284,8 @@ static void bind(struct tk_limiter *l)
 		l->single = &l->policy->dim[0];
 		if (tk__gcra_family(l->single))
 			l->try_check = l->store->ops->try_check;
+		else if (tk__window_direct(l->single))
+			l->try_check = l->store->ops->try_window;
 		l->flags = tk__step_flags(TK__OP_CHECK, l->single);
 	}
 }

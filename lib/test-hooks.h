@@ -27,6 +27,10 @@ void tk__limiter_generic(struct tk_limiter *l);
  */
 extern uint64_t tk__slot_near_test;
 
+/* store-slot.c: checks this thread's try_window() decided (tests: that
+ * the window's direct path is taken, not only that it agrees). */
+extern __thread uint64_t tk__window_direct_decided;
+
 /* The key hash of memory store @s, as prepared (tests). */
 struct tk__keyhash_key;
 const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *s);

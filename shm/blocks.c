@@ -76,7 +76,8 @@ static int fits(struct tk__zone *z, uint64_t cell, uint64_t h0)
 	if (cell >= arena_cells(z))
 		return 0;
 	size = page_class_cells(z, cell);
-	return size && cell % size == 0 &&
+	/* A power of two (tkz_page_size()): a mask, not a division. */
+	return size && (cell & (size - 1)) == 0 &&
 	       (!(h0 & TKZ_BLK_USED) ||
 		words_of(h0) + TKZ_BLK_OVERHEAD <= size);
 }
@@ -84,7 +85,7 @@ static int fits(struct tk__zone *z, uint64_t cell, uint64_t h0)
 int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires)
 {
-	struct tkz_cell *cells = tk__zone_cells(z);
+	struct tkz_cell *cells = tk__zone_cells(z), *c;
 	uint64_t cell = tkz_ref_cell(w1), h0, h1, g, r0, r1, off = 0;
 	uint32_t n, i, m;
 	int bad = 0;
@@ -102,11 +103,19 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	else {
 		*expires = ck_pr_load_64(&cells[cell + 1].w[1]);
 		bad |= ck_pr_load_64(&cells[cell + 1].w[0]) != g;
-		/* Every word's cell must carry the gen: one test at the end. */
+		/* Every word's cell must carry the gen: one test at the end,
+		 * two cells a turn (the loop's own steps were half of it). */
 		m = words ? (n < max ? n : max) : 0;
-		for (i = 0; i < m; i++) {
-			words[i] = ck_pr_load_64(&cells[cell + 2 + i].w[1]);
-			off |= ck_pr_load_64(&cells[cell + 2 + i].w[0]) ^ g;
+		c = &cells[cell + 2];
+		for (i = 0; i + 1 < m; i += 2) {
+			words[i] = ck_pr_load_64(&c[i].w[1]);
+			words[i + 1] = ck_pr_load_64(&c[i + 1].w[1]);
+			off |= (ck_pr_load_64(&c[i].w[0]) ^ g) |
+			       (ck_pr_load_64(&c[i + 1].w[0]) ^ g);
+		}
+		if (i < m) {
+			words[i] = ck_pr_load_64(&c[i].w[1]);
+			off |= ck_pr_load_64(&c[i].w[0]) ^ g;
 		}
 		bad |= off != 0;
 	}
@@ -519,21 +528,29 @@ int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 	return 0;
 }
 
-int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v)
+/* tk__blk_put(), inlined where a block's cells are written in a row. */
+static inline __attribute__((always_inline)) int put(struct tkz_cell *c,
+						     uint64_t g, uint64_t v)
 {
 	uint64_t t, x;
 
 	for (;;) {
 		tkz_read(c->w, &t, &x);
-		if (t >= g) { /* rarely: the cells of a fresh claim are older */
+		if (__builtin_expect(t >= g, 0)) {
+			/* Rarely: the cells of a fresh claim are older. */
 			if (t > g)
 				return -ESTALE;
 			if (x == v)
 				return 0;
 		}
-		if (tkz_cas(c->w, t, x, g, v))
+		if (__builtin_expect(tkz_cas(c->w, t, x, g, v), 1))
 			return 0;
 	}
+}
+
+int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v)
+{
+	return put(c, g, v);
 }
 
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
@@ -543,11 +560,42 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
 	uint64_t g = gen_of(b->h0);
 	uint32_t i, n = words_of(b->h0);
 
-	if (tk__blk_put(&c[1], g, expires))
+	if (put(&c[1], g, expires))
 		return -ESTALE;
-	for (i = 0; i < n; i++)
-		if (tk__blk_put(&c[2 + i], g, words[i]))
+	/* Two cells a turn, as tk__blk_read() reads them. */
+	for (i = 0; i + 1 < n; i += 2)
+		if (put(&c[2 + i], g, words[i]) ||
+		    put(&c[3 + i], g, words[i + 1]))
 			return -ESTALE;
+	if (i < n && put(&c[2 + i], g, words[i]))
+		return -ESTALE;
+	return 0;
+}
+
+int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
+		    uint64_t now, uint32_t words, const uint64_t *next,
+		    uint64_t expires, struct tk__blk *held, int *holding)
+{
+	struct tkz_slot *s = &tk__zone_slots(z)[idx];
+
+	if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
+		*holding = 0;
+	if (!*holding) {
+		int err = tk__blk_claim(z, words, idx, w1, now, held);
+
+		if (err)
+			return err;
+		*holding = 1;
+	}
+	if (tk__blk_write(z, held, expires, next) != 0) {
+		*holding = 0; /* taken from us: claim another */
+		return -EAGAIN;
+	}
+	tkz_before_publish();
+	if (!tkz_cas_slot(s, w0, w1, tkz_referenced(w0, w1), tk__blk_ref(held)))
+		return -EAGAIN;
+	*holding = 0;
+	tk__blk_release_ref(z, w1);
 	return 0;
 }
 

@@ -48,12 +48,13 @@ static inline int tkz_cas(uint64_t *w, uint64_t e0, uint64_t e1, uint64_t n0,
 			  uint64_t n1)
 {
 #if defined(__x86_64__)
-	unsigned char z;
+	int z;
 
-	__asm__ __volatile__("lock cmpxchg16b %0; setz %1"
-			     : "+m"(*w), "=q"(z), "+a"(e0), "+d"(e1)
+	/* The flag as the output (no setz): a caller's branch tests it. */
+	__asm__ __volatile__("lock cmpxchg16b %0"
+			     : "+m"(*w), "=@ccz"(z), "+a"(e0), "+d"(e1)
 			     : "b"(n0), "c"(n1)
-			     : "memory", "cc");
+			     : "memory");
 	return z;
 #else
 	uint64_t expect[2] = { e0, e1 }, set[2] = { n0, n1 };

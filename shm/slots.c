@@ -519,25 +519,9 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	rc = fn(ctx, have, next, &exp);
 	if (rc != TK__ZONE_PERSIST)
 		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
-	if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
-		*holding = 0;
-	if (!*holding) {
-		int err = tk__blk_claim(z, words, idx, w1, now, held);
-
-		if (err)
-			return err;
-		*holding = 1;
-	}
-	if (tk__blk_write(z, held, exp, next) != 0) {
-		*holding = 0; /* taken from us: claim another */
-		return -EAGAIN;
-	}
-	tkz_before_publish();
-	if (!tkz_cas_slot(s, w0, w1, tkz_referenced(w0, w1), tk__blk_ref(held)))
-		return -EAGAIN;
-	*holding = 0;
-	tk__blk_release_ref(z, w1);
-	return rc;
+	rc = tk__blk_publish(z, idx, w0, w1, now, words, next, exp, held,
+			     holding);
+	return rc == 0 ? TK__ZONE_PERSIST : rc;
 }
 
 /*

@@ -237,6 +237,7 @@ int tk__table_copy_stands(struct tk__zone *z, uint64_t fp);
  * the move, then look again (an eviction waits for it: a move in flight
  * could bring an evicted state back). */
 #define TK__ZONE_MOVE_FIRST (-4096 - 4)
+#define TK__ZONE_NOT_PLAIN (-4096 - 5)	/* tk__zone_block_step(): not here */
 
 /*
  * What a full arena does instead of evicting (blocks.c): 0 (evict),
@@ -445,6 +446,32 @@ int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v);
 /* Write the expiry and the words of a claim; -ESTALE if it was lost. */
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
 		  const uint64_t *words);
+/*
+ * direct.c: check the block key in MEM slot @s seen as {@w0, @w1} at
+ * @now by @fn (as tk__zone_apply() runs it on a state of @words words),
+ * in the plain case.  Returns @fn's TK__ZONE_PERSIST (published) or
+ * TK__ZONE_KEEP (confirmed), its negative result, -EAGAIN if the slot
+ * changed (look again), or TK__ZONE_NOT_PLAIN, having written nothing,
+ * where tk__zone_apply() must decide.  @held and *@holding as
+ * tk__blk_publish() keeps them: a caller that looks again hands them
+ * back, and releases @held once done if *@holding.
+ */
+int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+			uint64_t w1, uint64_t now, uint32_t words,
+			tk__zone_fn fn, void *ctx, struct tk__blk *held,
+			int *holding);
+/*
+ * Publish @words words @next expiring at @expires as the state of MEM
+ * slot @idx seen as {@w0, @w1}: a claim (or *@holding's @held, rebound),
+ * its cells written, the slot's CAS, the replaced block released
+ * (docs/shm-protocol.md, "State blocks", 2 to 6).  0; -EAGAIN if the
+ * slot changed or the claim was lost (look again; *@holding says whether
+ * @held is still this caller's, to rebind or release); or the claim's
+ * error.
+ */
+int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
+		    uint64_t now, uint32_t words, const uint64_t *next,
+		    uint64_t expires, struct tk__blk *held, int *holding);
 uint64_t tk__blk_ref(const struct tk__blk *b);
 void tk__blk_release(struct tk__zone *z, const struct tk__blk *b);
 /* Release the block incarnation @w1 references, if still that one. */

@@ -228,6 +228,20 @@ int tk__slot_fenced_try(struct tk_store *s, const struct tk__store_head *head,
 			const char *key, size_t key_len, uint64_t now,
 			struct tk__when *late, const struct tk__policy *p,
 			uint64_t cost, struct tk_decision *d);
+/* try_window(): the same for a window's key (store-slot.c, window()). */
+int tk__slot_zone_window(struct tk_store *s, const struct tk__store_head *head,
+			 const char *key, size_t key_len, uint64_t now,
+			 struct tk__when *late, const struct tk__policy *p,
+			 uint64_t cost, struct tk_decision *d);
+int tk__slot_table_window(struct tk_store *s, const struct tk__store_head *head,
+			  const char *key, size_t key_len, uint64_t now,
+			  struct tk__when *late, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d);
+int tk__slot_fenced_window(struct tk_store *s,
+			   const struct tk__store_head *head, const char *key,
+			   size_t key_len, uint64_t now, struct tk__when *late,
+			   const struct tk__policy *p, uint64_t cost,
+			   struct tk_decision *d);
 int tk__slot_apply_multi(struct tk_store *s, uint64_t now,
 			 const struct tk__multi *m);
 int tk__slot_reset(struct tk_store *s, const unsigned char *key, size_t len);

@@ -122,19 +122,22 @@ struct tk__table *tk__memory_table(struct tk_store *base)
 uint64_t tk__memory_secret[2];
 #endif
 
-/* The store's ops with the fast path @try_check. */
-#define MEMORY_OPS(try)                                                        \
+/* The store's ops with the fast paths @try (try_check) and @win
+ * (try_window). */
+#define MEMORY_OPS(try, win)                                                   \
 	{                                                                      \
 		.name = "memory", .apply = tk__slot_table_apply,               \
-		.try_check = try, .apply_multi = tk__slot_apply_multi,         \
-		.reset = tk__slot_reset, .stats = memory_stats,                \
-		.close = memory_close,                                         \
+		.try_check = try, .try_window = win,                           \
+		.apply_multi = tk__slot_apply_multi, .reset = tk__slot_reset,  \
+		.stats = memory_stats, .close = memory_close,                  \
 	}
 
-static const struct tk__store_ops memory_ops = MEMORY_OPS(tk__slot_table_try);
+static const struct tk__store_ops memory_ops =
+	MEMORY_OPS(tk__slot_table_try, tk__slot_table_window);
 /* Where liburcu-bp's readers need full barriers (no membarrier(2)): it
  * decides once, when it initialises, and never goes back. */
-static const struct tk__store_ops fenced_ops = MEMORY_OPS(tk__slot_fenced_try);
+static const struct tk__store_ops fenced_ops =
+	MEMORY_OPS(tk__slot_fenced_try, tk__slot_fenced_window);
 
 /* The table of @o: its first size and its largest, and the secret. */
 static int table_open(struct mem_store *s, const struct tk_options *o)

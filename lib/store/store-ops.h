@@ -119,6 +119,13 @@ struct tk__batch_item {
 struct tk__rule;       /* shm/rules.h */
 struct tk__store_head; /* store-key.h */
 
+/* Does a check of @p go to try_window() (struct tk__store_ops)? */
+static inline int tk__window_direct(const struct tk__policy *p)
+{
+	return p->alg->id == TK__ALG_FIXED_WINDOW ||
+	       p->alg->id == TK__ALG_SLIDING_WINDOW;
+}
+
 struct tk__store_ops {
 	const char *name;
 	/* Run @t atomically on @key's state at @now.  Returns fn's final
@@ -147,6 +154,15 @@ struct tk__store_ops {
 			 const char *key, size_t key_len, uint64_t now,
 			 struct tk__when *late, const struct tk__policy *p,
 			 uint64_t cost, struct tk_decision *d);
+	/*
+	 * Optional: try_check() for a policy of a fixed or sliding window
+	 * (tk__window_direct()), whose state is a packed word or a block:
+	 * the same contract, the policy's own transition stepped on it.
+	 */
+	int (*try_window)(struct tk_store *s, const struct tk__store_head *head,
+			  const char *key, size_t key_len, uint64_t now,
+			  struct tk__when *late, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d);
 	/* Run @m atomically over all its keys at @now; as apply(). */
 	int (*apply_multi)(struct tk_store *s, uint64_t now,
 			   const struct tk__multi *m);

@@ -146,6 +146,7 @@ static const struct tk__store_ops shm_ops = {
 	.name = "shm",
 	.apply = tk__slot_zone_apply,
 	.try_check = tk__slot_zone_try,
+	.try_window = tk__slot_zone_window,
 	.apply_multi = tk__slot_apply_multi,
 	.reset = tk__slot_reset,
 	.stats = shm_stats,

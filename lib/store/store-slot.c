@@ -34,6 +34,9 @@
 #include "rcu.h"
 #include "store/slot-store.h"
 #include "store/tally.h"
+#include "atomic.h"
+#include "step.h"
+#include "test-hooks.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -101,13 +104,14 @@ hash_joined(const struct tk__slot_store *s, const struct tk__store_head *head,
 /* key_of() of the store key @head + @key, hashed as it comes. */
 ALWAYS void key_of_parts(const struct tk__slot_store *s, int kind,
 			 const struct tk__store_head *head, const char *key,
-			 size_t key_len, uint32_t alg, struct tk__zone_key *k)
+			 size_t key_len, int block, uint32_t alg,
+			 struct tk__zone_key *k)
 {
 	uint64_t h;
 
 	if (!tk__keyhash_join(&s->kh, head->w, head->len, key, key_len, &h))
 		h = hash_joined(s, head, key, key_len);
-	key_at(kind, h, 0, alg, k);
+	key_at(kind, h, block, alg, k);
 }
 
 /* Enter and leave a private table's RCU section (@light: the hot path's
@@ -324,6 +328,78 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
 	return guard_end(s, kind, rc);
 }
 
+#if TK_TEST_HOOKS
+__thread uint64_t tk__window_direct_decided;
+#endif
+
+/*
+ * A window's direct check (try_window()) of @k on @z, under the guard,
+ * counted: the key's slot found as tk__slot_direct() finds it, its state
+ * stepped by the policy's own transition (tk__check_fn(), as apply()
+ * runs it) and written as apply() writes it: a packed word in place
+ * (update_word() in shm/slots.c), a block by tk__zone_block_step().
+ * What that does not decide is TK__NOT_HERE, nothing written.
+ */
+ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
+		  const volatile struct tk__slot_name *name,
+		  const struct tk__zone_key *k, const struct tkz_cand *cand,
+		  uint64_t now, const struct tk__policy *p, uint64_t cost,
+		  struct tk_decision *d)
+{
+	struct tk__transform t;
+	struct tk__step st;
+	struct tk__zone_word w;
+	struct tk__blk held;
+	uint64_t next[1], exp;
+	int round, holding = 0, rc = guard(s, kind);
+
+	if (rc)
+		return rc;
+	tk__step_single(&st, TK__OP_CHECK, p, 0, now, cost, &t);
+	rc = TK__NOT_HERE;
+	for (round = 0; round < TK__SLOT_DIRECT_ROUNDS; round++) {
+		if (!tk__zone_word_find(z, k, cand, now, &w)) {
+			rc = TK__NOT_HERE;
+			break;
+		}
+		if (w.w0 & TKZ_FP_BLOCK) {
+			rc = tk__zone_block_step(z, w.slot, w.w0, w.w1, now,
+						 p->state_words, tk__check_fn,
+						 &st, &held, &holding);
+		} else {
+			rc = tk__check_fn(&st, w.w1 ? &w.w1 : NULL, next, &exp);
+			if (rc == TK__PERSIST)
+				rc = tk__zone_word_put(&w, next[0]) ? rc
+								    : -EAGAIN;
+			else if (rc == TK__KEEP)
+				rc = tk__zone_word_keep(&w) ? rc : -EAGAIN;
+		}
+		if (rc != -EAGAIN)
+			break;
+	}
+	if (holding) /* a claim whose publish was lost: not the apply's */
+		tk__blk_release(z, &held);
+	if (rc == -EAGAIN || rc == TK__ZONE_NOT_PLAIN)
+		rc = TK__NOT_HERE;
+	if (rc == -E2BIG)
+		rc = -ENOTSUP; /* as result() says it */
+	/* What tk__step_done() counts after an apply, whatever it
+	 * answered (an error too: a cost above the limit). */
+	if (rc != TK__NOT_HERE && st.corrupt)
+		tk_atomic_add_u64(&s->base.corrupt, 1, TK_MO_RELAXED);
+	if (rc >= 0) {
+#if TK_TEST_HOOKS
+		tk__window_direct_decided++;
+#endif
+		if (kind == TK__SLOT_ZONE && rc == TK__KEEP)
+			tk__slot_name_deny(z, name);
+		counted(s, kind, rc == TK__KEEP, name);
+		*d = st.d;
+		rc = 0;
+	}
+	return guard_end(s, kind, rc);
+}
+
 /*
  * try_check() (struct tk__store_ops): a check of a word key in place, at
  * @now, or, with @late, at the time read from @late once the key's slot
@@ -334,7 +410,8 @@ ALWAYS int direct(struct tk__slot_store *s, int kind, struct tk__zone *z,
 ALWAYS int check(struct tk_store *base, const struct tk__store_head *head,
 		 const char *key, size_t len, uint64_t now,
 		 struct tk__when *late, const struct tk__policy *p,
-		 uint64_t cost, struct tk_decision *d, int kind, int light)
+		 uint64_t cost, struct tk_decision *d, int kind, int light,
+		 int win)
 {
 	struct tk__slot_store *s = slot_of(base);
 	volatile struct tk__slot_name name; /* why: slot-store.h */
@@ -350,18 +427,23 @@ ALWAYS int check(struct tk_store *base, const struct tk__store_head *head,
 		name.len = len;
 	}
 	before(s, kind);
-	key_of_parts(s, kind, head, key, len, p->alg->id, &k);
+	key_of_parts(s, kind, head, key, len,
+		     win && (p->state_words != 1 || !p->word_is_expiry),
+		     p->alg->id, &k);
 	ctr = section(kind, light);
 	z = zone_of(s, kind);
 	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {
 		rc = TK__NOT_HERE;
 	} else if (!late) {
-		rc = direct(s, kind, z, &name, &k, NULL, now, p, cost, d);
+		rc = win ? window(s, kind, z, &name, &k, NULL, now, p, cost, d)
+			 : direct(s, kind, z, &name, &k, NULL, now, p, cost, d);
 	} else {
 		rc = tk__slot_prefetch_then_read(z, &k, &cand, late);
 		if (rc == 0)
-			rc = direct(s, kind, z, &name, &k, &cand, late->ns, p,
-				    cost, d);
+			rc = win ? window(s, kind, z, &name, &k, &cand,
+					  late->ns, p, cost, d)
+				 : direct(s, kind, z, &name, &k, &cand,
+					  late->ns, p, cost, d);
 	}
 	section_end(kind, light, ctr);
 	return rc;
@@ -372,12 +454,14 @@ ALWAYS int check(struct tk_store *base, const struct tk__store_head *head,
 ALWAYS int check_at(struct tk_store *s, const struct tk__store_head *head,
 		    const char *key, size_t len, uint64_t now,
 		    struct tk__when *late, const struct tk__policy *p,
-		    uint64_t cost, struct tk_decision *d, int kind, int light)
+		    uint64_t cost, struct tk_decision *d, int kind, int light,
+		    int win)
 {
 	if (late)
 		return check(s, head, key, len, 0, late, p, cost, d, kind,
-			     light);
-	return check(s, head, key, len, now, NULL, p, cost, d, kind, light);
+			     light, win);
+	return check(s, head, key, len, now, NULL, p, cost, d, kind, light,
+		     win);
 }
 
 int tk__slot_zone_try(struct tk_store *s, const struct tk__store_head *head,
@@ -386,7 +470,16 @@ int tk__slot_zone_try(struct tk_store *s, const struct tk__store_head *head,
 		      uint64_t cost, struct tk_decision *d)
 {
 	return check_at(s, head, key, key_len, now, late, p, cost, d,
-			TK__SLOT_ZONE, 0);
+			TK__SLOT_ZONE, 0, 0);
+}
+
+int tk__slot_zone_window(struct tk_store *s, const struct tk__store_head *head,
+			 const char *key, size_t key_len, uint64_t now,
+			 struct tk__when *late, const struct tk__policy *p,
+			 uint64_t cost, struct tk_decision *d)
+{
+	return check_at(s, head, key, key_len, now, late, p, cost, d,
+			TK__SLOT_ZONE, 0, 1);
 }
 
 int tk__slot_table_try(struct tk_store *s, const struct tk__store_head *head,
@@ -395,7 +488,16 @@ int tk__slot_table_try(struct tk_store *s, const struct tk__store_head *head,
 		       uint64_t cost, struct tk_decision *d)
 {
 	return check_at(s, head, key, key_len, now, late, p, cost, d,
-			TK__SLOT_TABLE, 1);
+			TK__SLOT_TABLE, 1, 0);
+}
+
+int tk__slot_table_window(struct tk_store *s, const struct tk__store_head *head,
+			  const char *key, size_t key_len, uint64_t now,
+			  struct tk__when *late, const struct tk__policy *p,
+			  uint64_t cost, struct tk_decision *d)
+{
+	return check_at(s, head, key, key_len, now, late, p, cost, d,
+			TK__SLOT_TABLE, 1, 1);
 }
 
 int tk__slot_fenced_try(struct tk_store *s, const struct tk__store_head *head,
@@ -404,7 +506,17 @@ int tk__slot_fenced_try(struct tk_store *s, const struct tk__store_head *head,
 			uint64_t cost, struct tk_decision *d)
 {
 	return check_at(s, head, key, key_len, now, late, p, cost, d,
-			TK__SLOT_TABLE, 0);
+			TK__SLOT_TABLE, 0, 0);
+}
+
+int tk__slot_fenced_window(struct tk_store *s,
+			   const struct tk__store_head *head, const char *key,
+			   size_t key_len, uint64_t now, struct tk__when *late,
+			   const struct tk__policy *p, uint64_t cost,
+			   struct tk_decision *d)
+{
+	return check_at(s, head, key, key_len, now, late, p, cost, d,
+			TK__SLOT_TABLE, 0, 1);
 }
 
 ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,

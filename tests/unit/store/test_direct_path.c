@@ -18,6 +18,8 @@
  * tickets, the ring of recent denials; not the sampled checks) and the
  * corrupt counts are equal too.
  *
+ * test_window_direct.c runs the same on window policies (DIRECT_*).
+ *
  * White-box: linked statically for tk__limiter_generic().
  */
 #include <stdarg.h>
@@ -52,15 +54,25 @@
 
 static char dir[] = "/tmp/tk-direct-XXXXXX";
 
+#ifndef DIRECT_POLICIES
 /* GCRA with and without a burst, the token bucket under a longer
  * prefix, and GCRA with another tolerance on the first one's keys: near
  * 2^63 ns one writes TATs the other does not validate. */
-static const char *const policies[NPOL] = {
-	"gcra:10/1s",
-	"gcra:5/1h,burst=3",
-	"token-bucket:capacity=4,refill=2/1s",
-	"gcra:100/1m,burst=7",
-};
+#define DIRECT_POLICIES                                                        \
+	"gcra:10/1s", "gcra:5/1h,burst=3",                                     \
+		"token-bucket:capacity=4,refill=2/1s", "gcra:100/1m,burst=7"
+#define DIRECT_LIMITS 10, 3, 4, 7
+#define DIRECT_RACE_POLICY "gcra:1000/1h"
+#define DIRECT_RACE_CHECKS 3000
+#define DIRECT_RACE_LIMIT 1000
+#define DIRECT_EXTRA_TESTS
+#define DIRECT_BLOCKS 0	  /* no state in a block */
+#define DIRECT_TAKEN(n) 1 /* (the direct checks are not counted) */
+#define DIRECT_RESET()
+#define DIRECT_MAX_KEYS                                                        \
+	(CAP * 2 / 5) /* CAP slots: the memory store evicts too */
+#endif
+static const char *const policies[NPOL] = { DIRECT_POLICIES };
 static const char *const prefixes[NPOL] = { NULL, "p1", "prefix-2", NULL };
 
 struct side {
@@ -98,7 +110,7 @@ static void open_side(struct side *sd, const char *name, struct tk_clock *c,
 	sd->name = name;
 	o.clock = c;
 	o.flags = TK_OPT_NO_RECLAIMER | TK_OPT_ZONE_NO_CREATE;
-	o.max_keys = CAP * 2 / 5; /* CAP slots: the memory store evicts too */
+	o.max_keys = DIRECT_MAX_KEYS;
 	o.reclaim_grace = 2 * SEC;
 	snprintf(spec, sizeof(spec), name ? "shm:%s" : "memory", name);
 	assert_rc(tk_store_open(&sd->s, spec, &o), 0);
@@ -332,7 +344,7 @@ static void other_algorithm(const struct side *a, const struct side *b,
  * that write zone files). */
 static void timeline(uint64_t seed, int zone)
 {
-	static const uint64_t limits[NPOL] = { 10, 3, 4, 7 };
+	static const uint64_t limits[NPOL] = { DIRECT_LIMITS };
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct side a, b;
 	struct tally t = { 0, 0, 0, { 0, 0, 0 } };
@@ -350,6 +362,7 @@ static void timeline(uint64_t seed, int zone)
 		copy_file("direct", "generic");
 	}
 	assert_rc(tk_clock_manual_new(&c, now), 0);
+	DIRECT_RESET();
 	open_side(&a, zone ? "direct" : NULL, c, 0);
 	open_side(&b, zone ? "generic" : NULL, c, 1);
 	for (step = 0; step < STEPS; step++) {
@@ -408,11 +421,18 @@ static void timeline(uint64_t seed, int zone)
 		other_algorithm(&a, &b, &t);
 	close_side(&a, &ca);
 	close_side(&b, &cb);
-	assert_int_equal(ca, cb);
+	if (ca != cb)
+		fail_msg("%llu corrupt states direct, %llu generic",
+			 (unsigned long long)ca, (unsigned long long)cb);
+	/* Most checks of the direct side took the direct path. */
+	assert_true(DIRECT_TAKEN(t.checks));
 	/* The timeline reached every outcome. */
-	assert_true(t.allowed > 500 && t.denied > 500);
-	assert_true(t.errors[0] > 0 && ca > 0);
-	assert_int_equal(t.errors[2], 0);
+	assert_true(t.allowed > 300 && t.denied > 300);
+	/* Windows meet corrupt states only where a zone's damage hits a
+	 * packed word (a broken block reference is no state): not always. */
+	assert_true(t.errors[0] > 0 && (ca > 0 || DIRECT_BLOCKS));
+	/* Blocks fill a zone this small: both sides refuse alike. */
+	assert_true(t.errors[2] == 0 || DIRECT_BLOCKS);
 	tk_clock_free(c);
 	if (!zone)
 		return;
@@ -483,13 +503,14 @@ static void *race_worker(void *arg)
 	struct tk_decision d;
 	int i;
 
-	for (i = 0; i < 3000; i++)
+	for (i = 0; i < DIRECT_RACE_CHECKS; i++)
 		if (tk_limiter_check(r->l, "hot", 3, 1, &d) == 0 && d.allowed)
 			r->admitted++;
 	return NULL;
 }
 
-static void contended(const char *spec)
+/* On store @spec, policy @policy, the thread @generic the long way. */
+static void race_on(const char *spec, const char *policy, int generic)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct race r[3];
@@ -509,9 +530,8 @@ static void contended(const char *spec)
 
 		lo.clock = c;
 		lo.store = s;
-		assert_rc(tk_limiter_open(&r[i].l, "gcra:1000/1h", NULL, &lo),
-			  0);
-		if (i == 2)
+		assert_rc(tk_limiter_open(&r[i].l, policy, NULL, &lo), 0);
+		if (i == generic)
 			tk__limiter_generic(r[i].l);
 		r[i].admitted = 0;
 	}
@@ -522,12 +542,17 @@ static void contended(const char *spec)
 		pthread_join(th[i], NULL);
 		total += r[i].admitted;
 	}
-	assert_int_equal(total, 1000);
+	assert_int_equal(total, DIRECT_RACE_LIMIT);
 	for (i = 0; i < 3; i++)
 		tk_limiter_close(r[i].l);
 	tk_store_close(s);
 	tk_clock_free(c);
 	tk_zone_destroy("race");
+}
+
+static void contended(const char *spec)
+{
+	race_on(spec, DIRECT_RACE_POLICY, 2);
 }
 
 static void test_contended_exact(void **state)
@@ -549,7 +574,7 @@ int main(void)
 		cmocka_unit_test(test_same_as_generic),
 		cmocka_unit_test(test_memory_same_as_generic),
 		cmocka_unit_test(test_far_same_as_generic),
-		cmocka_unit_test(test_contended_exact),
+		cmocka_unit_test(test_contended_exact), DIRECT_EXTRA_TESTS
 	};
 
 	return cmocka_run_group_tests(tests, setup, kit_zone_dir_remove);
