@@ -48,7 +48,8 @@ _Static_assert(sizeof(tk__redis_check_lua) < 16384 - 256,
 #define COUNT_MAX (UINT64_C(1) << 62) /* as fixed-window.c */
 #define PACKED_COUNT_MAX ((UINT64_C(1) << 24) - 1)
 #define E9 UINT64_C(1000000000)
-#define WORD_LEN 10 /* a one-word state, decode_word() */
+#define WORD_LEN 10   /* a one-word state, decode_word() */
+#define WINDOW_LEN 37 /* a window's state, decode_window() */
 
 int tk__redis_supported(const struct tk__policy *p)
 {
@@ -334,6 +335,28 @@ static int decode_word(const struct tk__policy *p, const char *s,
 	return 0;
 }
 
+/*
+ * A window's state as the script writes it (check.lua, WIN): 0x80 + the
+ * algorithm's id, then POLICY, START, END and COUNT, each as hi * 10^9 +
+ * lo in 5 and 4 bytes, big-endian, into @f as the text's five fields.
+ */
+static int decode_window(const char *s, uint64_t f[5])
+{
+	const unsigned char *b = (const unsigned char *)s;
+	uint64_t hi, lo;
+	int i;
+
+	f[0] = b[0] & 0x7f;
+	for (i = 0; i < 4; i++) {
+		hi = be(b + 1 + 9 * i, 5);
+		lo = be(b + 6 + 9 * i, 4);
+		if (lo >= E9 || hi > (UINT64_MAX - lo) / E9)
+			return -EPROTO;
+		f[1 + i] = hi * E9 + lo;
+	}
+	return 0;
+}
+
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words, size_t cap)
 {
@@ -353,8 +376,14 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		return decode_ring(p, s, len, words, cap);
 	if (want == 2 && len == WORD_LEN && (unsigned char)s[0] >= 0x80)
 		return decode_word(p, s, &words[0]);
+	if (want == 5 && len == WINDOW_LEN && (unsigned char)s[0] >= 0x80) {
+		if (decode_window(s, f))
+			return -EPROTO;
+		n = want;
+		i = len + 1;
+	}
 	/* ':'-separated decimal fields, the first the algorithm's id. */
-	for (;;) {
+	while (i <= len) {
 		for (at = i; i < len && s[i] != ':'; i++)
 			;
 		if (n == want || tk__redis_parse_u64(s + at, i - at, &f[n++]))

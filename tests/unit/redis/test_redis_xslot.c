@@ -415,17 +415,24 @@ static uint64_t count_of(const char *val)
 }
 
 /* A sliding log (binary, check.lua's LOGH and STAMP) as the text
- * "5:L:T1:...:Tn" of earlier versions; any other state as it is. */
+ * "5:L:T1:...:Tn" of earlier versions, a window (binary, WIN) as
+ * "ALG:POLICY:START:END:COUNT"; any other state as it is. */
 static const char as_text[] =
+	"local function d(h, l) return h == 0 and tostring(l) or "
+	"string.format('%d%09d', h, l) end "
 	"local v = redis.call('GET', KEYS[1]) "
+	"if v and #v == 37 and (v:byte() == 131 or v:byte() == 134) then "
+	"local f = { struct.unpack('>BI5I4I5I4I5I4I5I4', v) } "
+	"local t = { tostring(f[1] - 128) } "
+	"for i = 2, 8, 2 do t[#t + 1] = d(f[i], f[i + 1]) end "
+	"return table.concat(t, ':') end "
 	"if not v or string.byte(v) ~= 133 then return v or '' end "
 	"local t = { '5', tostring(struct.unpack('>I2', v, 2)) } "
 	"for i = 4, #v, 9 do local h, l = struct.unpack('>I5I4', v, i) "
-	"t[#t + 1] = h == 0 and tostring(l) or string.format('%d%09d', h, l) "
-	"end return table.concat(t, ':')";
+	"t[#t + 1] = d(h, l) end return table.concat(t, ':')";
 
 /* The raw state of dimension 0 of @key under @p ("" for none) into
- * @val, a sliding log as text (as_text). */
+ * @val, a sliding log or a window as text (as_text). */
 static void raw_state(const char *key_prefix, const char *key,
 		      const struct tk__policy *p, char *val, size_t len)
 {
