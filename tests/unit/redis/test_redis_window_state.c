@@ -21,6 +21,9 @@
 
 #include <throttlekit.h>
 
+#include "algo/algo.h"
+#include "algo/policy.h"
+#include "redis/scripts.h"
 #include "asserts.h"
 #include "hostile-kit.h"
 #include "redis-kit.h"
@@ -215,9 +218,54 @@ static void test_window_text(void **state)
 	}
 }
 
+/*
+ * The client's decoder (lib/redis/scripts.c), alone: the 37 bytes decode
+ * as the text of the same state, and a pair out of range, another mark
+ * or another length do not (the script refuses them first on a server).
+ */
+static void test_decode(void **state)
+{
+	const uint64_t ok[4] = { 10 * SEC, T0, T0 + 10 * SEC, 3 };
+	const char *text = "3:10000000000:1700000000000000000:"
+			   "1700000010000000000:3";
+	struct tk_policy *pol;
+	const struct tk__policy *p;
+	uint64_t w[2][TK__STATE_WORDS_MAX];
+	char v[WIN_LEN + 1];
+	int f;
+
+	(void)state;
+	assert_rc(tk__policy_parse(&pol, "fixed-window:5/10s", NULL), 0);
+	p = &pol->dim[0];
+	assert_rc(tk__redis_decode(p, text, strlen(text), w[0], p->state_words),
+		  0);
+	assert_rc(tk__redis_decode(p, win(v, 0x83, ok), WIN_LEN, w[1],
+				   p->state_words),
+		  0);
+	assert_memory_equal(w[0], w[1], p->state_words * sizeof(w[0][0]));
+	for (f = 0; f < 4; f++) {
+		win(v, 0x83, ok);
+		memset(v + 6 + 9 * f, 0xff, 4);
+		assert_rc(tk__redis_decode(p, v, WIN_LEN, w[1], p->state_words),
+			  -EPROTO);
+		win(v, 0x83, ok);
+		memset(v + 1 + 9 * f, 0xff, 5);
+		assert_rc(tk__redis_decode(p, v, WIN_LEN, w[1], p->state_words),
+			  -EPROTO);
+	}
+	assert_rc(tk__redis_decode(p, win(v, 0x86, ok), WIN_LEN, w[1],
+				   p->state_words),
+		  -EPROTO);
+	assert_rc(tk__redis_decode(p, win(v, 0x83, ok), WIN_LEN - 1, w[1],
+				   p->state_words),
+		  -EPROTO);
+	tk_policy_free(pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_window_binary),
 		cmocka_unit_test(test_window_text),
 	};
