@@ -40,16 +40,21 @@ static int stop_server(void **state)
 	return 0;
 }
 
-/* @v as hi * 10^9 + lo in 5 and 4 bytes at @b. */
-static void put_pair(char *b, uint64_t v)
+/* @hi and @lo in 5 and 4 bytes at @b. */
+static void put_halves(char *b, uint64_t hi, uint64_t lo)
 {
-	uint64_t hi = v / 1000000000, lo = v % 1000000000;
 	int k;
 
 	for (k = 0; k < 5; k++)
 		b[k] = (char)(hi >> (8 * (4 - k)));
 	for (k = 0; k < 4; k++)
 		b[5 + k] = (char)(lo >> (8 * (3 - k)));
+}
+
+/* @v as hi * 10^9 + lo at @b. */
+static void put_pair(char *b, uint64_t v)
+{
+	put_halves(b, v / 1000000000, v % 1000000000);
 }
 
 /* A window's state of @mark, its four numbers @f, into @b (37 bytes). */
@@ -253,6 +258,11 @@ static void test_decode(void **state)
 		assert_rc(tk__redis_decode(p, v, WIN_LEN, w[1], p->state_words),
 			  -EPROTO);
 	}
+	/* T0 as (T0 / 10^9 - 1) * 10^9 + 10^9: the same number, not a pair. */
+	win(v, 0x83, ok);
+	put_halves(v + 10, T0 / SEC - 1, SEC);
+	assert_rc(tk__redis_decode(p, v, WIN_LEN, w[1], p->state_words),
+		  -EPROTO);
 	assert_rc(tk__redis_decode(p, win(v, 0x86, ok), WIN_LEN, w[1],
 				   p->state_words),
 		  -EPROTO);
