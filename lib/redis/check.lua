@@ -48,7 +48,8 @@
 -- reopens a window early), else NOW's, with the state's COUNT if it is
 -- that window, else 0; admitted iff count + COST <= LIMIT, and the state
 -- becomes that window with count + COST.  A state of another POLICY is
--- another policy's.  The state expires at the window's end.
+-- another policy's.  The state expires at the window's end (GRACE
+-- added, as every state's), which a write in the same window keeps.
 --
 -- Sliding logs (ALG 5): the value is binary, 3 + 9n bytes: a byte 133
 -- (0x80 + 5), L in 2 bytes, then the n <= L stamps of the units counted,
@@ -564,8 +565,10 @@ end
 -- one_word() for arguments INC AHEAD LIMIT below 10^15 and a WORD
 -- below 2^63 within 46 days of NOW.
 local function fast_word(alg, value, ARGV, at, nhi, nlo, g)
-	local inc, ahead, limit = cnum(ARGV[at + 3]), cnum(ARGV[at + 4]),
-		cnum(ARGV[at + 5])
+	local x, y, z = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+	-- known[], as cnum() would answer, without a call on a hit.
+	local inc, ahead, limit = known[x] or cnum(x), known[y] or cnum(y),
+		known[z] or cnum(z)
 	local mark = MARK[alg]
 	if not (inc and ahead and limit) then
 		return nil
