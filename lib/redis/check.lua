@@ -565,8 +565,9 @@ end
 -- one_word() for arguments INC AHEAD LIMIT below 10^15 and a WORD
 -- below 2^63 within 46 days of NOW.
 local function fast_word(alg, value, ARGV, at, nhi, nlo, g)
+	-- known[], as cnum() would answer, without a call on a hit (as
+	-- in fast_window() and fast()).
 	local x, y, z = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
-	-- known[], as cnum() would answer, without a call on a hit.
 	local inc, ahead, limit = known[x] or cnum(x), known[y] or cnum(y),
 		known[z] or cnum(z)
 	local mark = MARK[alg]
@@ -628,7 +629,8 @@ end
 -- SET KEEPTTL, 0.3 us less than PX, Redis 6 and later): a write in the
 -- window set it to END + GRACE, as this one would.
 local function fast_window(alg, value, ARGV, at, nhi, nlo, g, keep)
-	local cost, limit = cnum(ARGV[at + 6]), cnum(ARGV[at + 7])
+	local x, y = ARGV[at + 6], ARGV[at + 7]
+	local cost, limit = known[x] or cnum(x), known[y] or cnum(y)
 	local head, ehi, elo = head_of(alg, ARGV[at + 3], ARGV[at + 4],
 		ARGV[at + 5])
 	-- Below 2^63 as a window of the state must be: a window ending
@@ -678,14 +680,15 @@ end
 
 local PAD, replicated = { '00000', '0000', '000', '00', '0', '' }, false
 
--- NOW for fast(): hi, lo and its text; or {2, NOW} outside the span of
--- "TIME:LO:HI"; or nil (the general code decides).
+-- NOW for fast(): hi, lo and its text in four pieces (the reply
+-- concatenates them with the rest: one string less); or {2, NOW}
+-- outside the span of "TIME:LO:HI"; or nil (the general code decides).
 local function fast_now(arg)
 	local nhi, nlo, s = nil, nil, false
 	if arg ~= 'TIME' then
 		nhi, nlo = pair(arg)
 		if nlo then
-			return nhi, nlo, arg
+			return nhi, nlo, arg, '', '', ''
 		end
 		s = cached(span, arg)
 		if s == nil then
@@ -699,24 +702,24 @@ local function fast_now(arg)
 		replicated = true
 	end
 	local t = redis.call('TIME')
-	nhi, nlo = tonumber(t[1]), tonumber(t[2]) * 1000
-	local nows = t[1] .. PAD[#t[2]] .. t[2] .. '000'
+	local a, b, c = t[1], PAD[#t[2]], t[2]
+	nhi, nlo = tonumber(a), tonumber(c) * 1000
 	if s and (nhi < s[1] or (nhi == s[1] and nlo < s[2]) or
 		nhi > s[3] or (nhi == s[3] and nlo >= s[4])) then
-		return { 2, nows }
+		return { 2, a .. b .. c .. '000' }
 	end
-	return nhi, nlo, nows
+	return nhi, nlo, a, b, c, '000'
 end
 
 -- A check of one dimension of those above, whole: the reply, or nil to
 -- leave it to the general code.  ARGV: the short form.
 local function fast(KEYS, ARGV)
-	local alg, g = ARGV[3], cnum(ARGV[2])
+	local alg, g = ARGV[3], known[ARGV[2]] or cnum(ARGV[2])
 	local one = MARK[alg]
 	if not (one or alg == '3' or alg == '6') or not g then
 		return nil
 	end
-	local nhi, nlo, nows = fast_now(ARGV[1])
+	local nhi, nlo, a, b, c, d = fast_now(ARGV[1])
 	if not nlo then
 		return nhi
 	end
@@ -739,9 +742,9 @@ local function fast(KEYS, ARGV)
 		else
 			redis.call('SET', KEYS[1], new, 'KEEPTTL')
 		end
-		return string.char(1, #old, #new) .. old .. new .. nows
+		return string.char(1, #old, #new) .. old .. new .. a .. b .. c .. d
 	end
-	return string.char(0, #old, 0) .. old .. nows
+	return string.char(0, #old, 0) .. old .. a .. b .. c .. d
 end
 
 local function proto(why)
