@@ -165,48 +165,47 @@ long long eval_on(const char *policy, const char *script)
 	return redis_kit_cmd(srv, NULL, 0, "EVAL %s 1 t:%b", script, key, klen);
 }
 
-void twin_open(const char *policy, const char *spec, struct tk_limiter *l[2],
-	       struct tk_clock *c[2])
+void twin_open(struct twin *t, const char *policy, const char *spec)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_decision d;
 	int m;
 
 	for (m = 0; m < 2; m++) {
-		assert_rc(tk_clock_manual_new(&c[m], T0), 0);
-		o.clock = c[m];
+		assert_rc(tk_clock_manual_new(&t->c[m], T0), 0);
+		o.clock = t->c[m];
 		o.fail = TK_FAIL_ERROR;
 		o.flags = TK_OPT_NO_RECLAIMER;
-		assert_rc(tk_limiter_open(&l[m], policy,
+		assert_rc(tk_limiter_open(&t->l[m], policy,
 					  m ? redis_kit_slow(spec) : "memory",
 					  &o),
 			  0);
-		assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
-		assert_rc(tk_limiter_check(l[m], "k", 1, 2, &d), 0);
+		assert_rc(tk_limiter_reset(t->l[m], "k", 1), 0);
+		assert_rc(tk_limiter_check(t->l[m], "k", 1, 2, &d), 0);
 		assert_true(d.allowed);
 	}
 }
 
-int twin_check(struct tk_limiter *l[2], struct tk_clock *c[2], uint64_t now)
+int twin_check(struct twin *t, uint64_t now)
 {
 	struct tk_decision d[2];
 	int m;
 
 	for (m = 0; m < 2; m++) {
-		tk_clock_set(c[m], now);
-		assert_rc(tk_limiter_check(l[m], "k", 1, 1, &d[m]), 0);
+		tk_clock_set(t->c[m], now);
+		assert_rc(tk_limiter_check(t->l[m], "k", 1, 1, &d[m]), 0);
 	}
 	assert_same_decision(d[1], d[0]);
 	return d[0].allowed;
 }
 
-void twin_close(struct tk_limiter *l[2], struct tk_clock *c[2])
+void twin_close(struct twin *t)
 {
 	int m;
 
 	for (m = 0; m < 2; m++) {
-		tk_limiter_close(l[m]);
-		tk_clock_free(c[m]);
+		tk_limiter_close(t->l[m]);
+		tk_clock_free(t->c[m]);
 	}
 }
 

@@ -41,15 +41,20 @@ long long eval_on(const char *policy, const char *script);
  * first byte in *first. */
 long long state_len(const char *policy, unsigned char *first);
 /*
- * Twins: a limiter of @policy on the memory store (l[0]) and one on the
- * Redis store @spec (l[1]), each on a manual clock at 1700000000 s (c[0],
- * c[1]), key "k" reset, then checked for 2 units (admitted).
+ * Twins: a limiter on the memory store (l[0]) and one on the Redis store
+ * (l[1]), each on a manual clock at 1700000000 s (c[0], c[1]).
  */
-void twin_open(const char *policy, const char *spec, struct tk_limiter *l[2],
-	       struct tk_clock *c[2]);
+struct twin {
+	struct tk_limiter *l[2];
+	struct tk_clock *c[2];
+};
+
+/* Twins of @policy, the Redis one on @spec; key "k" reset, then checked
+ * for 2 units (admitted). */
+void twin_open(struct twin *t, const char *policy, const char *spec);
 /* Both clocks at @now, one unit of "k" on each: the same decision, which
  * it returns (admitted or not). */
-int twin_check(struct tk_limiter *l[2], struct tk_clock *c[2], uint64_t now);
-void twin_close(struct tk_limiter *l[2], struct tk_clock *c[2]);
+int twin_check(struct twin *t, uint64_t now);
+void twin_close(struct twin *t);
 
 #endif

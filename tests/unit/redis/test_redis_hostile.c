@@ -227,8 +227,7 @@ static void test_log_text(void **state)
 		1, 0, 0, 0, 400 * MS, 0, 600 * MS, 0, 0, SEC, 0,
 	};
 	const char *pol = "sliding-log:3/1s";
-	struct tk_limiter *l[2];
-	struct tk_clock *c[2];
+	struct twin t;
 	char spec[192];
 	unsigned char first;
 	size_t k;
@@ -238,11 +237,11 @@ static void test_log_text(void **state)
 	need_server();
 	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
 		 kit.spec);
-	twin_open(pol, spec, l, c);
+	twin_open(&t, pol, spec);
 	assert_int_equal(log_to_text(pol), 3 + 2 * 9);
 	for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 		now += steps[k];
-		twin_check(l, c, now);
+		twin_check(&t, now);
 		/* Back to text after each write but the last two: all
 		 * other checks read text. */
 		if (k + 2 < sizeof(steps) / sizeof(steps[0]))
@@ -251,7 +250,7 @@ static void test_log_text(void **state)
 	/* Written again, as the script writes it now: two live stamps. */
 	assert_int_equal(state_len(pol, &first), 3 + 2 * 9);
 	assert_int_equal(first, 0x85);
-	twin_close(l, c);
+	twin_close(&t);
 }
 
 static void test_ring(void **state)
@@ -402,8 +401,7 @@ static void test_one_word_text(void **state)
 	};
 	static const unsigned int marks[] = { 0x81, 0x82, 0x87 };
 	static const uint64_t steps[] = { 0, 1, 50 * MS, 0, 0, 0, 0, SEC, 3 };
-	struct tk_limiter *l[2];
-	struct tk_clock *c[2];
+	struct twin t;
 	char spec[192];
 	unsigned char first;
 	size_t i, k;
@@ -414,17 +412,17 @@ static void test_one_word_text(void **state)
 	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
 		 kit.spec);
 	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
-		twin_open(policies[i], spec, l, c);
+		twin_open(&t, policies[i], spec);
 		assert_int_equal(to_text(policies[i]), 10);
 		for (k = 0, now = T0; k < sizeof(steps) / sizeof(steps[0]);
 		     k++) {
 			now += steps[k];
-			twin_check(l, c, now);
+			twin_check(&t, now);
 		}
 		/* Written again, as the script writes it now. */
 		assert_int_equal(state_len(policies[i], &first), 10);
 		assert_int_equal(first, marks[i]);
-		twin_close(l, c);
+		twin_close(&t);
 	}
 }
 

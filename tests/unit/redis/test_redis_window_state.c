@@ -194,8 +194,7 @@ static void test_window_text(void **state)
 		1, 0, 0, 0, 400 * MS, 600 * MS, 0, 0, 3600 * SEC, 0, 1,
 	};
 	const size_t nsteps = sizeof(steps) / sizeof(steps[0]);
-	struct tk_limiter *l[2];
-	struct tk_clock *c[2];
+	struct twin t;
 	char spec[192];
 	unsigned char first;
 	size_t i, k;
@@ -207,11 +206,11 @@ static void test_window_text(void **state)
 	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
 		 kit.spec);
 	for (i = 0; i < 2; i++) {
-		twin_open(policies[i], spec, l, c);
+		twin_open(&t, policies[i], spec);
 		assert_int_equal(window_to_text(policies[i]), WIN_LEN);
 		for (k = 0, now = T0; k < nsteps; k++) {
 			now += steps[k];
-			admitted = twin_check(l, c, now);
+			admitted = twin_check(&t, now);
 			if (k + 1 < nsteps)
 				window_to_text(policies[i]);
 		}
@@ -219,7 +218,7 @@ static void test_window_text(void **state)
 		assert_true(admitted);
 		assert_int_equal(state_len(policies[i], &first), WIN_LEN);
 		assert_int_equal(first, marks[i]);
-		twin_close(l, c);
+		twin_close(&t);
 	}
 }
 
