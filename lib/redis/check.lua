@@ -37,15 +37,19 @@
 -- WORD at or past 2^63 + VALID is no check's (the algorithm's valid()):
 -- no state.  The state expires at WORD.
 --
--- Windows (ALG 3 fixed-window, 6 quota): the value is
--- "ALG:POLICY:START:END:COUNT", POLICY naming the policy's windows (the
--- width of a fixed window, a fingerprint of a quota's calendar).
+-- Windows (ALG 3 fixed-window, 6 quota): the value is {ALG, POLICY,
+-- START, END, COUNT}, POLICY naming the policy's windows (the width of
+-- a fixed window, a fingerprint of a quota's calendar), in 37 bytes
+-- (WIN below: one struct call reads or writes it); the text
+-- "ALG:POLICY:START:END:COUNT" of earlier versions is read too, and
+-- written again in 37 bytes.
 -- Arguments POLICY WS WE COST LIMIT, [WS, WE) the window of NOW: the
 -- state's window counts if it is later (a clock stepped back never
 -- reopens a window early), else NOW's, with the state's COUNT if it is
 -- that window, else 0; admitted iff count + COST <= LIMIT, and the state
 -- becomes that window with count + COST.  A state of another POLICY is
--- another policy's.  The state expires at the window's end.
+-- another policy's.  The state expires at the window's end (GRACE
+-- added, as every state's), which a write in the same window keeps.
 --
 -- Sliding logs (ALG 5): the value is binary, 3 + 9n bytes: a byte 133
 -- (0x80 + 5), L in 2 bytes, then the n <= L stamps of the units counted,
@@ -197,14 +201,36 @@ local function one_word(alg, value, now, arg)
 	return true, struct.pack(WORD, MARK[alg], new[1], new[2]), new
 end
 
+-- A window as written: WIN {MARK, POLICY, START, END, COUNT}, MARK 0x80
+-- + ALG (alg:byte() + 80), each number a pair as WORD's: 37 bytes, the
+-- first 28 its window's HEAD, the same for every check in it.
+local WIN = '>BI5I4I5I4I5I4I5I4'
+
+-- The number hi * 10^9 + lo of a WIN field as num() parses one (at most
+-- 2^64 - 1); false for lo of 10^9 or more, which no pair holds.
+local function pairnum(hi, lo)
+	return lo < E9 and num(str({ hi, lo }))
+end
+
+-- The fields ALG POLICY START END COUNT of window state @v, binary or
+-- text (numbers as pairs, false or nil where not one).
+local function fields(v)
+	if #v == 37 and v:byte() >= 128 then
+		local m, a, b, c, d, e, f, g, h = struct.unpack(WIN, v)
+		return tostring(m - 128), pairnum(a, b), pairnum(c, d),
+			pairnum(e, f), pairnum(g, h)
+	end
+	local id, vp, vs, ve, vc =
+		string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+	return id, num(vp), num(vs), num(ve), num(vc)
+end
+
 local function window(alg, value, now, arg)
 	local policy, start, stop, cost, limit = arg[1], arg[2], arg[3], arg[4],
 		arg[5]
 	local count = { 0, 0 }
 	if value then
-		local id, vp, vs, ve, vc =
-			string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
-		local sp, ss, se, sc = num(vp), num(vs), num(ve), num(vc)
+		local id, sp, ss, se, sc = fields(value)
 		if id ~= alg or not (sp and ss and se and sc) or
 			cmp(sp, policy) ~= 0 or cmp(ss, HALF) >= 0 or
 			cmp(se, ss) <= 0 or
@@ -222,8 +248,8 @@ local function window(alg, value, now, arg)
 	if cmp(count, limit) > 0 then
 		return false
 	end
-	return true, alg .. ':' .. str(policy) .. ':' .. str(start) .. ':' ..
-		str(stop) .. ':' .. str(count), stop
+	return true, struct.pack(WIN, alg:byte() + 80, policy[1], policy[2],
+		start[1], start[2], stop[1], stop[2], count[1], count[2]), stop
 end
 
 -- A sliding log as written: LOGH {133 (0x80 + 5), L}, then its stamps
@@ -509,17 +535,19 @@ end
 --   never tables; decisions are taken on differences from NOW, exact
 --   while below 2^53.
 -- - A one-word state is 10 bytes (one_word()), read and written by one
---   struct call each; a window state in NOW's window is its text up to
---   the count, which the client named, and the count.
+--   struct call each; a window state in NOW's window is its HEAD, made
+--   once a window from the arguments the client names (head_of()), and
+--   its count, read and written by one struct call each.
 -- - A fast path answers nil for anything else (a value of 10^14 or more,
 --   a time at or past 2^63, a state spelt otherwise than the library
 --   writes it, of another window or policy), and the general code
 --   decides: it stays the one reference for every edge.
 -- - Measured per call on the server's CPU (Redis 7.0): tonumber() 0.15
 --   us, string.sub 0.08, string.format 0.23, a pattern match 0.26,
---   struct.pack or unpack 0.11, TIME 0.65, GET 0.3, SET PX 1.2.  So
---   arguments that repeat (GRACE, INC, LIMIT, COST, a window's end, a
---   span) are converted once (cached()).
+--   struct.pack or unpack 0.11, TIME 0.65, GET 0.3, SET PX 1.2 (0.8
+--   with the TTL as text, 0.5 with KEEPTTL), a function call 0.02.  So
+--   arguments that repeat (GRACE, INC, LIMIT, COST, a window, a span)
+--   are converted once (cnum(), head_of(), cached()).
 
 -- @s below 10^15 as a number; nil otherwise.
 local function small(s)
@@ -577,17 +605,22 @@ local function cnum(s)
 end
 
 -- The TTL in ms of a state @t ns past NOW (0 <= t < 2^53), GRACE
--- included: floor(t / 10^6) + 1, as the general code.  math.fmod is
--- exact, the floor of a quotient is not.
+-- included: floor(t / 10^6) + 1, as the general code (math.fmod is
+-- exact, the floor of a quotient is not); as text, which SET takes for
+-- 0.25 us less than a number (Redis formats a number with %.17g), and
+-- which repeats (a window's end, a TAT just ahead of NOW).
 local function fast_ms(t)
-	return (t - math.fmod(t, 1000000)) / 1000000 + 1
+	return cached(tostring, (t - math.fmod(t, 1000000)) / 1000000 + 1)
 end
 
 -- one_word() for arguments INC AHEAD LIMIT below 10^15 and a WORD
 -- below 2^63 within 46 days of NOW.
 local function fast_word(alg, value, ARGV, at, nhi, nlo, g)
-	local inc, ahead, limit = cnum(ARGV[at + 3]), cnum(ARGV[at + 4]),
-		cnum(ARGV[at + 5])
+	-- known[], as cnum() would answer, without a call on a hit (as
+	-- in fast_window() and fast()).
+	local x, y, z = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+	local inc, ahead, limit = known[x] or cnum(x), known[y] or cnum(y),
+		known[z] or cnum(z)
 	local mark = MARK[alg]
 	if not (inc and ahead and limit) then
 		return nil
@@ -620,28 +653,52 @@ local function fast_word(alg, value, ARGV, at, nhi, nlo, g)
 		fast_ms(b + inc + g)
 end
 
+-- The HEAD of a state of the window [@ws, @we) of @alg and policy @p
+-- (WIN's first 28 bytes), and @we as hi, lo; made once a window.
+local heads, nheads = {}, 0
+local function head_of(alg, p, ws, we)
+	local h = heads[ws]
+	if h and h[1] == p and h[2] == we and h[3] == alg then
+		return h[4], h[5], h[6]
+	end
+	local a, s, e = num(p), num(ws), num(we)
+	if not (a and s and e) then
+		return nil
+	end
+	if nheads == 256 then
+		heads, nheads = {}, 0
+	end
+	h = { p, we, alg, struct.pack(WIN, alg:byte() + 80, a[1], a[2], s[1],
+		s[2], e[1], e[2], 0, 0):sub(1, 28), e[1], e[2] }
+	heads[ws], nheads = h, nheads + 1
+	return h[4], h[5], h[6]
+end
+
 -- window() for COST and LIMIT below 10^15, a count below 10^14, a state
--- in NOW's window (or none) ending within 46 days of NOW.
-local function fast_window(alg, value, ARGV, at, nhi, nlo, g)
-	local we = ARGV[at + 5]
-	local cost, limit = cnum(ARGV[at + 6]), cnum(ARGV[at + 7])
-	local ehi, elo = cached(pair, we)
-	local head = alg .. ':' .. ARGV[at + 3] .. ':' .. ARGV[at + 4] ..
-		':' .. we .. ':'
+-- in NOW's window (or none) ending within 46 days of NOW.  With @keep,
+-- a state in NOW's window is written again keeping its TTL (ms nil:
+-- SET KEEPTTL, 0.3 us less than PX, Redis 6 and later): a write in the
+-- window set it to END + GRACE, as this one would.
+local function fast_window(alg, value, ARGV, at, nhi, nlo, g, keep)
+	local x, y = ARGV[at + 6], ARGV[at + 7]
+	local cost, limit = known[x] or cnum(x), known[y] or cnum(y)
+	local head, ehi, elo = head_of(alg, ARGV[at + 3], ARGV[at + 4],
+		ARGV[at + 5])
 	-- Below 2^63 as a window of the state must be: a window ending
 	-- below 9223372036 * 10^9 starts there too.
-	if not (cost and limit and ehi) or ehi >= 9223372036 then
+	if not (cost and limit and head) or ehi >= 9223372036 then
 		return nil
 	end
 	local count = 0
 	if value then
-		local n = #head
-		local c = string.sub(value, n + 1)
-		if string.sub(value, 1, n) ~= head or #c > 14 or
-			c:find('^[1-9]%d*$') == nil and c ~= '0' then
+		if #value ~= 37 or value:sub(1, 28) ~= head then
 			return nil
 		end
-		count = tonumber(c)
+		local hi, lo = struct.unpack('>I5I4', value, 29)
+		if hi >= 100000 or lo >= E9 then
+			return nil
+		end
+		count = hi * E9 + lo
 	end
 	count = count + cost
 	if count > limit then
@@ -655,8 +712,10 @@ local function fast_window(alg, value, ARGV, at, nhi, nlo, g)
 	if t < 0 then
 		return nil
 	end
-	-- Below 10^14 a number concatenates as its digits.
-	return true, head .. count, fast_ms(t)
+	local lo = math.fmod(count, E9)
+	return true, head .. struct.pack('>I5I4', (count - lo) / E9, lo),
+		not (keep and value and redis.REDIS_VERSION_NUM) and fast_ms(t)
+		or nil
 end
 
 -- "TIME:LO:HI" as the four halves of LO and HI; nil: another text.
@@ -670,41 +729,48 @@ local function span(arg)
 	return lh and hh and { lh, ll, hh, hl }
 end
 
-local PAD = { '00000', '0000', '000', '00', '0', '' }
+local PAD, replicated = { '00000', '0000', '000', '00', '0', '' }, false
 
--- NOW for fast(): hi, lo and its text; or {2, NOW} outside the span of
--- "TIME:LO:HI"; or nil (the general code decides).
+-- NOW for fast(): hi, lo and its text in four pieces (the reply
+-- concatenates them with the rest: one string less); or {2, NOW}
+-- outside the span of "TIME:LO:HI"; or nil (the general code decides).
 local function fast_now(arg)
-	local nhi, nlo = pair(arg)
-	if nlo then
-		return nhi, nlo, arg
+	local nhi, nlo, s = nil, nil, false
+	if arg ~= 'TIME' then
+		nhi, nlo = pair(arg)
+		if nlo then
+			return nhi, nlo, arg, '', '', ''
+		end
+		s = cached(span, arg)
+		if s == nil then
+			return nil
+		end
 	end
-	local s = arg ~= 'TIME' and cached(span, arg)
-	if s == nil then
-		return nil
-	end
-	if redis.replicate_commands then
+	-- Once a function library's life (a no-op since Redis 7), at every
+	-- call of a script.
+	if not replicated and redis.replicate_commands then
 		redis.replicate_commands()
+		replicated = true
 	end
 	local t = redis.call('TIME')
-	nhi, nlo = tonumber(t[1]), tonumber(t[2]) * 1000
-	local nows = t[1] .. PAD[#t[2]] .. t[2] .. '000'
+	local a, b, c = t[1], PAD[#t[2]], t[2]
+	nhi, nlo = tonumber(a), tonumber(c) * 1000
 	if s and (nhi < s[1] or (nhi == s[1] and nlo < s[2]) or
 		nhi > s[3] or (nhi == s[3] and nlo >= s[4])) then
-		return { 2, nows }
+		return { 2, a .. b .. c .. '000' }
 	end
-	return nhi, nlo, nows
+	return nhi, nlo, a, b, c, '000'
 end
 
 -- A check of one dimension of those above, whole: the reply, or nil to
 -- leave it to the general code.  ARGV: the short form.
 local function fast(KEYS, ARGV)
-	local alg, g = ARGV[3], cnum(ARGV[2])
+	local alg, g = ARGV[3], known[ARGV[2]] or cnum(ARGV[2])
 	local one = MARK[alg]
 	if not (one or alg == '3' or alg == '6') or not g then
 		return nil
 	end
-	local nhi, nlo, nows = fast_now(ARGV[1])
+	local nhi, nlo, a, b, c, d = fast_now(ARGV[1])
 	if not nlo then
 		return nhi
 	end
@@ -713,7 +779,7 @@ local function fast(KEYS, ARGV)
 	if one then
 		ok, new, ms = fast_word(alg, old, ARGV, 1, nhi, nlo, g)
 	else
-		ok, new, ms = fast_window(alg, old, ARGV, 1, nhi, nlo, g)
+		ok, new, ms = fast_window(alg, old, ARGV, 1, nhi, nlo, g, 1)
 	end
 	if ok == nil then
 		return nil
@@ -722,10 +788,14 @@ local function fast(KEYS, ARGV)
 	-- than the array {ADMITTED, OLD, NEW, NOW} it stands for.
 	old = old or ''
 	if ok then
-		redis.call('SET', KEYS[1], new, 'PX', ms)
-		return string.char(1, #old, #new) .. old .. new .. nows
+		if ms then
+			redis.call('SET', KEYS[1], new, 'PX', ms)
+		else
+			redis.call('SET', KEYS[1], new, 'KEEPTTL')
+		end
+		return string.char(1, #old, #new) .. old .. new .. a .. b .. c .. d
 	end
-	return string.char(0, #old, 0) .. old .. nows
+	return string.char(0, #old, 0) .. old .. a .. b .. c .. d
 end
 
 local function proto(why)
@@ -789,14 +859,13 @@ local function undo(cur, post, cost, at, slot)
 	if string.byte(cur) == 132 then
 		return unslide(cur, post, cost, slot)
 	end
-	local pat = '^(%d+):(%d+):(%d+):(%d+):(%d+)$'
-	local ca, cp, cs, ce, cc = string.match(cur, pat)
-	local pa, pp, ps = string.match(post, pat)
-	if not (ca and pa) or (ca ~= '3' and ca ~= '6') or ca ~= pa or
-		cp ~= pp or cs ~= ps or not num(cc) then
+	-- A window as written (WIN): ALG, POLICY and START (POST's window:
+	-- a later one holds none of this check's units) as POST's.
+	local ca, cp, cs, ce, count = fields(cur)
+	if #post ~= 37 or cur:sub(1, 19) ~= post:sub(1, 19) or
+		(ca ~= '3' and ca ~= '6') or not (cp and cs and ce and count) then
 		return nil
 	end
-	local count = num(cc)
 	-- Below COST, the units counted are not all this check's (the
 	-- state lost and written again): taking them could give back
 	-- another check's.
@@ -806,7 +875,7 @@ local function undo(cur, post, cost, at, slot)
 		return ''
 	end
 	count = sub(count, cost)
-	return ca .. ':' .. cp .. ':' .. cs .. ':' .. ce .. ':' .. str(count)
+	return cur:sub(1, 28) .. struct.pack('>I5I4', count[1], count[2])
 end
 
 -- Write @value keeping the key's TTL (no KEEPTTL before Redis 6).

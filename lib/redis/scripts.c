@@ -50,7 +50,8 @@ _Static_assert(sizeof(tk__redis_check_lua) < 16384 - 256,
 #define COUNT_MAX (UINT64_C(1) << 62) /* as fixed-window.c */
 #define PACKED_COUNT_MAX ((UINT64_C(1) << 24) - 1)
 #define E9 UINT64_C(1000000000)
-#define WORD_LEN 10 /* a one-word state, decode_word() */
+#define WORD_LEN 10   /* a one-word state, decode_word() */
+#define WINDOW_LEN 37 /* a window's state, decode_window() */
 
 int tk__redis_supported(const struct tk__policy *p)
 {
@@ -387,6 +388,23 @@ static int decode_ring_binary(const struct tk__policy *p, const char *s,
 	return sum == t && p->alg->valid(p, (uint32_t)cap, words) ? 0 : -EPROTO;
 }
 
+/*
+ * A window's state as the script writes it (check.lua, WIN): 0x80 + the
+ * algorithm's id, then POLICY, START, END and COUNT, each as hi * 10^9 +
+ * lo in 5 and 4 bytes, big-endian, into @f as the text's five fields.
+ */
+static int decode_window(const char *s, uint64_t f[5])
+{
+	const unsigned char *b = (const unsigned char *)s;
+	int i;
+
+	f[0] = b[0] & 0x7f;
+	for (i = 0; i < 4; i++)
+		if (be_pair(b + 1 + 9 * i, UINT64_MAX, &f[1 + i]))
+			return -EPROTO;
+	return 0;
+}
+
 int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 		     uint64_t *words, size_t cap)
 {
@@ -408,8 +426,14 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 			       : decode_ring(p, s, len, words, cap);
 	if (want == 2 && len == WORD_LEN && (unsigned char)s[0] >= 0x80)
 		return decode_word(p, s, &words[0]);
+	if (want == 5 && len == WINDOW_LEN && (unsigned char)s[0] >= 0x80) {
+		if (decode_window(s, f))
+			return -EPROTO;
+		n = want;
+		i = len + 1;
+	}
 	/* ':'-separated decimal fields, the first the algorithm's id. */
-	for (;;) {
+	while (i <= len) {
 		for (at = i; i < len && s[i] != ':'; i++)
 			;
 		if (n == want || tk__redis_parse_u64(s + at, i - at, &f[n++]))

@@ -28,6 +28,7 @@
 #include "redis/store.h"
 #include "asserts.h"
 #include "redis-kit.h"
+#include "hostile-kit.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 #define STAMP "1700000000000000000"
@@ -36,7 +37,7 @@ static struct redis_kit kit;
 
 static void need_server(void)
 {
-	redis_kit_need(&kit);
+	hostile_kit_need(&kit);
 }
 
 static int stop_server(void **state)
@@ -79,131 +80,6 @@ static const char *ring_of(char *buf, size_t len, unsigned int buckets,
 	for (i = 0; i < fields && at < len; i++)
 		at += (size_t)snprintf(buf + at, len - at, ":%s", each);
 	return buf;
-}
-
-/*
- * The Redis key of "k" under @policy, dimension @dim (or -1), without the
- * key prefix, into @key (lib/redis/keys.c): its length.
- */
-static size_t state_key(const char *policy, int dim, char *key)
-{
-	const struct tk__policy *p;
-	struct tk_policy *pol;
-	size_t n = 0;
-
-	assert_rc(tk__policy_parse(&pol, policy, NULL), 0);
-	p = &pol->dim[dim < 0 ? 0 : dim];
-	key[n++] = '{';
-	key[n++] = (char)(dim < 0 && p->tag_len ? TK__STORE_KEY_TAG : 0);
-	key[n++] = 0;
-	if (dim >= 0) /* a dimension's index leaves the hash tag */
-		key[1] = (char)TK__STORE_KEY_DIM;
-	if (dim < 0) {
-		memcpy(key + n, p->tag, p->tag_len);
-		n += p->tag_len;
-	}
-	key[n++] = 'k';
-	key[n++] = '}';
-	if (dim >= 0) { /* and so does its tag, its length last */
-		key[n++] = (char)dim;
-		if (p->tag_len) {
-			memcpy(key + n, p->tag + 1, p->tag_len - 1);
-			n += p->tag_len - 1;
-			key[n++] = (char)(0x80 | p->tag[0]);
-		}
-	}
-	tk_policy_free(pol);
-	return n;
-}
-
-/* Does "h:" @key still hold the @len bytes at @value? */
-static int unchanged(const char *key, size_t klen, const char *value,
-		     size_t len)
-{
-	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 h:%b %b",
-			     "return redis.call('GET', KEYS[1]) == "
-			     "ARGV[1] and 1 or 0",
-			     key, klen, value, len) == 1;
-}
-
-/*
- * @value (@vlen bytes) under the state of key "k" of @policy (dimension
- * @dim of a composite, or -1): a check, a peek and a batch fail with
- * -EPROTO.
- */
-static void hostile_with(const char *policy, int dim, const char *value,
-			 size_t vlen, const char *opts)
-{
-	struct tk_options o = TK_OPTIONS_INIT;
-	struct tk_request req[2];
-	struct tk_decision d, ds[2];
-	struct tk_limiter *l;
-	struct tk_clock *c;
-	char spec[192], key[64];
-	size_t klen = state_key(policy, dim, key);
-	int rc[2];
-
-	assert_rc(tk_clock_manual_new(&c, T0), 0);
-	o.clock = c;
-	o.fail = TK_FAIL_ERROR;
-	o.flags = TK_OPT_NO_RECLAIMER;
-	snprintf(spec, sizeof(spec), "%s?key_prefix=h:%s", kit.spec, opts);
-	assert_rc(tk_limiter_open(&l, policy, redis_kit_slow(spec), &o), 0);
-	if (redis_kit_cmd(&kit, NULL, 0, "SET h:%b %b", key, klen, value,
-			  vlen) != 0)
-		fail_msg("SET %s", value);
-	rc[0] = tk_limiter_check(l, "k", 1, 1, &d);
-	if (rc[0] != -EPROTO)
-		fail_msg("%s, state \"%.60s\": check %s, want EPROTO", policy,
-			 value, tk_strerrorname(rc[0]));
-	/* Refused, and left as it was: nothing was consumed. */
-	if (!unchanged(key, klen, value, vlen))
-		fail_msg("%s, state \"%.60s\" (%zu bytes): written", policy,
-			 value, vlen);
-	rc[0] = tk_limiter_peek(l, "k", 1, &d);
-	if (rc[0] != -EPROTO)
-		fail_msg("%s, state \"%.60s\": peek %s, want EPROTO", policy,
-			 value, tk_strerrorname(rc[0]));
-	memset(req, 0, sizeof(req));
-	req[0].key = "k";
-	req[0].key_len = 1;
-	req[0].cost = 1;
-	req[1] = req[0];
-	req[1].key = "z";
-	tk_limiter_check_many(l, req, 2, ds, rc);
-	if (rc[0] != -EPROTO || rc[1] != 0)
-		fail_msg("%s, state \"%.60s\": batch %s and %s, want EPROTO "
-			 "and success",
-			 policy, value, tk_strerrorname(rc[0]),
-			 tk_strerrorname(rc[1]));
-	assert_rc(tk_limiter_reset(l, "k", 1), 0);
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
-	assert_true(d.allowed);
-	assert_rc(tk_limiter_reset(l, "k", 1), 0);
-	assert_rc(tk_limiter_reset(l, "z", 1), 0);
-	tk_limiter_close(l);
-	tk_clock_free(c);
-}
-
-static void assert_hostile_bytes(const char *policy, int dim, const char *value,
-				 size_t len)
-{
-	hostile_with(policy, dim, value, len, "");
-	hostile_with(policy, dim, value, len, "&server_time=1");
-}
-
-static void assert_hostile(const char *policy, int dim, const char *value)
-{
-	assert_hostile_bytes(policy, dim, value, strlen(value));
-}
-
-/* Each of @n values under @policy's key. */
-static void assert_each(const char *policy, const char *const *bad, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		assert_hostile(policy, -1, bad[i]);
 }
 
 /* Far more stamps than the limit: the decoder's buffer holds L + 1. */
@@ -322,16 +198,6 @@ static void test_log_binary(void **state)
 	assert_hostile_bytes("gcra:5/s", -1, v, log_bytes(v, 3, up, 1));
 }
 
-/* @script run on the state of key "k" under @policy (prefix "t:"). */
-static long long eval_on(const char *policy, const char *script)
-{
-	char key[64];
-	size_t klen = state_key(policy, -1, key);
-
-	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 1 t:%b", script, key,
-			     klen);
-}
-
 /* The state of key "k" under @policy, if a binary log, rewritten as the
  * text "5:L:T1:...:Tn" of earlier versions; the length of the binary log
  * (0: not one). */
@@ -361,55 +227,30 @@ static void test_log_text(void **state)
 		1, 0, 0, 0, 400 * MS, 0, 600 * MS, 0, 0, SEC, 0,
 	};
 	const char *pol = "sliding-log:3/1s";
-	struct tk_options o = TK_OPTIONS_INIT;
-	struct tk_limiter *l[2];
-	struct tk_clock *c[2];
-	struct tk_decision d[2];
-	char spec[192], key[64], first[8];
-	size_t k, klen = state_key(pol, -1, key);
+	struct twin t;
+	char spec[192];
+	unsigned char first;
+	size_t k;
 	uint64_t now = T0;
-	int m;
 
 	(void)state;
 	need_server();
 	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
 		 kit.spec);
-	for (m = 0; m < 2; m++) {
-		assert_rc(tk_clock_manual_new(&c[m], T0), 0);
-		o.clock = c[m];
-		o.fail = TK_FAIL_ERROR;
-		o.flags = TK_OPT_NO_RECLAIMER;
-		assert_rc(tk_limiter_open(&l[m], pol,
-					  m ? redis_kit_slow(spec) : "memory",
-					  &o),
-			  0);
-		assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
-		assert_rc(tk_limiter_check(l[m], "k", 1, 2, &d[m]), 0);
-	}
-	assert_true(d[0].allowed);
+	twin_open(&t, pol, spec);
 	assert_int_equal(log_to_text(pol), 3 + 2 * 9);
 	for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 		now += steps[k];
-		for (m = 0; m < 2; m++) {
-			tk_clock_set(c[m], now);
-			assert_rc(tk_limiter_check(l[m], "k", 1, 1, &d[m]), 0);
-		}
-		assert_same_decision(d[1], d[0]);
+		twin_check(&t, now);
 		/* Back to text after each write but the last two: all
 		 * other checks read text. */
 		if (k + 2 < sizeof(steps) / sizeof(steps[0]))
 			log_to_text(pol);
 	}
 	/* Written again, as the script writes it now: two live stamps. */
-	assert_int_equal(redis_kit_cmd(&kit, NULL, 0, "STRLEN t:%b", key, klen),
-			 3 + 2 * 9);
-	redis_kit_cmd(&kit, first, sizeof(first), "GETRANGE t:%b 0 0", key,
-		      klen);
-	assert_int_equal((unsigned char)first[0], 0x85);
-	for (m = 0; m < 2; m++) {
-		tk_limiter_close(l[m]);
-		tk_clock_free(c[m]);
-	}
+	assert_int_equal(state_len(pol, &first), 3 + 2 * 9);
+	assert_int_equal(first, 0x85);
+	twin_close(&t);
 }
 
 static void test_ring(void **state)
@@ -558,62 +399,30 @@ static void test_one_word_text(void **state)
 		"token-bucket:capacity=4,refill=2/s",
 		"leaky:10/s,max-queue=1s",
 	};
+	static const unsigned int marks[] = { 0x81, 0x82, 0x87 };
 	static const uint64_t steps[] = { 0, 1, 50 * MS, 0, 0, 0, 0, SEC, 3 };
-	struct tk_options o = TK_OPTIONS_INIT;
-	struct tk_limiter *l[2];
-	struct tk_clock *c[2];
-	struct tk_decision d[2];
-	char spec[192], key[64], first[8];
-	size_t i, k, klen;
+	struct twin t;
+	char spec[192];
+	unsigned char first;
+	size_t i, k;
 	uint64_t now;
-	int m;
 
 	(void)state;
 	need_server();
 	snprintf(spec, sizeof(spec), "%s?key_prefix=t:&server_time=0",
 		 kit.spec);
 	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
-		for (m = 0; m < 2; m++) {
-			assert_rc(tk_clock_manual_new(&c[m], T0), 0);
-			o.clock = c[m];
-			o.fail = TK_FAIL_ERROR;
-			o.flags = TK_OPT_NO_RECLAIMER;
-			assert_rc(tk_limiter_open(&l[m], policies[i],
-						  m ? redis_kit_slow(spec)
-						    : "memory",
-						  &o),
-				  0);
-			assert_rc(tk_limiter_reset(l[m], "k", 1), 0);
-			assert_rc(tk_limiter_check(l[m], "k", 1, 2, &d[m]), 0);
-		}
-		assert_true(d[0].allowed);
+		twin_open(&t, policies[i], spec);
 		assert_int_equal(to_text(policies[i]), 10);
-		klen = state_key(policies[i], -1, key);
 		for (k = 0, now = T0; k < sizeof(steps) / sizeof(steps[0]);
 		     k++) {
 			now += steps[k];
-			for (m = 0; m < 2; m++) {
-				tk_clock_set(c[m], now);
-				assert_rc(tk_limiter_check(l[m], "k", 1, 1,
-							   &d[m]),
-					  0);
-			}
-			assert_same_decision(d[1], d[0]);
+			twin_check(&t, now);
 		}
 		/* Written again, as the script writes it now. */
-		assert_int_equal(
-			redis_kit_cmd(&kit, NULL, 0, "STRLEN t:%b", key, klen),
-			10);
-		redis_kit_cmd(&kit, first, sizeof(first), "GETRANGE t:%b 0 0",
-			      key, klen);
-		assert_int_equal((unsigned char)first[0],
-				 0x80 | (i == 0	  ? 1
-					 : i == 1 ? 2
-						  : 7));
-		for (m = 0; m < 2; m++) {
-			tk_limiter_close(l[m]);
-			tk_clock_free(c[m]);
-		}
+		assert_int_equal(state_len(policies[i], &first), 10);
+		assert_int_equal(first, marks[i]);
+		twin_close(&t);
 	}
 }
 

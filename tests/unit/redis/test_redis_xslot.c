@@ -416,25 +416,30 @@ static uint64_t count_of(const char *val)
 
 /* A sliding log (binary, check.lua's LOGH and STAMP) as the text
  * "5:L:T1:...:Tn" of earlier versions, a sliding window (SWH, SWT, REC)
- * as "4:S:w:T0:N0:...:TS:NS"; any other state as it is. */
+ * as "4:S:w:T0:N0:...:TS:NS", a window (binary, WIN) as
+ * "ALG:POLICY:START:END:COUNT"; any other state as it is. */
 static const char as_text[] =
-	"local v = redis.call('GET', KEYS[1]) "
 	"local function d(h, l) return h == 0 and tostring(l) or "
 	"string.format('%d%09d', h, l) end "
+	"local v = redis.call('GET', KEYS[1]) "
 	"if v and string.byte(v) == 132 then "
 	"local t = { '4', tostring(string.byte(v, 2)), d(struct.unpack("
 	"'>I5I4', v, 3)) } "
 	"for i = 29, #v, 16 do local h, l, n = struct.unpack('>I5I4I7', v, i) "
 	"t[#t + 1] = d(h, l) t[#t + 1] = string.format('%d', n) end "
 	"return table.concat(t, ':') end "
+	"if v and #v == 37 and (v:byte() == 131 or v:byte() == 134) then "
+	"local f = { struct.unpack('>BI5I4I5I4I5I4I5I4', v) } "
+	"local t = { tostring(f[1] - 128) } "
+	"for i = 2, 8, 2 do t[#t + 1] = d(f[i], f[i + 1]) end "
+	"return table.concat(t, ':') end "
 	"if not v or string.byte(v) ~= 133 then return v or '' end "
 	"local t = { '5', tostring(struct.unpack('>I2', v, 2)) } "
 	"for i = 4, #v, 9 do local h, l = struct.unpack('>I5I4', v, i) "
-	"t[#t + 1] = h == 0 and tostring(l) or string.format('%d%09d', h, l) "
-	"end return table.concat(t, ':')";
+	"t[#t + 1] = d(h, l) end return table.concat(t, ':')";
 
 /* The raw state of dimension 0 of @key under @p ("" for none) into
- * @val, a sliding log as text (as_text). */
+ * @val, a sliding log or a window as text (as_text). */
 static void raw_state(const char *key_prefix, const char *key,
 		      const struct tk__policy *p, char *val, size_t len)
 {
