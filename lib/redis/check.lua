@@ -109,7 +109,9 @@
 
 -- The library calls these most: as locals they are both shorter, which
 -- keeps the script under its 16 KB, and cheaper than a global's lookup.
-local ssub, pk, upk = string.sub, struct.pack, struct.unpack
+-- check() sets them on its first call: a function library's load sees
+-- no string or struct.
+local ssub, pk, upk
 
 local E9 = 1000000000
 
@@ -927,6 +929,9 @@ end
 -- helpers above are made once, when it loads), or the end of the
 -- script EVALSHA runs (scripts.c).
 local function check(KEYS, ARGV)
+	if not pk then
+		ssub, pk, upk = string.sub, struct.pack, struct.unpack
+	end
 	if ARGV[1] == 'refund' then
 		return refund(KEYS, ARGV)
 	end
