@@ -195,10 +195,12 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 "user)");
 	} else if ((rc == -ENOTSUP || rc == -EINVAL) &&
 		   (strncmp(spec, "redis", 5) == 0 ||
-		    strncmp(spec, "postgresql://", 13) == 0) &&
-		   tk_store_validate(spec, why, len) == rc) {
-		/* A server's spec: the library's reason, the byte and what
-		 * was expected there, or what this build lacks. */
+		    strncmp(spec, "postgresql://", 13) == 0 ||
+		    (is_zone(spec) && strstr(spec, "+redis"))) &&
+		   tk_store_validate(spec, why, len) == rc && *why) {
+		/* A server's spec, or two tiers (a zone in front of Redis):
+		 * the library's reason, the byte and what was expected
+		 * there, or what this build lacks. */
 	} else if (rc == -ENOTSUP) {
 		snprintf(why, len,
 			 "this libthrottlekit lacks the store's backend");
@@ -210,7 +212,9 @@ static int store_open(struct tk_store **out, const struct tkphp_params *p,
 			 "\"redis://[USER[:PASSWORD]@]HOST[:PORT]"
 			 "[/DB][?OPTIONS]\" or \"redis+unix://[USER[:PASSWORD]"
 			 "@]/PATH[?OPTIONS]\" (OPTIONS: timeout=, "
-			 "connect_timeout=, key_prefix=, server_time=1) or "
+			 "connect_timeout=, key_prefix=, server_time=1), "
+			 "\"shm:NAME[?lease=N&lease_max=N]+redis://...\" "
+			 "(two tiers: the zone in front of Redis) or "
 			 "\"postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB"
 			 "[?OPTIONS]\" (see tk_store_open(3))");
 	}
@@ -403,7 +407,7 @@ static int limiter_open(struct tkphp_limiter **out,
 	struct tkphp_limiter *l;
 	struct tk_store *s = NULL;
 	const char *spec = NULL;
-	char why[512], what[600], shown[512];
+	char why[768], what[600], shown[512];
 	int rc;
 
 	rc = tk_policy_parse(&pol, ZSTR_VAL(p->policy), &perr);

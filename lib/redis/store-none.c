@@ -28,3 +28,16 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 			 "(libhiredis-dev); this one was built without it");
 	return -ENOTSUP;
 }
+
+int tk__redis_give_back(struct tk_store *s, const unsigned char *key,
+			size_t len, const struct tk__policy *p, uint64_t at,
+			uint64_t units)
+{
+	(void)s;
+	(void)key;
+	(void)len;
+	(void)p;
+	(void)at;
+	(void)units;
+	return -ENOTSUP;
+}

@@ -259,6 +259,18 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 		   const struct tk_options *o, char *why, size_t why_len);
 
 /*
+ * redis/give-back.c: give back @units that a check of the key @key (@len
+ * bytes) of @p decided at @at consumed on Redis store @s, by the refund
+ * rules of lib/reserve.c for a state written since (a window's count, a
+ * sliding window's bucket, a log's stamps; never a one-word state's):
+ * 2 given back, 0 left as it is (no longer exact), -ENOTSUP for @p's
+ * algorithm, or the store's error.
+ */
+int tk__redis_give_back(struct tk_store *s, const unsigned char *key,
+			size_t len, const struct tk__policy *p, uint64_t at,
+			uint64_t units);
+
+/*
  * pg/store.c: a postgresql:// spec (pg/store-none.c without libpq: a
  * spec that parses is -ENOTSUP); on -EINVAL or -ENOTSUP a sentence in
  * @why, never quoting a password.  Opening connects nothing.

@@ -15,6 +15,10 @@
  *   goes to the zone, the block then the word: an admitted lease's units
  *   beyond the check's become the host's credit; a denial is cached.
  *   A process killed in between loses that lease (under-admission).
+ * - An expired lease's unused credit, a sliding window's or log's, goes
+ *   back to Redis by the check that took it off the word, one call
+ *   (tk__redis_give_back()), while its units still count; else, and for
+ *   the other algorithms, it is dropped.
  * - A lease's keys are the store key with a bit set in its first byte
  *   that no store key has (store-key.h), one for the block and one for
  *   the word, so they share a zone with plain keys.
@@ -114,11 +118,12 @@ static int lease_apply(struct tier_store *s, const unsigned char *key,
 /*
  * Redis's check of *@k units (shrunk after a denial, to the check's own
  * cost at last), as the limiter's check @t would run it: 0 with the
- * decision in *@got, or Redis's error.
+ * decision in *@got and the time it was decided at in *@at, or Redis's
+ * error.
  */
 static int from_redis(struct tier_store *s, const unsigned char *key,
 		      size_t len, uint64_t now, const struct tk__transform *t,
-		      uint64_t *k, struct tk_decision *got)
+		      uint64_t *k, struct tk_decision *got, uint64_t *at)
 {
 	struct tk__transform rt;
 	struct tk__step st;
@@ -130,12 +135,31 @@ static int from_redis(struct tier_store *s, const unsigned char *key,
 				&rt);
 		rc = s->redis->ops->apply(s->redis, key, len, now, &rt);
 		rc = tk__step_done(s->redis, &st, rc, got);
+		*at = st.now; /* the server's time, with server_time=1 */
 		if (rc < 0 || got->allowed || *k == t->cost)
 			return rc;
 		half = got->remaining / 2;
 		*k = tries < SHRINKS && half >= t->cost && half < *k ? half
 								     : t->cost;
 	}
+}
+
+/*
+ * @c's unused credit of an expired lease back to Redis, one call, where
+ * the refund rules make that exact (tk__redis_give_back()) and its units
+ * still count (the lease younger than the window); else dropped.
+ */
+static void give_back(struct tier_store *s, const unsigned char *key,
+		      size_t len, const struct tk__lease_call *c)
+{
+	const struct tk__policy *p = c->p;
+	uint64_t window = p->alg->id == TK__ALG_SLIDING_LOG
+				  ? p->u.window.window
+				  : p->u.sliding.window;
+
+	/* A call that fails leaves them consumed: fewer admitted. */
+	if (c->ret && c->ret_at && c->now < c->ret_at + window)
+		tk__redis_give_back(s->redis, key, len, p, c->ret_at, c->ret);
 }
 
 /* The check's decision, counted. */
@@ -170,12 +194,14 @@ static int lease_check(struct tier_store *s, const unsigned char *key,
 	/* A zone that fails leaves Redis to decide alone. */
 	if (zone_rc < 0)
 		c.way = TK__LEASE_EXACT;
+	else
+		give_back(s, key, len, &c);
 	if (c.way == TK__LEASE_DENY)
 		return answer(s, t, &c.d);
 	if (c.way != TK__LEASE_CLAIM)
 		c.token = 0;
 	k = c.way == TK__LEASE_CLAIM ? c.k : t->cost;
-	rc = from_redis(s, key, len, now, t, &k, &got);
+	rc = from_redis(s, key, len, now, t, &k, &got, &c.at);
 	c.op = rc < 0 ? TK__LEASE_FAIL : TK__LEASE_DONE;
 	c.got = got;
 	c.k = k;

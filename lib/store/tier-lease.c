@@ -14,9 +14,9 @@
  *   credit covers is one CAS on this word.
  * - The block: a cached denial (until when, for checks of how many
  *   units); what Redis last reported (remaining, reset_at); the size of
- *   the last lease; the claim of the one refill in flight (until when,
- *   and its owner's token).  Read and written only by checks that the
- *   credit does not cover.
+ *   the last lease, when Redis decided it and its end; the claim of the
+ *   one refill in flight (until when, and its owner's token).  Read and
+ *   written only by checks that the credit does not cover.
  * - TAKE: credit admits; a cached denial denies; else a refill is
  *   claimed (one per host at a time), or, while another process holds
  *   the claim or a lease would be no larger than the check, the check
@@ -27,6 +27,11 @@
  *   credit is capped at the lease just granted, so a host never holds
  *   more than one lease's credit.  A denial is cached until
  *   its retry_after, for checks of at least its cost.
+ * - An expired lease's unused credit (a sliding window's or log's,
+ *   tk__lease_returns()): the TAKE that finds it on the word, still
+ *   held, takes it off, which makes that call the one to give it back;
+ *   the block says when Redis decided that lease, if its end is the
+ *   word's (store-tier.c gives it back).
  * - The size: doubled after a lease used up (hot), halved after one that
  *   expired mostly unused (cold), at most an eighth of the global
  *   remaining last reported, so that it falls toward 1 near the limit.
@@ -44,10 +49,13 @@ enum {
 	W_CLAIM_UNTIL, /* ns */
 	W_TOKEN,       /* the claim's owner */
 	W_RESET_AT,    /* ns: Redis's reset_at, last reported */
+	W_LEASE_AT,    /* ns: when Redis decided the last lease granted;
+			* 0 if another ended with it (which one's?) */
+	W_LEASE_END,   /* ns: its end, as its credit word holds it */
 };
-_Static_assert(W_RESET_AT + 1 == TK__LEASE_WORDS, "every word named");
+_Static_assert(W_LEASE_END + 1 == TK__LEASE_WORDS, "every word named");
 
-#define MAGIC UINT64_C(0x746b4c6561736532) /* "tkLease2" */
+#define MAGIC UINT64_C(0x746b4c6561736533) /* "tkLease3" */
 
 /* The credit word's fields, below its time (expiry & CW_TIME). */
 #define CW_TIME (~(uint64_t)TK__WORD_SLACK)
@@ -79,6 +87,12 @@ int tk__lease_leasable(const struct tk__policy *p)
 	default:
 		return 0;
 	}
+}
+
+int tk__lease_returns(const struct tk__policy *p)
+{
+	return p->alg->id == TK__ALG_SLIDING_WINDOW ||
+	       p->alg->id == TK__ALG_SLIDING_LOG;
 }
 
 static uint64_t at_most_a_second(uint64_t ns)
@@ -184,6 +198,10 @@ static int take(struct tk__lease_call *c, uint64_t *st)
 	uint64_t now = c->now;
 	int hot;
 
+	/* The lease whose credit the word gave up: the block's last, if
+	 * it ended then. */
+	c->ret_at =
+		c->ret && st[W_LEASE_END] == c->ret_end ? st[W_LEASE_AT] : 0;
 	if (st[W_DENY_UNTIL] > now && c->cost >= st[W_DENY_COST]) {
 		c->way = TK__LEASE_DENY;
 		memset(&c->d, 0, sizeof(c->d));
@@ -224,8 +242,14 @@ static void done(struct tk__lease_call *c, uint64_t *st)
 		}
 		return;
 	}
-	if (c->grant)
+	if (c->grant) {
 		st[W_K] = c->k;
+		/* Grants are one claim's at a time, so their ends never
+		 * fall; two that end alike leave no time to give back by. */
+		st[W_LEASE_AT] =
+			(c->expiry & CW_TIME) == st[W_LEASE_END] ? 0 : c->at;
+		st[W_LEASE_END] = c->expiry & CW_TIME;
+	}
 }
 
 int tk__lease_fn(void *ctx, const uint64_t *old, uint64_t *next,
@@ -286,8 +310,11 @@ static int credit_done(struct tk__lease_call *c, const uint64_t *old,
 	int live = old && (old[0] & CW_TIME) > c->now;
 
 	if (c->grant && end > c->now) {
-		/* What is left of a lease of the same window joins it. */
-		if (live && (old[0] & CW_TIME) == end)
+		/* What is left of a lease of the same window joins it
+		 * (of a sliding window or log: of another bucket or
+		 * time, dropped). */
+		if (live && (old[0] & CW_TIME) == end &&
+		    !tk__lease_returns(c->p))
 			base = old[0] & TK__LEASE_CREDIT_MAX;
 		base += c->k - c->cost;
 		/* Never more than the lease just granted: a refill claimed
@@ -317,8 +344,17 @@ int tk__credit_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		c->way = TK__LEASE_EXACT;
 		c->credit = old ? old[0] & TK__LEASE_CREDIT_MAX : 0;
 		c->lease_end = old ? old[0] & CW_TIME : 0;
-		if (live && c->credit >= c->cost)
+		c->ret = 0;
+		if (live && c->credit >= c->cost) {
 			rc = spend(c, old[0], next);
+		} else if (!live && c->credit && tk__lease_returns(c->p)) {
+			/* Expired, its credit not yet taken: this CAS makes
+			 * this call the one that gives it back. */
+			c->ret = c->credit;
+			c->ret_end = c->lease_end;
+			next[0] = old[0] & ~(uint64_t)TK__LEASE_CREDIT_MAX;
+			rc = TK__PERSIST;
+		}
 		break;
 	case TK__LEASE_DONE:
 		rc = credit_done(c, old, next);

@@ -20,7 +20,7 @@ struct tk__tier_cfg {
 #define TK__TIER_LEASE_MAX_DEFAULT 1024
 
 /* Words of a lease's block in the zone (tier-lease.c names them). */
-#define TK__LEASE_WORDS 8
+#define TK__LEASE_WORDS 10
 /* Most units of credit a host holds (the credit word's 16 low bits). */
 #define TK__LEASE_CREDIT_MAX 0xffff
 
@@ -49,9 +49,11 @@ struct tk__lease_call {
 	uint64_t now;	/* ns */
 	uint64_t cost;	/* units of the check */
 	uint64_t token; /* TAKE: the claim's, if it claims; else ours or 0 */
-	/* DONE: what Redis decided for @k units, and the lease's expiry. */
+	/* DONE: what Redis decided for @k units, when (ns: the time its
+	 * script decided at), and the lease's expiry. */
 	struct tk_decision got;
 	uint64_t k;	 /* units asked (DONE) or to ask (TAKE's CLAIM) */
+	uint64_t at;	 /* ns */
 	uint64_t expiry; /* ns */
 	/* TAKE: the credit word's credit and the end of its lease (0:
 	 * none), for the block's; DONE: the block found the claim this
@@ -61,6 +63,11 @@ struct tk__lease_call {
 	/* TAKE's results. */
 	enum tk__lease_way way;
 	struct tk_decision d;
+	/* TAKE: the unused credit of an expired lease this call took off
+	 * the word (0: none), that lease's end as the word held it, and
+	 * the time Redis decided it at as the block recorded it (0: not
+	 * known for certain): to give back (tk__redis_give_back()). */
+	uint64_t ret, ret_end, ret_at;
 };
 
 /*
@@ -81,6 +88,15 @@ int tk__lease_fn(void *ctx, const uint64_t *old, uint64_t *next,
  * every check of theirs is Redis's.
  */
 int tk__lease_leasable(const struct tk__policy *p);
+
+/*
+ * Does @p's algorithm give a lease's unused credit back (a sliding window
+ * or log: counts of the lease's bucket or stamps, exact while they still
+ * count)?  The others drop it: a window's lease lives to the window's
+ * end, where its units no longer count; a GCRA's or token bucket's
+ * state, written since by other checks, cannot lose them exactly.
+ */
+int tk__lease_returns(const struct tk__policy *p);
 
 /*
  * When a lease of @p taken at @now, decided as @got by Redis, expires

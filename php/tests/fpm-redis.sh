@@ -16,43 +16,10 @@ set -eu
 : "${srcdir:=.}"
 . "$srcdir/php/tests/lib.sh"
 fpm_preflight
-# The programs: $REDIS_SERVER and $REDIS_CLI (make check passes
-# configure's), else those on the PATH.
-REDIS_SERVER=${REDIS_SERVER:-$(command -v redis-server || :)}
-REDIS_CLI=${REDIS_CLI:-$(command -v redis-cli || :)}
-for b in "$REDIS_SERVER" "$REDIS_CLI"; do
-	[ -n "$b" ] && [ -x "$b" ] && continue
-	# tools/run-tests.sh sets TK_REQUIRE_REDIS=1: a failure, not a skip.
-	[ "${TK_REQUIRE_REDIS:-}" = 1 ] &&
-		{ echo "FAIL: no $b (TK_REQUIRE_REDIS=1)"; exit 1; }
-	echo "SKIP: no $b (redis-server, redis-tools)"
-	exit 77
-done
+redis_preflight
 fpm_setup
-redis_pid=
-redis_stop() {
-	if [ -n "$redis_pid" ]; then
-		kill -CONT "$redis_pid" 2>/dev/null || :
-		kill "$redis_pid" 2>/dev/null || :
-		wait "$redis_pid" 2>/dev/null || :
-		redis_pid=
-	fi
-}
 trap 'fpm_stop; redis_stop; rm -rf "$work"' EXIT
-rport=$(free_port)
-mkdir "$work/redis"
-"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
-	--dir "$work/redis" --requirepass s3cret --daemonize no >"$work/redis.log" 2>&1 &
-redis_pid=$!
-rcli() {
-	"$REDIS_CLI" -p "$rport" -a s3cret --no-auth-warning "$@" | tr -d '\r'
-}
-i=0
-until [ "$(rcli ping 2>/dev/null)" = PONG ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || fail "redis-server did not answer on port $rport: $(cat "$work/redis.log")"
-	sleep 0.1
-done
+redis_start s3cret
 spec="redis://:s3cret@127.0.0.1:$rport?timeout=200ms&connect_timeout=200ms"
 fpm_start "php_admin_value[throttlekit.default_store] = \"$spec\""
 

@@ -199,3 +199,52 @@ kill_step() {
 	echo "replacement worker: $fresh"
 	case $fresh in *allowed=0*remaining=0*) ;; *) fail "replacement: $fresh" ;; esac
 }
+
+# Exit 77 (skip) without redis-server or redis-cli ($REDIS_SERVER and
+# $REDIS_CLI: make check passes configure's, else those on the PATH);
+# under TK_REQUIRE_REDIS=1 (tools/run-tests.sh) a failure, not a skip.
+redis_preflight() {
+	REDIS_SERVER=${REDIS_SERVER:-$(command -v redis-server || :)}
+	REDIS_CLI=${REDIS_CLI:-$(command -v redis-cli || :)}
+	for b in "$REDIS_SERVER" "$REDIS_CLI"; do
+		[ -n "$b" ] && [ -x "$b" ] && continue
+		[ "${TK_REQUIRE_REDIS:-}" = 1 ] &&
+			{ echo "FAIL: no $b (TK_REQUIRE_REDIS=1)"; exit 1; }
+		echo "SKIP: no $b (redis-server, redis-tools)"
+		exit 77
+	done
+}
+
+# redis_start [PASSWORD]: a redis-server on a free port ($rport) of
+# 127.0.0.1, its files in $work/redis, its pid in $redis_pid; rcli runs
+# redis-cli on it.  Returns once it answers.
+redis_start() {
+	redis_pass=${1:-}
+	rport=$(free_port)
+	mkdir -p "$work/redis"
+	"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$work/redis" ${redis_pass:+--requirepass "$redis_pass"} \
+		--daemonize no >"$work/redis.log" 2>&1 &
+	redis_pid=$!
+	i=0
+	until [ "$(rcli ping 2>/dev/null)" = PONG ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "redis-server did not answer on port $rport: $(cat "$work/redis.log")"
+		sleep 0.1
+	done
+}
+
+rcli() {
+	"$REDIS_CLI" -p "$rport" ${redis_pass:+-a "$redis_pass" --no-auth-warning} "$@" |
+		tr -d '\r'
+}
+
+# Stop the server redis_start started (stopped or not), if it runs.
+redis_stop() {
+	if [ -n "${redis_pid:-}" ]; then
+		kill -CONT "$redis_pid" 2>/dev/null || :
+		kill "$redis_pid" 2>/dev/null || :
+		wait "$redis_pid" 2>/dev/null || :
+		redis_pid=
+	fi
+}

@@ -13,7 +13,8 @@
  *   to the exact check; leases shrink near the limit.
  * - Far from the limit, Redis sees few of the checks; a client over its
  *   limit costs at most one Redis call per retry interval.
- * - Redis stopped and restarted; processes and a host killed.
+ * - Redis stopped and restarted, alone and mid-run under H hosts x P
+ *   processes; processes and a host killed.
  * - The same on a 3-master Redis Cluster.
  */
 #include <errno.h>
@@ -511,6 +512,176 @@ static void test_killed(void **state)
 	assert_true(total + 3 * kmax >= limit);
 }
 
+/* test_restart's counters and its stage, in sh->per_key (no slots). */
+enum {
+	R_STAGE,     /* 0 Redis up, 1 held, 2 stopped, 3 restarting, 4 done */
+	R_HELD,	     /* workers holding still */
+	R_X_ALLOWED, /* "x", over its limit, admitted: never */
+	R_X_UNCACHED, /* "x" denied by no cached denial, Redis stopped */
+	R_X_CACHED,   /* "x" denied by the host's cached denial, stopped */
+	R_DOWN_BAD,   /* "k" denied, stopped, not by the fail policy */
+	R_FAILED = 8, /* + host: "k" denied by the fail policy */
+	R_BACK = 16,  /* + host: "k" decided by Redis, restarted */
+	R_FULL = 24,  /* + host: "k" denied by Redis, restarted */
+	R_CREDIT = 32, /* + host: "k" admitted, stopped: leased credit */
+};
+
+/* One round of a worker of test_restart() on host @h, at stage @st. */
+static void restart_round(struct tk_limiter *l, int h, uint64_t st)
+{
+	_Atomic uint64_t *c = sh->per_key;
+	struct tk_decision x, d;
+
+	KIT_CHILD_CHECK(11, tk_limiter_check(l, "x", 1, 1, &x) == 0);
+	KIT_CHILD_CHECK(12, tk_limiter_check(l, "k", 1, 1, &d) == 0);
+	if (x.allowed)
+		atomic_fetch_add(&c[R_X_ALLOWED], 1);
+	else if (st == 2)
+		atomic_fetch_add(&c[x.degraded ? R_X_UNCACHED : R_X_CACHED], 1);
+	if (d.allowed)
+		atomic_fetch_add(&sh->allowed, 1);
+	if (st == 2 && d.allowed)
+		atomic_fetch_add(&c[R_CREDIT + h], 1);
+	else if (st == 2)
+		atomic_fetch_add(&c[d.degraded ? R_FAILED + h : R_DOWN_BAD], 1);
+	if (st == 3 && !d.degraded)
+		atomic_fetch_add(&c[R_BACK + h], 1);
+	if (st == 3 && !d.degraded && !d.allowed)
+		atomic_fetch_add(&c[R_FULL + h], 1);
+}
+
+/* Worker @i of test_restart(): rounds by the stage read first. */
+static void restart_worker(int i)
+{
+	struct tk_limiter *l = open_on(i / run.procs);
+	uint64_t st;
+	int held = 0;
+
+	KIT_CHILD_CHECK(10, l != NULL);
+	while ((st = atomic_load(&sh->per_key[R_STAGE])) < 4) {
+		if (st == 1) {
+			if (!held++)
+				atomic_fetch_add(&sh->per_key[R_HELD], 1);
+			usleep(100);
+			continue;
+		}
+		restart_round(l, i / run.procs, st);
+	}
+	tk_limiter_close(l);
+}
+
+/* Until c[@at + h] >= @n for each of run.hosts hosts (30 s at most). */
+static int reached(int at, uint64_t n)
+{
+	int h, tries;
+
+	for (tries = 0; tries < 30000; tries++, usleep(1000)) {
+		for (h = 0; h < run.hosts; h++)
+			if (atomic_load(&sh->per_key[at + h]) < n)
+				break;
+		if (h == run.hosts)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Every host's next refill, the workers held: a check of "k" until
+ * Redis decides one (its reset_at the window's end to the ns, not the
+ * lease's rounded), after which the host holds the lease's credit.
+ */
+static void refill_hosts(uint64_t window_end)
+{
+	struct tk_decision d = { .reset_at = 0 };
+	struct tk_limiter *l;
+	int h, n;
+
+	for (h = 0; h < run.hosts; h++) {
+		l = open_on(h);
+		assert_non_null(l);
+		for (n = 0; n < 200 && d.reset_at != window_end; n++) {
+			assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), 0);
+			assert_true(d.allowed);
+			atomic_fetch_add(&sh->allowed, 1);
+		}
+		assert_true(d.reset_at == window_end);
+		d.reset_at = 0;
+		tk_limiter_close(l);
+	}
+}
+
+/*
+ * Redis stopped mid-run (its state saved) and restarted under 2 hosts x
+ * 2 processes, fail=closed: while it is down each host admits from its
+ * leased credit (some, at most a lease), keeps denying "x" by its
+ * cached denial, then denies by the fail policy, degraded; restarted,
+ * Redis decides again for every host, until the window is full: never
+ * above L in all, and short of it by at most the leases lost in flight.
+ */
+static void test_restart(void **state)
+{
+	const uint64_t limit = 2000, kmax = 64;
+	_Atomic uint64_t *c = sh->per_key;
+	struct tk_decision d;
+	struct tk_limiter *l;
+	int i, down, back;
+	uint64_t total;
+	pid_t pid[4];
+
+	(void)state;
+	fresh("fixed-window:2000/100s", "?lease_max=64", 2, 2, 0);
+	run.fail = TK_FAIL_CLOSED;
+	l = open_on(0);
+	assert_non_null(l);
+	assert_int_equal(tk_limiter_check(l, "x", 1, limit, &d), 0);
+	assert_true(d.allowed);
+	tk_limiter_close(l);
+	for (i = 0; i < 4; i++) {
+		fflush(NULL);
+		pid[i] = fork();
+		assert_true(pid[i] >= 0);
+		if (pid[i] == 0) {
+			restart_worker(i);
+			_exit(0);
+		}
+	}
+	while (atomic_load(&sh->allowed) < limit / 4)
+		usleep(1000);
+	atomic_store(&c[R_STAGE], 1);
+	while (atomic_load(&c[R_HELD]) < 4)
+		usleep(1000);
+	refill_hosts(T0 + 100 * SEC);
+	/* Saved, so that Redis restarts with the window's count. */
+	redis_kit_cmd(&kit, NULL, 0, "SHUTDOWN SAVE");
+	redis_kit_stop(&kit);
+	atomic_store(&c[R_STAGE], 2);
+	down = reached(R_FAILED, 100);
+	/* Stage 3 before the start: it answers before start() returns. */
+	atomic_store(&c[R_STAGE], 3);
+	assert_int_equal(redis_kit_start(&kit, NULL), 0);
+	back = reached(R_FULL, 20);
+	atomic_store(&c[R_STAGE], 4);
+	for (i = 0; i < 4; i++)
+		kit_wait_exit(pid[i], 0);
+	total = atomic_load(&sh->allowed);
+	print_message("# %llu admitted of %llu; Redis down: %llu and %llu "
+		      "from credit, %llu cached denials\n",
+		      (unsigned long long)total, (unsigned long long)limit,
+		      (unsigned long long)atomic_load(&c[R_CREDIT]),
+		      (unsigned long long)atomic_load(&c[R_CREDIT + 1]),
+		      (unsigned long long)atomic_load(&c[R_X_CACHED]));
+	assert_true(down && back);
+	assert_int_equal(atomic_load(&c[R_X_ALLOWED]), 0);
+	assert_int_equal(atomic_load(&c[R_X_UNCACHED]), 0);
+	assert_true(atomic_load(&c[R_X_CACHED]) > 0);
+	assert_int_equal(atomic_load(&c[R_DOWN_BAD]), 0);
+	for (i = 0; i < 2; i++)
+		assert_true(atomic_load(&c[R_CREDIT + i]) >= 1 &&
+			    atomic_load(&c[R_CREDIT + i]) <= kmax);
+	assert_true(total <= limit);
+	assert_true(total + 4 * kmax >= limit);
+}
+
 /*
  * On a 3-master Redis Cluster: lease=1 exactly L; adaptive leases never
  * above L in a window, and within 1% of it under a demand that lasts.
@@ -571,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_cached_denials),
 		cmocka_unit_test(test_redis_down),
 		cmocka_unit_test(test_killed),
+		cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_cluster),
 	};
 

@@ -6,7 +6,8 @@
  * claim that timed out and was taken over adds no credit; cached denials
  * by cost; the credit word's expiry, rounded down, and its reset_at,
  * rounded up; leases too short-lived to take; a cold lease's size halved;
- * what is left of a lease joins the next only if both end together.
+ * what is left of a lease joins the next only if both end together;
+ * an expired lease's credit taken off once, to give back.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,7 +93,8 @@ static void done(struct host *h, uint64_t now, uint64_t cost, uint64_t k,
 				    .now = now,
 				    .cost = cost,
 				    .token = token,
-				    .k = k };
+				    .k = k,
+				    .at = now };
 
 	c.got.allowed = allowed;
 	c.got.remaining = remaining;
@@ -278,6 +280,56 @@ static void test_join(void **state)
 	host_free(&h);
 }
 
+/* @policy's host, a lease of 10 granted at @at to claim 0xa, 3 used. */
+static void leased(struct host *h, const char *policy, uint64_t at)
+{
+	struct tk__lease_call c;
+
+	host_init(h, policy, 0);
+	h->cfg.lease = 10;
+	done(h, at, 1, 1, 0, 1, 999, at + 10 * SEC, 0);
+	assert_int_equal(take(h, at, 1, 0xa, &c), TK__LEASE_CLAIM);
+	done(h, at, 1, 10, 0xa, 1, 989, at + 10 * SEC, 0);
+	assert_int_equal(take(h, at, 1, 0, &c), TK__LEASE_ALLOW);
+	assert_int_equal(take(h, at, 1, 0, &c), TK__LEASE_ALLOW);
+}
+
+/*
+ * An expired lease's unused credit: a sliding log's or window's taken
+ * off the word by one TAKE, with the time Redis decided its lease at;
+ * the next finds none.  A GCRA's and a fixed window's are left (dropped).
+ * Two leases that end alike leave no time to give back by.
+ */
+static void test_return(void **state)
+{
+	const char *policies[] = { "sliding-log:500/10s",
+				   "sliding-window:1000/10s", "gcra:1000/s",
+				   "fixed-window:1000/1s" };
+	/* A time whose lease of a second ends on a multiple of 2^24 ns. */
+	const uint64_t t = ((T0 + SEC) | 0xffffff) + 1 - SEC;
+	struct tk__lease_call c;
+	struct host h;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		leased(&h, policies[i], t);
+		take(&h, t + SEC, 1, 0, &c);
+		assert_int_equal(c.ret, i < 2 ? 7 : 0);
+		assert_int_equal(c.ret_at, i < 2 ? t : 0);
+		take(&h, t + SEC, 1, 0, &c);
+		assert_int_equal(c.ret, 0);
+		host_free(&h);
+	}
+	leased(&h, "sliding-log:500/10s", t);
+	assert_int_equal(drain(&h, t + MS), 7);
+	assert_int_equal(take(&h, t + MS, 1, 0xb, &c), TK__LEASE_CLAIM);
+	done(&h, t + MS, 1, 10, 0xb, 1, 979, t + 10 * SEC, 0);
+	take(&h, t + SEC + 2 * MS, 1, 0, &c);
+	assert_true(c.ret == 9 && c.ret_at == 0);
+	host_free(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_short_lived),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_return),
 	};
 
 	return cmocka_run_group_tests_name("two-tier lease", tests, NULL, NULL);
