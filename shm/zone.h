@@ -237,7 +237,7 @@ int tk__table_copy_stands(struct tk__zone *z, uint64_t fp);
  * the move, then look again (an eviction waits for it: a move in flight
  * could bring an evicted state back). */
 #define TK__ZONE_MOVE_FIRST (-4096 - 4)
-#define TK__ZONE_NOT_PLAIN (-4096 - 5)	/* tk__zone_block_step(): not here */
+#define TK__ZONE_NOT_PLAIN (-4096 - 5) /* tk__zone_block_step(): not here */
 
 /*
  * What a full arena does instead of evicting (blocks.c): 0 (evict),
