@@ -234,6 +234,15 @@ int tk__redis_reply_expand(void **reply)
 	return 0;
 }
 
+void tk__redis_count(const struct tk__redis_req *q, int rc)
+{
+	if (rc >= 0 && q->stats) {
+		tk_atomic_add_u64(&q->stats->checks, 1, TK_MO_RELAXED);
+		if (rc != TK__PERSIST)
+			tk_atomic_add_u64(&q->stats->denies, 1, TK_MO_RELAXED);
+	}
+}
+
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 {
 	struct tk__redis_bufs b;
@@ -244,10 +253,6 @@ int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 	if (rc >= 0 && spell(q, r))
 		rc = -ENOMEM;
 	free(b.heap);
-	if (rc >= 0 && q->stats) {
-		tk_atomic_add_u64(&q->stats->checks, 1, TK_MO_RELAXED);
-		if (rc != TK__PERSIST)
-			tk_atomic_add_u64(&q->stats->denies, 1, TK_MO_RELAXED);
-	}
+	tk__redis_count(q, rc);
 	return rc;
 }
