@@ -140,18 +140,28 @@ static void test_not_loaded(void **state)
 	"~tk:* +fcall +evalsha +get +mget +set +del +pttl +time +strlen "      \
 	"+getrange +exists +append +pexpire"
 
-/* The calls of @cmd the server counted (INFO commandstats). */
-static long long calls(const char *cmd)
+/* Field @field ("calls=", "rejected_calls=") of @cmd's line of INFO
+ * commandstats: the server's count. */
+static long long cmdstat(const char *cmd, const char *field)
 {
 	char info[16384], want[64];
-	const char *at;
+	const char *at, *end;
 
 	assert_int_equal(
 		redis_kit_cmd(&kit, info, sizeof(info), "INFO commandstats"),
 		0);
-	snprintf(want, sizeof(want), "cmdstat_%s:calls=", cmd);
+	snprintf(want, sizeof(want), "cmdstat_%s:", cmd);
 	at = strstr(info, want);
-	return at ? atoll(at + strlen(want)) : 0;
+	if (!at)
+		return 0;
+	end = strchr(at, '\n');
+	at = strstr(at, field);
+	return at && (!end || at < end) ? atoll(at + strlen(field)) : 0;
+}
+
+static long long calls(const char *cmd)
+{
+	return cmdstat(cmd, "calls=");
 }
 
 /* An administrator's preload (tk_store_ping(3)): both libraries. */
@@ -189,6 +199,7 @@ static long long log_checks(const char *spec, const char *key)
 static void test_fast(void **state)
 {
 	char spec[128];
+	long long refused;
 
 	(void)state;
 	user("~* +@all -function -script", spec, sizeof(spec));
@@ -196,7 +207,11 @@ static void test_fast(void **state)
 	 * load fast.lua's: check.lua decides. */
 	flush_functions();
 	admin_loads();
+	refused = cmdstat("function|load", "rejected_calls=");
 	assert_int_equal(log_checks(spec, "f1"), 0);
+	/* Tried once on the connection, not at every check. */
+	assert_int_equal(cmdstat("function|load", "rejected_calls=") - refused,
+			 1);
 	/* Preloaded by a ping: fast.lua decides every check. */
 	flush_functions();
 	admin_pings();
