@@ -14,14 +14,14 @@
  * answers 3 (a state it does not read: the text of earlier versions, a
  * log not as the library writes it), check.lua decides, as before.
  *
- * The verdict: the reply names the live stamps' count C, the first live
- * stamp F and, on a denial, the stamp K a retry waits for.  The client
- * builds the smallest log with those (F up to K's place, then K), checks
- * it is live at the script's NOW, and runs the algorithm on it: its
- * decision (remaining, retry_after, reset_at) is the memory store's on
- * the whole log, bit for bit, since the algorithm reads no other stamp,
- * and the script's ADMITTED must agree.  The stamps it never sends are
- * not checked (check.lua's path sends and checks every one).
+ * The verdict (verdict.c, tk__redis_log_verdict()): the reply names the live
+ * stamps' count C, the first live stamp F and, on a denial, the stamp K a retry
+ * waits for.  The client builds the smallest log with those (F up to K's place,
+ * then K), checks it is live at the script's NOW, and runs the algorithm on it:
+ * its decision (remaining, retry_after, reset_at) is the memory store's on the
+ * whole log, bit for bit, since the algorithm reads no other stamp, and the
+ * script's ADMITTED must agree.  The stamps it never sends are not checked
+ * (check.lua's path sends and checks every one).
  */
 #include "algo/algo.h"
 #include "store/store-ops.h"
@@ -41,10 +41,8 @@ const char tk__redis_fast_lua[] =
 _Static_assert(sizeof(tk__redis_fast_lua) < 16384 - 256,
 	       "the fast script must stay below 16 KB");
 
-#define E9 UINT64_C(1000000000)
-#define REPLY_HEAD 21 /* ADMITTED, C in 2 bytes, F and K in 9 each */
-#define SLOW_REPLY 3  /* fast.lua: check.lua must decide */
-#define FAST_ARGS 4   /* check.lua's arguments fast.lua does not read */
+#define SLOW_REPLY 3 /* fast.lua: check.lua must decide */
+#define FAST_ARGS 4  /* check.lua's arguments fast.lua does not read */
 
 int tk__redis_call_fast(const struct tk__redis_req *q)
 {
@@ -117,85 +115,4 @@ int tk__redis_eval_log(struct tk__redis_store *s, struct tk__redis_conn *c,
 			e->fast = TK__FAST_LOAD;
 	}
 	return -EPROTO;
-}
-
-/* A stamp as fast.lua sends it (hi, lo in 5 and 4 bytes): 0 or -EPROTO. */
-static int stamp_of(const unsigned char *b, uint64_t *t)
-{
-	uint64_t hi = 0, lo = 0;
-	int i;
-
-	for (i = 0; i < 5; i++)
-		hi = hi << 8 | b[i];
-	for (i = 5; i < 9; i++)
-		lo = lo << 8 | b[i];
-	if (lo >= E9 || hi > TK__NOW_LIMIT / E9 ||
-	    hi * E9 + lo >= TK__NOW_LIMIT)
-		return -EPROTO;
-	*t = hi * E9 + lo;
-	return 0;
-}
-
-/*
- * The smallest log with the reply's C, F and K into @w ({n, T1, ...}):
- * F up to the k-th stamp, K from it on (k = C + COST - L on a denial).
- * 0, or -EPROTO for fields no log of @q's policy live at @at has.
- */
-static int smallest_log(const struct tk__redis_req *q, const unsigned char *b,
-			uint64_t at, uint64_t *w)
-{
-	const struct tk__policy *p = q->pol[0];
-	uint64_t count = (uint64_t)b[1] << 8 | b[2], f, k, kth, i;
-
-	if (count > p->limit || stamp_of(b + 3, &f) || stamp_of(b + 12, &k))
-		return -EPROTO;
-	kth = count + q->cost > p->limit ? count + q->cost - p->limit
-					 : count + 1;
-	/* F must be live; K, when a retry waits for it, not before F. */
-	if (count && (f + p->u.window.window <= at || (kth <= count && k < f)))
-		return -EPROTO;
-	w[0] = count;
-	for (i = 1; i <= count; i++)
-		w[i] = i < kth ? f : k;
-	return 0;
-}
-
-/*
- * fast.lua's answer: a byte ADMITTED, C, F and K (smallest_log()), then
- * NOW in decimal.
- */
-static int judge(const struct tk__redis_req *q, const redisReply *r,
-		 struct tk__redis_bufs *b)
-{
-	const unsigned char *s = (const unsigned char *)r->str;
-	int persist[TK__MULTI_MAX], rc;
-	uint64_t at;
-
-	if (r->type != REDIS_REPLY_STRING || r->len <= REPLY_HEAD || s[0] > 1 ||
-	    tk__redis_parse_u64(r->str + REPLY_HEAD, r->len - REPLY_HEAD,
-				&at) ||
-	    at >= TK__NOW_LIMIT || (!q->on_server && at != q->now))
-		return -EPROTO;
-	/* The algorithm decides at the time the script decided at. */
-	*q->decide_at = at;
-	rc = smallest_log(q, s, at, b->was[0]);
-	if (rc)
-		return rc;
-	b->old[0] = b->was[0];
-	rc = tk__redis_transition(q, b->old, b->next, persist);
-	if (rc >= 0 && (rc == TK__PERSIST) != (s[0] == 1))
-		return -EPROTO;
-	return rc;
-}
-
-int tk__redis_log_verdict(const struct tk__redis_req *q, const void *r)
-{
-	struct tk__redis_bufs b;
-	int rc = tk__redis_bufs_init(&b, q);
-
-	if (rc == 0)
-		rc = judge(q, r, &b);
-	free(b.heap);
-	tk__redis_count(q, rc);
-	return rc;
 }

@@ -225,6 +225,16 @@ int tk__redis_call_fast(const struct tk__redis_req *q);
  */
 int tk__redis_eval_log(struct tk__redis_store *s, struct tk__redis_conn *c,
 		       struct tk__redis_call *call, redisReply **r, int asking);
+/*
+ * fast.lua's reply @r to @q (a string: a byte ADMITTED, the live count C
+ * in 2 bytes, the first live stamp F and the stamp K a retry waits for in
+ * 9 bytes each, NOW in decimal) as the smallest log with those C, F and K
+ * into @words ({n, T1, ...}, @q's policy's state_words) and NOW into
+ * *@at; never a word past C + 1.  0, or -EPROTO for a reply no log of
+ * @q's policy live at NOW gives.
+ */
+int tk__redis_log_reply(const struct tk__redis_req *q, const void *r,
+			uint64_t *words, uint64_t *at);
 /* fast.lua's reply @r to @q, judged: the result of @q's check. */
 int tk__redis_log_verdict(const struct tk__redis_req *q, const void *r);
 
