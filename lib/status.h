@@ -26,5 +26,7 @@
 #define TK__REDIS_UNSENT (-4096 - 34)
 /* A Redis transaction whose watched key changed: nothing written (occ.c). */
 #define TK__REDIS_LOST (-4096 - 35)
+/* engine.c: a sliding log the fast script leaves to check.lua. */
+#define TK__REDIS_SLOW (-4096 - 36)
 
 #endif /* TK_STATUS_H */

@@ -138,7 +138,12 @@ void tk__redis_reply_free(void *reply);
 struct tk__redis_engine {
 	int kind;     /* TK__ENGINE_*: unknown until the first check */
 	char sha[41]; /* EVALSHA: the script's SHA-1 ("": not loaded) */
+	int fast;     /* TK__FAST_*: fast.lua's library on this server */
 };
+
+#define TK__FAST_TRY 0	/* FCALL, not known to work yet */
+#define TK__FAST_LOAD 1 /* FUNCTION LOAD before the next FCALL */
+#define TK__FAST_OFF 2	/* refused or no Functions: check.lua only */
 
 #define TK__ENGINE_UNKNOWN 0  /* FCALL, not known to work yet */
 #define TK__ENGINE_FUNCTION 1 /* Redis 7 Functions: FCALL */

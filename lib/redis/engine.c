@@ -16,6 +16,11 @@
  *   again after NOSCRIPT.
  * - What a connection learnt is reset when it reconnects: it may be to
  *   another server after a failover.
+ *
+ * A sliding log of one key is checked by fast.lua, a second library
+ * (FCALL only), called and loaded the same way; where it cannot be
+ * (no Functions, its FUNCTION LOAD refused), or where it answers that
+ * the state is not one it reads, check.lua decides.
  */
 #include "hash/siphash.h"
 #include "redis/store.h"
@@ -155,24 +160,51 @@ int tk__redis_eval(struct tk__redis_store *s, struct tk__redis_conn *c,
 	return -EPROTO;
 }
 
-int tk__redis_library_make(struct tk__redis_store *s)
+/*
+ * A Functions library of the first @len bytes of @lua, named by a hash
+ * of all of it, its function @fn (a local of @lua) registered as
+ * "tk_@prefix_<hash>" into @name; a malloc()ed text.
+ */
+static char *library(const char *lua, size_t len, const char *prefix,
+		     const char *fn, char *name, size_t name_len)
 {
 	static const uint64_t key[2] = { 0x7468726f74746c65, 0x6b6974 };
-	static const char head[] = "#!lua name=throttlekit_%016llx\n";
-	static const char tail[] = "redis.register_function('%s', check)\n";
-	size_t len = strlen(tk__redis_check_lua);
-	uint64_t h = tk__siphash(key, tk__redis_check_lua, len);
+	static const char head[] = "#!lua name=throttlekit%s_%016llx\n";
+	static const char tail[] = "redis.register_function('%s', %s)\n";
+	uint64_t h = tk__siphash(key, lua, strlen(lua));
+	char *text;
 	int n;
 
-	snprintf(s->function, sizeof(s->function), "tk_check_%016llx",
+	snprintf(name, name_len, "tk_%s_%016llx", prefix,
 		 (unsigned long long)h);
-	len -= sizeof(TK__REDIS_EVAL_TAIL) - 1;
-	s->library = malloc(sizeof(head) + 16 + len + sizeof(tail) +
-			    sizeof(s->function));
-	if (!s->library)
+	text = malloc(sizeof(head) + 24 + len + sizeof(tail) + name_len +
+		      strlen(fn));
+	if (!text)
+		return NULL;
+	/* check.lua's library keeps the name of earlier versions. */
+	n = sprintf(text, head, strcmp(prefix, "check") ? "_fast" : "",
+		    (unsigned long long)h);
+	memcpy(text + n, lua, len);
+	sprintf(text + n + len, tail, name, fn);
+	return text;
+}
+
+int tk__redis_library_make(struct tk__redis_store *s)
+{
+	size_t len = strlen(tk__redis_check_lua);
+
+	/* Without the tail EVALSHA's script ends with. */
+	s->library = library(tk__redis_check_lua,
+			     len - (sizeof(TK__REDIS_EVAL_TAIL) - 1), "check",
+			     "check", s->function, sizeof(s->function));
+	s->fast_library =
+		library(tk__redis_fast_lua, strlen(tk__redis_fast_lua), "log",
+			"fastlog", s->fast_function, sizeof(s->fast_function));
+	if (!s->library || !s->fast_library) {
+		free(s->library);
+		free(s->fast_library);
+		s->library = s->fast_library = NULL;
 		return -ENOMEM;
-	n = sprintf(s->library, head, (unsigned long long)h);
-	memcpy(s->library + n, tk__redis_check_lua, len);
-	sprintf(s->library + n + len, tail, s->function);
+	}
 	return 0;
 }

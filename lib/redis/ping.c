@@ -95,9 +95,13 @@ static int ping_on(struct tk__redis_store *s, struct tk__redis_conn *c,
 	int rc = 0;
 
 	(void)asking;
-	if (e->kind == TK__ENGINE_UNKNOWN)
+	/* An administrator's preload: both libraries (fast.c). */
+	if (e->kind == TK__ENGINE_UNKNOWN) {
 		rc = tk__redis_function_load(s, c);
-	if (rc)
+		if (rc == 0 && e->kind == TK__ENGINE_FUNCTION)
+			rc = tk__redis_fast_load(s, c);
+	}
+	if (rc && rc != TK__REDIS_SLOW)
 		return rc;
 	t0 = monotonic_ns();
 	rc = tk__redis_command(c, 1, ping, ping_len, (void **)&r);

@@ -20,6 +20,11 @@ struct tk__policy;
  */
 #define TK__REDIS_EVAL_TAIL "return check(KEYS, ARGV)\n"
 extern const char tk__redis_check_lua[];
+/*
+ * fast.lua: one sliding log's check without reading the log whole, a
+ * function library of its own (engine.c); the same states.
+ */
+extern const char tk__redis_fast_lua[];
 /* Does the check script know @p's algorithm? */
 int tk__redis_supported(const struct tk__policy *p);
 /* A decimal uint64 of s[0, len), nothing else; -EPROTO otherwise. */

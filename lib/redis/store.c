@@ -6,11 +6,11 @@
  * the store.
  *
  * A check is one script on the server (check.lua, run as engine.c
- * loads it).  The script reads the states of the check's keys (one, or
- * one per dimension of a composite or group; keys.c names them), decides
- * admission with exact integer arithmetic, writes the new states with a
- * TTL (expiry plus the grace) and returns the states it read and wrote,
- * which the client judges (verdict.c).
+ * loads it; one sliding log's, fast.lua: fast.c).  The script reads the states
+ * of the check's keys (one, or one per dimension of a composite or group;
+ * keys.c names them), decides admission with exact integer arithmetic, writes
+ * the new states with a TTL (expiry plus the grace) and returns the states it
+ * read and wrote, which the client judges (verdict.c).
  *
  * A batch (tk_limiter_check_many()) sends the same scripts, one pipeline
  * per node: pipeline.c, through the steps store.h declares.  A check over
@@ -50,6 +50,21 @@ static int check(struct tk__redis_store *s, struct tk__redis_conn *c,
 	redisReply *r;
 	int rc, tries;
 
+	/* One sliding log: fast.lua (fast.c), or check.lua where it says. */
+	if (tk__redis_call_fast(q)) {
+		rc = tk__redis_call_build(s, q, &call);
+		if (rc == 0)
+			rc = tk__redis_eval_log(s, c, &call, &r, asking);
+		if (rc == 0) {
+			rc = tk__redis_log_verdict(q, r);
+			tk__redis_reply_free(r);
+			if (rc >= 0 && q->on_server)
+				tk__redis_learn(s, *q->decide_at, q->local);
+			return rc;
+		}
+		if (rc != TK__REDIS_SLOW)
+			return rc;
+	}
 	for (tries = 0; tries < 2; tries++) {
 		rc = tk__redis_call_build(s, q, &call);
 		if (rc == 0)
@@ -223,6 +238,7 @@ static void redis_close(struct tk_store *base)
 	else
 		tk__redis_pool_destroy(&s->pool);
 	free(s->library);
+	free(s->fast_library);
 	/* The password is not left in freed memory. */
 	memset(&s->spec, 0, sizeof(s->spec));
 	free(s);
@@ -293,6 +309,7 @@ int tk__redis_open(struct tk_store **out, const char *spec,
 		rc = tk__redis_pool_init(&s->pool, &s->spec, why, why_len);
 	if (rc) {
 		free(s->library);
+		free(s->fast_library);
 		memset(&s->spec, 0, sizeof(s->spec));
 		free(s);
 		return rc;

@@ -31,6 +31,9 @@ struct tk__redis_store {
 	 * that versions that differ never replace each other's. */
 	char function[32];
 	char *library;
+	/* fast.lua's library, named the same way (engine.c). */
+	char fast_function[32];
+	char *fast_library;
 	/*
 	 * server_time=1: the server's clock less the limiter's, as last
 	 * seen (TIME, or the time a script decided at), with its lowest bit
@@ -190,6 +193,8 @@ int tk__redis_transition(const struct tk__redis_req *q,
  * -ENOMEM. */
 int tk__redis_spelled(struct tk__spelling *sp, size_t i, const char *pre,
 		      size_t pre_len, const char *post, size_t post_len);
+/* A check's result @rc counted in @q's store's stats (a decision). */
+void tk__redis_count(const struct tk__redis_req *q, int rc);
 /* The script's reply @r to @q, judged as apply() does: its result. */
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
 /*
@@ -199,6 +204,39 @@ int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r);
  * -EPROTO for a string that is no such answer, or -ENOMEM.
  */
 int tk__redis_reply_expand(void **reply);
+
+/* fast.c */
+
+/*
+ * FUNCTION LOAD of fast.lua's library on @c: 0, TK__REDIS_SLOW where it
+ * is refused (check.lua decides logs from now on, on this connection), or
+ * the command's error.
+ */
+int tk__redis_fast_load(struct tk__redis_store *s, struct tk__redis_conn *c);
+/* Does @q go to fast.lua (one sliding log, no reservation)? */
+int tk__redis_call_fast(const struct tk__redis_req *q);
+/*
+ * fast.lua on @c with @call's arguments (check.lua's long form, built
+ * for @q), loading its library where the server lost it; after ASKING
+ * if @asking.  0 and the reply in *@r (the caller frees it),
+ * TK__REDIS_SLOW (check.lua must decide: no Functions, the load refused,
+ * or a state fast.lua does not read), or an errno, TK__REDIS_MOVED,
+ * TK__REDIS_ASK.
+ */
+int tk__redis_eval_log(struct tk__redis_store *s, struct tk__redis_conn *c,
+		       struct tk__redis_call *call, redisReply **r, int asking);
+/*
+ * fast.lua's reply @r to @q (a string: a byte ADMITTED, the live count C
+ * in 2 bytes, the first live stamp F and the stamp K a retry waits for in
+ * 9 bytes each, NOW in decimal) as the smallest log with those C, F and K
+ * into @words ({n, T1, ...}, @q's policy's state_words) and NOW into
+ * *@at; never a word past C + 1.  0, or -EPROTO for a reply no log of
+ * @q's policy live at NOW gives.
+ */
+int tk__redis_log_reply(const struct tk__redis_req *q, const void *r,
+			uint64_t *words, uint64_t *at);
+/* fast.lua's reply @r to @q, judged: the result of @q's check. */
+int tk__redis_log_verdict(const struct tk__redis_req *q, const void *r);
 
 /* clock.c */
 

@@ -8,6 +8,9 @@
  * it fills the decision, and it must reach the same verdict and the same
  * new states as the script, or the call fails with -EPROTO; so a Redis
  * decision is the memory store's, bit for bit, by construction.
+ *
+ * fast.lua (fast.c) returns no state but the fields a sliding log's
+ * decision reads; the algorithm runs on the smallest log with those.
  */
 #include "algo/algo.h"
 #include "store/store-ops.h"
@@ -234,6 +237,15 @@ int tk__redis_reply_expand(void **reply)
 	return 0;
 }
 
+void tk__redis_count(const struct tk__redis_req *q, int rc)
+{
+	if (rc >= 0 && q->stats) {
+		tk_atomic_add_u64(&q->stats->checks, 1, TK_MO_RELAXED);
+		if (rc != TK__PERSIST)
+			tk_atomic_add_u64(&q->stats->denies, 1, TK_MO_RELAXED);
+	}
+}
+
 int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 {
 	struct tk__redis_bufs b;
@@ -244,10 +256,98 @@ int tk__redis_call_verdict(const struct tk__redis_req *q, const void *r)
 	if (rc >= 0 && spell(q, r))
 		rc = -ENOMEM;
 	free(b.heap);
-	if (rc >= 0 && q->stats) {
-		tk_atomic_add_u64(&q->stats->checks, 1, TK_MO_RELAXED);
-		if (rc != TK__PERSIST)
-			tk_atomic_add_u64(&q->stats->denies, 1, TK_MO_RELAXED);
-	}
+	tk__redis_count(q, rc);
+	return rc;
+}
+
+/*
+ * fast.lua's answer (fast.c): a byte ADMITTED, C in 2 bytes, F and K in
+ * 9 bytes each (hi, lo as a log's stamps), then NOW in decimal.
+ */
+#define E9 UINT64_C(1000000000)
+#define REPLY_HEAD 21
+
+/* A stamp as fast.lua sends it (hi, lo in 5 and 4 bytes): 0 or -EPROTO. */
+static int stamp_of(const unsigned char *b, uint64_t *t)
+{
+	uint64_t hi = 0, lo = 0;
+	int i;
+
+	for (i = 0; i < 5; i++)
+		hi = hi << 8 | b[i];
+	for (i = 5; i < 9; i++)
+		lo = lo << 8 | b[i];
+	if (lo >= E9 || hi > TK__NOW_LIMIT / E9 ||
+	    hi * E9 + lo >= TK__NOW_LIMIT)
+		return -EPROTO;
+	*t = hi * E9 + lo;
+	return 0;
+}
+
+/*
+ * The smallest log with the reply's C, F and K into @w ({n, T1, ...}):
+ * F up to the k-th stamp, K from it on (k = C + COST - L on a denial).
+ * 0, or -EPROTO for fields no log of @q's policy live at @at has.
+ */
+static int smallest_log(const struct tk__redis_req *q, const unsigned char *b,
+			uint64_t at, uint64_t *w)
+{
+	const struct tk__policy *p = q->pol[0];
+	uint64_t count = (uint64_t)b[1] << 8 | b[2], f, k, kth, i;
+
+	if (count > p->limit || stamp_of(b + 3, &f) || stamp_of(b + 12, &k))
+		return -EPROTO;
+	kth = count + q->cost > p->limit ? count + q->cost - p->limit
+					 : count + 1;
+	/* F must be live; K, when a retry waits for it, not before F. */
+	if (count && (f + p->u.window.window <= at || (kth <= count && k < f)))
+		return -EPROTO;
+	w[0] = count;
+	for (i = 1; i <= count; i++)
+		w[i] = i < kth ? f : k;
+	return 0;
+}
+
+int tk__redis_log_reply(const struct tk__redis_req *q, const void *reply,
+			uint64_t *words, uint64_t *at)
+{
+	const redisReply *r = reply;
+	const unsigned char *s = (const unsigned char *)r->str;
+
+	if (r->type != REDIS_REPLY_STRING || r->len <= REPLY_HEAD || s[0] > 1 ||
+	    tk__redis_parse_u64(r->str + REPLY_HEAD, r->len - REPLY_HEAD, at) ||
+	    *at >= TK__NOW_LIMIT || (!q->on_server && *at != q->now))
+		return -EPROTO;
+	return smallest_log(q, s, *at, words);
+}
+
+/* fast.lua's answer @r to @q: the algorithm on the smallest log. */
+static int judge(const struct tk__redis_req *q, const redisReply *r,
+		 struct tk__redis_bufs *b)
+{
+	int persist[TK__MULTI_MAX], rc;
+	uint64_t at;
+
+	rc = tk__redis_log_reply(q, r, b->was[0], &at);
+	if (rc)
+		return rc;
+	/* The algorithm decides at the time the script decided at. */
+	*q->decide_at = at;
+	b->old[0] = b->was[0];
+	rc = tk__redis_transition(q, b->old, b->next, persist);
+	if (rc >= 0 && (rc == TK__PERSIST) != (r->str[0] == 1))
+		return -EPROTO;
+	return rc;
+}
+
+int tk__redis_log_verdict(const struct tk__redis_req *q, const void *r)
+{
+	struct tk__redis_bufs b;
+	int rc = tk__redis_bufs_init(&b, q);
+
+	if (rc == 0)
+		rc = judge(q, r, &b);
+	free(b.heap);
+	tk__redis_count(q, rc);
 	return rc;
 }

@@ -5,8 +5,9 @@
  * one word, windows, sliding windows' rings (text and binary), sliding
  * logs), read as the verdict path reads a reply's state
  * (tk__redis_take_old(), into the step's buffers), the decimal fields
- * (tk__redis_parse_u64()), and the value as a fast path's one-string
- * reply (tk__redis_reply_expand()).
+ * (tk__redis_parse_u64()), the value as a fast path's one-string
+ * reply (tk__redis_reply_expand()), and, under a sliding log, as
+ * fast.lua's reply (tk__redis_log_reply(): the log it builds is valid).
  *
  * The first byte of an input picks a policy and one of its dimensions,
  * the rest is the value.  A decoder writes only its own buffer (each is
@@ -101,6 +102,31 @@ static void expand(const char *s, size_t len)
 	freeReplyObject(v);
 }
 
+/* @s as fast.lua's reply to a check of @cost under sliding log @p. */
+static void log_reply(const struct tk__policy *p, const char *s, size_t len,
+		      uint64_t cost)
+{
+	uint64_t *w = calloc(p->state_words, sizeof(*w)), at;
+	struct tk__redis_req q;
+	redisReply r;
+
+	if (!w)
+		return;
+	memset(&q, 0, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	q.n = 1;
+	q.pol[0] = p;
+	q.cost = cost;
+	q.on_server = 1;
+	r.type = REDIS_REPLY_STRING;
+	r.str = (char *)s;
+	r.len = len;
+	if (tk__redis_log_reply(&q, &r, w, &at) == 0 &&
+	    !p->alg->valid(p, p->state_words, w))
+		abort();
+	free(w);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct tk_policy *pol;
@@ -126,6 +152,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	decode_alone(&pol->dim[k], s, len);
 	expand(s, len);
+	if (pol->dim[k].alg == &tk__sliding_log)
+		log_reply(&pol->dim[k], s, len, 1 + data[0] % 3);
 	/* The verdict path: every dimension's buffers, then one state. */
 	memset(&q, 0, sizeof(q));
 	q.n = pol->n;

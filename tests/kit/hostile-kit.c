@@ -78,11 +78,12 @@ int unchanged(const char *key, size_t klen, const char *value, size_t len)
 
 /*
  * @value (@vlen bytes) under the state of key "k" of @policy (dimension
- * @dim of a composite, or -1): a check, a peek and a batch fail with
- * -EPROTO.
+ * @dim of a composite, or -1): a check answers @want (-EPROTO but where
+ * the value's flaw lies where a single log's check never reads), and a
+ * peek and a batch fail with -EPROTO; nothing is written.
  */
 void hostile_with(const char *policy, int dim, const char *value, size_t vlen,
-		  const char *opts)
+		  const char *opts, int want)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_request req[2];
@@ -103,9 +104,11 @@ void hostile_with(const char *policy, int dim, const char *value, size_t vlen,
 			  vlen) != 0)
 		fail_msg("SET %s", value);
 	rc[0] = tk_limiter_check(l, "k", 1, 1, &d);
-	if (rc[0] != -EPROTO)
-		fail_msg("%s, state \"%.60s\": check %s, want EPROTO", policy,
-			 value, tk_strerrorname(rc[0]));
+	if (rc[0] != want || (want == 0 && d.allowed))
+		fail_msg("%s, state \"%.60s\": check %s (%s), want %s", policy,
+			 value, tk_strerrorname(rc[0]),
+			 d.allowed ? "allowed" : "denied",
+			 tk_strerrorname(want));
 	/* Refused, and left as it was: nothing was consumed. */
 	if (!unchanged(key, klen, value, vlen))
 		fail_msg("%s, state \"%.60s\" (%zu bytes): written", policy,
@@ -138,8 +141,8 @@ void hostile_with(const char *policy, int dim, const char *value, size_t vlen,
 void assert_hostile_bytes(const char *policy, int dim, const char *value,
 			  size_t len)
 {
-	hostile_with(policy, dim, value, len, "");
-	hostile_with(policy, dim, value, len, "&server_time=1");
+	hostile_with(policy, dim, value, len, "", -EPROTO);
+	hostile_with(policy, dim, value, len, "&server_time=1", -EPROTO);
 }
 
 void assert_hostile(const char *policy, int dim, const char *value)

@@ -23,11 +23,12 @@ size_t state_key(const char *policy, int dim, char *key);
 /* Does "h:" @key still hold the @len bytes at @value? */
 int unchanged(const char *key, size_t klen, const char *value, size_t len);
 /* @len bytes at @value under "h:" and the state of "k" of @policy
- * (dimension @dim of a composite, or -1): a check, a peek and a batch
- * fail with -EPROTO, and nothing is written; @opts is added to the
- * spec (e.g. "&server_time=0"). */
+ * (dimension @dim of a composite, or -1): a check answers @want (-EPROTO
+ * but where the flaw lies where a single log's check never reads), a
+ * peek and a batch fail with -EPROTO, and nothing is written; @opts is
+ * added to the spec (e.g. "&server_time=0"). */
 void hostile_with(const char *policy, int dim, const char *value, size_t len,
-		  const char *opts);
+		  const char *opts, int want);
 /* hostile_with() with the spec's default clock, and server_time=1. */
 void assert_hostile_bytes(const char *policy, int dim, const char *value,
 			  size_t len);

@@ -8,6 +8,8 @@
  * administrator loads it, without reopening.  The user the manual
  * documents as the minimum checks, peeks and resets.  A ping, which
  * loads the library, is the administrator's: -EACCES for such a user.
+ * The same for fast.lua's library (a sliding log's check): called on a
+ * preload, and where no one loaded it, check.lua decides instead.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <throttlekit.h>
@@ -133,7 +136,93 @@ static void test_not_loaded(void **state)
 }
 
 /* The minimal ACL of tk_store_open(3), for the default key_prefix. */
-#define MINIMAL_ACL "~tk:* +fcall +evalsha +get +mget +set +del +pttl +time"
+#define MINIMAL_ACL                                                            \
+	"~tk:* +fcall +evalsha +get +mget +set +del +pttl +time +strlen "      \
+	"+getrange +exists +append +pexpire"
+
+/* Field @field ("calls=", "rejected_calls=") of @cmd's line of INFO
+ * commandstats: the server's count. */
+static long long cmdstat(const char *cmd, const char *field)
+{
+	char info[16384], want[64];
+	const char *at, *end;
+
+	assert_int_equal(
+		redis_kit_cmd(&kit, info, sizeof(info), "INFO commandstats"),
+		0);
+	snprintf(want, sizeof(want), "cmdstat_%s:", cmd);
+	at = strstr(info, want);
+	if (!at)
+		return 0;
+	end = strchr(at, '\n');
+	at = strstr(at, field);
+	return at && (!end || at < end) ? atoll(at + strlen(field)) : 0;
+}
+
+static long long calls(const char *cmd)
+{
+	return cmdstat(cmd, "calls=");
+}
+
+/* An administrator's preload (tk_store_ping(3)): both libraries. */
+static void admin_pings(void)
+{
+	struct tk_store *st;
+	struct tk_store_ping p;
+
+	assert_int_equal(tk_store_open(&st, redis_kit_slow(kit.spec), NULL), 0);
+	assert_int_equal(tk_store_ping(st, &p, sizeof(p)), 0);
+	tk_store_close(st);
+}
+
+/* Four checks of a sliding log of 3 as the user of @spec; the STRLEN
+ * calls they made (fast.lua's, not check.lua's). */
+static long long log_checks(const char *spec, const char *key)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	long long was = calls("strlen");
+	int i;
+
+	assert_int_equal(tk_limiter_open(&l, "sliding-log:3/1h", spec, NULL),
+			 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(tk_limiter_check(l, key, strlen(key), 1, &d),
+				 0);
+		assert_int_equal(d.allowed, i < 3);
+		assert_int_equal(d.remaining, i < 3 ? 2 - i : 0);
+	}
+	tk_limiter_close(l);
+	return calls("strlen") - was;
+}
+
+static void test_fast(void **state)
+{
+	char spec[128];
+	long long refused;
+
+	(void)state;
+	user("~* +@all -function -script", spec, sizeof(spec));
+	/* Only check.lua's library (a check loaded it), not this user's to
+	 * load fast.lua's: check.lua decides. */
+	flush_functions();
+	admin_loads();
+	refused = cmdstat("function|load", "rejected_calls=");
+	assert_int_equal(log_checks(spec, "f1"), 0);
+	/* Tried once on the connection, not at every check. */
+	assert_int_equal(cmdstat("function|load", "rejected_calls=") - refused,
+			 1);
+	/* Preloaded by a ping: fast.lua decides every check. */
+	flush_functions();
+	admin_pings();
+	assert_int_equal(log_checks(spec, "f2"), 4);
+	/* Loaded: a connection that found it refused uses it once new. */
+	flush_functions();
+	admin_loads();
+	assert_int_equal(log_checks(spec, "f3"), 0);
+	admin_pings();
+	assert_int_equal(log_checks(spec, "f4"), 4);
+}
 
 static void test_minimal_acl(void **state)
 {
@@ -144,7 +233,7 @@ static void test_minimal_acl(void **state)
 	(void)state;
 	user(MINIMAL_ACL, spec, sizeof(spec));
 	flush_functions();
-	admin_loads();
+	admin_pings();
 	assert_int_equal(tk_limiter_open(&l, "gcra:10/s,burst=2", spec, NULL),
 			 0);
 	assert_int_equal(tk_limiter_check(l, "m", 1, 1, &d), 0);
@@ -162,6 +251,10 @@ static void test_minimal_acl(void **state)
 	assert_int_equal(tk_limiter_check(l, "w", 1, 1, &d), 0);
 	assert_true(d.allowed);
 	tk_limiter_close(l);
+	/* A sliding log: fast.lua's commands, on either clock. */
+	assert_int_equal(log_checks(spec, "s1"), 4);
+	*strstr(spec, "&server_time=1") = '\0';
+	assert_int_equal(log_checks(spec, "s2"), 4);
 }
 
 int main(void)
@@ -170,6 +263,7 @@ int main(void)
 		cmocka_unit_test(test_preloaded),
 		cmocka_unit_test(test_not_loaded),
 		cmocka_unit_test(test_minimal_acl),
+		cmocka_unit_test(test_fast),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);

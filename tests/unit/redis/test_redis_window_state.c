@@ -127,7 +127,8 @@ static void test_window_binary(void **state)
 	hostile_kit_need(&kit);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_hostile_bytes(fw, -1, win(v, 0x83, bad[i]), WIN_LEN);
-	hostile_with(fw, -1, win(v, 0x83, many), WIN_LEN, "&server_time=0");
+	hostile_with(fw, -1, win(v, 0x83, many), WIN_LEN, "&server_time=0",
+		     -EPROTO);
 	/* Another algorithm's mark: a quota's, a GCRA's, none. */
 	assert_hostile_bytes(fw, -1, win(v, 0x86, ok), WIN_LEN);
 	assert_hostile_bytes(fw, -1, win(v, 0x81, ok), WIN_LEN);
@@ -149,7 +150,8 @@ static void test_window_binary(void **state)
 	/* A quota's own state, its count past what its packed word holds. */
 	written("quota:5/day", v);
 	put_pair(v + 28, UINT64_C(1) << 24);
-	hostile_with("quota:5/day", -1, v, WIN_LEN, "&server_time=0");
+	hostile_with("quota:5/day", -1, v, WIN_LEN, "&server_time=0",
+		     -EPROTO);
 	/* A window under a one-word policy, and in a composite. */
 	assert_hostile_bytes("gcra:5/s", -1, win(v, 0x83, ok), WIN_LEN);
 	assert_hostile_bytes("all(gcra:5/s,fixed-window:5/10s)", 1,

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_redis_log.c - one sliding log's check by fast.lua (lib/redis/fast.c)
+ * on a real redis-server, against the memory store and against
+ * check.lua: a single check goes to fast.lua, a batch of one to
+ * check.lua (pipeline.c), so three limiters run the same timeline (steps
+ * of random size, clocks stepped back by more than the window, long idle
+ * spans, costs 1 to 5): their decisions must be identical, field for
+ * field, and the two Redis states byte for byte, with the same TTL.
+ * Every path of fast.lua is taken (an append, a log rewritten because
+ * its first stamp left, stamps inserted before later ones, a denial
+ * whose retry waits for a later stamp than the first), counted by the
+ * server's STRLEN, APPEND and GET calls.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <throttlekit.h>
+
+#include "asserts.h"
+#include "redis-kit.h"
+
+#define T0 (UINT64_C(1700000000) * SEC)
+
+static struct redis_kit kit;
+
+static int stop_server(void **state)
+{
+	(void)state;
+	redis_kit_destroy(&kit);
+	return 0;
+}
+
+/* The calls of @cmd the server counted (INFO commandstats). */
+static long long calls(const char *cmd)
+{
+	char info[16384], want[64];
+	const char *at;
+
+	assert_int_equal(
+		redis_kit_cmd(&kit, info, sizeof(info), "INFO commandstats"),
+		0);
+	snprintf(want, sizeof(want), "cmdstat_%s:calls=", cmd);
+	at = strstr(info, want);
+	return at ? atoll(at + strlen(want)) : 0;
+}
+
+/* The value of the one key under @prefix, in hex, into @buf ("": none). */
+static void state_of(const char *prefix, char *buf, size_t len)
+{
+	static const char script[] =
+		"local k = redis.call('KEYS', ARGV[1] .. '*') "
+		"if #k == 0 then return '' end "
+		"local v = redis.call('GET', k[1]) "
+		"return (string.gsub(v, '.', function(c) "
+		"return string.format('%02x', string.byte(c)) end))";
+
+	buf[0] = '\0';
+	redis_kit_cmd(&kit, buf, len, "EVAL %s 0 %s", script, prefix);
+}
+
+/* The TTL in ms of the one key under @prefix (-2: none). */
+static long long ttl_of(const char *prefix)
+{
+	static const char script[] =
+		"local k = redis.call('KEYS', ARGV[1] .. '*') "
+		"if #k == 0 then return -2 end "
+		"return redis.call('PTTL', k[1])";
+
+	return redis_kit_cmd(&kit, NULL, 0, "EVAL %s 0 %s", script, prefix);
+}
+
+struct trio {
+	struct tk_limiter *l[3]; /* memory, fast.lua, check.lua */
+	struct tk_clock *c[3];
+};
+
+static void open_trio(struct trio *t, const char *policy)
+{
+	static const char *const prefix[3] = { "", "a:", "b:" };
+	struct tk_options o = TK_OPTIONS_INIT;
+	char spec[192];
+	int m;
+
+	redis_kit_need(&kit);
+	redis_kit_cmd(&kit, NULL, 0, "FLUSHALL");
+	for (m = 0; m < 3; m++) {
+		snprintf(spec, sizeof(spec), "%s?key_prefix=%s&server_time=0",
+			 kit.spec, prefix[m]);
+		assert_rc(tk_clock_manual_new(&t->c[m], T0), 0);
+		o.clock = t->c[m];
+		o.fail = TK_FAIL_ERROR;
+		o.flags = TK_OPT_NO_RECLAIMER;
+		assert_rc(tk_limiter_open(&t->l[m], policy,
+					  m ? redis_kit_slow(spec) : "memory",
+					  &o),
+			  0);
+	}
+}
+
+static void close_trio(struct trio *t)
+{
+	int m;
+
+	for (m = 0; m < 3; m++) {
+		tk_limiter_close(t->l[m]);
+		tk_clock_free(t->c[m]);
+	}
+}
+
+/* One check of @cost at @now on each: the same decision, the same state. */
+static int check_all(struct trio *t, uint64_t now, uint64_t cost)
+{
+	struct tk_decision d[3];
+	struct tk_request req = { 0 };
+	char a[8192], b[8192];
+	long long ta, tb;
+	int m, rc;
+
+	for (m = 0; m < 3; m++)
+		tk_clock_set(t->c[m], now);
+	assert_rc(tk_limiter_check(t->l[0], "k", 1, cost, &d[0]), 0);
+	assert_rc(tk_limiter_check(t->l[1], "k", 1, cost, &d[1]), 0);
+	req.key = "k";
+	req.key_len = 1;
+	req.cost = cost;
+	tk_limiter_check_many(t->l[2], &req, 1, &d[2], &rc);
+	assert_rc(rc, 0);
+	assert_same_decision(d[1], d[0]);
+	assert_same_decision(d[2], d[0]);
+	state_of("a:", a, sizeof(a));
+	state_of("b:", b, sizeof(b));
+	assert_string_equal(a, b);
+	ta = ttl_of("a:");
+	tb = ttl_of("b:");
+	/* Written at most a few ms apart, with the same PX. */
+	assert_true(ta - tb < 200 && tb - ta < 200);
+	return d[0].allowed;
+}
+
+/*
+ * @n checks of @policy from T0, the clock now and then back by one to
+ * three windows of @w or idle for many; costs 1 to @cmax.  How many were
+ * admitted.
+ */
+static int race(const char *policy, uint64_t w, uint64_t cmax, int n,
+		unsigned int seed)
+{
+	struct trio t;
+	uint64_t now = T0;
+	int k, admitted = 0;
+
+	open_trio(&t, policy);
+	for (k = 0; k < n; k++) {
+		switch (rand_r(&seed) % 20) {
+		case 0:
+			now -= (1 + rand_r(&seed) % 3) * w;
+			break;
+		case 1:
+			now += (uint64_t)(2 + rand_r(&seed) % 50) * w;
+			break;
+		case 2:
+			now -= rand_r(&seed) % (w / 4);
+			break;
+		default:
+			now += (uint64_t)(rand_r(&seed) % 100) * w / 400 +
+			       rand_r(&seed) % 1000;
+		}
+		admitted += check_all(&t, now, 1 + rand_r(&seed) % cmax);
+	}
+	close_trio(&t);
+	return admitted;
+}
+
+static void test_log_fast(void **state)
+{
+	long long strlen0, append0;
+	int a, b;
+
+	(void)state;
+	redis_kit_need(&kit);
+	strlen0 = calls("strlen");
+	append0 = calls("append");
+	a = race("sliding-log:5/1s", SEC, 3, 500, 11);
+	b = race("sliding-log:40/100ms", 100 * MS, 5, 500, 12);
+	/* Both ways, and every path of fast.lua. */
+	assert_true(a > 50 && a < 450);
+	assert_true(b > 50 && b < 450);
+	assert_true(calls("strlen") - strlen0 >= 1000);
+	assert_true(calls("append") - append0 > 50);
+}
+
+/* A full log of 512, as the benchmark's: denials read three stamps. */
+static void test_log_full(void **state)
+{
+	struct trio t;
+	uint64_t now = T0;
+	int k, admitted = 0;
+
+	(void)state;
+	open_trio(&t, "sliding-log:512/1s");
+	for (k = 0; k < 700; k++) {
+		now += 2 * MS + (uint64_t)k % 7;
+		admitted += check_all(&t, now, 1 + (uint64_t)k % 2);
+	}
+	assert_true(admitted > 300 && admitted < 700);
+	close_trio(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log_fast),
+		cmocka_unit_test(test_log_full),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, stop_server);
+}
