@@ -16,6 +16,7 @@
 
 #include <errno.h>
 
+#include "SAPI.h"
 #include "ext/spl/spl_exceptions.h"
 #include "ext/standard/info.h"
 /* The arginfo marks the store spec #[\SensitiveParameter]. */
@@ -40,14 +41,27 @@ static ZEND_INI_MH(on_update_fail)
 	unsigned int fail;
 
 	if (tk_fail_parse(ZSTR_VAL(new_value), ZSTR_LEN(new_value), &fail)) {
+		char msg[256];
+
 		/* No quotes: html_errors (php-fpm's default) would escape
 		 * them in the log. */
-		php_error_docref(NULL, E_WARNING,
-				 "throttlekit.fail=%s is not error, open or "
-				 "closed: ignored, throttlekit.fail stays %s",
-				 ZSTR_VAL(new_value),
-				 entry->value ? ZSTR_VAL(entry->value)
-					      : "error");
+		snprintf(msg, sizeof(msg),
+			 "throttlekit.fail=%s is not error, open or closed: "
+			 "ignored, throttlekit.fail stays %s",
+			 ZSTR_VAL(new_value),
+			 entry->value ? ZSTR_VAL(entry->value) : "error");
+		/*
+		 * php-fpm applies a pool's php_admin_value in each worker
+		 * before its first request, where no output is active: a
+		 * warning displayed there is written through a request that
+		 * does not exist yet, and a worker crashed (SIGSEGV) serving
+		 * its first request after it.  There the message is logged,
+		 * which reaches the php-fpm log all the same.
+		 */
+		if (stage == ZEND_INI_STAGE_ACTIVATE && !SG(sapi_started))
+			php_log_err(msg);
+		else
+			php_error_docref(NULL, E_WARNING, "%s", msg);
 		return FAILURE;
 	}
 	return OnUpdateString(entry, new_value, mh_arg1, mh_arg2, mh_arg3,
