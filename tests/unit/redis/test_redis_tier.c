@@ -550,6 +550,13 @@ static void restart_round(struct tk_limiter *l, int h, uint64_t st)
 		atomic_fetch_add(&c[R_FULL + h], 1);
 }
 
+/*
+ * What test_restart()'s workers admit of its 2000 before the hold: they
+ * stop there themselves, so that a parent descheduled under load cannot
+ * let them take the window whole before it holds them.
+ */
+#define RESTART_BEFORE 500
+
 /* Worker @i of test_restart(): rounds by the stage read first. */
 static void restart_worker(int i)
 {
@@ -559,6 +566,10 @@ static void restart_worker(int i)
 
 	KIT_CHILD_CHECK(10, l != NULL);
 	while ((st = atomic_load(&sh->per_key[R_STAGE])) < 4) {
+		if (st == 0 && atomic_load(&sh->allowed) >= RESTART_BEFORE) {
+			usleep(100);
+			continue;
+		}
 		if (st == 1) {
 			if (!held++)
 				atomic_fetch_add(&sh->per_key[R_HELD], 1);
@@ -645,7 +656,7 @@ static void test_restart(void **state)
 			_exit(0);
 		}
 	}
-	while (atomic_load(&sh->allowed) < limit / 4)
+	while (atomic_load(&sh->allowed) < RESTART_BEFORE)
 		usleep(1000);
 	atomic_store(&c[R_STAGE], 1);
 	while (atomic_load(&c[R_HELD]) < 4)
