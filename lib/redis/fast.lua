@@ -66,6 +66,8 @@ local function plus(a, b, c, d)
 end
 
 -- The first of stamps @a .. @n of @v above (th, tl) (n + 1: none).
+-- check.lua has the same bisection: two function libraries share no code,
+-- and this one must not load check.lua's to read a log.
 local function above(v, a, n, th, tl)
 	local function up(i)
 		local h, l = struct.unpack(STAMP, v, 9 * i - 5)
