@@ -520,6 +520,7 @@ enum {
 	R_X_UNCACHED, /* "x" denied by no cached denial, Redis stopped */
 	R_X_CACHED,   /* "x" denied by the host's cached denial, stopped */
 	R_DOWN_BAD,   /* "k" denied, stopped, not by the fail policy */
+	R_STARTED,    /* workers past their first round */
 	R_FAILED = 8, /* + host: "k" denied by the fail policy */
 	R_BACK = 16,  /* + host: "k" decided by Redis, restarted */
 	R_FULL = 24,  /* + host: "k" denied by Redis, restarted */
@@ -553,7 +554,9 @@ static void restart_round(struct tk_limiter *l, int h, uint64_t st)
 /*
  * What test_restart()'s workers admit of its 2000 before the hold: they
  * stop there themselves, so that a parent descheduled under load cannot
- * let them take the window whole before it holds them.
+ * let them take the window whole before it holds them. Each still runs
+ * one round first: a worker descheduled until the others had reached
+ * it would leave its host with no cached denial of "x".
  */
 #define RESTART_BEFORE 500
 
@@ -562,11 +565,12 @@ static void restart_worker(int i)
 {
 	struct tk_limiter *l = open_on(i / run.procs);
 	uint64_t st;
-	int held = 0;
+	int held = 0, rounds = 0;
 
 	KIT_CHILD_CHECK(10, l != NULL);
 	while ((st = atomic_load(&sh->per_key[R_STAGE])) < 4) {
-		if (st == 0 && atomic_load(&sh->allowed) >= RESTART_BEFORE) {
+		if (st == 0 && rounds &&
+		    atomic_load(&sh->allowed) >= RESTART_BEFORE) {
 			usleep(100);
 			continue;
 		}
@@ -577,6 +581,8 @@ static void restart_worker(int i)
 			continue;
 		}
 		restart_round(l, i / run.procs, st);
+		if (!rounds++)
+			atomic_fetch_add(&sh->per_key[R_STARTED], 1);
 	}
 	tk_limiter_close(l);
 }
@@ -656,7 +662,8 @@ static void test_restart(void **state)
 			_exit(0);
 		}
 	}
-	while (atomic_load(&sh->allowed) < RESTART_BEFORE)
+	while (atomic_load(&sh->allowed) < RESTART_BEFORE ||
+	       atomic_load(&c[R_STARTED]) < 4)
 		usleep(1000);
 	atomic_store(&c[R_STAGE], 1);
 	while (atomic_load(&c[R_HELD]) < 4)
