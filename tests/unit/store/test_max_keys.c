@@ -3,7 +3,8 @@
  * test_max_keys.c - max_keys bounds a memory store's live keys: a new
  * key beyond it evicts the coldest key (a key used once before one used
  * again; of those, the one whose state expires first), and the table
- * holds max_keys keys, never more, whether or not its slots are full.
+ * holds max_keys keys, never more, whether or not its slots are full; a
+ * composite with more dimensions than max_keys fails at once, typed.
  *
  * The victim is the coldest of a sample (tk_store_open(3), "Sizing the
  * memory store"): in a table of 64 slots the sample is every slot, so
@@ -15,6 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -224,6 +226,56 @@ static void test_bound_under_threads(void **state)
 	close_fixture(&f);
 }
 
+/*
+ * A composite's dimensions are keys updated in one step: with fewer
+ * max_keys than dimensions they never fit at once, and the check fails
+ * with -ENOSPC at its first attempt, inserting nothing (before, each
+ * insert evicted another dimension until the step gave up: -EIO after
+ * a second).  As many max_keys as dimensions is enough.
+ */
+static void test_more_dimensions_than_keys(void **state)
+{
+	struct tk_decision d;
+	struct fixture f;
+	int i;
+
+	(void)state;
+	open_fixture(&f, "all(gcra:5/s,gcra:10/s)", 1, TK_OPT_NO_RECLAIMER,
+		     0);
+	assert_int_equal(tk_limiter_check(f.lim, "k", 1, 1, &d), -ENOSPC);
+	expect_counts(&f, 0, 0, 0);
+	close_fixture(&f);
+	open_fixture(&f, "all(gcra:5/s,gcra:10/s)", 2, TK_OPT_NO_RECLAIMER,
+		     0);
+	for (i = 0; i < 5; i++)
+		assert_true(check(&f, "k", 1));
+	assert_false(check(&f, "k", 1));
+	expect_counts(&f, 2, 2, 0);
+	close_fixture(&f);
+}
+
+/* So is a group of two limiters on a store of max_keys 1. */
+static void test_group_larger_than_keys(void **state)
+{
+	const struct tk_key keys[2] = { { "a", 1 }, { "b", 1 } };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *ls[2];
+	struct tk_decision d;
+	struct fixture f;
+
+	(void)state;
+	open_fixture(&f, "gcra:5/s", 1, TK_OPT_NO_RECLAIMER, 0);
+	o.clock = f.clock;
+	o.store = f.store;
+	ls[0] = f.lim;
+	assert_int_equal(tk_limiter_open(&ls[1], "gcra:10/s", NULL, &o), 0);
+	assert_int_equal(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0),
+			 -ENOSPC);
+	expect_counts(&f, 0, 0, 0);
+	tk_limiter_close(ls[1]);
+	close_fixture(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +283,8 @@ int main(void)
 		cmocka_unit_test(test_used_again_outlives_used_once),
 		cmocka_unit_test(test_bound_while_growing),
 		cmocka_unit_test(test_bound_under_threads),
+		cmocka_unit_test(test_more_dimensions_than_keys),
+		cmocka_unit_test(test_group_larger_than_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
