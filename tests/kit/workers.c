@@ -49,7 +49,7 @@ void kit_run_workers(int n, void (*fn)(int))
 
 	assert_true(n > 0 && n <= KIT_MAX_WORKERS);
 	for (i = 0; i < n; i++) {
-		pid[i] = fork();
+		pid[i] = kit_fork();
 		assert_true(pid[i] >= 0);
 		if (pid[i] == 0) {
 			/* Start together: races need company. */

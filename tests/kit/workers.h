@@ -9,11 +9,28 @@
 #ifndef TK_TESTS_KIT_WORKERS_H
 #define TK_TESTS_KIT_WORKERS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/*
+ * fork() for a test's workers, from the thread that waits for them: a
+ * child is killed when that thread ends, so that a test killed by its
+ * timeout or crashed leaves no worker spinning on the shared page.
+ */
+static inline pid_t kit_fork(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid == 0 &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
+		_exit(70);
+	return pid;
+}
 
 /* The most workers kit_run_workers() forks. */
 #define KIT_MAX_WORKERS 16

@@ -99,7 +99,7 @@ static void counts_add_up(void **state)
 	a = open_rule("c", "per_ip", "gcra:100/1s,burst=100", "per_ip|gcra|");
 	b = open_rule("c", "login", "fixed-window:3/1h", "login|fw|");
 	for (k = 0; k < 4; k++) {
-		pid[k] = fork();
+		pid[k] = kit_fork();
 		assert_true(pid[k] >= 0);
 		if (pid[k] == 0) {
 			for (i = 0; i < 500; i++) {

@@ -40,6 +40,7 @@
 #include "redis/cluster.h"
 #include "redis/spec.h"
 #include "store/store-key.h"
+#include "workers.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
@@ -895,7 +896,7 @@ static void test_exact_across_processes(void **state)
 		TK_FAIL_ERROR);
 	assert_rc(tk_limiter_check(l, "warm", 4, 1, &d), 0);
 	for (i = 0; i < N; i++) {
-		pids[i] = fork();
+		pids[i] = kit_fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			for (j = 0; j < M; j++) {
@@ -1682,7 +1683,7 @@ static void test_cluster_exact(void **state)
 	assert_rc(tk_limiter_check_group(pair, two, 2, 1, &d, NULL, 0), 0);
 	assert_true(d.allowed);
 	for (i = 0; i < N; i++) {
-		pids[i] = fork();
+		pids[i] = kit_fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			for (j = 0; j < M; j++)

@@ -487,7 +487,7 @@ static void test_killed(void **state)
 	fresh("fixed-window:5000/100s", "?lease_max=64", 2, 2, 0);
 	for (i = 0; i < 2; i++) {
 		fflush(NULL);
-		pid[i] = fork();
+		pid[i] = kit_fork();
 		assert_true(pid[i] >= 0);
 		if (pid[i] == 0)
 			forever();
@@ -655,7 +655,7 @@ static void test_restart(void **state)
 	tk_limiter_close(l);
 	for (i = 0; i < 4; i++) {
 		fflush(NULL);
-		pid[i] = fork();
+		pid[i] = kit_fork();
 		assert_true(pid[i] >= 0);
 		if (pid[i] == 0) {
 			restart_worker(i);

@@ -37,6 +37,7 @@
 #include "store/store-ops.h"
 #include "redis/cluster.h"
 #include "test-hooks.h"
+#include "workers.h"
 
 #define T0 (UINT64_C(1700000000) * SEC)
 
@@ -585,7 +586,7 @@ static void fork_workers(struct race *r, struct shared *sh, pid_t *pids, int n,
 			 int m)
 {
 	for (int i = 0; i < n; i++) {
-		pids[i] = fork();
+		pids[i] = kit_fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			race_worker(r, sh, i, m);
@@ -1139,7 +1140,7 @@ static void test_reshard(void **state)
 		 ">/dev/null 2>&1",
 		 REDIS_CLI, nodes[from].port, id[0], id[1], top + 1);
 	for (i = 0; i < N; i++) {
-		pids[i] = fork();
+		pids[i] = kit_fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			reshard_worker(&r, single, skey, sh, i);

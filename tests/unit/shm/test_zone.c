@@ -401,7 +401,7 @@ static void kill_round(const char *zone, void (*fn)(int), unsigned int us)
 	int i, status;
 
 	for (i = 0; i < 4; i++) {
-		pid[i] = fork();
+		pid[i] = kit_fork();
 		assert_true(pid[i] >= 0);
 		if (pid[i] == 0) {
 			fn(i);

@@ -445,7 +445,7 @@ static void children_unclosed(const char *name, int threads, int main_checks)
 
 	assert_rc(tk_clock_manual_new(&c, T0), 0);
 	for (i = 0; i < N_CHILDREN; i++) {
-		pid[i] = fork();
+		pid[i] = kit_fork();
 		assert_true(pid[i] >= 0);
 		if (pid[i] != 0)
 			continue;
