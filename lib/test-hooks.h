@@ -72,6 +72,13 @@ int tk__tsc_hold_writer(int hold);
  * another client's check can land in between. */
 extern void (*tk__xslot_pause)(void *arg);
 extern void *tk__xslot_pause_arg;
+/* store/store-tier.c.  Tests: if set, called with tk__tier_pause_arg
+ * where a two-tier check has found the credit word empty, before the
+ * lease's block (@where 0), and where a granted lease's claim is
+ * recorded in the block and its credit not yet on the word (@where 1),
+ * so that another check of the host can land in between. */
+extern void (*tk__tier_pause)(void *arg, int where);
+extern void *tk__tier_pause_arg;
 /* pg/libpq.c.  Tests: if set before the first postgresql:// spec, the
  * file loaded in place of libpq.so.5 (a name that is absent fails the
  * load, as on a host without libpq5). */
@@ -94,6 +101,8 @@ extern void *tk__pg_locked_pause_arg;
 #define tk__tsc_root ""
 #define tk__xslot_pause ((void (*)(void *))0)
 #define tk__xslot_pause_arg ((void *)0)
+#define tk__tier_pause ((void (*)(void *, int))0)
+#define tk__tier_pause_arg ((void *)0)
 #define tk__libpq_soname ((const char *)0)
 #define tk__pg_locked_only 0
 #define tk__pg_locked_pause ((void (*)(void *))0)

@@ -27,6 +27,11 @@
  *   credit is capped at the lease just granted, so a host never holds
  *   more than one lease's credit.  A denial is cached until
  *   its retry_after, for checks of at least its cost.
+ * - RELEASE: the claim of a granted lease is held until its credit is
+ *   on the word, and a claimant looks at the word again once it holds
+ *   the claim: so a check that found the word empty while a lease was
+ *   landing uses that lease, where it would claim a second one whose
+ *   credit the cap then dropped.
  * - An expired lease's unused credit (a sliding window's or log's,
  *   tk__lease_returns()): the TAKE that finds it on the word, still
  *   held, takes it off, which makes that call the one to give it back;
@@ -226,13 +231,23 @@ static int take(struct tk__lease_call *c, uint64_t *st)
 	return TK__PERSIST;
 }
 
+/* The claim of @c's token, if it still holds it, released. */
+static void release(const struct tk__lease_call *c, uint64_t *st)
+{
+	if (c->token && st[W_TOKEN] == c->token)
+		st[W_CLAIM_UNTIL] = st[W_TOKEN] = 0;
+}
+
 static void done(struct tk__lease_call *c, uint64_t *st)
 {
-	c->grant = 0;
-	if (c->token && st[W_TOKEN] == c->token) {
-		st[W_CLAIM_UNTIL] = st[W_TOKEN] = 0;
-		c->grant = c->got.allowed && c->k > c->cost;
-	}
+	/* A grant keeps the claim until its credit is on the word
+	 * (RELEASE): a check that found the word empty just before then
+	 * would otherwise claim a second lease, whose credit the cap of
+	 * one lease per host would then drop. */
+	c->grant = c->token && st[W_TOKEN] == c->token && c->got.allowed &&
+		   c->k > c->cost;
+	if (!c->grant)
+		release(c, st);
 	st[W_REMAINING] = c->got.remaining;
 	st[W_RESET_AT] = c->got.reset_at;
 	if (!c->got.allowed) {
@@ -274,8 +289,8 @@ int tk__lease_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		done(c, next);
 		break;
 	case TK__LEASE_FAIL:
-		if (c->token && next[W_TOKEN] == c->token)
-			next[W_CLAIM_UNTIL] = next[W_TOKEN] = 0;
+	case TK__LEASE_RELEASE:
+		release(c, next);
 		break;
 	}
 	if (rc == TK__PERSIST)
@@ -364,6 +379,8 @@ int tk__credit_fn(void *ctx, const uint64_t *old, uint64_t *next,
 			next[0] = old[0] | CW_FAILED;
 			rc = TK__PERSIST;
 		}
+		break;
+	case TK__LEASE_RELEASE:
 		break;
 	}
 	if (rc == TK__PERSIST)

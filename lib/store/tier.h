@@ -28,6 +28,9 @@ enum tk__lease_op {
 	TK__LEASE_TAKE, /* a check: local, or what to ask Redis */
 	TK__LEASE_DONE, /* Redis answered: credit, remaining, denial */
 	TK__LEASE_FAIL, /* Redis failed: the claim released, marked */
+	/* A granted lease's credit is on the word, or the word covered the
+	 * claimant's check after all: the claim released. */
+	TK__LEASE_RELEASE,
 };
 
 /* What a TAKE decided. */

@@ -35,6 +35,7 @@
 #include <throttlekit.h>
 
 #include "redis-kit.h"
+#include "test-hooks.h"
 #include "workers.h"
 
 #define T0 UINT64_C(1700000000000000000)
@@ -278,6 +279,77 @@ static void test_window_bound(void **state)
 	assert_true(second >= 3960);
 	/* Unused credit was left over when the window ended. */
 	assert_true(first == 6 * 300);
+}
+
+/* The check that lands inside another (tk__tier_pause), once. */
+struct landing {
+	struct tk_limiter *other;
+	int where, landed;
+};
+
+static void land(void *arg, int where)
+{
+	struct landing *x = arg;
+	struct tk_decision d;
+
+	if (where != x->where || x->landed)
+		return;
+	x->landed = 1;
+	assert_int_equal(tk_limiter_check(x->other, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+}
+
+/*
+ * One host, two of its checks interleaved where a lease lands: the
+ * other check finds the credit word empty while the first's lease is
+ * recorded but not yet credited (@where 1), or the first finds the word
+ * empty before the other's whole lease lands (@where 0).  Either way no
+ * second lease is taken on top of the first, whose credit the cap of
+ * one lease per host would drop: the host admits the window's 40
+ * exactly.
+ */
+static void interleaved(int where)
+{
+	struct landing x = { .where = where };
+	struct tk_limiter *l;
+	struct tk_decision d;
+	uint64_t n = 0;
+	int denied = 0;
+
+	fresh("fixed-window:40/10s", "?lease=16", 1, 1, 0);
+	l = open_on(0);
+	x.other = open_on(0);
+	assert_non_null(l);
+	assert_non_null(x.other);
+	tk__tier_pause = land;
+	tk__tier_pause_arg = &x;
+	assert_int_equal(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed && x.landed);
+	tk__tier_pause = NULL;
+	/* Where the other check found the claim held, it went to Redis
+	 * for its own unit: 2 calls, else 1 (the first's lease covered
+	 * it once it looked again). */
+	assert_int_equal(script_calls(), where == 1 ? 2 : 1);
+	n = 2;
+	while (denied < 2) {
+		assert_int_equal(tk_limiter_check(n % 2 ? l : x.other, "k", 1,
+						  1, &d),
+				 0);
+		if (d.allowed)
+			n++;
+		else
+			denied++;
+	}
+	assert_int_equal(n, 40);
+	tk_limiter_close(x.other);
+	tk_limiter_close(l);
+}
+
+static void test_landing(void **state)
+{
+	(void)state;
+	interleaved(1);
+	interleaved(0);
 }
 
 /*
@@ -753,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test(test_lease1_exact),
 		cmocka_unit_test(test_window_bound),
+		cmocka_unit_test(test_landing),
 		cmocka_unit_test(test_lease_tail),
 		cmocka_unit_test(test_stranded),
 		cmocka_unit_test(test_gcra_bound),

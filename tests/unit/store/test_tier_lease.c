@@ -103,6 +103,10 @@ static void done(struct host *h, uint64_t now, uint64_t cost, uint64_t k,
 	c.expiry = tk__lease_expiry(&h->pol->dim[0], now, &c.got);
 	run(h, 0, &c);
 	run(h, 1, &c);
+	if (c.grant) {
+		c.op = TK__LEASE_RELEASE;
+		run(h, 0, &c);
+	}
 }
 
 /* The units a host's credit admits at @now, checked one by one (on the
@@ -140,6 +144,52 @@ static void test_one_claim(void **state)
 	assert_int_equal(drain(&h, T0 + SEC + 3), 0);
 	done(&h, T0 + SEC + 4, 1, b.k, 0xb, 1, 978, end, 0);
 	assert_int_equal(drain(&h, T0 + SEC + 5), b.k - 1);
+	host_free(&h);
+}
+
+/*
+ * A granted lease keeps its claim until its credit is on the word and
+ * the claimant releases it: a check between finds the word empty and
+ * the claim held, and goes to Redis for its own cost (it would claim a
+ * second lease, whose credit the cap would drop); a RELEASE of
+ * another token changes nothing; Redis failing releases at once.
+ */
+static void test_landing_holds_the_claim(void **state)
+{
+	const uint64_t end = T0 + 10 * SEC;
+	struct tk__lease_call a, b, got = { .op = TK__LEASE_DONE };
+	struct host h;
+
+	(void)state;
+	host_init(&h, "fixed-window:1000/10s", 64);
+	h.cfg.lease = 16;
+	assert_int_equal(take(&h, T0, 1, 0xa, &a), TK__LEASE_CLAIM);
+	got = (struct tk__lease_call){ .op = TK__LEASE_DONE,
+				       .now = T0,
+				       .cost = 1,
+				       .token = 0xa,
+				       .k = 16,
+				       .at = T0 };
+	got.got.allowed = 1;
+	got.got.remaining = 984;
+	got.got.reset_at = end;
+	got.expiry = end;
+	run(&h, 0, &got);
+	assert_true(got.grant);
+	assert_int_equal(take(&h, T0 + 1, 1, 0xb, &b), TK__LEASE_EXACT);
+	run(&h, 1, &got);
+	got.op = TK__LEASE_RELEASE;
+	got.token = 0xb;
+	run(&h, 0, &got);
+	assert_int_equal(drain(&h, T0 + 2), 15);
+	assert_int_equal(take(&h, T0 + 3, 1, 0xb, &b), TK__LEASE_EXACT);
+	got.token = 0xa;
+	run(&h, 0, &got);
+	assert_int_equal(take(&h, T0 + 4, 1, 0xb, &b), TK__LEASE_CLAIM);
+	/* Redis failed: released at once. */
+	b.op = TK__LEASE_FAIL;
+	run(&h, 0, &b);
+	assert_int_equal(take(&h, T0 + 5, 1, 0xc, &b), TK__LEASE_CLAIM);
 	host_free(&h);
 }
 
@@ -334,6 +384,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_claim),
+		cmocka_unit_test(test_landing_holds_the_claim),
 		cmocka_unit_test(test_denial_by_cost),
 		cmocka_unit_test(test_word_expiry),
 		cmocka_unit_test(test_short_lived),
