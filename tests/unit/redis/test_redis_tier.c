@@ -609,10 +609,14 @@ static void restart_round(struct tk_limiter *l, int h, uint64_t st)
 	KIT_CHILD_CHECK(12, tk_limiter_check(l, "k", 1, 1, &d) == 0);
 	if (x.allowed)
 		atomic_fetch_add(&c[R_X_ALLOWED], 1);
-	else if (st == 2)
-		atomic_fetch_add(&c[x.degraded ? R_X_UNCACHED : R_X_CACHED], 1);
 	if (d.allowed)
 		atomic_fetch_add(&sh->allowed, 1);
+	/* A round the stage changed under (Redis restarted while it ran)
+	 * belongs to neither stage. */
+	if (atomic_load(&c[R_STAGE]) != st)
+		return;
+	if (!x.allowed && st == 2)
+		atomic_fetch_add(&c[x.degraded ? R_X_UNCACHED : R_X_CACHED], 1);
 	if (st == 2 && d.allowed)
 		atomic_fetch_add(&c[R_CREDIT + h], 1);
 	else if (st == 2)
