@@ -22,10 +22,11 @@
 # The sanitizer builds leave out what their tests cannot load: the PHP
 # extension (php loads no sanitized extension), and under ThreadSanitizer
 # the Apache module (httpd forks children it cannot follow).
-# make check runs -j(2 x CPUs): many tests wait on servers, not CPUs.
-# The plain build's runs -j(4 x CPUs): its seven spin model checks, first
-# in the list and CPU-bound, would otherwise hold most of the slots for
-# two minutes while the CPUs have room for the tests that wait.
+# make check runs -j(4 x CPUs): most tests wait on servers, not CPUs (a
+# sanitizer suite at -j(2 x CPUs) kept as many tests running as it had
+# slots, for two minutes, while the CPUs had room); and in the plain
+# build the seven spin model checks, first in the list and CPU-bound,
+# would otherwise hold most of the slots for two minutes.
 #
 # Nothing may skip quietly: configure must find hiredis, apxs and PHP
 # (--with-redis --with-apache --with-php), TK_REQUIRE_REDIS=1 and
@@ -137,7 +138,6 @@ build() {
 
 check_jobs=$((4 * jobs))
 build plain --disable-static
-check_jobs=$((2 * jobs))
 # The sanitizer builds run one after the other beside the plain build's
 # other steps (style, distcheck, the packages, fuzz), which leave CPUs
 # idle while they configure, link and wait on dpkg; their output follows.
