@@ -442,7 +442,9 @@ int redis_kit_start_node(struct redis_kit *k, unsigned int *seed)
 
 /*
  * Start @n nodes (their extra[4..] as set) and join them, @replicas per
- * master, by redis-cli --cluster create.  0, or -1.
+ * master, by redis-cli --cluster create.  0, or -1.  Within a minute:
+ * redis-cli waits for the join without end when a node dies meanwhile,
+ * and so would the test.
  */
 static int create(struct redis_kit *nodes, int n, int replicas)
 {
@@ -451,7 +453,8 @@ static int create(struct redis_kit *nodes, int n, int replicas)
 	size_t len;
 	int i;
 
-	len = (size_t)snprintf(cmd, sizeof(cmd), "'%s' --cluster create",
+	len = (size_t)snprintf(cmd, sizeof(cmd),
+			       "timeout -k 5 60 '%s' --cluster create",
 			       program("REDIS_CLI", REDIS_CLI));
 	for (i = 0; i < n; i++) {
 		if (redis_kit_start_node(&nodes[i], &seed))
