@@ -56,11 +56,28 @@ _Static_assert(((LEASE_BIT | CREDIT_BIT) &
 /* Lease sizes tried after a denied lease, before the check's own cost. */
 #define SHRINKS 3
 
+/* Leases of a sliding window or log this process was granted, whose
+ * unused credit it gives back once they end (pending()). */
+#define PENDING_MAX 16
+
+struct pending {
+	uint64_t end; /* ns: the lease's, as its credit word holds it */
+	struct tk__policy p;
+	size_t len;
+	unsigned char key[TK__STORE_KEY_MAX];
+};
+
 struct tier_store {
 	struct tk_store base;
 	struct tk_store *zone, *redis;
 	struct tk__tier_cfg cfg;
 	tk_atomic_u64 checks, denies; /* this process's */
+	/* The pending give-backs: a lock only ever tried (1 + the fork
+	 * generation of its holder, 0 free), the earliest end of those
+	 * held (UINT64_MAX: none), which a check reads without it. */
+	tk_atomic_u64 lock, first_end;
+	int n_pending;
+	struct pending pending[PENDING_MAX];
 };
 
 static struct tier_store *tier_of(struct tk_store *s)
@@ -174,6 +191,97 @@ static int answer(struct tier_store *s, const struct tk__transform *t,
 	return d->allowed ? TK__PERSIST : TK__KEEP;
 }
 
+/*
+ * The pending give-backs' lock, tried, never waited for: a check that
+ * finds it held leaves them be (a lease not remembered is given back by
+ * the host's next check of its key, or dropped).  One held across a
+ * fork() is free in the child.
+ */
+static int pending_lock(struct tier_store *s)
+{
+	uint64_t mine = tk__fork_generation() + 1,
+		 held = tk_atomic_load_u64(&s->lock, TK_MO_RELAXED);
+
+	if (held == mine)
+		return 0;
+	return tk_atomic_cas_u64(&s->lock, &held, mine, TK_MO_ACQUIRE);
+}
+
+static void pending_unlock(struct tier_store *s)
+{
+	tk_atomic_store_u64(&s->lock, 0, TK_MO_RELEASE);
+}
+
+static void first_end_again(struct tier_store *s)
+{
+	uint64_t first = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < s->n_pending; i++)
+		if (s->pending[i].end < first)
+			first = s->pending[i].end;
+	tk_atomic_store_u64(&s->first_end, first, TK_MO_RELAXED);
+}
+
+/* Remember the lease @c was just granted for @key, to give back what is
+ * left of it when it ends (a full list forgets its oldest). */
+static void remember(struct tier_store *s, const unsigned char *key, size_t len,
+		     const struct tk__lease_call *c)
+{
+	struct pending *e;
+
+	if (!tk__lease_returns(c->p) || len > sizeof(e->key) ||
+	    !pending_lock(s))
+		return;
+	if (s->n_pending == PENDING_MAX)
+		memmove(&s->pending[0], &s->pending[1],
+			--s->n_pending * sizeof(s->pending[0]));
+	e = &s->pending[s->n_pending++];
+	e->end = c->expiry & ~(uint64_t)TK__WORD_SLACK;
+	e->p = *c->p;
+	e->len = len;
+	memcpy(e->key, key, len);
+	first_end_again(s);
+	pending_unlock(s);
+}
+
+static void give_back(struct tier_store *s, const unsigned char *key,
+		      size_t len, const struct tk__lease_call *c);
+static int lease_apply(struct tier_store *s, const unsigned char *key,
+		       size_t len, struct tk__lease_call *c, int word);
+
+/*
+ * One remembered lease that has ended by @now, if any: its unused
+ * credit taken off its word (by one CAS, as a check of its key would,
+ * so that it goes back once) and given back.  One per check, so that a
+ * check pays at most one give-back's call for leases of other keys.
+ */
+static void pending(struct tier_store *s, uint64_t now)
+{
+	struct tk__lease_call c = { .op = TK__LEASE_COLLECT, .now = now };
+	struct pending e;
+	int i;
+
+	if (now < tk_atomic_load_u64(&s->first_end, TK_MO_RELAXED) ||
+	    !pending_lock(s))
+		return;
+	for (i = 0; i < s->n_pending && s->pending[i].end > now; i++)
+		;
+	if (i == s->n_pending) {
+		pending_unlock(s);
+		return;
+	}
+	e = s->pending[i];
+	s->pending[i] = s->pending[--s->n_pending];
+	first_end_again(s);
+	pending_unlock(s);
+	c.p = &e.p;
+	c.cfg = &s->cfg;
+	if (lease_apply(s, e.key, e.len, &c, 1) >= 0 && c.ret &&
+	    lease_apply(s, e.key, e.len, &c, 0) >= 0)
+		give_back(s, e.key, e.len, &c);
+}
+
 #if TK_TEST_HOOKS
 void (*tk__tier_pause)(void *arg, int where);
 void *tk__tier_pause_arg;
@@ -213,6 +321,7 @@ static int lease_check(struct tier_store *s, const unsigned char *key,
 	zone_rc = lease_apply(s, key, len, &c, 1);
 	if (zone_rc >= 0 && c.way == TK__LEASE_ALLOW)
 		return answer(s, t, &c.d);
+	pending(s, now);
 	if (tk__tier_pause)
 		tk__tier_pause(tk__tier_pause_arg, 0);
 	if (zone_rc >= 0)
@@ -246,6 +355,7 @@ static int lease_check(struct tier_store *s, const unsigned char *key,
 		if (c.grant) {
 			c.op = TK__LEASE_RELEASE;
 			lease_apply(s, key, len, &c, 0);
+			remember(s, key, len, &c);
 		}
 	}
 	return rc < 0 ? rc : answer(s, t, &got);
@@ -503,6 +613,7 @@ int tk__tier_open(struct tk_store **out, const char *spec,
 	}
 	s->base.ops = &tier_ops;
 	s->base.clock = s->redis->clock;
+	tk_atomic_store_u64(&s->first_end, UINT64_MAX, TK_MO_RELAXED);
 	*out = &s->base;
 	return 0;
 }

@@ -37,6 +37,10 @@
  *   held, takes it off, which makes that call the one to give it back;
  *   the block says when Redis decided that lease, if its end is the
  *   word's (store-tier.c gives it back).
+ * - COLLECT: the same taking off of an expired lease's credit, for the
+ *   process that was granted the lease, which remembers it
+ *   (store-tier.c) so that the credit goes back even if the host does
+ *   not check the key again.
  * - The size: doubled after a lease used up (hot), halved after one that
  *   expired mostly unused (cold), at most an eighth of the global
  *   remaining last reported, so that it falls toward 1 near the limit.
@@ -198,15 +202,20 @@ static uint64_t r_of(uint64_t w)
 	return code ? UINT64_C(1) << (code - 1) : 0;
 }
 
+/* The lease whose credit the word gave up: the block's last, if it
+ * ended then. */
+static void when_decided(struct tk__lease_call *c, const uint64_t *st)
+{
+	c->ret_at =
+		c->ret && st[W_LEASE_END] == c->ret_end ? st[W_LEASE_AT] : 0;
+}
+
 static int take(struct tk__lease_call *c, uint64_t *st)
 {
 	uint64_t now = c->now;
 	int hot;
 
-	/* The lease whose credit the word gave up: the block's last, if
-	 * it ended then. */
-	c->ret_at =
-		c->ret && st[W_LEASE_END] == c->ret_end ? st[W_LEASE_AT] : 0;
+	when_decided(c, st);
 	if (st[W_DENY_UNTIL] > now && c->cost >= st[W_DENY_COST]) {
 		c->way = TK__LEASE_DENY;
 		memset(&c->d, 0, sizeof(c->d));
@@ -292,6 +301,10 @@ int tk__lease_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	case TK__LEASE_RELEASE:
 		release(c, next);
 		break;
+	case TK__LEASE_COLLECT:
+		when_decided(c, next);
+		rc = TK__KEEP;
+		break;
 	}
 	if (rc == TK__PERSIST)
 		*expires_at =
@@ -356,11 +369,12 @@ int tk__credit_fn(void *ctx, const uint64_t *old, uint64_t *next,
 
 	switch (c->op) {
 	case TK__LEASE_TAKE:
+	case TK__LEASE_COLLECT:
 		c->way = TK__LEASE_EXACT;
 		c->credit = old ? old[0] & TK__LEASE_CREDIT_MAX : 0;
 		c->lease_end = old ? old[0] & CW_TIME : 0;
 		c->ret = 0;
-		if (live && c->credit >= c->cost) {
+		if (live && c->credit >= c->cost && c->op == TK__LEASE_TAKE) {
 			rc = spend(c, old[0], next);
 		} else if (!live && c->credit && tk__lease_returns(c->p)) {
 			/* Expired, its credit not yet taken: this CAS makes

@@ -31,6 +31,9 @@ enum tk__lease_op {
 	/* A granted lease's credit is on the word, or the word covered the
 	 * claimant's check after all: the claim released. */
 	TK__LEASE_RELEASE,
+	/* A lease this process was granted has ended: its unused credit
+	 * taken off the word, if still there, to give back (no check). */
+	TK__LEASE_COLLECT,
 };
 
 /* What a TAKE decided. */

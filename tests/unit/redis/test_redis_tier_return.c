@@ -6,7 +6,8 @@
  * TK_REQUIRE_REDIS=1), on a clock the test moves:
  *
  * - a sliding log's or sliding window's lease, expired, gives its unused
- *   credit back: the global remaining is exact again;
+ *   credit back: the global remaining is exact again, also when the
+ *   host does not check its key again;
  * - past the window's edge (a log's stamps expired, a fixed window
  *   ended) it is dropped, without a Redis call;
  * - of 4 processes of a host that find the same expired lease, one gives
@@ -148,6 +149,39 @@ static void test_exact(void **state)
 }
 
 /*
+ * Host 0 leases 10 of "k" and admits 3, then never checks "k" again: a
+ * check of another key on host 0, once the lease has ended, gives the 7
+ * back (the process remembered its lease), so host 1, asking Redis for
+ * its own cost, finds L - 3 - 1.  Only once: a second check of another
+ * key gives nothing back.
+ */
+static void test_unchecked(void **state)
+{
+	const char *policies[] = { "sliding-log:100/10s",
+				   "sliding-window:100/10s" };
+	struct tk_limiter *a, *b;
+	struct tk_decision d;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		fresh(policies[i]);
+		a = tier(0, "?lease=10");
+		b = tier(1, "?lease=1");
+		admit(a, 3, &d);
+		atomic_store(&sh->now, T0 + SEC);
+		assert_int_equal(tk_limiter_check(a, "other", 5, 1, &d), 0);
+		assert_int_equal(tk_limiter_check(a, "other", 5, 1, &d), 0);
+		admit(b, 1, &d);
+		print_message("# %s: %llu remaining\n", policy_,
+			      (unsigned long long)d.remaining);
+		assert_int_equal(d.remaining, 100 - 3 - 1);
+		tk_limiter_close(b);
+		tk_limiter_close(a);
+	}
+}
+
+/*
  * Past the window's edge the credit is dropped: no call gives it back
  * (a log of 500 ms, whose lease lives as long; a fixed window, whose
  * lease lives to its end, T0 + 10 s: T0 is a multiple of 10 s); the
@@ -234,6 +268,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact),
+		cmocka_unit_test(test_unchecked),
 		cmocka_unit_test(test_edge),
 		cmocka_unit_test(test_once),
 	};
