@@ -8,7 +8,8 @@
 #                 (tools/test-packages.sh), then purged
 #   build/asan    AddressSanitizer + UndefinedBehaviorSanitizer, then
 #   build/tsan    ThreadSanitizer, both beside the plain build's
-#                 distcheck, packages and fuzz steps
+#                 distcheck, packages and fuzz steps (the fuzzers
+#                 beside the packages)
 # and short libFuzzer runs of the parsers and decoders (with clang).
 # Any failure stops the run with a non-zero exit.  Each step prints the
 # time since the start, and the end the CPU time used.
@@ -161,10 +162,18 @@ make -C build/plain -j"$jobs" distcheck \
 	{ tail -n 80 build/plain/distcheck.out; exit 1; }
 echo "distcheck: ok"
 check_dist || exit 1
+# The fuzzers run for a fixed time each, one at a time: beside the
+# packages, which wait on dpkg and servers much of theirs.
+step "fuzz: the parsers and decoders, beside the packages (output below)"
+sh tests/fuzz/run.sh "$top/build/plain" 30 >build/fuzz.out 2>&1 &
+fuzz=$!
 step "packages: build, lintian, install, smoke tests, purge"
 sh tools/test-packages.sh
-step "fuzz: the parsers and decoders"
-sh tests/fuzz/run.sh "$top/build/plain" 30
+step "fuzz: waiting for it"
+rc=0
+wait "$fuzz" || rc=$?
+cat build/fuzz.out
+[ "$rc" -eq 0 ] || { echo "run-tests: fuzzing failed"; exit 1; }
 step "asan, tsan: waiting for them"
 rc=0
 wait "$sanitizers" || rc=$?
