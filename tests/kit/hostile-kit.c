@@ -170,19 +170,12 @@ long long eval_on(const char *policy, const char *script)
 
 void twin_open(struct twin *t, const char *policy, const char *spec)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_decision d;
 	int m;
 
 	for (m = 0; m < 2; m++) {
-		assert_rc(tk_clock_manual_new(&t->c[m], T0), 0);
-		o.clock = t->c[m];
-		o.fail = TK_FAIL_ERROR;
-		o.flags = TK_OPT_NO_RECLAIMER;
-		assert_rc(tk_limiter_open(&t->l[m], policy,
-					  m ? redis_kit_slow(spec) : "memory",
-					  &o),
-			  0);
+		redis_kit_limiter(&t->l[m], &t->c[m], policy, m ? spec : NULL,
+				  T0);
 		assert_rc(tk_limiter_reset(t->l[m], "k", 1), 0);
 		assert_rc(tk_limiter_check(t->l[m], "k", 1, 2, &d), 0);
 		assert_true(d.allowed);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
+#include <throttlekit.h>
 
 #include <setjmp.h>
 #include <stddef.h>
@@ -234,6 +235,21 @@ long long redis_kit_cmd(const struct redis_kit *k, char *str, size_t len,
 	freeReplyObject(r);
 	redisFree(c);
 	return rc;
+}
+
+void redis_kit_limiter(struct tk_limiter **l, struct tk_clock **c,
+		       const char *policy, const char *spec, uint64_t start)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	assert_int_equal(tk_clock_manual_new(c, start), 0);
+	o.clock = *c;
+	o.fail = TK_FAIL_ERROR;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_int_equal(tk_limiter_open(l, policy,
+					 spec ? redis_kit_slow(spec) : "memory",
+					 &o),
+			 0);
 }
 
 const char *redis_kit_slow(const char *spec)

@@ -9,6 +9,7 @@
 #ifndef TK_TESTS_KIT_REDIS_H
 #define TK_TESTS_KIT_REDIS_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 struct redis_kit {
@@ -57,6 +58,16 @@ const char *redis_kit_slow(const char *spec);
 /* As redis_kit_slow(), deciding on the limiter's clock (server_time=0):
  * for tests whose clock is a manual one. */
 const char *redis_kit_manual(const char *spec);
+/*
+ * A limiter of @policy on a manual clock of its own at @start (*@c),
+ * failing with the store's error (fail=error), no reclaimer: on the
+ * memory store for a NULL @spec, else on Redis @spec (redis_kit_slow()).
+ * Asserts that both open.
+ */
+struct tk_clock;
+struct tk_limiter;
+void redis_kit_limiter(struct tk_limiter **l, struct tk_clock **c,
+		       const char *policy, const char *spec, uint64_t start);
 
 /* The monotonic clock, in ms: for bounds on how long a call waits. */
 unsigned long long redis_kit_mono_ms(void);

@@ -85,7 +85,6 @@ struct trio {
 static void open_trio(struct trio *t, const char *policy)
 {
 	static const char *const prefix[3] = { "", "a:", "b:" };
-	struct tk_options o = TK_OPTIONS_INIT;
 	char spec[192];
 	int m;
 
@@ -94,14 +93,8 @@ static void open_trio(struct trio *t, const char *policy)
 	for (m = 0; m < 3; m++) {
 		snprintf(spec, sizeof(spec), "%s?key_prefix=%s&server_time=0",
 			 kit.spec, prefix[m]);
-		assert_rc(tk_clock_manual_new(&t->c[m], T0), 0);
-		o.clock = t->c[m];
-		o.fail = TK_FAIL_ERROR;
-		o.flags = TK_OPT_NO_RECLAIMER;
-		assert_rc(tk_limiter_open(&t->l[m], policy,
-					  m ? redis_kit_slow(spec) : "memory",
-					  &o),
-			  0);
+		redis_kit_limiter(&t->l[m], &t->c[m], policy, m ? spec : NULL,
+				  T0);
 	}
 }
 
