@@ -684,9 +684,9 @@ int tk__table_apply_multi(struct tk__table *t, size_t n,
 		return -E2BIG;
 	/* More keys than the bound never fit at once: each insert would
 	 * evict another of them until the step gave up (-EIO, a second
-	 * later). */
+	 * later).  The caller's to fix, as a policy the store cannot run. */
 	if (t->cfg.max_keys && n > t->cfg.max_keys)
-		return -ENOSPC;
+		return -ENOTSUP;
 	for (i = 0; i < n; i++) {
 		k[i].fp = key[i].fp;
 		k[i].pos = tk__table_pos(key[i].fp);

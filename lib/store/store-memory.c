@@ -65,7 +65,17 @@
 struct mem_store {
 	struct tk__slot_store slot;
 	uint64_t capacity; /* most slots; 0: unbounded */
+	uint64_t max_keys; /* 0: unbounded */
 };
+
+/* A composite's dimensions are keys updated together: more of them than
+ * max_keys could never all be held (tk__table_apply_multi() refuses). */
+static int memory_supports(struct tk_store *base, const struct tk_policy *p)
+{
+	uint64_t most = ((struct mem_store *)base)->max_keys;
+
+	return most && p->n > most ? -ENOTSUP : 0;
+}
 
 static void memory_stats(struct tk_store *base, struct tk_stats *out)
 {
@@ -129,7 +139,8 @@ uint64_t tk__memory_secret[2];
 		.name = "memory", .apply = tk__slot_table_apply,               \
 		.try_check = try, .try_window = win,                           \
 		.apply_multi = tk__slot_apply_multi, .reset = tk__slot_reset,  \
-		.stats = memory_stats, .close = memory_close,                  \
+		.stats = memory_stats, .supports = memory_supports,            \
+		.close = memory_close,                                         \
 	}
 
 static const struct tk__store_ops memory_ops =
@@ -162,6 +173,7 @@ static int table_open(struct mem_store *s, const struct tk_options *o)
 		       most < TKZ_CAPACITY_MAX)
 			most *= 2;
 		s->capacity = most;
+		s->max_keys = o->max_keys;
 	}
 	cfg.capacity = most < INITIAL_SLOTS ? most : INITIAL_SLOTS;
 	rc = tk__table_new(&s->slot.table, &cfg, most, secret);

@@ -4,7 +4,8 @@
  * key beyond it evicts the coldest key (a key used once before one used
  * again; of those, the one whose state expires first), and the table
  * holds max_keys keys, never more, whether or not its slots are full; a
- * composite with more dimensions than max_keys fails at once, typed.
+ * composite or group with more dimensions than max_keys is refused
+ * (-ENOTSUP), never left to fail or pass under the fail policy.
  *
  * The victim is the coldest of a sample (tk_store_open(3), "Sizing the
  * memory store"): in a table of 64 slots the sample is every slot, so
@@ -228,21 +229,30 @@ static void test_bound_under_threads(void **state)
 
 /*
  * A composite's dimensions are keys updated in one step: with fewer
- * max_keys than dimensions they never fit at once, and the check fails
- * with -ENOSPC at its first attempt, inserting nothing (before, each
- * insert evicted another dimension until the step gave up: -EIO after
- * a second).  As many max_keys as dimensions is enough.
+ * max_keys than dimensions they could never all be held, so the limiter
+ * does not open (-ENOTSUP, as for any policy a store cannot run; before,
+ * each check's inserts evicted each other until it gave up with -EIO a
+ * second later), nor does tk_limiter_set_policy() take such a policy.
+ * As many max_keys as dimensions is enough.
  */
 static void test_more_dimensions_than_keys(void **state)
 {
-	struct tk_decision d;
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l = NULL;
 	struct fixture f;
 	int i;
 
 	(void)state;
-	open_fixture(&f, "all(gcra:5/s,gcra:10/s)", 1, TK_OPT_NO_RECLAIMER,
-		     0);
-	assert_int_equal(tk_limiter_check(f.lim, "k", 1, 1, &d), -ENOSPC);
+	open_fixture(&f, "gcra:5/s", 1, TK_OPT_NO_RECLAIMER, 0);
+	o.clock = f.clock;
+	o.store = f.store;
+	assert_int_equal(
+		tk_limiter_open(&l, "all(gcra:5/s,gcra:10/s)", NULL, &o),
+		-ENOTSUP);
+	assert_null(l);
+	assert_int_equal(
+		tk_limiter_set_policy(f.lim, "all(gcra:5/s,gcra:10/s)"),
+		-ENOTSUP);
 	expect_counts(&f, 0, 0, 0);
 	close_fixture(&f);
 	open_fixture(&f, "all(gcra:5/s,gcra:10/s)", 2, TK_OPT_NO_RECLAIMER,
@@ -254,7 +264,11 @@ static void test_more_dimensions_than_keys(void **state)
 	close_fixture(&f);
 }
 
-/* So is a group of two limiters on a store of max_keys 1. */
+/*
+ * So is a group of two limiters on a store of max_keys 1, at its check
+ * (the group is known only then): -ENOTSUP, inserting nothing, and not
+ * a degraded admission under fail=open, which would stop limiting.
+ */
 static void test_group_larger_than_keys(void **state)
 {
 	const struct tk_key keys[2] = { { "a", 1 }, { "b", 1 } };
@@ -267,12 +281,14 @@ static void test_group_larger_than_keys(void **state)
 	open_fixture(&f, "gcra:5/s", 1, TK_OPT_NO_RECLAIMER, 0);
 	o.clock = f.clock;
 	o.store = f.store;
-	ls[0] = f.lim;
+	o.fail = TK_FAIL_OPEN;
+	assert_int_equal(tk_limiter_open(&ls[0], "gcra:5/s", NULL, &o), 0);
 	assert_int_equal(tk_limiter_open(&ls[1], "gcra:10/s", NULL, &o), 0);
 	assert_int_equal(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0),
-			 -ENOSPC);
+			 -ENOTSUP);
 	expect_counts(&f, 0, 0, 0);
 	tk_limiter_close(ls[1]);
+	tk_limiter_close(ls[0]);
 	close_fixture(&f);
 }
 
