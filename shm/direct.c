@@ -47,7 +47,11 @@ int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			     words, next, exp, held, holding);
 	if (rc == 0)
 		return TK__ZONE_PERSIST;
-	/* A claim's failure (a full arena, a table to grow) is the apply's
-	 * to handle; it meets the same. */
-	return rc == -EAGAIN ? rc : TK__ZONE_NOT_PLAIN;
+	/* A full arena (the claim has reclaimed, and evicted if the zone
+	 * evicts) is the check's answer, as it is the apply's: handing it
+	 * to tk__zone_apply() would claim again, and a second turn over a
+	 * class whose first turn freed a block records a "full" verdict
+	 * the apply alone does not, so the arenas would part.  A table to
+	 * grow is the apply's to handle. */
+	return rc == -EAGAIN || rc == -ENOSPC ? rc : TK__ZONE_NOT_PLAIN;
 }

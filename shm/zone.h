@@ -451,10 +451,11 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
  * @now by @fn (as tk__zone_apply() runs it on a state of @words words),
  * in the plain case.  Returns @fn's TK__ZONE_PERSIST (published) or
  * TK__ZONE_KEEP (confirmed), its negative result, -EAGAIN if the slot
- * changed (look again), or TK__ZONE_NOT_PLAIN, having written nothing,
- * where tk__zone_apply() must decide.  @held and *@holding as
- * tk__blk_publish() keeps them: a caller that looks again hands them
- * back, and releases @held once done if *@holding.
+ * changed (look again), -ENOSPC if no block was had (tk__zone_apply()'s
+ * answer too), or TK__ZONE_NOT_PLAIN where tk__zone_apply() must decide
+ * (having written nothing but, if a table must grow, a claim's turn).  @held
+ * and *@holding as tk__blk_publish() keeps them: a caller that looks again
+ * hands them back, and releases @held once done if *@holding.
  */
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,

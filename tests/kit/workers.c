@@ -175,7 +175,7 @@ off_t kit_block_word_offset(const char *zone, unsigned int w)
 	return (off_t)(4096 + info.capacity * 16 + table + (cell + 2 + w) * 16);
 }
 
-static int zone_fd(const char *zone)
+int kit_zone_open(const char *zone)
 {
 	char path[512];
 	int fd;
@@ -188,7 +188,7 @@ static int zone_fd(const char *zone)
 
 void kit_zone_poke(const char *zone, off_t off, uint64_t v)
 {
-	int fd = zone_fd(zone);
+	int fd = kit_zone_open(zone);
 
 	assert_int_equal(pwrite(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));
 	close(fd);
@@ -196,7 +196,7 @@ void kit_zone_poke(const char *zone, off_t off, uint64_t v)
 
 uint64_t kit_zone_peek(const char *zone, off_t off)
 {
-	int fd = zone_fd(zone);
+	int fd = kit_zone_open(zone);
 	uint64_t v;
 
 	assert_int_equal(pread(fd, &v, sizeof(v), off), (ssize_t)sizeof(v));

@@ -101,6 +101,9 @@ void kit_zone_path(char *buf, size_t len, const char *name);
  */
 off_t kit_block_word_offset(const char *zone, unsigned int w);
 
+/* Zone @zone's file, open for reading and writing; asserts it opens. */
+int kit_zone_open(const char *zone);
+
 /* Write @v at byte @off of zone @zone's file; read the word there. */
 void kit_zone_poke(const char *zone, off_t off, uint64_t v);
 uint64_t kit_zone_peek(const char *zone, off_t off);

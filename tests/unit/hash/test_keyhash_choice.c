@@ -74,12 +74,8 @@ static struct tk_store *open_zone(const char *name, int aesni)
 static uint64_t zone_flags(const char *name)
 {
 	struct tkz_header h;
-	char path[512];
-	int fd;
+	int fd = kit_zone_open(name);
 
-	kit_zone_path(path, sizeof(path), name);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
 	close(fd);
 	return h.flags;
