@@ -62,6 +62,8 @@
 -- check reads only the stamps it needs (bisections, O(log L) struct
 -- calls) and copies the rest as bytes: no stamp is parsed.  A state of
 -- another L is another policy's.  It expires at its last stamp plus W.
+-- A log fast.lua wrote (0x95: 149, L, a count D of stamps dropped, the
+-- D stamps, then the log's) is read as the log without the D stamps.
 --
 -- Sliding windows (ALG 4): the value is binary, 28 + 16(S + 1) bytes: a
 -- byte 132 (0x80 + 4), S in 1 byte, w (hi, lo as WORD), X in 1 byte, the
@@ -111,18 +113,21 @@
 -- keeps the script under its 16 KB, and cheaper than a global's lookup.
 -- check() sets them on its first call: a function library's load sees
 -- no string or struct.
-local ssub, pk, upk
+local ssub, pk, upk, tn, smatch, sfmt, sbyte, floor
 
 local E9 = 1000000000
+-- What a state of another algorithm or policy (or none written) gets,
+-- and arguments no client sends.
+local OTHER, BAD = 'state of another algorithm or policy', 'bad arguments'
 
 local function num(s)
 	if not s or #s == 0 or #s > 20 or s:find('%D') then
 		return nil
 	end
 	if #s <= 9 then
-		return { 0, tonumber(s) }
+		return { 0, tn(s) }
 	end
-	local n = { tonumber(s:sub(1, #s - 9)), tonumber(s:sub(#s - 8)) }
+	local n = { tn(s:sub(1, #s - 9)), tn(s:sub(#s - 8)) }
 	-- At most 2^64 - 1 = 18446744073 * 10^9 + 709551615.
 	if n[1] > 18446744073 or (n[1] == 18446744073 and n[2] > 709551615) then
 		return nil
@@ -159,9 +164,9 @@ end
 
 local function str(a)
 	if a[1] == 0 then
-		return string.format('%d', a[2])
+		return sfmt('%d', a[2])
 	end
-	return string.format('%d%09d', a[1], a[2])
+	return sfmt('%d%09d', a[1], a[2])
 end
 
 local function max(a, b)
@@ -178,11 +183,11 @@ local MARK, WORD = { ['1'] = 129, ['2'] = 130, ['7'] = 135 }, '>BI5I4'
 
 -- The one-word state @value of @alg as a pair; nil: not one.
 local function word_of(alg, value)
-	if #value == 10 and string.byte(value) >= 128 then
+	if #value == 10 and sbyte(value) >= 128 then
 		local m, hi, lo = upk(WORD, value)
 		return m == MARK[alg] and lo < E9 and num(str({ hi, lo })) or nil
 	end
-	local id, word = string.match(value, '^(%d+):(%d+)$')
+	local id, word = smatch(value, '^(%d+):(%d+)$')
 	return id == alg and num(word) or nil
 end
 
@@ -227,7 +232,7 @@ local function fields(v)
 			pairnum(e, f), pairnum(g, h)
 	end
 	local id, vp, vs, ve, vc =
-		string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+		smatch(v, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
 	return id, num(vp), num(vs), num(ve), num(vc)
 end
 
@@ -241,7 +246,7 @@ local function window(alg, value, now, arg)
 			cmp(sp, policy) ~= 0 or cmp(ss, HALF) >= 0 or
 			cmp(se, ss) <= 0 or
 			(alg == '3' and cmp(sub(se, ss), sp) ~= 0) then
-			return nil, 'state of another algorithm or policy'
+			return nil, OTHER
 		end
 		if cmp(ss, start) > 0 then
 			start, stop = ss, se
@@ -283,7 +288,7 @@ local function above(v, a, n, t)
 	end
 	local b = n
 	while b - a > 1 do
-		local m = math.floor((a + b) / 2)
+		local m = floor((a + b) / 2)
 		if gt(m) then
 			b = m
 		else
@@ -296,7 +301,7 @@ end
 -- A log in the text of earlier versions, "5:L:T1:...:Tn", as written now;
 -- nil: not a log of @limit (at most L stamps, ascending, below 2^63).
 local function log_text(value, limit)
-	local id, l, rest = string.match(value, '^(%d+):(%d+)(.*)$')
+	local id, l, rest = smatch(value, '^(%d+):(%d+)(.*)$')
 	if id ~= '5' or not num(l) or cmp(num(l), limit) ~= 0 or
 		string.gsub(rest, ':%d+', '') ~= '' then
 		return nil
@@ -313,6 +318,17 @@ local function log_text(value, limit)
 	return table.concat(out)
 end
 
+-- A log as fast.lua writes it: 149 (0x95), L, the count D of stamps
+-- dropped (2 bytes), then the D stamps and the rest; as written here.
+-- More dropped than there are: '', no log.  (Too short: a Lua error.)
+local function undrop(v)
+	if v and sbyte(v) == 149 then
+		local o = 6 + 9 * upk('>I2', v, 4)
+		return o > #v + 1 and '' or pk('B', 133) .. ssub(v, 2, 3) .. ssub(v, o)
+	end
+	return v
+end
+
 -- Only the stamps a decision needs are read: the first and last (which
 -- must be below 2^63, in order) and a bisection's; the client checks the
 -- whole log it gets back (scripts.c) and refuses one out of order.
@@ -320,21 +336,22 @@ local function log(alg, value, now, arg)
 	local w, limit, cost = arg[1], arg[2], arg[3]
 	local head = pk(LOGH, 133, limit[2])
 	local v, n = head, 0
+	value = undrop(value)
 	if value then
-		v = string.byte(value) == 133 and value or log_text(value, limit)
+		v = sbyte(value) == 133 and value or log_text(value, limit)
 	end
 	if v then
 		n = (#v - 3) / 9
 	end
 	if not v or n % 1 ~= 0 or n > limit[2] or ssub(v, 1, 3) ~= head then
-		return nil, 'state of another algorithm or policy'
+		return nil, OTHER
 	end
 	if n > 0 then
 		local fh, fl = stamp(v, 1)
 		local lh, ll = stamp(v, n)
 		if fl >= E9 or ll >= E9 or cmp({ lh, ll }, HALF) >= 0 or
 			cmp({ fh, fl }, { lh, ll }) > 0 then
-			return nil, 'state of another algorithm or policy'
+			return nil, OTHER
 		end
 	end
 	-- Live: stamps above NOW - W (all of them while NOW < W).
@@ -363,7 +380,7 @@ local L7 = 10000000
 local function big(s)
 	local b, i = {}, #s
 	while i > 0 do
-		b[#b + 1] = tonumber(s:sub(math.max(1, i - 6), i))
+		b[#b + 1] = tn(s:sub(math.max(1, i - 6), i))
 		i = i - 7
 	end
 	return b
@@ -378,13 +395,13 @@ local function bigmul(a, b)
 		local carry = 0
 		for j = 1, #b do
 			local t = r[i + j - 1] + a[i] * b[j] + carry
-			carry = math.floor(t / L7)
+			carry = floor(t / L7)
 			r[i + j - 1] = t - carry * L7
 		end
 		local k = i + #b
 		while carry > 0 do
 			local t = r[k] + carry
-			carry = math.floor(t / L7)
+			carry = floor(t / L7)
 			r[k] = t - carry * L7
 			k = k + 1
 		end
@@ -419,10 +436,10 @@ local function ring(v, s, w)
 	if not v then
 		return head .. zeros(len - 11)
 	end
-	if string.byte(v) == 132 then
+	if sbyte(v) == 132 then
 		return #v == len and ssub(v, 1, 11) == head and v or nil
 	end
-	local id, vs, vw, rest = string.match(v, '^(%d+):(%d+):(%d+)(.*)$')
+	local id, vs, vw, rest = smatch(v, '^(%d+):(%d+):(%d+)(.*)$')
 	if id ~= '4' or not (num(vs) and num(vw)) or
 		cmp(num(vs), { 0, s }) ~= 0 or cmp(num(vw), w) ~= 0 or
 		string.gsub(rest, ':%d+:%d+', '') ~= '' then
@@ -461,12 +478,12 @@ local function sliding(value, now, arg, grace)
 	-- S <= 100 and SLOT <= S (the client's); NOW in tick c.
 	local r, e = arg[7][2], cmp(now, arg[4]) >= 0 and sub(now, arg[4])
 	if not e or cmp(e, w) >= 0 then
-		return nil, 'bad arguments'
+		return nil, BAD
 	end
 	s = s[2]
 	local v = ring(value, s, w)
 	if not v then
-		return nil, 'state of another algorithm or policy'
+		return nil, OTHER
 	end
 	-- A tick less c: exact within 10^9 ticks, and its sign always.
 	local function d(hi, lo)
@@ -494,8 +511,8 @@ local function sliding(value, now, arg, grace)
 	-- (old - room) * w <= old * e (products below 2^111: limbs).
 	local cn = cost[1] * E9 + cost[2]
 	local room = limit[1] * E9 + limit[2] - (t - old - gone + cn)
-	if room < 0 or (old > room and bigcmp(bigmul(big(string.format('%d',
-		old - room)), big(str(w))), bigmul(big(string.format('%d', old)),
+	if room < 0 or (old > room and bigcmp(bigmul(big(sfmt('%d',
+		old - room)), big(str(w))), bigmul(big(sfmt('%d', old)),
 		big(str(e)))) > 0) then
 		return false
 	end
@@ -530,7 +547,7 @@ local function sliding(value, now, arg, grace)
 	local ttl = (d(hh, hl) + 1 + s) * (w[1] * E9 + w[2]) -
 		(e[1] * E9 + e[2]) + grace[1] * E9 + grace[2]
 	ttl = ttl < 2 ^ 53 and (ttl - math.fmod(ttl, 1000000)) / 1000000 + 1 or
-		math.floor(ttl / 1000000) + 2
+		floor(ttl / 1000000) + 2
 	return true, ssub(v, 1, 11) .. pk(SWT, x, hh, hl, t) ..
 		ssub(v, 29), ttl
 end
@@ -560,18 +577,18 @@ local function small(s)
 	if #s > 15 then
 		return nil
 	end
-	return tonumber(s)
+	return tn(s)
 end
 
 -- @s below 10^19 as hi, lo; nil otherwise.
 local function pair(s)
 	local k = #s
 	if k <= 9 then
-		return 0, tonumber(s)
+		return 0, tn(s)
 	elseif k > 19 then
 		return nil
 	end
-	return tonumber(s:sub(1, k - 9)), tonumber(s:sub(k - 8))
+	return tn(s:sub(1, k - 9)), tn(s:sub(k - 8))
 end
 
 -- f(@s) of an argument that repeats from check to check: a table lookup
@@ -700,7 +717,7 @@ local function fast_window(alg, value, ARGV, at, nhi, nlo, g, keep)
 		if #value ~= 37 or value:sub(1, 28) ~= head then
 			return nil
 		end
-		local hi, lo = upk('>I5I4', value, 29)
+		local hi, lo = upk(STAMP, value, 29)
 		if hi >= 100000 or lo >= E9 then
 			return nil
 		end
@@ -719,14 +736,14 @@ local function fast_window(alg, value, ARGV, at, nhi, nlo, g, keep)
 		return nil
 	end
 	local lo = math.fmod(count, E9)
-	return true, head .. pk('>I5I4', (count - lo) / E9, lo),
+	return true, head .. pk(STAMP, (count - lo) / E9, lo),
 		not (keep and value and redis.REDIS_VERSION_NUM) and fast_ms(t)
 		or nil
 end
 
 -- "TIME:LO:HI" as the four halves of LO and HI; nil: another text.
 local function span(arg)
-	local lo, hi = string.match(arg, '^TIME:(%d+):(%d+)$')
+	local lo, hi = smatch(arg, '^TIME:(%d+):(%d+)$')
 	if not lo then
 		return nil
 	end
@@ -760,7 +777,7 @@ local function fast_now(arg)
 	end
 	local t = redis.call('TIME')
 	local a, b, c = t[1], PAD[#t[2]], t[2]
-	nhi, nlo = tonumber(a), tonumber(c) * 1000
+	nhi, nlo = tn(a), tn(c) * 1000
 	if s and (nhi < s[1] or (nhi == s[1] and nlo < s[2]) or
 		nhi > s[3] or (nhi == s[3] and nlo >= s[4])) then
 		return { 2, a .. b .. c .. '000' }
@@ -810,6 +827,7 @@ end
 
 -- @cur less @cost stamps of @at, if it is a log of @post's limit.
 local function unlog(cur, post, cost, at)
+	cur = undrop(cur)
 	local n = (#cur - 3) / 9
 	if ssub(cur, 1, 3) ~= ssub(post, 1, 3) or n % 1 ~= 0 or
 		not at or cost[1] ~= 0 or cost[2] == 0 then
@@ -859,10 +877,10 @@ end
 -- @cur less @cost units, if @cur is a window state of @post's window
 -- (or a log, or a sliding window, above).  '': nothing left.
 local function undo(cur, post, cost, at, slot)
-	if string.byte(cur) == 133 then
+	if sbyte(cur) == 133 or sbyte(cur) == 149 then
 		return unlog(cur, post, cost, at)
 	end
-	if string.byte(cur) == 132 then
+	if sbyte(cur) == 132 then
 		return unslide(cur, post, cost, slot)
 	end
 	-- A window as written (WIN): ALG, POLICY and START (POST's window:
@@ -881,7 +899,7 @@ local function undo(cur, post, cost, at, slot)
 		return ''
 	end
 	count = sub(count, cost)
-	return cur:sub(1, 28) .. pk('>I5I4', count[1], count[2])
+	return cur:sub(1, 28) .. pk(STAMP, count[1], count[2])
 end
 
 -- Write @value keeping the key's TTL (no KEEPTTL before Redis 6).
@@ -895,9 +913,9 @@ local function put(key, value)
 end
 
 local function refund(KEYS, ARGV)
-	local rn = tonumber(ARGV[2])
+	local rn = tn(ARGV[2])
 	if not rn or rn ~= #KEYS or #ARGV ~= 2 + 5 * rn then
-		return proto('bad arguments')
+		return proto(BAD)
 	end
 	local done = {}
 	for i = 1, rn do
@@ -930,7 +948,9 @@ end
 -- script EVALSHA runs (scripts.c).
 local function check(KEYS, ARGV)
 	if not pk then
-		ssub, pk, upk = string.sub, struct.pack, struct.unpack
+		ssub, pk, upk, tn = string.sub, struct.pack, struct.unpack, tonumber
+		smatch, sfmt, sbyte = string.match, string.format, string.byte
+		floor = math.floor
 	end
 	if ARGV[1] == 'refund' then
 		return refund(KEYS, ARGV)
@@ -944,9 +964,9 @@ local function check(KEYS, ARGV)
 			ARGV[5], ARGV[6], ARGV[7], ARGV[8] or '0', '0', '0' }
 	end
 	local kind, now, grace, n = ARGV[1], nil,
-		cached(num, ARGV[3]), tonumber(ARGV[4])
+		cached(num, ARGV[3]), tn(ARGV[4])
 	local g = ARGV[3] and cnum(ARGV[3])
-	local lo, hi = string.match(ARGV[2], '^TIME:(%d+):(%d+)$')
+	local lo, hi = smatch(ARGV[2], '^TIME:(%d+):(%d+)$')
 	local span = lo ~= nil
 	if ARGV[2] == 'TIME' or span then
 		-- Before Redis 5, a script writes after TIME only so replicated.
@@ -954,14 +974,14 @@ local function check(KEYS, ARGV)
 			redis.replicate_commands()
 		end
 		local t = redis.call('TIME')
-		now = num(t[1] .. string.format('%09d', tonumber(t[2]) * 1000))
+		now = num(t[1] .. sfmt('%09d', tn(t[2]) * 1000))
 		lo, hi = num(lo), num(hi)
 	else
 		now = num(ARGV[2])
 	end
 	if not (now and grace and n) or n ~= #KEYS or #ARGV ~= 4 + 9 * n or
 		(span and not (lo and hi)) then
-		return proto('bad arguments')
+		return proto(BAD)
 	end
 	-- The arguments hold from LO to HI: decide at TIME only within.
 	if span and (cmp(now, lo) < 0 or cmp(now, hi) >= 0) then
@@ -986,7 +1006,7 @@ local function check(KEYS, ARGV)
 			for j = 1, 7 do
 				arg[j] = cached(num, ARGV[at + 2 + j])
 				if not arg[j] then
-					return proto('bad arguments')
+					return proto(BAD)
 				end
 			end
 			if alg == '3' or alg == '6' then
@@ -1004,7 +1024,7 @@ local function check(KEYS, ARGV)
 			if ok and alg ~= '4' then
 				local ttl = sub(add(expiry, grace), now)
 				-- ttl < 2^65 ns, so ms < 2^46: exact.
-				ms[i] = ttl[1] * 1000 + math.floor(ttl[2] / 1000000) + 1
+				ms[i] = ttl[1] * 1000 + floor(ttl[2] / 1000000) + 1
 			end
 		end
 		admits[i] = ok and usable == '1'

@@ -2,33 +2,43 @@
 -- fast.lua - one sliding log's check on the Redis store without
 -- reading the log whole (issue #25: a 4.6 KB value costs the server
 -- more than the rest of a check).  A function library of its own
--- (engine.c), next to check.lua's, with the same state: check.lua's
+-- (engine.c), next to check.lua's, with the same states: check.lua's
 -- sliding log (0x85, L in 2 bytes, then the stamps ascending, 9 bytes
--- each), so composites, groups, refunds and peeks read what this writes.
+-- each), which it reads, and the log it writes itself: 0x95, L, the
+-- count D of stamps dropped in 2 bytes, then D stamps that left the
+-- window and the live ones after them.  A check that drops stamps
+-- writes D in place (SETRANGE) instead of the log without them: O(1)
+-- where a log whose every check drops a stamp was rewritten whole.  The
+-- dropped ones are gone whatever the clock says later, as if cut.
+-- Composites, groups, refunds and peeks (check.lua, and the client's
+-- decoder) read both and skip the D stamps; check.lua writes 0x85.  A
+-- log of 2L stamps in all, or written out of order, is written again
+-- without the dropped ones: amortised, L appends pay for one rewrite.
 --
 -- KEYS     the log's key, one.
 -- ARGV     check.lua's long form of one key: KIND NOW GRACE 1 5 USABLE
 --          W L COST (the rest, if any, unread); NOW "TIME" or decimal ns.
--- Returns  one string: a byte ADMITTED (0 or 1), the live stamps'
---          count C before the check in 2 bytes, the first live stamp F
---          and, on a denial, the stamp K the retry waits for (the k-th
---          live one, k = C + COST - L; else F), 9 bytes each (as
---          stamps), then NOW in decimal; the client (verdict.c) builds
---          the smallest log with the same C, F and K and runs the
---          algorithm on it.  3: a state or an argument this path does not
---          take (the text of earlier versions, a log not as written, a
---          TIME span): check.lua decides it, reading the whole log.
+-- Returns  one string: a byte ADMITTED (0 or 1), the live stamps' count
+--          C before the check in 2 bytes, the first live stamp F and, on
+--          a denial, the stamp K the retry waits for (the k-th live one,
+--          k = C + COST - L; else F), 9 bytes each (as stamps), then NOW
+--          in decimal; the client (verdict.c) builds the smallest log
+--          with the same C, F and K and runs the algorithm on it.  3: a
+--          state or an argument this path does not take (the text of
+--          earlier versions, a log not as written, a TIME span):
+--          check.lua decides it, reading the whole log.
 --
--- What it reads: the log's length (STRLEN), its head and first stamp
--- (GETRANGE), its last stamp and K; the whole log (GET) only when its
--- first stamp has left the window, or a check's stamps go before its
--- last (the clock stepped back): those rewrite the log anyway.  A check
--- that admits and drops nothing APPENDs its stamps.  The stamps between
--- those read are not checked here (check.lua's path and the client check
--- every one they read).
+-- What it reads: the log's length (STRLEN), its head with its first
+-- CH stamps (GETRANGE), the CH stamps from the first not dropped if
+-- those are further on, its last stamp and K; the whole log (GET) only
+-- when the stamps that left the window are not all among those CH, or
+-- it is written again.  The stamps between those read are not checked
+-- here (check.lua's path and the client check every one they read).
 
 local E9 = 1000000000
 local LOGH, STAMP = '>BI2', '>I5I4'
+-- Stamps read with the head; 2L stamps in all at most (with the dropped).
+local CH, ALL = 8, 2
 -- 2^63 = 9223372036 * 10^9 + 854775808: every stamp lies below.
 local HH, HL = 9223372036, 854775808
 
@@ -65,12 +75,13 @@ local function plus(a, b, c, d)
 	return hi, lo
 end
 
--- The first of stamps @a .. @n of @v above (th, tl) (n + 1: none).
--- check.lua has the same bisection: two function libraries share no code,
--- and this one must not load check.lua's to read a log.
-local function above(v, a, n, th, tl)
+-- The first of stamps @a .. @n of @v above (th, tl) (n + 1: none),
+-- stamp i at byte @o + 9i.  check.lua has the same bisection: two
+-- function libraries share no code, and this one must not load
+-- check.lua's to read a log.
+local function above(v, o, a, n, th, tl)
 	local function up(i)
-		local h, l = struct.unpack(STAMP, v, 9 * i - 5)
+		local h, l = struct.unpack(STAMP, v, o + 9 * i)
 		return gt(h, l, th, tl)
 	end
 	if a > n or up(a) then
@@ -121,30 +132,51 @@ local function fastlog(KEYS, ARGV)
 			return 3
 		end
 	end
-	local head = struct.pack(LOGH, 133, limit)
+	-- Stamps 1 .. m in all, d of them dropped, stamp i at byte o + 9i:
+	-- in @h (the head's read) up to CH, in @c from c0 to c0 + CH - 1.
 	local len = redis.call('STRLEN', key)
-	local n, fh, fl, lh, ll = 0, nil, nil, nil, nil
+	local m, d, o, tag = 0, 0, -3, 149
+	local h, c, c0, v = nil, nil, 0, nil
+	local function st(i)
+		if i <= CH then
+			return struct.unpack(STAMP, h, o + 9 * i)
+		elseif c and i >= c0 and i < c0 + CH then
+			return struct.unpack(STAMP, c, 9 * (i - c0) + 1)
+		end
+		return struct.unpack(STAMP, redis.call('GETRANGE', key,
+			o + 9 * i - 1, o + 9 * i + 7))
+	end
 	if len == 0 and redis.call('EXISTS', key) == 1 then
 		return 3
 	elseif len > 0 then
-		n = (len - 3) / 9
-		if n < 0 or n % 1 ~= 0 or n > limit then
+		h = redis.call('GETRANGE', key, 0, 4 + 9 * CH)
+		if #h < 5 or string.sub(h, 2, 3) ~= struct.pack('>I2', limit) then
 			return 3
 		end
-		local h = redis.call('GETRANGE', key, 0, 11)
-		if string.sub(h, 1, 3) ~= head then
+		tag = string.byte(h)
+		if tag == 133 then
+			o = -5
+		elseif tag == 149 then
+			d = struct.unpack('>I2', h, 4)
+		else
 			return 3
 		end
-		if n > 0 then
-			fh, fl = struct.unpack(STAMP, h, 4)
-			lh, ll = fh, fl
+		m = (len - o - 8) / 9
+		if m % 1 ~= 0 or d > m or m - d > limit or m > ALL * limit then
+			return 3
 		end
-		if n > 1 then
-			lh, ll = struct.unpack(STAMP,
-				redis.call('GETRANGE', key, -9, -1))
+		if d >= CH and m > d then
+			c0 = d + 1
+			c = redis.call('GETRANGE', key, o + 9 * c0 - 1,
+				o + 9 * (c0 + CH) - 2)
 		end
-		if n > 0 and (fl >= E9 or ll >= E9 or
-			not gt(HH, HL, lh, ll) or gt(fh, fl, lh, ll)) then
+	end
+	local n, fh, fl, lh, ll = m - d, nil, nil, nil, nil
+	if n > 0 then
+		fh, fl = st(d + 1)
+		lh, ll = st(m)
+		if fl >= E9 or ll >= E9 or not gt(HH, HL, lh, ll) or
+			gt(fh, fl, lh, ll) then
 			return 3
 		end
 	end
@@ -153,26 +185,40 @@ local function fastlog(KEYS, ARGV)
 	if not gt(wh, wl, nh, nl) then
 		th, tl = minus(nh, nl, wh, wl)
 	end
-	local v, live = nil, 1
+	local live = d + 1
 	if n > 0 and not gt(fh, fl, th, tl) then
-		v = redis.call('GET', key)
-		live = above(v, 2, n, th, tl)
+		-- The first live among the stamps read, else by bisection.
+		local top = c and c0 + CH - 1 or CH
+		live = m + 1
+		if gt(lh, ll, th, tl) then
+			live = d + 2
+			while live <= m and live <= top do
+				local sh, sl = st(live)
+				if gt(sh, sl, th, tl) then
+					break
+				end
+				live = live + 1
+			end
+			if live > top and live <= m then
+				v = redis.call('GET', key)
+				live = above(v, o, live, m, th, tl)
+			end
+		end
 		fh, fl = 0, 0
-		if live <= n then
-			fh, fl = struct.unpack(STAMP, v, 9 * live - 5)
+		if live <= m then
+			fh, fl = st(live)
 		end
 	end
-	local c = n - live + 1
-	if c + cost > limit then
-		local k = live + c + cost - limit - 1
+	local cnt = m - live + 1
+	if cnt + cost > limit then
+		local k = live + cnt + cost - limit - 1
 		local kh, kl = fh, fl
-		if k == n then
+		if k == m then
 			kh, kl = lh, ll
 		elseif k > live then
-			kh, kl = struct.unpack(STAMP, v or redis.call('GETRANGE', key,
-				9 * k - 6, 9 * k + 2), v and 9 * k - 5 or 1)
+			kh, kl = st(k)
 		end
-		return answer(0, c, fh, fl, kh, kl, nows)
+		return answer(0, cnt, fh, fl, kh, kl, nows)
 	end
 	-- The log expires at its last stamp plus W, NOW's if none is later.
 	local eh, el = nh, nl
@@ -184,16 +230,25 @@ local function fastlog(KEYS, ARGV)
 	eh, el = minus(eh, el, nh, nl)
 	local ms = eh * 1000 + math.floor(el / 1000000) + 1
 	local new = string.rep(struct.pack(STAMP, nh, nl), cost)
-	if n == 0 then
+	local head = struct.pack('>BI2I2', 149, limit, 0)
+	-- Nothing live: a log of the new stamps alone.
+	if cnt == 0 then
+		m = 0
+	end
+	if m == 0 then
 		redis.call('SET', key, head .. new, 'PX', ms)
-	elseif live == 1 and not gt(lh, ll, nh, nl) then
+	elseif (tag == 149 and m + cost <= ALL * limit or live == 1) and
+		not gt(lh, ll, nh, nl) then
+		if live > d + 1 then
+			redis.call('SETRANGE', key, 3, struct.pack('>I2', live - 1))
+		end
 		redis.call('APPEND', key, new)
 		redis.call('PEXPIRE', key, ms)
 	else
 		v = v or redis.call('GET', key)
-		local at = above(v, live, n, nh, nl)
-		redis.call('SET', key, head .. string.sub(v, 9 * live - 5,
-			9 * at - 6) .. new .. string.sub(v, 9 * at - 5), 'PX', ms)
+		local at = above(v, o, live, m, nh, nl)
+		redis.call('SET', key, head .. string.sub(v, o + 9 * live,
+			o + 9 * at - 1) .. new .. string.sub(v, o + 9 * at), 'PX', ms)
 	end
-	return answer(1, c, fh or 0, fl or 0, 0, 0, nows)
+	return answer(1, cnt, fh or 0, fl or 0, 0, 0, nows)
 end

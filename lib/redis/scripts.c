@@ -238,6 +238,8 @@ static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
 
 #define LOG_MARK (0x80 | 5) /* check.lua's LOGH */
 #define LOG_HEAD 3
+#define DROP_MARK (0x80 | 0x10 | 5) /* fast.lua's: stamps dropped ahead */
+#define DROP_HEAD 5
 #define STAMP_LEN 9 /* check.lua's STAMP: hi * 10^9 + lo in 5 and 4 bytes */
 
 /* The @len bytes at @b, big-endian. */
@@ -252,22 +254,31 @@ static uint64_t be(const unsigned char *b, int len)
 }
 
 /*
- * A sliding log as the script writes it (check.lua, LOGH and STAMP):
- * 0x85, L in 2 bytes, then n <= L stamps of 9 bytes, into {n, T1, ...,
- * Tn}, ascending, each a clock reading; never a word past @cap.  The
- * script reads only the stamps a decision needs: this is where every
- * stamp of a log is checked.
+ * A sliding log as the scripts write it (check.lua, LOGH and STAMP):
+ * 0x85, L in 2 bytes, then n <= L stamps of 9 bytes; or (fast.lua) 0x95,
+ * L, the count D of stamps dropped in 2 bytes, then D stamps that are
+ * no longer the log's and its n <= L stamps.  Into {n, T1, ..., Tn},
+ * ascending, each a clock reading; never a word past @cap.  The scripts
+ * read only the stamps a decision needs: this is where every stamp of a
+ * log is checked (but the dropped ones, which decide nothing).
  */
 static int decode_log_binary(const struct tk__policy *p, const char *s,
 			     size_t len, uint64_t *words, size_t cap)
 {
 	const unsigned char *b = (const unsigned char *)s;
+	size_t head = b[0] == DROP_MARK ? DROP_HEAD : LOG_HEAD;
 	uint64_t n, i, hi, lo;
 
-	if (len < LOG_HEAD || (len - LOG_HEAD) % STAMP_LEN ||
-	    be(b + 1, 2) != p->limit)
+	if (len < head || (len - head) % STAMP_LEN || be(b + 1, 2) != p->limit)
 		return -EPROTO;
-	n = (len - LOG_HEAD) / STAMP_LEN;
+	n = (len - head) / STAMP_LEN;
+	if (head == DROP_HEAD) {
+		i = be(b + 3, 2);
+		if (i > n)
+			return -EPROTO;
+		n -= i;
+		b += STAMP_LEN * i + (DROP_HEAD - LOG_HEAD);
+	}
 	if (n > p->limit || n >= cap)
 		return -EPROTO;
 	for (i = 0; i < n; i++) {
@@ -417,7 +428,8 @@ int tk__redis_decode(const struct tk__policy *p, const char *s, size_t len,
 	if (tk__redis_occ(p))
 		return tk__redis_occ_decode(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_log)
-		return len && (unsigned char)s[0] == LOG_MARK
+		return len && ((unsigned char)s[0] == LOG_MARK ||
+			       (unsigned char)s[0] == DROP_MARK)
 			       ? decode_log_binary(p, s, len, words, cap)
 			       : decode_log(p, s, len, words, cap);
 	if (p->alg == &tk__sliding_window)

@@ -3,8 +3,9 @@
  * fuzz-redis-state.c - libFuzzer harness for the Redis store's decoders:
  * a state as the server spells it (tk__redis_decode(), every encoding:
  * one word, windows, sliding windows' rings (text and binary), sliding
- * logs), read as the verdict path reads a reply's state
- * (tk__redis_take_old(), into the step's buffers), the decimal fields
+ * logs, with and without stamps dropped ahead), read as the verdict
+ * path reads a reply's state (tk__redis_take_old(), into the step's
+ * buffers), the decimal fields
  * (tk__redis_parse_u64()), the value as a fast path's one-string
  * reply (tk__redis_reply_expand()), and, under a sliding log, as
  * fast.lua's reply (tk__redis_log_reply(): the log it builds is valid).

@@ -27,6 +27,8 @@
 #include "asserts.h"
 #include "redis-kit.h"
 
+#define T0 (UINT64_C(1700000000) * SEC)
+
 static struct redis_kit kit;
 
 static int teardown(void **state)
@@ -138,7 +140,7 @@ static void test_not_loaded(void **state)
 /* The minimal ACL of tk_store_open(3), for the default key_prefix. */
 #define MINIMAL_ACL                                                            \
 	"~tk:* +fcall +evalsha +get +mget +set +del +pttl +time +strlen "      \
-	"+getrange +exists +append +pexpire"
+	"+getrange +exists +append +pexpire +setrange"
 
 /* Field @field ("calls=", "rejected_calls=") of @cmd's line of INFO
  * commandstats: the server's count. */
@@ -194,6 +196,32 @@ static long long log_checks(const char *spec, const char *key)
 	}
 	tk_limiter_close(l);
 	return calls("strlen") - was;
+}
+
+/* A sliding log's check that drops a stamp as user "app" (on its own
+ * clock: server_time=0): fast.lua writes how many it dropped
+ * (SETRANGE).  The SETRANGE calls made. */
+static long long log_drop(void)
+{
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct tk_clock *c;
+	char own[192];
+	long long was = calls("setrange");
+	int i;
+
+	snprintf(own, sizeof(own), "redis://app:pw@127.0.0.1:%d?server_time=0",
+		 kit.port);
+	redis_kit_limiter(&l, &c, "sliding-log:3/1s", own, T0);
+	for (i = 0; i < 3; i++) {
+		tk_clock_set(c, T0 + (uint64_t)i * 600 * MS);
+		assert_int_equal(tk_limiter_check(l, "d", 1, 1, &d), 0);
+		assert_true(d.allowed);
+		assert_int_equal(d.remaining, i < 2 ? 2 - i : 1);
+	}
+	tk_limiter_close(l);
+	tk_clock_free(c);
+	return calls("setrange") - was;
 }
 
 static void test_fast(void **state)
@@ -255,6 +283,7 @@ static void test_minimal_acl(void **state)
 	assert_int_equal(log_checks(spec, "s1"), 4);
 	*strstr(spec, "&server_time=1") = '\0';
 	assert_int_equal(log_checks(spec, "s2"), 4);
+	assert_int_equal(log_drop(), 1);
 }
 
 int main(void)
