@@ -174,6 +174,8 @@ static const char *const defaults[] = {
 	"leaky:1000000000/1s,max-queue=1s",
 	"sliding-window:1000000000/1s,buckets=100",
 	"sliding-log:512/1s",
+	/* Every check admits a stamp and drops one that left. */
+	"sliding-log:512/10ms",
 	"all(gcra:1000000000/1s,burst=1000000000,fixed-window:1000000000/1s,"
 	"sliding-log:512/1s)",
 };

@@ -62,8 +62,9 @@
 -- check reads only the stamps it needs (bisections, O(log L) struct
 -- calls) and copies the rest as bytes: no stamp is parsed.  A state of
 -- another L is another policy's.  It expires at its last stamp plus W.
--- A log fast.lua wrote (0x95: 149, L, a count D of stamps dropped, the
--- D stamps, then the log's) is read as the log without the D stamps.
+-- A log fast.lua wrote (0x95: 149, L, a count D of stamps dropped, a
+-- stamp, the D stamps, then the log's) is read as the log without the D
+-- stamps (undrop()).
 --
 -- Sliding windows (ALG 4): the value is binary, 28 + 16(S + 1) bytes: a
 -- byte 132 (0x80 + 4), S in 1 byte, w (hi, lo as WORD), X in 1 byte, the
@@ -319,11 +320,12 @@ local function log_text(value, limit)
 end
 
 -- A log as fast.lua writes it: 149 (0x95), L, the count D of stamps
--- dropped (2 bytes), then the D stamps and the rest; as written here.
+-- dropped (2 bytes), a copy of the first stamp not dropped, then the D
+-- stamps and the rest; as written here.
 -- More dropped than there are: '', no log.  (Too short: a Lua error.)
 local function undrop(v)
 	if v and sbyte(v) == 149 then
-		local o = 6 + 9 * upk('>I2', v, 4)
+		local o = 15 + 9 * upk('>I2', v, 4)
 		return o > #v + 1 and '' or pk('B', 133) .. ssub(v, 2, 3) .. ssub(v, o)
 	end
 	return v

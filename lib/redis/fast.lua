@@ -5,15 +5,17 @@
 -- (engine.c), next to check.lua's, with the same states: check.lua's
 -- sliding log (0x85, L in 2 bytes, then the stamps ascending, 9 bytes
 -- each), which it reads, and the log it writes itself: 0x95, L, the
--- count D of stamps dropped in 2 bytes, then D stamps that left the
--- window and the live ones after them.  A check that drops stamps
--- writes D in place (SETRANGE) instead of the log without them: O(1)
--- where a log whose every check drops a stamp was rewritten whole.  The
--- dropped ones are gone whatever the clock says later, as if cut.
--- Composites, groups, refunds and peeks (check.lua, and the client's
--- decoder) read both and skip the D stamps; check.lua writes 0x85.  A
--- log of 2L stamps in all, or written out of order, is written again
--- without the dropped ones: amortised, L appends pay for one rewrite.
+-- count D of stamps dropped in 2 bytes, a copy F of the first stamp not
+-- dropped (9 bytes: no read of the stamps for it), then the D stamps
+-- that left the window and the log's after them.  A check that drops
+-- stamps writes D and F in place (SETRANGE) instead of the log without
+-- them: O(1) where a log whose every check drops a stamp was rewritten
+-- whole.  The dropped ones are gone whatever the clock says later, as
+-- if cut.  Composites, groups, refunds and peeks (check.lua, and the
+-- client's decoder) read both and skip the D stamps; check.lua writes
+-- 0x85.  A log of 2L stamps in all, or written out of order, is
+-- written again without the dropped ones: amortised, L appends pay for
+-- one rewrite.
 --
 -- KEYS     the log's key, one.
 -- ARGV     check.lua's long form of one key: KIND NOW GRACE 1 5 USABLE
@@ -29,10 +31,10 @@
 --          check.lua decides it, reading the whole log.
 --
 -- What it reads: the log's length (STRLEN), its head with its first
--- CH stamps (GETRANGE), the CH stamps from the first not dropped if
--- those are further on, its last stamp and K; the whole log (GET) only
--- when the stamps that left the window are not all among those CH, or
--- it is written again.  The stamps between those read are not checked
+-- CH stamps (GETRANGE), its last stamp and K; where F left the window,
+-- the CH stamps from it if those lie further on, and the whole log
+-- (GET) only when the stamps that left are not all among those, or it
+-- is written again.  The stamps between those read are not checked
 -- here (check.lua's path and the client check every one they read).
 
 local E9 = 1000000000
@@ -102,6 +104,19 @@ local function above(v, o, a, n, th, tl)
 	return b
 end
 
+-- Stamp @i of log @key whose stamp i lies at byte @o + 9i: from @h (the
+-- head's read: stamps 1 .. CH), @c (stamps @c0 .. @c0 + CH - 1), else
+-- read.
+local function stamp(key, h, o, c, c0, i)
+	if i <= CH then
+		return struct.unpack(STAMP, h, o + 9 * i)
+	elseif c and i >= c0 and i < c0 + CH then
+		return struct.unpack(STAMP, c, 9 * (i - c0) + 1)
+	end
+	return struct.unpack(STAMP, redis.call('GETRANGE', key, o + 9 * i - 1,
+		o + 9 * i + 7))
+end
+
 -- The reply (see above).
 local function answer(ok, c, fh, fl, kh, kl, nows)
 	return struct.pack('>BI2', ok, c) .. struct.pack(STAMP, fh, fl) ..
@@ -135,29 +150,21 @@ local function fastlog(KEYS, ARGV)
 	-- Stamps 1 .. m in all, d of them dropped, stamp i at byte o + 9i:
 	-- in @h (the head's read) up to CH, in @c from c0 to c0 + CH - 1.
 	local len = redis.call('STRLEN', key)
-	local m, d, o, tag = 0, 0, -3, 149
+	local m, d, o, tag = 0, 0, 6, 149
 	local h, c, c0, v = nil, nil, 0, nil
-	local function st(i)
-		if i <= CH then
-			return struct.unpack(STAMP, h, o + 9 * i)
-		elseif c and i >= c0 and i < c0 + CH then
-			return struct.unpack(STAMP, c, 9 * (i - c0) + 1)
-		end
-		return struct.unpack(STAMP, redis.call('GETRANGE', key,
-			o + 9 * i - 1, o + 9 * i + 7))
-	end
 	if len == 0 and redis.call('EXISTS', key) == 1 then
 		return 3
 	elseif len > 0 then
-		h = redis.call('GETRANGE', key, 0, 4 + 9 * CH)
-		if #h < 5 or string.sub(h, 2, 3) ~= struct.pack('>I2', limit) then
+		h = redis.call('GETRANGE', key, 0, 13 + 9 * CH)
+		local l1, l2, d1, d2
+		tag, l1, l2, d1, d2 = string.byte(h, 1, 5)
+		if not l2 or l1 * 256 + l2 ~= limit then
 			return 3
 		end
-		tag = string.byte(h)
 		if tag == 133 then
 			o = -5
-		elseif tag == 149 then
-			d = struct.unpack('>I2', h, 4)
+		elseif tag == 149 and #h >= 14 then
+			d = d1 * 256 + d2
 		else
 			return 3
 		end
@@ -165,16 +172,16 @@ local function fastlog(KEYS, ARGV)
 		if m % 1 ~= 0 or d > m or m - d > limit or m > ALL * limit then
 			return 3
 		end
-		if d >= CH and m > d then
-			c0 = d + 1
-			c = redis.call('GETRANGE', key, o + 9 * c0 - 1,
-				o + 9 * (c0 + CH) - 2)
-		end
 	end
 	local n, fh, fl, lh, ll = m - d, nil, nil, nil, nil
 	if n > 0 then
-		fh, fl = st(d + 1)
-		lh, ll = st(m)
+		-- The first stamp not dropped: its copy in the head (0x95).
+		if tag == 133 then
+			fh, fl = stamp(key, h, o, c, c0, 1)
+		else
+			fh, fl = struct.unpack(STAMP, h, 6)
+		end
+		lh, ll = stamp(key, h, o, c, c0, m)
 		if fl >= E9 or ll >= E9 or not gt(HH, HL, lh, ll) or
 			gt(fh, fl, lh, ll) then
 			return 3
@@ -188,12 +195,18 @@ local function fastlog(KEYS, ARGV)
 	local live = d + 1
 	if n > 0 and not gt(fh, fl, th, tl) then
 		-- The first live among the stamps read, else by bisection.
-		local top = c and c0 + CH - 1 or CH
+		local top = CH
 		live = m + 1
+		if d >= CH and gt(lh, ll, th, tl) then
+			c0 = d + 1
+			c = redis.call('GETRANGE', key, o + 9 * c0 - 1,
+				o + 9 * (c0 + CH) - 2)
+			top = c0 + CH - 1
+		end
 		if gt(lh, ll, th, tl) then
 			live = d + 2
 			while live <= m and live <= top do
-				local sh, sl = st(live)
+				local sh, sl = stamp(key, h, o, c, c0, live)
 				if gt(sh, sl, th, tl) then
 					break
 				end
@@ -206,7 +219,7 @@ local function fastlog(KEYS, ARGV)
 		end
 		fh, fl = 0, 0
 		if live <= m then
-			fh, fl = st(live)
+			fh, fl = stamp(key, h, o, c, c0, live)
 		end
 	end
 	local cnt = m - live + 1
@@ -216,7 +229,7 @@ local function fastlog(KEYS, ARGV)
 		if k == m then
 			kh, kl = lh, ll
 		elseif k > live then
-			kh, kl = st(k)
+			kh, kl = stamp(key, h, o, c, c0, k)
 		end
 		return answer(0, cnt, fh, fl, kh, kl, nows)
 	end
@@ -236,19 +249,23 @@ local function fastlog(KEYS, ARGV)
 		m = 0
 	end
 	if m == 0 then
-		redis.call('SET', key, head .. new, 'PX', ms)
+		redis.call('SET', key, head .. string.sub(new, 1, 9) .. new,
+			'PX', ms)
 	elseif (tag == 149 and m + cost <= ALL * limit or live == 1) and
 		not gt(lh, ll, nh, nl) then
 		if live > d + 1 then
-			redis.call('SETRANGE', key, 3, struct.pack('>I2', live - 1))
+			redis.call('SETRANGE', key, 3, struct.pack('>I2', live - 1) ..
+				struct.pack(STAMP, fh, fl))
 		end
 		redis.call('APPEND', key, new)
 		redis.call('PEXPIRE', key, ms)
 	else
 		v = v or redis.call('GET', key)
 		local at = above(v, o, live, m, nh, nl)
-		redis.call('SET', key, head .. string.sub(v, o + 9 * live,
-			o + 9 * at - 1) .. new .. string.sub(v, o + 9 * at), 'PX', ms)
+		local body = string.sub(v, o + 9 * live, o + 9 * at - 1) .. new ..
+			string.sub(v, o + 9 * at)
+		redis.call('SET', key, head .. string.sub(body, 1, 9) .. body,
+			'PX', ms)
 	end
 	return answer(1, cnt, fh or 0, fl or 0, 0, 0, nows)
 end

@@ -239,7 +239,7 @@ static int decode_ring(const struct tk__policy *p, const char *s, size_t len,
 #define LOG_MARK (0x80 | 5) /* check.lua's LOGH */
 #define LOG_HEAD 3
 #define DROP_MARK (0x80 | 0x10 | 5) /* fast.lua's: stamps dropped ahead */
-#define DROP_HEAD 5
+#define DROP_HEAD 14
 #define STAMP_LEN 9 /* check.lua's STAMP: hi * 10^9 + lo in 5 and 4 bytes */
 
 /* The @len bytes at @b, big-endian. */
@@ -256,8 +256,9 @@ static uint64_t be(const unsigned char *b, int len)
 /*
  * A sliding log as the scripts write it (check.lua, LOGH and STAMP):
  * 0x85, L in 2 bytes, then n <= L stamps of 9 bytes; or (fast.lua) 0x95,
- * L, the count D of stamps dropped in 2 bytes, then D stamps that are
- * no longer the log's and its n <= L stamps.  Into {n, T1, ..., Tn},
+ * L, the count D of stamps dropped in 2 bytes, a copy of the first stamp
+ * not dropped (fast.lua's to read), then D stamps that are no longer the
+ * log's and its n <= L stamps.  Into {n, T1, ..., Tn},
  * ascending, each a clock reading; never a word past @cap.  The scripts
  * read only the stamps a decision needs: this is where every stamp of a
  * log is checked (but the dropped ones, which decide nothing).

@@ -204,18 +204,22 @@ static void test_log_binary(void **state)
 }
 
 /* fast.lua's log (lib/redis/fast.lua): 0x95, @limit and the count @d of
- * stamps dropped in 2 bytes each, then @n stamps as log_bytes() writes
- * them, the first @d of them dropped.  Its length. */
+ * stamps dropped in 2 bytes each, a copy of the first stamp not dropped
+ * (zeros if none), then @n stamps as log_bytes() writes them, the first
+ * @d of them dropped.  Its length. */
 static size_t dropped_bytes(char *buf, unsigned int limit, unsigned int d,
 			    const uint64_t *t, size_t n)
 {
-	size_t len = log_bytes(buf + 2, limit, t, n) + 2;
+	size_t len = log_bytes(buf + 11, limit, t, n) + 11;
 
 	buf[0] = (char)0x95;
 	buf[1] = (char)(limit >> 8);
 	buf[2] = (char)limit;
 	buf[3] = (char)(d >> 8);
 	buf[4] = (char)d;
+	memset(buf + 5, 0, 9);
+	if (d < n)
+		memcpy(buf + 5, buf + 14 + 9 * d, 9);
 	return len;
 }
 
@@ -228,7 +232,7 @@ static void test_log_dropped(void **state)
 				 T0 - MS };
 	const uint64_t mixed[3] = { T0 - 4 * MS, T0 - MS, T0 - 3 * MS };
 	const char *lg = "sliding-log:3/10s";
-	char v[64] = { 0 };
+	char v[80] = { 0 };
 
 	(void)state;
 	need_server();
@@ -238,6 +242,7 @@ static void test_log_dropped(void **state)
 	assert_hostile_bytes(lg, -1, v, dropped_bytes(v, 3, 0, up, 4));
 	assert_hostile_bytes(lg, -1, v, dropped_bytes(v, 3, 1, mixed, 3));
 	assert_hostile_bytes(lg, -1, v, 4);
+	assert_hostile_bytes(lg, -1, v, 13);
 }
 
 /* The state of key "k" under @policy, if a binary log, rewritten as the
@@ -250,7 +255,7 @@ static long long log_to_text(const char *policy)
 		"local v = redis.call('GET', KEYS[1]) "
 		"local s = 4 "
 		"if string.byte(v) == 149 then "
-		"s = 6 + 9 * struct.unpack('>I2', v, 4) "
+		"s = 15 + 9 * struct.unpack('>I2', v, 4) "
 		"elseif string.byte(v) ~= 133 then return 0 end "
 		"local t = { '5', tostring(struct.unpack('>I2', v, 2)) } "
 		"for i = s, #v, 9 do local h, l = struct.unpack('>I5I4', v, i) "

@@ -62,7 +62,7 @@ static void state_of(const char *prefix, char *buf, size_t len)
 		"if #k == 0 then return '' end "
 		"local v = redis.call('GET', k[1]) "
 		"if v:byte() == 149 then v = '\\133' .. v:sub(2, 3) .. "
-		"v:sub(6 + 9 * struct.unpack('>I2', v, 4)) end "
+		"v:sub(15 + 9 * struct.unpack('>I2', v, 4)) end "
 		"return (string.gsub(v, '.', function(c) "
 		"return string.format('%02x', string.byte(c)) end))";
 
