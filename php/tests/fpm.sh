@@ -16,9 +16,10 @@
 #  5. a pool without throttlekit.default_store: Limiters built without a
 #     store share the pool's zone (php-fpm.POOL, made by a worker as
 #     www-data, mode 0600): exactly 50 of 8 x 25 at burst 50; a zone of
-#     that name made by another user (root) is refused; with
-#     fpm_get_status() disabled, the zone is the user's (php-fpm.uid-UID);
-#     a pool "a b/c" gets php-fpm.a_20b_2Fc;
+#     that name made by another user (root) is refused; the pool's name
+#     comes from the worker's title, so fpm_get_status() disabled changes
+#     nothing (the zone is still php-fpm.test, not php-fpm.uid-UID); a
+#     pool "a b/c" gets php-fpm.a_20b_2Fc;
 #  6. failures the fail policy absorbs are logged: 6 checks at burst 3 on
 #     a zone the workers may not open, under fail=open, are all admitted
 #     (degraded) and leave one line per worker in the php-fpm log, with
@@ -100,13 +101,17 @@ zone="$work/zones/throttlekit.php-fpm.test"
 perm=$(stat -c '%U %a' "$zone")
 echo "pool's default zone: $perm"
 [ "$perm" = "www-data 600" ] || fail "the pool's zone is $perm, not www-data 600"
+# The pool's name is read from the worker's title, not asked of
+# fpm_get_status() (which crashes a worker that finds another's slot
+# locked): disabled, it changes nothing.
 fpm_stop
+rm "$zone"
 fpm_start "php_admin_value[disable_functions] = fpm_get_status"
 fcgi "op=check&key=nostatus" >/dev/null
 uid=$(id -u www-data)
-[ -f "$work/zones/throttlekit.php-fpm.uid-$uid" ] ||
-	fail "fpm_get_status() disabled: no zone php-fpm.uid-$uid"
-echo "fpm_get_status() disabled: the zone php-fpm.uid-$uid"
+[ -f "$zone" ] && [ ! -e "$work/zones/throttlekit.php-fpm.uid-$uid" ] ||
+	fail "fpm_get_status() disabled: not the zone php-fpm.test: $(ls "$work/zones")"
+echo "fpm_get_status() disabled: still the zone php-fpm.test"
 # A pool name with bytes a zone name cannot hold.
 fpm_stop
 fpm_pool="a b/c"
