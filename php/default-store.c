@@ -8,17 +8,18 @@
  *   "shm:php-fpm.POOL", created by the first worker that needs it, as the
  *   pool's user with mode 0600, and refused (EACCES) if another user owns
  *   it (the library's rules for zones).
- * - The pool's name is the one php-fpm gives its worker's title,
- *   "php-fpm: pool NAME" (argv[0], NUL-padded), read from
- *   /proc/self/cmdline.  Not fpm_get_status(): it copies the pool's
- *   scoreboard, and a slot it finds locked by another worker (as workers
- *   start, say) it leaves uninitialised yet reads, and the worker dies
- *   of SIGSEGV (php-fpm 8.2; seen under load in php/tests/fpm.sh).
- *   Should the title not say (no /proc), the zone is one per user,
- *   "shm:php-fpm.uid-UID": shared by more workers than the pool's, so
- *   stricter, never looser.  A name too long for the title is named as
- *   the title cut it: shared with pools whose names start alike,
- *   stricter again.
+ * - The pool's name is the one php-fpm writes into its worker's title,
+ *   "php-fpm: pool NAME" (over argv[0], NUL-padded), read there in this
+ *   process's memory (glibc's program_invocation_name points at it): no
+ *   file, so a chrooted pool reads it too.  Not fpm_get_status(): it
+ *   copies the pool's scoreboard, and a slot it finds locked by another
+ *   worker (as workers start, say) it leaves uninitialised yet reads,
+ *   and the worker dies of SIGSEGV (php-fpm 8.2; seen under load in
+ *   php/tests/fpm.sh).  Should the title not say (a php-fpm that sets
+ *   it otherwise), the zone is one per user, "shm:php-fpm.uid-UID":
+ *   shared by more workers than the pool's, so stricter, never looser.
+ *   A name too long for the title is named as the title cut it: shared
+ *   with pools whose names start alike, stricter again.
  * - Elsewhere (the CLI) a process counts alone: "memory".
  * - A worker's pool never changes, so this is worked out once per process.
  */
@@ -28,7 +29,7 @@
 
 #include "php_throttlekit.h"
 
-#include <fcntl.h>
+#include <errno.h> /* program_invocation_name (_GNU_SOURCE, php_config.h) */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -42,24 +43,16 @@ static pthread_mutex_t automatic_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool fpm_pool(char *buf, size_t len)
 {
 	static const char prefix[] = "php-fpm: pool ";
-	char title[512];
+	const char *title = program_invocation_name;
 	size_t name;
-	ssize_t n;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (!title || strncmp(title, prefix, sizeof(prefix) - 1) != 0)
 		return false;
-	n = read(fd, title, sizeof(title) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	title[n] = '\0';
-	if (strncmp(title, prefix, sizeof(prefix) - 1) != 0)
-		return false;
-	name = strlen(title + sizeof(prefix) - 1);
+	title += sizeof(prefix) - 1;
+	name = strnlen(title, len);
 	if (name == 0 || name >= len)
 		return false;
-	memcpy(buf, title + sizeof(prefix) - 1, name + 1);
+	memcpy(buf, title, name + 1);
 	return true;
 }
 
