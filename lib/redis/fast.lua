@@ -35,10 +35,11 @@
 -- the CH stamps from it if those lie further on, and the whole log
 -- (GET) only when the stamps that left are not all among those, or it
 -- is written again.  The stamps between those read are not checked
--- here (check.lua's path and the client check every one they read).
+-- here, nor the head's copy F against its stamp (check.lua's path and
+-- the client check every stamp they read, and ignore the copy).
 
 local E9 = 1000000000
-local LOGH, STAMP = '>BI2', '>I5I4'
+local STAMP = '>I5I4'
 -- Stamps read with the head; 2L stamps in all at most (with the dropped).
 local CH, ALL = 8, 2
 -- 2^63 = 9223372036 * 10^9 + 854775808: every stamp lies below.
