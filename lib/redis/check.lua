@@ -81,7 +81,8 @@
 -- of tick c (or to a later one in its slot).  A check reads only the
 -- buckets whose ticks left the window since H and NOW's (sliding()): no
 -- bucket is parsed.  A state of another S or w is another policy's.  It
--- expires at (H + 1 + S) * w.
+-- expires at (H + 1 + S) * w.  fast.lua decides one ring's check alone
+-- (X 0, c at or past H) in place, writing these very bytes.
 --
 -- Refund (xslot.c: an all() over keys of several cluster slots
 -- that one slot refused gives back what the others consumed):

@@ -198,8 +198,8 @@ int tk__redis_library_make(struct tk__redis_store *s)
 			     len - (sizeof(TK__REDIS_EVAL_TAIL) - 1), "check",
 			     "check", s->function, sizeof(s->function));
 	s->fast_library =
-		library(tk__redis_fast_lua, strlen(tk__redis_fast_lua), "log",
-			"fastlog", s->fast_function, sizeof(s->fast_function));
+		library(tk__redis_fast_lua, strlen(tk__redis_fast_lua), "fast",
+			"fast", s->fast_function, sizeof(s->fast_function));
 	if (!s->library || !s->fast_library) {
 		free(s->library);
 		free(s->fast_library);

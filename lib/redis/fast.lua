@@ -1,21 +1,24 @@
 -- SPDX-License-Identifier: BSD-2-Clause
--- fast.lua - one sliding log's check on the Redis store without
--- reading the log whole (issue #25: a 4.6 KB value costs the server
--- more than the rest of a check).  A function library of its own
--- (engine.c), next to check.lua's, with the same states: check.lua's
--- sliding log (0x85, L in 2 bytes, then the stamps ascending, 9 bytes
--- each), which it reads, and the log it writes itself: 0x95, L, the
--- count D of stamps dropped in 2 bytes, a copy F of the first stamp not
--- dropped (9 bytes: no read of the stamps for it), then the D stamps
--- that left the window and the log's after them.  A check that drops
--- stamps writes D and F in place (SETRANGE) instead of the log without
--- them: O(1) where a log whose every check drops a stamp was rewritten
--- whole.  The dropped ones are gone whatever the clock says later, as
--- if cut.  Composites, groups, refunds and peeks (check.lua, and the
--- client's decoder) read both and skip the D stamps; check.lua writes
--- 0x85.  A log of 2L stamps in all, or written out of order, is
--- written again without the dropped ones: amortised, L appends pay for
--- one rewrite.
+-- fast.lua - one sliding log's or one sliding window's check on the
+-- Redis store without reading the state whole (issue #25: a 4.6 KB log,
+-- or a ring of 100 buckets, cost the server more than the rest of a
+-- check).  A function library of its own (engine.c), next to
+-- check.lua's, with the same states; fast() takes ALG 5 to fastlog()
+-- and ALG 4 to fastring().
+--
+-- Sliding logs: check.lua's (0x85, L in 2 bytes, then the stamps
+-- ascending, 9 bytes each), which it reads, and the log it writes
+-- itself: 0x95, L, the count D of stamps dropped in 2 bytes, a copy F
+-- of the first stamp not dropped (9 bytes: no read of the stamps for
+-- it), then the D stamps that left the window and the log's after them.
+-- A check that drops stamps writes D and F in place (SETRANGE) instead
+-- of the log without them: O(1) where a log whose every check drops a
+-- stamp was rewritten whole.  The dropped ones are gone whatever the
+-- clock says later, as if cut.  Composites, groups, refunds and peeks
+-- (check.lua, and the client's decoder) read both and skip the D
+-- stamps; check.lua writes 0x85.  A log of 2L stamps in all, or written
+-- out of order, is written again without the dropped ones: amortised,
+-- L appends pay for one rewrite.
 --
 -- KEYS     the log's key, one.
 -- ARGV     check.lua's long form of one key: KIND NOW GRACE 1 5 USABLE
@@ -37,6 +40,28 @@
 -- is written again.  The stamps between those read are not checked
 -- here, nor the head's copy F against its stamp (check.lua's path and
 -- the client check every stamp they read, and ignore the copy).
+--
+-- Sliding windows: check.lua's ring (its sliding(), where the format
+-- is), of which a check reads the head {X, H, T} and the buckets
+-- whose ticks may have left the window since H (with NOW's: two
+-- buckets a check in the steady state), and writes those and the head
+-- in place (SETRANGE), the TTL only when H moves: the very bytes
+-- check.lua writes.  It takes a ring with X 0 at a tick c at or past H
+-- (every count then lies in H - S .. H, so the buckets not read count in
+-- full, T less those read); anything else (X 1, a clock stepped back,
+-- the text of earlier versions, products past 2^53) is check.lua's.
+--
+-- KEYS     the ring's key, one.
+-- ARGV     check.lua's long form of one key: KIND NOW GRACE 1 4 USABLE
+--          w S c START COST LIMIT SLOT; NOW decimal ns or "TIME:LO:HI".
+-- Returns  one string: a byte ADMITTED, the counts FULL and OLD of the
+--          view (counted in full; the bucket of tick c - S) in 7 bytes
+--          each, then NOW in decimal: the client builds the ring of
+--          those two buckets and runs the algorithm on it (its decision
+--          reads nothing else when no tick lies past c).  {2, NOW}:
+--          TIME outside [LO, HI), as check.lua.  3: check.lua decides.
+--          The total T and the buckets not read are trusted as written
+--          (check.lua, the client's decoder and peeks check them all).
 
 local E9 = 1000000000
 local STAMP = '>I5I4'
@@ -269,4 +294,229 @@ local function fastlog(KEYS, ARGV)
 			'PX', ms)
 	end
 	return answer(1, cnt, fh or 0, fl or 0, 0, 0, nows)
+end
+
+-- A ring's head past its first 11 bytes {X, H, T}, and a bucket {tick,
+-- count}: bucket j (from 0) at byte 29 + 16j.
+local SWT, REC = '>BI5I4I7', '>I5I4I7'
+
+-- The format of @n buckets, made once each.
+local RECS = {}
+local function recs(n)
+	local f = RECS[n]
+	if not f then
+		f = '>' .. string.rep(REC:sub(2), n)
+		RECS[n] = f
+	end
+	return f
+end
+
+-- Buckets @a .. @a + @k - 1 of @s + 1 (from 0, around the ring) of
+-- ring @key: read, or written from @put.
+local function buckets(key, a, k, s, put)
+	local first = math.min(k, s + 1 - a)
+	if put then
+		redis.call('SETRANGE', key, 28 + 16 * a, put:sub(1, 16 * first))
+		if first < k then
+			redis.call('SETRANGE', key, 28, put:sub(16 * first + 1))
+		end
+		return nil
+	end
+	local v = redis.call('GETRANGE', key, 28 + 16 * a,
+		27 + 16 * (a + first))
+	if first < k then
+		v = v .. redis.call('GETRANGE', key, 28, 27 + 16 * (k - first))
+	end
+	return v
+end
+
+-- Texts converted once a library's life, as check.lua's cached(): the
+-- arguments that repeat from check to check (w, S, GRACE, COST, LIMIT,
+-- and within a tick c, START, SLOT and the span) cost a table lookup,
+-- where pair() costs the server about 0.7 us.  At most MEMO of them.
+local MEMO, memo, held = 4096, {}, 0
+
+-- Keeps @p as what @s means (the memo starts again when full).
+local function remember(s, p)
+	if held >= MEMO then
+		memo, held = {}, 0
+	end
+	memo[s], held = p, held + 1
+	return p
+end
+
+-- @s as {hi, lo} (pair()), or false.
+local function known(s)
+	local p = memo[s]
+	if p == nil then
+		local hi, lo = pair(s)
+		p = remember(s, lo and { hi, lo } or false)
+	end
+	return p
+end
+
+-- "TIME:LO:HI" as {lo hi, lo lo, hi hi, hi lo}, or false.
+local function span(s)
+	local p = memo[s]
+	if p == nil then
+		local lo, hi = string.match(s, '^TIME:(%d+):(%d+)$')
+		local a, b = known(lo or ''), known(hi or '')
+		p = remember(s, a and b and { a[1], a[2], b[1], b[2] } or false)
+	end
+	return p
+end
+
+-- TIME's microseconds as the nanoseconds' last nine digits (no format).
+local PAD = { '00000', '0000', '000', '00', '0', '' }
+
+local function fastring(KEYS, ARGV)
+	local key, nows = KEYS[1], ARGV[2]
+	local w, c, st, g = known(ARGV[7] or ''), known(ARGV[9] or ''),
+		known(ARGV[10] or ''), known(ARGV[3] or '')
+	local sp, co, li, sl = known(ARGV[8] or ''), known(ARGV[11] or ''),
+		known(ARGV[12] or ''), known(ARGV[13] or '')
+	if #KEYS ~= 1 or ARGV[4] ~= '1' or ARGV[6] ~= '1' or
+		not (w and c and st and g and sp and co and li and sl) or
+		sp[1] > 0 or sp[2] < 1 or sp[2] > 100 or sl[1] > 0 or
+		sl[2] > sp[2] or li[1] * E9 + li[2] > 2 ^ 48 or
+		co[1] * E9 + co[2] > li[1] * E9 + li[2] then
+		return 3
+	end
+	local wh, wl, ch, cl, gh, gl = w[1], w[2], c[1], c[2], g[1], g[2]
+	local s, r = sp[2], sl[2]
+	local cost, limit = co[1] * E9 + co[2], li[1] * E9 + li[2]
+	local nh, nl = pair(nows)
+	if not nl then
+		local h = span(nows)
+		if not h then
+			return 3
+		end
+		if redis.replicate_commands then
+			redis.replicate_commands()
+		end
+		local t = redis.call('TIME')
+		nh, nl = tonumber(t[1]), tonumber(t[2]) * 1000
+		nows = t[1] .. PAD[#t[2]] .. t[2] .. '000'
+		if gt(h[1], h[2], nh, nl) or not gt(h[3], h[4], nh, nl) then
+			return { 2, nows }
+		end
+	end
+	local sh, sl = st[1], st[2]
+	-- e = NOW - START, in [0, w) for the arguments to hold.
+	local eh, el = minus(nh, nl, sh, sl)
+	if nh >= HH or eh < 0 or not gt(wh, wl, eh, el) then
+		return 3
+	end
+	local size, len = 28 + 16 * (s + 1), redis.call('STRLEN', key)
+	local x, hh, hl, t = 0, ch, cl, 0
+	if len == 0 and redis.call('EXISTS', key) == 1 then
+		return 3
+	elseif len > 0 then
+		local tag, bs, vh, vl
+		if len ~= size then
+			return 3
+		end
+		tag, bs, vh, vl, x, hh, hl, t = struct.unpack('>BBI5I4' ..
+			SWT:sub(2), redis.call('GETRANGE', key, 0, 27))
+		if tag ~= 132 or bs ~= s or vh ~= wh or
+			vl ~= wl or hl >= E9 or t >= 2 ^ 48 then
+			return 3
+		end
+		if t == 0 then
+			x, hh, hl = 0, ch, cl
+		end
+	end
+	-- A tick less c; H at or below it.
+	local function d(th, tl)
+		return (th - ch) * E9 + tl - cl
+	end
+	local dh = d(hh, hl)
+	if x ~= 0 or dh > 0 then
+		return 3
+	end
+	-- The buckets of ticks c - S down to H - S (around the ring from
+	-- slot r + 1 down), and c's (slot r): k of them, a the first slot.
+	local k = math.min(s, -dh) + 1
+	local n1 = math.max(k, 2)
+	local a = (r + 2 - n1) % (s + 1)
+	local v = len > 0 and buckets(key, a, n1, s) or
+		string.rep(string.char(0), 16 * n1)
+	if #v ~= 16 * n1 then
+		return 3
+	end
+	-- One unpack for them all: bucket i from a at u[3i + 1 .. 3i + 3].
+	local u = { struct.unpack(recs(n1), v) }
+	local old, gone = 0, 0
+	for m = 0, k - 1 do
+		local j = 3 * (n1 - 1 - m)
+		local tl, n = u[j + 2], u[j + 3]
+		local y = d(u[j + 1], tl)
+		if tl >= E9 then
+			return 3
+		elseif n > 0 and y == -s then
+			old = old + n
+		elseif n > 0 and y < -s then
+			gone = gone + n
+			u[j + 1], u[j + 2], u[j + 3] = 0, 0, 0
+		end
+	end
+	local full = t - old - gone
+	if full < 0 then
+		return 3
+	end
+	-- Admitted iff (FULL + COST) * w + OLD * (w - e) <= LIMIT * w: with
+	-- room = LIMIT - FULL - COST, iff room >= 0 and OLD <= room or
+	-- (OLD - room) * w <= OLD * e, exact in doubles below 2^53.
+	local room, wd = limit - full - cost, wh * E9 + wl
+	local ok = room >= 0
+	if ok and old > room then
+		if old * wd >= 2 ^ 53 then
+			return 3
+		end
+		ok = (old - room) * wd <= old * (eh * E9 + el)
+	end
+	local reply = struct.pack('>BI7I7', ok and 1 or 0, full, old) .. nows
+	if not ok then
+		return reply
+	end
+	-- c's bucket: this tick's, or a later one in its slot, gets COST.
+	local j = 3 * (n1 - 2)
+	local th, tl, n = u[j + 1], u[j + 2], u[j + 3]
+	local y = d(th, tl)
+	if tl >= E9 or n > t then
+		return 3
+	elseif y == 0 or (y > 0 and n > 0) then
+		n = n + cost
+	else
+		th, tl, n = ch, cl, cost
+	end
+	u[j + 1], u[j + 2], u[j + 3] = th, tl, n
+	local head = struct.pack(SWT, 0, ch, cl, t - gone + cost)
+	-- The ring expires at (c + 1 + S) * w: exact below 2^53 ns, else a
+	-- double within 2^11 ns, one ms more (as check.lua).
+	local ttl = (1 + s) * wd - (eh * E9 + el) + gh * E9 + gl
+	ttl = ttl < 2 ^ 53 and (ttl - math.fmod(ttl, 1000000)) / 1000000 + 1 or
+		math.floor(ttl / 1000000) + 2
+	if len == 0 then
+		local rec = struct.pack(REC, th, tl, n)
+		local z = string.char(0)
+		redis.call('SET', key, struct.pack('>BBI5I4', 132, s, wh, wl) ..
+			head .. z:rep(16 * r) .. rec .. z:rep(16 * (s - r)),
+			'PX', ttl)
+		return reply
+	end
+	redis.call('SETRANGE', key, 11, head)
+	buckets(key, a, n1, s, struct.pack(recs(n1), unpack(u, 1, 3 * n1)))
+	-- Within H's tick the TTL a write at it gave stands.
+	if dh < 0 or t == 0 then
+		redis.call('PEXPIRE', key, ttl)
+	end
+	return reply
+end
+
+local function fast(KEYS, ARGV)
+	if ARGV[5] == '4' then
+		return fastring(KEYS, ARGV)
+	end
+	return fastlog(KEYS, ARGV)
 end

@@ -6,11 +6,11 @@
  * the store.
  *
  * A check is one script on the server (check.lua, run as engine.c
- * loads it; one sliding log's, fast.lua: fast.c).  The script reads the states
- * of the check's keys (one, or one per dimension of a composite or group;
- * keys.c names them), decides admission with exact integer arithmetic, writes
- * the new states with a TTL (expiry plus the grace) and returns the states it
- * read and wrote, which the client judges (verdict.c).
+ * loads it; one sliding log's or window's, fast.lua: fast.c).  The script reads
+ * the states of the check's keys (one, or one per dimension of a composite or
+ * group; keys.c names them), decides admission with exact integer arithmetic,
+ * writes the new states with a TTL (expiry plus the grace) and returns the
+ * states it read and wrote, which the client judges (verdict.c).
  *
  * A batch (tk_limiter_check_many()) sends the same scripts, one pipeline
  * per node: pipeline.c, through the steps store.h declares.  A check over
@@ -50,20 +50,25 @@ static int check(struct tk__redis_store *s, struct tk__redis_conn *c,
 	redisReply *r;
 	int rc, tries;
 
-	/* One sliding log: fast.lua (fast.c), or check.lua where it says. */
-	if (tk__redis_call_fast(q)) {
+	/* One sliding log or window: fast.lua (fast.c), or check.lua
+	 * where it says. */
+	for (tries = 0; tk__redis_call_fast(q) && tries < 2; tries++) {
 		rc = tk__redis_call_build(s, q, &call);
 		if (rc == 0)
-			rc = tk__redis_eval_log(s, c, &call, &r, asking);
-		if (rc == 0) {
-			rc = tk__redis_log_verdict(q, r);
+			rc = tk__redis_eval_fast(s, c, q, &call, &r, asking);
+		if (rc == TK__REDIS_SLOW)
+			break;
+		if (rc)
+			return rc;
+		if (tk__redis_call_retry(s, q, r)) {
 			tk__redis_reply_free(r);
-			if (rc >= 0 && q->on_server)
-				tk__redis_learn(s, *q->decide_at, q->local);
-			return rc;
+			continue;
 		}
-		if (rc != TK__REDIS_SLOW)
-			return rc;
+		rc = tk__redis_fast_verdict(q, r);
+		tk__redis_reply_free(r);
+		if (rc >= 0 && q->on_server)
+			tk__redis_learn(s, *q->decide_at, q->local);
+		return rc;
 	}
 	for (tries = 0; tries < 2; tries++) {
 		rc = tk__redis_call_build(s, q, &call);

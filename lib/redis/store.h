@@ -213,18 +213,20 @@ int tk__redis_reply_expand(void **reply);
  * the command's error.
  */
 int tk__redis_fast_load(struct tk__redis_store *s, struct tk__redis_conn *c);
-/* Does @q go to fast.lua (one sliding log, no reservation)? */
+/* Does @q go to fast.lua (one sliding log or window, no reservation)? */
 int tk__redis_call_fast(const struct tk__redis_req *q);
 /*
  * fast.lua on @c with @call's arguments (check.lua's long form, built
  * for @q), loading its library where the server lost it; after ASKING
- * if @asking.  0 and the reply in *@r (the caller frees it),
- * TK__REDIS_SLOW (check.lua must decide: no Functions, the load refused,
- * or a state fast.lua does not read), or an errno, TK__REDIS_MOVED,
- * TK__REDIS_ASK.
+ * if @asking.  0 and the reply in *@r (the caller frees it: a string, or
+ * {2, NOW} as check.lua's, tk__redis_call_retry()), TK__REDIS_SLOW
+ * (check.lua must decide: no Functions, the load refused, or a state
+ * fast.lua does not read), or an errno, TK__REDIS_MOVED, TK__REDIS_ASK.
  */
-int tk__redis_eval_log(struct tk__redis_store *s, struct tk__redis_conn *c,
-		       struct tk__redis_call *call, redisReply **r, int asking);
+int tk__redis_eval_fast(struct tk__redis_store *s, struct tk__redis_conn *c,
+			const struct tk__redis_req *q,
+			struct tk__redis_call *call, redisReply **r,
+			int asking);
 /*
  * fast.lua's reply @r to @q (a string: a byte ADMITTED, the live count C
  * in 2 bytes, the first live stamp F and the stamp K a retry waits for in
@@ -235,8 +237,17 @@ int tk__redis_eval_log(struct tk__redis_store *s, struct tk__redis_conn *c,
  */
 int tk__redis_log_reply(const struct tk__redis_req *q, const void *r,
 			uint64_t *words, uint64_t *at);
+/*
+ * fast.lua's reply @r to @q, a sliding window's (a byte ADMITTED, the
+ * counts FULL and OLD of its view in 7 bytes each, NOW in decimal), as
+ * the ring of those two buckets (FULL at NOW's tick c, OLD at c - S) into
+ * @words and NOW into *@at.  0, or -EPROTO for counts no ring fast.lua
+ * takes sums to.
+ */
+int tk__redis_ring_reply(const struct tk__redis_req *q, const void *r,
+			 uint64_t *words, uint64_t *at);
 /* fast.lua's reply @r to @q, judged: the result of @q's check. */
-int tk__redis_log_verdict(const struct tk__redis_req *q, const void *r);
+int tk__redis_fast_verdict(const struct tk__redis_req *q, const void *r);
 
 /* clock.c */
 

@@ -9,8 +9,9 @@
  * new states as the script, or the call fails with -EPROTO; so a Redis
  * decision is the memory store's, bit for bit, by construction.
  *
- * fast.lua (fast.c) returns no state but the fields a sliding log's
- * decision reads; the algorithm runs on the smallest log with those.
+ * fast.lua (fast.c) returns no state but the fields a sliding log's or
+ * sliding window's decision reads; the algorithm runs on the smallest
+ * state with those.
  */
 #include "algo/algo.h"
 #include "store/store-ops.h"
@@ -308,27 +309,89 @@ static int smallest_log(const struct tk__redis_req *q, const unsigned char *b,
 	return 0;
 }
 
+/* NOW at the end of fast.lua's reply @r, its head @head bytes: 0 or
+ * -EPROTO. */
+static int reply_now(const struct tk__redis_req *q, const redisReply *r,
+		     size_t head, uint64_t *at)
+{
+	if (r->type != REDIS_REPLY_STRING || r->len <= head ||
+	    (unsigned char)r->str[0] > 1 ||
+	    tk__redis_parse_u64(r->str + head, r->len - head, at) ||
+	    *at >= TK__NOW_LIMIT || (!q->on_server && *at != q->now))
+		return -EPROTO;
+	return 0;
+}
+
 int tk__redis_log_reply(const struct tk__redis_req *q, const void *reply,
 			uint64_t *words, uint64_t *at)
 {
 	const redisReply *r = reply;
-	const unsigned char *s = (const unsigned char *)r->str;
+	int rc = reply_now(q, r, REPLY_HEAD, at);
 
-	if (r->type != REDIS_REPLY_STRING || r->len <= REPLY_HEAD || s[0] > 1 ||
-	    tk__redis_parse_u64(r->str + REPLY_HEAD, r->len - REPLY_HEAD, at) ||
-	    *at >= TK__NOW_LIMIT || (!q->on_server && *at != q->now))
-		return -EPROTO;
-	return smallest_log(q, s, *at, words);
+	return rc ? rc
+		  : smallest_log(q, (const unsigned char *)r->str, *at, words);
 }
 
-/* fast.lua's answer @r to @q: the algorithm on the smallest log. */
+/*
+ * A sliding window's answer: a byte ADMITTED, the counts FULL and OLD in
+ * 7 bytes each, then NOW in decimal.
+ */
+#define RING_HEAD 15
+#define COUNT_MAX (UINT64_C(1) << 48) /* fast.lua's bound on a ring's total */
+
+static uint64_t count_of(const unsigned char *b)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < 7; i++)
+		n = n << 8 | b[i];
+	return n;
+}
+
+int tk__redis_ring_reply(const struct tk__redis_req *q, const void *reply,
+			 uint64_t *words, uint64_t *at)
+{
+	const redisReply *r = reply;
+	const struct tk__policy *p = q->pol[0];
+	const unsigned char *b = (const unsigned char *)r->str;
+	uint64_t full, old, c, s = p->u.sliding.buckets;
+	int rc = reply_now(q, r, RING_HEAD, at);
+
+	if (rc)
+		return rc;
+	full = count_of(b + 1);
+	old = count_of(b + 8);
+	c = *at / p->u.sliding.width;
+	/* What a ring fast.lua takes sums to: below 2^48, and no bucket
+	 * half out before tick S. */
+	if (full + old >= COUNT_MAX || (old && c < s))
+		return -EPROTO;
+	memset(words, 0, p->state_words * sizeof(*words));
+	words[2 * (c % (s + 1))] = c;
+	words[2 * (c % (s + 1)) + 1] = full;
+	if (old) {
+		words[2 * ((c + 1) % (s + 1))] = c - s;
+		words[2 * ((c + 1) % (s + 1)) + 1] = old;
+	}
+	return 0;
+}
+
+/* Reads fast.lua's reply into the smallest state and NOW. */
+typedef int (*reply_fn)(const struct tk__redis_req *, const void *, uint64_t *,
+			uint64_t *);
+
+/* fast.lua's answer @r to @q: the algorithm on the smallest state. */
 static int judge(const struct tk__redis_req *q, const redisReply *r,
 		 struct tk__redis_bufs *b)
 {
 	int persist[TK__MULTI_MAX], rc;
+	reply_fn read = q->pol[0]->alg == &tk__sliding_window
+				? tk__redis_ring_reply
+				: tk__redis_log_reply;
 	uint64_t at;
 
-	rc = tk__redis_log_reply(q, r, b->was[0], &at);
+	rc = read(q, r, b->was[0], &at);
 	if (rc)
 		return rc;
 	/* The algorithm decides at the time the script decided at. */
@@ -340,7 +403,7 @@ static int judge(const struct tk__redis_req *q, const redisReply *r,
 	return rc;
 }
 
-int tk__redis_log_verdict(const struct tk__redis_req *q, const void *r)
+int tk__redis_fast_verdict(const struct tk__redis_req *q, const void *r)
 {
 	struct tk__redis_bufs b;
 	int rc = tk__redis_bufs_init(&b, q);

@@ -7,8 +7,9 @@
  * path reads a reply's state (tk__redis_take_old(), into the step's
  * buffers), the decimal fields
  * (tk__redis_parse_u64()), the value as a fast path's one-string
- * reply (tk__redis_reply_expand()), and, under a sliding log, as
- * fast.lua's reply (tk__redis_log_reply(): the log it builds is valid).
+ * reply (tk__redis_reply_expand()), and, under a sliding log or window,
+ * as fast.lua's reply (tk__redis_log_reply(), tk__redis_ring_reply():
+ * the log or ring it builds is valid).
  *
  * The first byte of an input picks a policy and one of its dimensions,
  * the rest is the value.  A decoder writes only its own buffer (each is
@@ -103,9 +104,10 @@ static void expand(const char *s, size_t len)
 	freeReplyObject(v);
 }
 
-/* @s as fast.lua's reply to a check of @cost under sliding log @p. */
-static void log_reply(const struct tk__policy *p, const char *s, size_t len,
-		      uint64_t cost)
+/* @s as fast.lua's reply to a check of @cost under sliding log or
+ * window @p. */
+static void fast_reply(const struct tk__policy *p, const char *s, size_t len,
+		       uint64_t cost)
 {
 	uint64_t *w = calloc(p->state_words, sizeof(*w)), at;
 	struct tk__redis_req q;
@@ -122,7 +124,9 @@ static void log_reply(const struct tk__policy *p, const char *s, size_t len,
 	r.type = REDIS_REPLY_STRING;
 	r.str = (char *)s;
 	r.len = len;
-	if (tk__redis_log_reply(&q, &r, w, &at) == 0 &&
+	if ((p->alg == &tk__sliding_log
+		     ? tk__redis_log_reply(&q, &r, w, &at)
+		     : tk__redis_ring_reply(&q, &r, w, &at)) == 0 &&
 	    !p->alg->valid(p, p->state_words, w))
 		abort();
 	free(w);
@@ -153,8 +157,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	decode_alone(&pol->dim[k], s, len);
 	expand(s, len);
-	if (pol->dim[k].alg == &tk__sliding_log)
-		log_reply(&pol->dim[k], s, len, 1 + data[0] % 3);
+	if (pol->dim[k].alg == &tk__sliding_log ||
+	    pol->dim[k].alg == &tk__sliding_window)
+		fast_reply(&pol->dim[k], s, len, 1 + data[0] % 3);
 	/* The verdict path: every dimension's buffers, then one state. */
 	memset(&q, 0, sizeof(q));
 	q.n = pol->n;

@@ -380,7 +380,8 @@ static void test_strategy(void **state)
  * the offset in the tick from TIME, not from the arguments.  The state
  * holds 2 units in the bucket of tick c - 2 (w = 1 h, L = 2), which
  * counts for (w - e) / w of them: one more unit passes iff e >= w / 2.
- * The estimate is put on the other side of w / 2 than TIME.
+ * The estimate is put on the other side of w / 2 than TIME.  One
+ * round trip: fast.lua reads TIME and the ring.
  */
 static void test_sliding_offset(void **state)
 {
@@ -389,8 +390,9 @@ static void test_sliding_offset(void **state)
 	struct tk_limiter *l;
 	struct tk_clock *c;
 	uint64_t now, e, tick, there;
-	char value[160];
-	int k, i;
+	char value[28 + 16 * 3];
+	size_t at;
+	int i;
 
 	(void)state;
 	need_server();
@@ -408,20 +410,27 @@ static void test_sliding_offset(void **state)
 	l = open_limiter("sliding-window:2/2h,buckets=2", "o:", &c, t0);
 	/* The store learns the server's clock against t0. */
 	assert_rc(tk_limiter_check(l, "warm", 4, 1, &d), 0);
-	for (i = 0, value[0] = '\0'; i < 3; i++) {
-		k = (int)((tick - 2) % 3) == i;
-		snprintf(value + strlen(value), sizeof(value) - strlen(value),
-			 ":%llu:%d", k ? (unsigned long long)(tick - 2) : 0ULL,
-			 k ? 2 : 0);
-	}
+	/* As check.lua writes it: {132, S 2, w 3600 s}, {X 0, H c - 2, T
+	 * 2}, then bucket (c - 2) mod 3 {c - 2, 2}; ticks below 10^9. */
+	memset(value, 0, sizeof(value));
+	value[0] = (char)132;
+	value[1] = 2;
+	value[5] = 3600 >> 8;
+	value[6] = 3600 & 0xff;
+	for (i = 0; i < 4; i++)
+		value[20 - i] = (char)((tick - 2) >> (8 * i));
+	value[27] = 2;
+	at = 28 + 16 * (size_t)((tick - 2) % 3);
+	memcpy(value + at, value + 12, 9);
+	value[at + 15] = 2;
 	/* The key: the prefix, then "{", the limiter's key (its prefix's
 	 * length in two bytes with the tag's flag, no prefix, the tag:
 	 * length, algorithm 4, 2 buckets of 1 h, then "k"), "}". */
-	assert_true(redis_kit_cmd(&kit, NULL, 0, "SET %b 4:2:%llu%s",
+	assert_true(redis_kit_cmd(&kit, NULL, 0, "SET %b %b",
 				  "o:{\x40\0\x0a\x04\x02"
 				  "\0\0\x03\x46\x30\xb8\xa0\0k}",
-				  (size_t)18, (unsigned long long)w,
-				  value) >= 0);
+				  (size_t)18, value,
+				  (size_t)(28 + 16 * 3)) >= 0);
 	/* The estimate: in TIME's tick, on the other side of its middle. */
 	assert_rc(tk_clock_set(c, t0 + (realtime_ns() - now) + there - e), 0);
 	turn_proxy_reset(proxy);

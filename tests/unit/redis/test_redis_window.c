@@ -225,20 +225,38 @@ static void test_window_edge(void **state)
 	}
 }
 
-/* A binary state as a check wrote it, then @lua on it: -EPROTO. */
-static void refused(const char *lua)
+/*
+ * A binary state as a check wrote it, then @lua on it: -EPROTO for a
+ * batch of one (check.lua, which reads the ring whole, and the client's
+ * decoder); for a single check (fast.lua, which reads the head and two
+ * buckets here) too if @fast_sees, else it is decided as written.  Each
+ * on a state of its own: the script of a check the client refuses may
+ * have written.
+ */
+static void refused(const char *lua, int fast_sees)
 {
 	struct tk_limiter *l[2];
 	struct tk_clock *c[2];
 	struct tk_decision d;
+	struct tk_request req = { 0 };
+	int rc, batch;
 
-	open_pair(l, c);
-	assert_rc(tk_limiter_check(l[1], "k", 1, 1, &d), 0);
-	tk_clock_set(c[1], T0 + 260 * MS);
-	assert_rc(tk_limiter_check(l[1], "k", 1, 1, &d), 0);
-	assert_int_equal(patch(lua), 1);
-	assert_rc(tk_limiter_check(l[1], "k", 1, 1, &d), -EPROTO);
-	close_pair(l, c);
+	for (batch = 0; batch < 2; batch++) {
+		open_pair(l, c);
+		assert_rc(tk_limiter_check(l[1], "k", 1, 1, &d), 0);
+		tk_clock_set(c[1], T0 + 260 * MS);
+		assert_rc(tk_limiter_check(l[1], "k", 1, 1, &d), 0);
+		assert_int_equal(patch(lua), 1);
+		req.key = "k";
+		req.key_len = 1;
+		req.cost = 1;
+		if (batch)
+			tk_limiter_check_many(l[1], &req, 1, &d, &rc);
+		else
+			rc = tk_limiter_check(l[1], "k", 1, 1, &d);
+		assert_rc(rc, batch || fast_sees ? -EPROTO : 0);
+		close_pair(l, c);
+	}
 }
 
 /* Corrupt binary states: the client checks what the script relies on. */
@@ -255,25 +273,42 @@ static void test_window_hostile(void **state)
 	assert_int_equal(patch(""), 1);
 	assert_rc(tk_limiter_check(l[1], "k", 1, 1, &d), 0);
 	close_pair(l, c);
-	/* A total one above the counts', one below. */
+	/* A total one above the counts', one below: fast.lua trusts it. */
 	refused("V = string.sub(V, 1, 27) .. string.char(string.byte(V, 28) "
-		"+ 1) .. string.sub(V, 29)");
+		"+ 1) .. string.sub(V, 29)",
+		0);
 	refused("V = string.sub(V, 1, 27) .. string.char(string.byte(V, 28) "
-		"- 1) .. string.sub(V, 29)");
+		"- 1) .. string.sub(V, 29)",
+		0);
+	/* A total of 2^48 or more. */
+	refused("V = string.sub(V, 1, 21) .. string.char(1) .. "
+		"string.sub(V, 23)",
+		1);
 	/* X 0 with the high tick more than S ticks past a count. */
 	refused("V = string.sub(V, 1, 20) .. string.char(string.byte(V, 21) "
-		"+ 5) .. string.sub(V, 22)");
-	/* X 2; a byte short; another S; another w. */
+		"+ 5) .. string.sub(V, 22)",
+		1);
+	/* X 2; a byte short; a byte more; another S; another w. */
 	refused("V = string.sub(V, 1, 11) .. string.char(2) .. "
-		"string.sub(V, 13)");
-	refused("V = string.sub(V, 1, #V - 1)");
+		"string.sub(V, 13)",
+		1);
+	refused("V = string.sub(V, 1, #V - 1)", 1);
+	refused("V = V .. string.char(0)", 1);
 	refused("V = string.sub(V, 1, 1) .. string.char(5) .. "
-		"string.sub(V, 3)");
+		"string.sub(V, 3)",
+		1);
 	refused("V = string.sub(V, 1, 10) .. string.char(string.byte(V, 11) "
-		"+ 1) .. string.sub(V, 12)");
-	/* A count at another tick's slot. */
+		"+ 1) .. string.sub(V, 12)",
+		1);
+	/* A count at another tick's slot (bucket 0, which fast.lua does
+	 * not read at tick 1: buckets 1 and 2). */
 	refused("V = string.sub(V, 1, 36) .. string.char(string.byte(V, 37) "
-		"+ 1) .. string.sub(V, 38)");
+		"+ 1) .. string.sub(V, 38)",
+		0);
+	/* A bucket fast.lua reads with a tick's low half of 10^9 or more. */
+	refused("V = string.sub(V, 1, 44 + 5) .. string.char(255, 255, 255, "
+		"255) .. string.sub(V, 54)",
+		1);
 }
 
 int main(void)

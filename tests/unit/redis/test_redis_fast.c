@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_redis_log.c - one sliding log's check by fast.lua (lib/redis/fast.c)
- * on a real redis-server, against the memory store and against
- * check.lua: a single check goes to fast.lua, a batch of one to
- * check.lua (pipeline.c), so three limiters run the same timeline (steps
- * of random size, clocks stepped back by more than the window, long idle
- * spans, costs 1 to 5): their decisions must be identical, field for
- * field, and the two Redis states byte for byte, with the same TTL.
- * Every path of fast.lua is taken (an append, a log rewritten because
- * its first stamp left, stamps inserted before later ones, a denial
- * whose retry waits for a later stamp than the first), counted by the
- * server's STRLEN, APPEND and GET calls.
+ * test_redis_fast.c - one sliding log's or sliding window's check by
+ * fast.lua (lib/redis/fast.c) on a real redis-server, against the memory
+ * store and against check.lua: a single check goes to fast.lua, a batch
+ * of one to check.lua (pipeline.c), so three limiters run the same
+ * timeline (steps of random size, clocks stepped back by more than the
+ * window, long idle spans, costs 1 to 5): their decisions must be
+ * identical, field for field, and the two Redis states byte for byte,
+ * with the same TTL.  Every path of fast.lua is taken (an append, a log
+ * rewritten because its first stamp left, stamps inserted before later
+ * ones, a denial whose retry waits for a later stamp than the first; a
+ * ring's buckets read around its end, emptied, a tick's bucket reused),
+ * counted by the server's STRLEN, APPEND, GET, SET, SETRANGE and PEXPIRE
+ * calls.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +86,10 @@ static long long ttl_of(const char *prefix)
 struct trio {
 	struct tk_limiter *l[3]; /* memory, fast.lua, check.lua */
 	struct tk_clock *c[3];
+	/* How far the two TTLs may lie apart: a ring's is written once a
+	 * tick (its bucket's width w), a manual clock's tick passing in no
+	 * time. */
+	long long slack_ms;
 };
 
 static void open_trio(struct trio *t, const char *policy)
@@ -100,6 +106,7 @@ static void open_trio(struct trio *t, const char *policy)
 		redis_kit_limiter(&t->l[m], &t->c[m], policy, m ? spec : NULL,
 				  T0);
 	}
+	t->slack_ms = 200;
 }
 
 static void close_trio(struct trio *t)
@@ -138,7 +145,7 @@ static int check_all(struct trio *t, uint64_t now, uint64_t cost)
 	ta = ttl_of("a:");
 	tb = ttl_of("b:");
 	/* Written at most a few ms apart, with the same PX. */
-	assert_true(ta - tb < 200 && tb - ta < 200);
+	assert_true(ta - tb < t->slack_ms && tb - ta < t->slack_ms);
 	return d[0].allowed;
 }
 
@@ -161,22 +168,29 @@ static uint64_t step(uint64_t now, uint64_t w, unsigned int *seed)
 
 /*
  * @n checks of @policy from T0, the clock as step() moves it; costs 1 to
- * @cmax.  How many were admitted.
+ * @cmax; TTLs @slack_ms apart at most.  How many were admitted.
  */
-static int race(const char *policy, uint64_t w, uint64_t cmax, int n,
-		unsigned int seed)
+static int race_slack(const char *policy, uint64_t w, uint64_t cmax, int n,
+		      unsigned int seed, long long slack_ms)
 {
 	struct trio t;
 	uint64_t now = T0;
 	int k, admitted = 0;
 
 	open_trio(&t, policy);
+	t.slack_ms += slack_ms;
 	for (k = 0; k < n; k++) {
 		now = step(now, w, &seed);
 		admitted += check_all(&t, now, 1 + rand_r(&seed) % cmax);
 	}
 	close_trio(&t);
 	return admitted;
+}
+
+static int race(const char *policy, uint64_t w, uint64_t cmax, int n,
+		unsigned int seed)
+{
+	return race_slack(policy, w, cmax, n, seed, 0);
 }
 
 /*
@@ -212,9 +226,9 @@ static int mixed(const char *policy, uint64_t w, uint64_t cmax, int n,
 			tk_clock_set(c[m], now);
 		assert_rc(tk_limiter_check(l[0], "k", 1, req.cost, &d[0]), 0);
 		if (rand_r(&seed) % 2) {
-			assert_rc(tk_limiter_check(l[1], "k", 1, req.cost,
-						   &d[1]),
-				  0);
+			assert_rc(
+				tk_limiter_check(l[1], "k", 1, req.cost, &d[1]),
+				0);
 		} else {
 			tk_limiter_check_many(l[2], &req, 1, &d[1], &rc);
 			assert_rc(rc, 0);
@@ -297,16 +311,91 @@ static void test_log_drops(void **state)
 	close_trio(&t);
 }
 
-/* fast.lua and check.lua in turns on one state. */
-static void test_log_mixed(void **state)
+/* fast.lua and check.lua in turns on one log, and on one ring. */
+static void test_mixed(void **state)
 {
-	int a, b;
+	static const struct {
+		const char *policy;
+		uint64_t w, cmax;
+	} cases[] = {
+		{ "sliding-log:5/1s", SEC, 3 },
+		{ "sliding-log:40/100ms", 100 * MS, 5 },
+		{ "sliding-window:20/1s,buckets=10", SEC, 3 },
+		{ "sliding-window:5/100ms,buckets=2", 100 * MS, 2 },
+	};
+	size_t i;
+	int a;
 
 	(void)state;
-	a = mixed("sliding-log:5/1s", SEC, 3, 600, 21);
-	b = mixed("sliding-log:40/100ms", 100 * MS, 5, 600, 22);
-	assert_true(a > 50 && a < 550);
-	assert_true(b > 50 && b < 550);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		a = mixed(cases[i].policy, cases[i].w, cases[i].cmax, 600,
+			  21 + (unsigned int)i);
+		assert_true(a > 50 && a < 550);
+	}
+}
+
+/*
+ * Rings of 1, 10 and 100 buckets: every path of fastring() (buckets
+ * emptied, read around the ring's end, a tick's bucket reused, the TTL
+ * set as H moves) and check.lua's where fast.lua answers 3 (a clock
+ * stepped back).  The slack: a ring's bucket width.
+ */
+static void test_ring_fast(void **state)
+{
+	long long setrange0, pexpire0;
+	int a, b, c;
+
+	(void)state;
+	redis_kit_need(&kit);
+	setrange0 = calls("setrange");
+	pexpire0 = calls("pexpire");
+	a = race_slack("sliding-window:7/200ms,buckets=1", 200 * MS, 3, 400, 31,
+		       200);
+	b = race_slack("sliding-window:20/1s,buckets=10", SEC, 3, 500, 32, 100);
+	c = race_slack("sliding-window:40/1s,buckets=100", SEC, 5, 500, 33, 10);
+	/* Both ways, and fast.lua wrote in place. */
+	assert_true(a > 50 && a < 350);
+	assert_true(b > 50 && b < 450);
+	assert_true(c > 50 && c < 450);
+	assert_true(calls("setrange") - setrange0 >= 2 * 300);
+	assert_true(calls("pexpire") - pexpire0 >= 100);
+}
+
+/*
+ * A ring of 100 buckets checked every ms (10 a bucket), all admitted:
+ * fast.lua reads the head and two buckets (GETRANGE) and writes them in
+ * place (SETRANGE), never the ring whole (GET, SET), and moves the TTL
+ * once a bucket (PEXPIRE), not once a check.
+ */
+static void test_ring_steady(void **state)
+{
+	long long get0, set0, setrange0, pexpire0, getrange0;
+	struct trio t;
+	uint64_t now = T0;
+	int k, admitted = 0;
+
+	(void)state;
+	open_trio(&t, "sliding-window:3000/1s,buckets=100");
+	t.slack_ms += 10;
+	for (k = 0; k < 100; k++) /* past the first window */
+		admitted += check_all(&t, now += 10 * MS, 1);
+	get0 = calls("get");
+	set0 = calls("set");
+	getrange0 = calls("getrange");
+	setrange0 = calls("setrange");
+	pexpire0 = calls("pexpire");
+	for (k = 0; k < 2000; k++)
+		admitted += check_all(&t, now += MS, 1);
+	assert_int_equal(admitted, 2100);
+	/* check_all() GETs each state twice a check (state_of()); check.lua
+	 * GETs and SETs once a check. */
+	assert_true(calls("get") - get0 <= 3 * 2000);
+	assert_true(calls("set") - set0 <= 2000);
+	/* The head, then the two buckets: once in 101 around the end. */
+	assert_true(calls("getrange") - getrange0 <= 2 * 2000 + 2000 / 101 + 1);
+	assert_true(calls("setrange") - setrange0 >= 2 * 2000);
+	assert_true(calls("pexpire") - pexpire0 <= 2000 / 10 + 1);
+	close_trio(&t);
 }
 
 int main(void)
@@ -315,7 +404,9 @@ int main(void)
 		cmocka_unit_test(test_log_fast),
 		cmocka_unit_test(test_log_full),
 		cmocka_unit_test(test_log_drops),
-		cmocka_unit_test(test_log_mixed),
+		cmocka_unit_test(test_mixed),
+		cmocka_unit_test(test_ring_fast),
+		cmocka_unit_test(test_ring_steady),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, stop_server);
