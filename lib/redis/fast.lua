@@ -60,8 +60,9 @@
 --          those two buckets and runs the algorithm on it (its decision
 --          reads nothing else when no tick lies past c).  {2, NOW}:
 --          TIME outside [LO, HI), as check.lua.  3: check.lua decides.
---          The total T and the buckets not read are trusted as written
---          (check.lua, the client's decoder and peeks check them all).
+--          The total T, the buckets not read and the ticks of those
+--          that left are trusted as written (check.lua, the client's
+--          decoder and peeks check them all).
 
 local E9 = 1000000000
 local STAMP = '>I5I4'
@@ -300,13 +301,16 @@ end
 -- count}: bucket j (from 0) at byte 29 + 16j.
 local SWT, REC = '>BI5I4I7', '>I5I4I7'
 
--- The format of @n buckets, made once each.
-local RECS = {}
-local function recs(n)
-	local f = RECS[n]
+-- A bucket's tick; the format of @n buckets {tick as one number, its
+-- digits lost, count} (two values where three cost the server more),
+-- made once each; an empty bucket (made at the first call: a
+-- library's loading code may not call string).
+local TICK, COUNTS, Z16 = '>I5I4', {}, nil
+local function counts(n)
+	local f = COUNTS[n]
 	if not f then
-		f = '>' .. string.rep(REC:sub(2), n)
-		RECS[n] = f
+		f = '>' .. string.rep('I9I7', n)
+		COUNTS[n] = f
 	end
 	return f
 end
@@ -436,29 +440,35 @@ local function fastring(KEYS, ARGV)
 	end
 	-- The buckets of ticks c - S down to H - S (around the ring from
 	-- slot r + 1 down), and c's (slot r): k of them, a the first slot.
+	Z16 = Z16 or string.rep(string.char(0), 16)
 	local k = math.min(s, -dh) + 1
 	local n1 = math.max(k, 2)
 	local a = (r + 2 - n1) % (s + 1)
-	local v = len > 0 and buckets(key, a, n1, s) or
-		string.rep(string.char(0), 16 * n1)
+	local v = len > 0 and buckets(key, a, n1, s) or Z16:rep(n1)
 	if #v ~= 16 * n1 then
 		return 3
 	end
-	-- One unpack for them all: bucket i from a at u[3i + 1 .. 3i + 3].
-	local u = { struct.unpack(recs(n1), v) }
-	local old, gone = 0, 0
-	for m = 0, k - 1 do
-		local j = 3 * (n1 - 1 - m)
-		local tl, n = u[j + 2], u[j + 3]
-		local y = d(u[j + 1], tl)
-		if tl >= E9 then
+	-- The counts, by one unpack: bucket i from a (from 1) at u[2i];
+	-- slot r + 1 at u[2n1], r at u[2n1 - 2].  With X 0 a count in the
+	-- bucket of m ticks before c - S is of tick c - S - m (H - S is the
+	-- lowest a count has), so only slot r + 1's tick is read: c - S, or
+	-- one that left (c - H > S).
+	local u = { struct.unpack(counts(n1), v) }
+	local old, gone, first, last = 0, 0, n1 - k + 1, n1 - 1
+	if u[2 * n1] > 0 then
+		local th, tl = struct.unpack(TICK, v, 16 * n1 - 15)
+		local y = d(th, tl)
+		if tl >= E9 or y > -s then
 			return 3
-		elseif n > 0 and y == -s then
-			old = old + n
-		elseif n > 0 and y < -s then
-			gone = gone + n
-			u[j + 1], u[j + 2], u[j + 3] = 0, 0, 0
+		elseif y == -s then
+			old = u[2 * n1]
+		else
+			last = n1
 		end
+	end
+	-- Buckets first .. last left the window (emptied as they are written).
+	for i = first, last do
+		gone = gone + u[2 * i]
 	end
 	local full = t - old - gone
 	if full < 0 then
@@ -480,8 +490,9 @@ local function fastring(KEYS, ARGV)
 		return reply
 	end
 	-- c's bucket: this tick's, or a later one in its slot, gets COST.
-	local j = 3 * (n1 - 2)
-	local th, tl, n = u[j + 1], u[j + 2], u[j + 3]
+	local th, tl = struct.unpack(TICK, v, 16 * n1 - 31)
+	-- (A count of c - S - 1 there left: a tick below c, so replaced.)
+	local n = u[2 * n1 - 2]
 	local y = d(th, tl)
 	if tl >= E9 or n > t then
 		return 3
@@ -490,7 +501,7 @@ local function fastring(KEYS, ARGV)
 	else
 		th, tl, n = ch, cl, cost
 	end
-	u[j + 1], u[j + 2], u[j + 3] = th, tl, n
+	local rec = struct.pack(REC, th, tl, n)
 	local head = struct.pack(SWT, 0, ch, cl, t - gone + cost)
 	-- The ring expires at (c + 1 + S) * w: exact below 2^53 ns, else a
 	-- double within 2^11 ns, one ms more (as check.lua).
@@ -498,15 +509,19 @@ local function fastring(KEYS, ARGV)
 	ttl = ttl < 2 ^ 53 and (ttl - math.fmod(ttl, 1000000)) / 1000000 + 1 or
 		math.floor(ttl / 1000000) + 2
 	if len == 0 then
-		local rec = struct.pack(REC, th, tl, n)
-		local z = string.char(0)
 		redis.call('SET', key, struct.pack('>BBI5I4', 132, s, wh, wl) ..
-			head .. z:rep(16 * r) .. rec .. z:rep(16 * (s - r)),
-			'PX', ttl)
+			head .. Z16:rep(r) .. rec .. Z16:rep(s - r), 'PX', ttl)
 		return reply
 	end
 	redis.call('SETRANGE', key, 11, head)
-	buckets(key, a, n1, s, struct.pack(recs(n1), unpack(u, 1, 3 * n1)))
+	-- The buckets read, those that left emptied, and c's.
+	local out = {}
+	for i = 1, n1 do
+		out[i] = i == n1 - 1 and rec or
+			i >= first and i <= last and u[2 * i] > 0 and Z16 or
+			v:sub(16 * i - 15, 16 * i)
+	end
+	buckets(key, a, n1, s, table.concat(out))
 	-- Within H's tick the TTL a write at it gave stands.
 	if dh < 0 or t == 0 then
 		redis.call('PEXPIRE', key, ttl)
