@@ -86,10 +86,10 @@ static long long ttl_of(const char *prefix)
 struct trio {
 	struct tk_limiter *l[3]; /* memory, fast.lua, check.lua */
 	struct tk_clock *c[3];
-	/* How far the two TTLs may lie apart: a ring's is written once a
-	 * tick (its bucket's width w), a manual clock's tick passing in no
-	 * time. */
-	long long slack_ms;
+	/* A ring's TTL is written when its high tick H moves, not at every
+	 * check (test_ring_ttl()): on a manual clock, which moves where real
+	 * time does not, the two keys' PTTLs part by the manual time since. */
+	int ring;
 };
 
 static void open_trio(struct trio *t, const char *policy)
@@ -106,7 +106,7 @@ static void open_trio(struct trio *t, const char *policy)
 		redis_kit_limiter(&t->l[m], &t->c[m], policy, m ? spec : NULL,
 				  T0);
 	}
-	t->slack_ms = 200;
+	t->ring = strncmp(policy, "sliding-window", 14) == 0;
 }
 
 static void close_trio(struct trio *t)
@@ -144,8 +144,8 @@ static int check_all(struct trio *t, uint64_t now, uint64_t cost)
 	assert_string_equal(a, b);
 	ta = ttl_of("a:");
 	tb = ttl_of("b:");
-	/* Written at most a few ms apart, with the same PX. */
-	assert_true(ta - tb < t->slack_ms && tb - ta < t->slack_ms);
+	/* Written at most a few ms apart, with the same PX; a ring alive. */
+	assert_true(t->ring ? ta > 0 || !a[0] : ta - tb < 200 && tb - ta < 200);
 	return d[0].allowed;
 }
 
@@ -168,29 +168,22 @@ static uint64_t step(uint64_t now, uint64_t w, unsigned int *seed)
 
 /*
  * @n checks of @policy from T0, the clock as step() moves it; costs 1 to
- * @cmax; TTLs @slack_ms apart at most.  How many were admitted.
+ * @cmax.  How many were admitted.
  */
-static int race_slack(const char *policy, uint64_t w, uint64_t cmax, int n,
-		      unsigned int seed, long long slack_ms)
+static int race(const char *policy, uint64_t w, uint64_t cmax, int n,
+		unsigned int seed)
 {
 	struct trio t;
 	uint64_t now = T0;
 	int k, admitted = 0;
 
 	open_trio(&t, policy);
-	t.slack_ms += slack_ms;
 	for (k = 0; k < n; k++) {
 		now = step(now, w, &seed);
 		admitted += check_all(&t, now, 1 + rand_r(&seed) % cmax);
 	}
 	close_trio(&t);
 	return admitted;
-}
-
-static int race(const char *policy, uint64_t w, uint64_t cmax, int n,
-		unsigned int seed)
-{
-	return race_slack(policy, w, cmax, n, seed, 0);
 }
 
 /*
@@ -338,7 +331,7 @@ static void test_mixed(void **state)
  * Rings of 1, 10 and 100 buckets: every path of fastring() (buckets
  * emptied, read around the ring's end, a tick's bucket reused, the TTL
  * set as H moves) and check.lua's where fast.lua answers 3 (a clock
- * stepped back).  The slack: a ring's bucket width.
+ * stepped back).
  */
 static void test_ring_fast(void **state)
 {
@@ -349,10 +342,9 @@ static void test_ring_fast(void **state)
 	redis_kit_need(&kit);
 	setrange0 = calls("setrange");
 	pexpire0 = calls("pexpire");
-	a = race_slack("sliding-window:7/200ms,buckets=1", 200 * MS, 3, 400, 31,
-		       200);
-	b = race_slack("sliding-window:20/1s,buckets=10", SEC, 3, 500, 32, 100);
-	c = race_slack("sliding-window:40/1s,buckets=100", SEC, 5, 500, 33, 10);
+	a = race("sliding-window:7/200ms,buckets=1", 200 * MS, 3, 400, 31);
+	b = race("sliding-window:20/1s,buckets=10", SEC, 3, 500, 32);
+	c = race("sliding-window:40/1s,buckets=100", SEC, 5, 500, 33);
 	/* Both ways, and fast.lua wrote in place. */
 	assert_true(a > 50 && a < 350);
 	assert_true(b > 50 && b < 450);
@@ -376,7 +368,6 @@ static void test_ring_steady(void **state)
 
 	(void)state;
 	open_trio(&t, "sliding-window:3000/1s,buckets=100");
-	t.slack_ms += 10;
 	for (k = 0; k < 100; k++) /* past the first window */
 		admitted += check_all(&t, now += 10 * MS, 1);
 	get0 = calls("get");
@@ -398,6 +389,33 @@ static void test_ring_steady(void **state)
 	close_trio(&t);
 }
 
+/*
+ * A ring's TTL, (H + 1 + S) * w + grace past the check, written as H
+ * moves and kept within H's tick (w = 100 ms, grace 60 s): 61.1 s at a
+ * first check at the start of a tick; within that tick no PEXPIRE (one
+ * would make it 61.01 s at 90 ms in); 61.05 s at 50 ms into the next.
+ */
+static void test_ring_ttl(void **state)
+{
+	struct trio t;
+	long long p0;
+	uint64_t t0 = T0 - T0 % (100 * MS);
+
+	(void)state;
+	open_trio(&t, "sliding-window:10/1s,buckets=10");
+	p0 = calls("pexpire");
+	check_all(&t, t0, 1);
+	assert_in_range(ttl_of("a:"), 61000, 61101);
+	check_all(&t, t0 + 90 * MS, 1);
+	assert_int_equal(calls("pexpire"), p0);
+	assert_in_range(ttl_of("a:"), 61030, 61101);
+	check_all(&t, t0 + 150 * MS, 1);
+	assert_int_equal(calls("pexpire"), p0 + 1);
+	assert_in_range(ttl_of("a:"), 60950, 61051);
+	assert_in_range(ttl_of("b:"), 60950, 61051);
+	close_trio(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_mixed),
 		cmocka_unit_test(test_ring_fast),
 		cmocka_unit_test(test_ring_steady),
+		cmocka_unit_test(test_ring_ttl),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, stop_server);
