@@ -391,28 +391,29 @@ static void test_ring_steady(void **state)
 
 /*
  * A ring's TTL, (H + 1 + S) * w + grace past the check, written as H
- * moves and kept within H's tick (w = 100 ms, grace 60 s): 61.1 s at a
- * first check at the start of a tick; within that tick no PEXPIRE (one
- * would make it 61.01 s at 90 ms in); 61.05 s at 50 ms into the next.
+ * moves and kept within H's tick (w = 1 s, S = 10, grace 60 s): 71 s at
+ * a first check at the start of a tick; within that tick no PEXPIRE
+ * (one would make it 70.1 s at 900 ms in); 70.5 s at 500 ms into the
+ * next, as check.lua's.  Half a second of slack for a slow build.
  */
 static void test_ring_ttl(void **state)
 {
 	struct trio t;
 	long long p0;
-	uint64_t t0 = T0 - T0 % (100 * MS);
+	uint64_t t0 = T0 - T0 % SEC;
 
 	(void)state;
-	open_trio(&t, "sliding-window:10/1s,buckets=10");
+	open_trio(&t, "sliding-window:10/10s,buckets=10");
 	p0 = calls("pexpire");
 	check_all(&t, t0, 1);
-	assert_in_range(ttl_of("a:"), 61000, 61101);
-	check_all(&t, t0 + 90 * MS, 1);
+	assert_in_range(ttl_of("a:"), 70500, 71001);
+	check_all(&t, t0 + 900 * MS, 1);
 	assert_int_equal(calls("pexpire"), p0);
-	assert_in_range(ttl_of("a:"), 61030, 61101);
-	check_all(&t, t0 + 150 * MS, 1);
+	assert_in_range(ttl_of("a:"), 70500, 71001);
+	check_all(&t, t0 + 1500 * MS, 1);
 	assert_int_equal(calls("pexpire"), p0 + 1);
-	assert_in_range(ttl_of("a:"), 60950, 61051);
-	assert_in_range(ttl_of("b:"), 60950, 61051);
+	assert_in_range(ttl_of("a:"), 70000, 70501);
+	assert_in_range(ttl_of("b:"), 70000, 70501);
 	close_trio(&t);
 }
 
