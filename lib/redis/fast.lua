@@ -82,6 +82,43 @@ local function pair(s)
 	return tonumber(s:sub(1, k - 9)), tonumber(s:sub(k - 8))
 end
 
+-- Texts converted once a library's life, as check.lua's cached(): the
+-- arguments that repeat from check to check (a log's W and GRACE; a
+-- ring's w, S, GRACE, COST, LIMIT, and within a tick c, START, SLOT and
+-- the span) cost a table lookup,
+-- where pair() costs the server about 0.7 us.  At most MEMO of them.
+local MEMO, memo, held = 4096, {}, 0
+
+-- Keeps @p as what @s means (the memo starts again when full).
+local function remember(s, p)
+	if held >= MEMO then
+		memo, held = {}, 0
+	end
+	memo[s], held = p, held + 1
+	return p
+end
+
+-- @s as {hi, lo} (pair()), or false.
+local function known(s)
+	local p = memo[s]
+	if p == nil then
+		local hi, lo = pair(s)
+		p = remember(s, lo and { hi, lo } or false)
+	end
+	return p
+end
+
+-- "TIME:LO:HI" as {lo hi, lo lo, hi hi, hi lo}, or false.
+local function span(s)
+	local p = memo[s]
+	if p == nil then
+		local lo, hi = string.match(s, '^TIME:(%d+):(%d+)$')
+		local a, b = known(lo or ''), known(hi or '')
+		p = remember(s, a and b and { a[1], a[2], b[1], b[2] } or false)
+	end
+	return p
+end
+
 -- Is (a, b) above (c, d)?
 local function gt(a, b, c, d)
 	return a > c or (a == c and b > d)
@@ -152,14 +189,14 @@ end
 
 local function fastlog(KEYS, ARGV)
 	local key, nows = KEYS[1], ARGV[2]
-	local wh, wl = pair(ARGV[7] or '')
-	local gh, gl = pair(ARGV[3] or '')
+	local w, g = known(ARGV[7] or ''), known(ARGV[3] or '')
 	local limit, cost = tonumber(ARGV[8]), tonumber(ARGV[9])
 	if #KEYS ~= 1 or ARGV[4] ~= '1' or ARGV[5] ~= '5' or
-		ARGV[6] ~= '1' or not (wl and gl and limit and cost) or
+		ARGV[6] ~= '1' or not (w and g and limit and cost) or
 		limit > 512 or cost > limit or cost % 1 ~= 0 then
 		return 3
 	end
+	local wh, wl, gh, gl = w[1], w[2], g[1], g[2]
 	local nh, nl
 	if nows == 'TIME' then
 		if redis.replicate_commands then
@@ -332,42 +369,6 @@ local function buckets(key, a, k, s, put)
 		v = v .. redis.call('GETRANGE', key, 28, 27 + 16 * (k - first))
 	end
 	return v
-end
-
--- Texts converted once a library's life, as check.lua's cached(): the
--- arguments that repeat from check to check (w, S, GRACE, COST, LIMIT,
--- and within a tick c, START, SLOT and the span) cost a table lookup,
--- where pair() costs the server about 0.7 us.  At most MEMO of them.
-local MEMO, memo, held = 4096, {}, 0
-
--- Keeps @p as what @s means (the memo starts again when full).
-local function remember(s, p)
-	if held >= MEMO then
-		memo, held = {}, 0
-	end
-	memo[s], held = p, held + 1
-	return p
-end
-
--- @s as {hi, lo} (pair()), or false.
-local function known(s)
-	local p = memo[s]
-	if p == nil then
-		local hi, lo = pair(s)
-		p = remember(s, lo and { hi, lo } or false)
-	end
-	return p
-end
-
--- "TIME:LO:HI" as {lo hi, lo lo, hi hi, hi lo}, or false.
-local function span(s)
-	local p = memo[s]
-	if p == nil then
-		local lo, hi = string.match(s, '^TIME:(%d+):(%d+)$')
-		local a, b = known(lo or ''), known(hi or '')
-		p = remember(s, a and b and { a[1], a[2], b[1], b[2] } or false)
-	end
-	return p
 end
 
 -- TIME's microseconds as the nanoseconds' last nine digits (no format).
