@@ -177,17 +177,21 @@ static void admin_pings(void)
 	tk_store_close(st);
 }
 
-/* Four checks of a sliding log of 3 as the user of @spec; the STRLEN
+/* A sliding log and a sliding window of 3 an hour: fast.lua takes both. */
+#define LOG "sliding-log:3/1h"
+#define RING "sliding-window:3/1h,buckets=10"
+
+/* Four checks of @policy (LOG or RING) as the user of @spec; the STRLEN
  * calls they made (fast.lua's, not check.lua's). */
-static long long log_checks(const char *spec, const char *key)
+static long long fast_checks(const char *spec, const char *policy,
+			     const char *key)
 {
 	struct tk_limiter *l;
 	struct tk_decision d;
 	long long was = calls("strlen");
 	int i;
 
-	assert_int_equal(tk_limiter_open(&l, "sliding-log:3/1h", spec, NULL),
-			 0);
+	assert_int_equal(tk_limiter_open(&l, policy, spec, NULL), 0);
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(tk_limiter_check(l, key, strlen(key), 1, &d),
 				 0);
@@ -236,20 +240,20 @@ static void test_fast(void **state)
 	flush_functions();
 	admin_loads();
 	refused = cmdstat("function|load", "rejected_calls=");
-	assert_int_equal(log_checks(spec, "f1"), 0);
+	assert_int_equal(fast_checks(spec, LOG, "f1"), 0);
 	/* Tried once on the connection, not at every check. */
 	assert_int_equal(cmdstat("function|load", "rejected_calls=") - refused,
 			 1);
 	/* Preloaded by a ping: fast.lua decides every check. */
 	flush_functions();
 	admin_pings();
-	assert_int_equal(log_checks(spec, "f2"), 4);
+	assert_int_equal(fast_checks(spec, LOG, "f2"), 4);
 	/* Loaded: a connection that found it refused uses it once new. */
 	flush_functions();
 	admin_loads();
-	assert_int_equal(log_checks(spec, "f3"), 0);
+	assert_int_equal(fast_checks(spec, LOG, "f3"), 0);
 	admin_pings();
-	assert_int_equal(log_checks(spec, "f4"), 4);
+	assert_int_equal(fast_checks(spec, LOG, "f4"), 4);
 }
 
 static void test_minimal_acl(void **state)
@@ -279,10 +283,13 @@ static void test_minimal_acl(void **state)
 	assert_int_equal(tk_limiter_check(l, "w", 1, 1, &d), 0);
 	assert_true(d.allowed);
 	tk_limiter_close(l);
-	/* A sliding log: fast.lua's commands, on either clock. */
-	assert_int_equal(log_checks(spec, "s1"), 4);
+	/* A sliding log and a sliding window: fast.lua's commands, on
+	 * either clock. */
+	assert_int_equal(fast_checks(spec, LOG, "s1"), 4);
+	assert_int_equal(fast_checks(spec, RING, "r1"), 4);
 	*strstr(spec, "&server_time=1") = '\0';
-	assert_int_equal(log_checks(spec, "s2"), 4);
+	assert_int_equal(fast_checks(spec, LOG, "s2"), 4);
+	assert_int_equal(fast_checks(spec, RING, "r2"), 4);
 	assert_int_equal(log_drop(), 1);
 }
 
