@@ -378,17 +378,17 @@ local function fastring(KEYS, ARGV)
 	local key, nows = KEYS[1], ARGV[2]
 	local w, c, st, g = known(ARGV[7] or ''), known(ARGV[9] or ''),
 		known(ARGV[10] or ''), known(ARGV[3] or '')
-	local sp, co, li, sl = known(ARGV[8] or ''), known(ARGV[11] or ''),
+	local sp, co, li, so = known(ARGV[8] or ''), known(ARGV[11] or ''),
 		known(ARGV[12] or ''), known(ARGV[13] or '')
 	if #KEYS ~= 1 or ARGV[4] ~= '1' or ARGV[6] ~= '1' or
-		not (w and c and st and g and sp and co and li and sl) or
-		sp[1] > 0 or sp[2] < 1 or sp[2] > 100 or sl[1] > 0 or
-		sl[2] > sp[2] or li[1] * E9 + li[2] > 2 ^ 48 or
+		not (w and c and st and g and sp and co and li and so) or
+		sp[1] > 0 or sp[2] < 1 or sp[2] > 100 or so[1] > 0 or
+		so[2] > sp[2] or li[1] * E9 + li[2] > 2 ^ 48 or
 		co[1] * E9 + co[2] > li[1] * E9 + li[2] then
 		return 3
 	end
 	local wh, wl, ch, cl, gh, gl = w[1], w[2], c[1], c[2], g[1], g[2]
-	local s, r = sp[2], sl[2]
+	local s, r = sp[2], so[2]
 	local cost, limit = co[1] * E9 + co[2], li[1] * E9 + li[2]
 	local nh, nl = pair(nows)
 	if not nl then
@@ -406,9 +406,8 @@ local function fastring(KEYS, ARGV)
 			return { 2, nows }
 		end
 	end
-	local sh, sl = st[1], st[2]
 	-- e = NOW - START, in [0, w) for the arguments to hold.
-	local eh, el = minus(nh, nl, sh, sl)
+	local eh, el = minus(nh, nl, st[1], st[2])
 	if nh >= HH or eh < 0 or not gt(wh, wl, eh, el) then
 		return 3
 	end
