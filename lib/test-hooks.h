@@ -21,6 +21,9 @@
 /* limiter.c: checks of @l by the store's apply() alone, never its
  * try_check() (tests compare the two). */
 void tk__limiter_generic(struct tk_limiter *l);
+/* limiter.c: single-policy checks of this thread that went to the
+ * store's apply() (tests: that the fast path decides in place). */
+extern __thread uint64_t tk__check_applied;
 
 /* store.c.  Tests: if not zero, a store opened takes one less than this
  * for the most slots a table of it in the cache has (lib/store/slot-store.h).

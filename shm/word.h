@@ -39,21 +39,32 @@ static inline uint64_t tkz_at(const struct tkz_cand *c, int i)
 	       (((uint64_t)i + c->turn) & (TKZ_WINDOW - 1));
 }
 
+/* @k's window A (tkz_cand's a) and its turn. */
+static inline uint64_t tkz_window_a(struct tk__zone *z,
+				    const struct tk__zone_key *k)
+{
+	/* Powers of two all: masks, not divisions, on the hot path. */
+	return tkz_shard_of(z, k) * tk__zone_geo(z)->per_shard +
+	       ((k->pos >> 8) & tk__zone_geo(z)->window_mask) * TKZ_WINDOW;
+}
+
+static inline uint64_t tkz_turn(const struct tk__zone_key *k)
+{
+	return (k->pos >> 60) & (TKZ_WINDOW - 1);
+}
+
 static inline void tkz_candidates(struct tk__zone *z,
 				  const struct tk__zone_key *k,
 				  struct tkz_cand *c)
 {
-	uint64_t per = tk__zone_geo(z)->per_shard;
-	/* Powers of two all: masks, not divisions, on the hot path. */
 	uint64_t mask = tk__zone_geo(z)->window_mask;
-	uint64_t base = tkz_shard_of(z, k) * per;
 	uint64_t a = (k->pos >> 8) & mask, b = (k->pos >> 36) & mask;
 
 	if (b == a)
 		b = (a + 1) & mask;
-	c->a = base + a * TKZ_WINDOW;
-	c->b = base + b * TKZ_WINDOW;
-	c->turn = (k->pos >> 60) & (TKZ_WINDOW - 1);
+	c->a = tkz_window_a(z, k);
+	c->b = c->a + (b - a) * TKZ_WINDOW;
+	c->turn = tkz_turn(k);
 }
 
 /* Start loading @k's first candidate, where it usually is: a hint that
@@ -160,7 +171,7 @@ static inline int tk__zone_word_find(struct tk__zone *z,
 {
 	struct tkz_slot *slots = tk__zone_slots(z);
 	struct tkz_cand c;
-	uint64_t w0;
+	uint64_t w0, at;
 	int i;
 
 	/* tk__zone_maybe_sweep() would sweep after the update: its turn. */
@@ -168,22 +179,30 @@ static inline int tk__zone_word_find(struct tk__zone *z,
 	    ck_pr_load_64(
 		    &tk__zone_header(z)->shard[tkz_shard_of(z, k)].next_sweep))
 		return 0;
-	if (cand)
-		c = *cand;
-	else
-		tkz_candidates(z, k, &c);
-	for (i = 0; i < TKZ_CANDIDATES; i++) {
-		w0 = ck_pr_load_64(&slots[tkz_at(&c, i)].w[0]);
-		if (!tkz_same_key(w0, k->fp))
-			continue; /* EMPTY, or another key's */
-		if (tkz_state(w0) != TKZ_MEM || ((w0 ^ k->fp) & TKZ_FP_SHAPE))
-			return 0;
-		w->slot = &slots[tkz_at(&c, i)];
-		w->w0 = w0;
-		w->w1 = ck_pr_load_64(&w->slot->w[1]);
-		return 1;
+	/* The key is usually in its first candidate (struct tkz_cand):
+	 * that one probed before the others are worked out. */
+	at = cand ? tkz_at(cand, 0) : tkz_window_a(z, k) + tkz_turn(k);
+	w0 = ck_pr_load_64(&slots[at].w[0]);
+	if (!tkz_same_key(w0, k->fp)) {
+		if (cand)
+			c = *cand;
+		else
+			tkz_candidates(z, k, &c);
+		for (i = 1; i < TKZ_CANDIDATES; i++) {
+			at = tkz_at(&c, i);
+			w0 = ck_pr_load_64(&slots[at].w[0]);
+			if (tkz_same_key(w0, k->fp))
+				break;
+		}
+		if (i == TKZ_CANDIDATES)
+			return 0; /* EMPTY, or other keys' */
 	}
-	return 0;
+	if (tkz_state(w0) != TKZ_MEM || ((w0 ^ k->fp) & TKZ_FP_SHAPE))
+		return 0;
+	w->slot = &slots[at];
+	w->w0 = w0;
+	w->w1 = ck_pr_load_64(&w->slot->w[1]);
+	return 1;
 }
 
 /* Update (MEM -> MEM) the slot found as @w to state @next: 1, or 0 if the

@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/store-ops.h"
@@ -53,6 +55,49 @@ static int counted_now(void *ctx, uint64_t *ns)
 		return -1;
 	*ns = T0 + n * 1000; /* 1 us a reading */
 	return 0;
+}
+
+/*
+ * The system clock, counted and failed the same way: this binary's own
+ * clock_gettime(), which the library's inline reading of the system clock
+ * (tk__clock_gettime()) calls, for CLOCK_REALTIME on a thread that armed
+ * it.  The readings themselves are the kernel's.
+ */
+static struct counted sys_cnt;
+static __thread int sys_armed;
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	if (id == CLOCK_REALTIME && sys_armed) {
+		atomic_fetch_add(&sys_cnt.reads, 1);
+		if (atomic_load(&sys_cnt.failing)) {
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	return (int)syscall(SYS_clock_gettime, id, ts);
+}
+
+/* The clock a test runs on, and its counts: a custom clock, or (@c NULL)
+ * the system clock through clock_gettime() above. */
+static struct counted *clock_under_test(int sys, struct counted *own,
+					struct tk_clock **c)
+{
+	if (sys) {
+		*c = NULL;
+		sys_cnt = (struct counted){ 0, 0 };
+		sys_armed = 1;
+		return &sys_cnt;
+	}
+	*own = (struct counted){ 0, 0 };
+	assert_rc(tk_clock_custom_new(c, counted_now, own), 0);
+	return own;
+}
+
+static void clock_done(struct tk_clock *c)
+{
+	sys_armed = 0;
+	tk_clock_free(c);
 }
 
 static const char *const specs[] = { "shm:clk", "memory" };
@@ -305,19 +350,20 @@ static void test_rival_writer_turns_far(void **state)
  * does; nothing is consumed, so the whole burst is there once the clock
  * is back.  In a far table the key is hashed before the failing read.
  */
-static void failing_clock(const char *spec, uint64_t mode)
+static void failing_clock(const char *spec, uint64_t mode, int sys)
 {
-	struct counted cnt = { 0, 0 };
+	struct counted own, *cnt;
 	struct tk_decision d;
 	struct tk_clock *c;
 	struct tk_store *s;
 	struct tk_limiter *open, *closed, *error;
+	unsigned long reads;
 	int i, admitted = 0;
 
 	tk__slot_near_test = mode;
 	forget_last_write();
 	tk_zone_destroy("clk");
-	assert_rc(tk_clock_custom_new(&c, counted_now, &cnt), 0);
+	cnt = clock_under_test(sys, &own, &c);
 	s = kit_store_on(spec, c);
 	open = open_on(s, "gcra:5/1h", c, TK_FAIL_OPEN);
 	closed = open_on(s, "gcra:5/1h", c, TK_FAIL_CLOSED);
@@ -325,18 +371,21 @@ static void failing_clock(const char *spec, uint64_t mode)
 	/* Known keys too: the direct path decides those in place. */
 	assert_rc(tk_limiter_check(open, "old", 3, 1, &d), 0);
 	assert_true(d.allowed && !d.degraded && d.remaining == 4);
-	atomic_store(&cnt.failing, 1);
+	atomic_store(&cnt->failing, 1);
 	for (i = 0; i < 20; i++) {
 		const char *key = i % 2 ? "old" : "new";
 
+		reads = atomic_load(&cnt->reads);
 		memset(&d, 0x55, sizeof(d));
 		assert_rc(tk_limiter_check(open, key, 3, 1, &d), 0);
 		assert_true(d.allowed && d.degraded);
 		assert_rc(tk_limiter_check(closed, key, 3, 1, &d), 0);
 		assert_true(!d.allowed && d.degraded);
 		assert_rc(tk_limiter_check(error, key, 3, 1, &d), -EIO);
+		/* One failed reading a check, not one more by a retry. */
+		assert_int_equal(atomic_load(&cnt->reads), reads + 3);
 	}
-	atomic_store(&cnt.failing, 0);
+	atomic_store(&cnt->failing, 0);
 	for (i = 0; i < 10; i++) {
 		assert_rc(tk_limiter_check(error, "new", 3, 1, &d), 0);
 		assert_false(d.degraded);
@@ -349,19 +398,24 @@ static void failing_clock(const char *spec, uint64_t mode)
 	tk_limiter_close(closed);
 	tk_limiter_close(error);
 	tk_store_close(s);
-	tk_clock_free(c);
+	clock_done(c);
 	tk_zone_destroy("clk");
 	tk__slot_near_test = 0;
 }
 
+/* On a custom clock, and on the system clock, which a check reads inline
+ * (tk_limiter_check()'s lean entry). */
 static void test_failing_clock_consumes_nothing(void **state)
 {
 	size_t i;
+	int sys;
 
 	(void)state;
-	for (i = 0; i < 2; i++) {
-		failing_clock(specs[i], NEAR);
-		failing_clock(specs[i], FAR);
+	for (sys = 0; sys < 2; sys++) {
+		for (i = 0; i < 2; i++) {
+			failing_clock(specs[i], NEAR, sys);
+			failing_clock(specs[i], FAR, sys);
+		}
 	}
 }
 
