@@ -14,10 +14,12 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-/* 10: a one-word state in a word key's slot or in a 1-word block, which
+/* 11: a key's position is tk__zone_pos() of its hash (zone.h), where 10
+ * mixed it by fmix64: a build of 10 looks for a key elsewhere;
+ * 10: a one-word state in a word key's slot or in a 1-word block, which
  * a build of 9 refuses (docs/shm-protocol.md, "One state, two shapes");
  * 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
-#define TKZ_VERSION 10
+#define TKZ_VERSION 11
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */

@@ -542,10 +542,32 @@ static inline uint64_t tk__zone_mix(uint64_t m)
 	return m;
 }
 
-/* Position of a key of fingerprint @fp: a mix of its key bits. */
+/*
+ * Position of a zone's key of keyed hash @h: the two halves of @h times an
+ * odd constant, folded (a multiply-fold, as in wyhash).  Every bit of @h
+ * reaches the window bits through the high half, so that keys sharing a
+ * window still differ in ~56 fingerprint bits; one multiply on the chain
+ * from the hash to the slot's load, where fmix64 took two and three
+ * shifts (bench/README.md, "2026-11-28 morning").  The zone's format
+ * (TKZ_VERSION 11).
+ */
+#define TKZ_POS_MUL UINT64_C(0x9e3779b97f4a7c15) /* 2^64 / phi, odd */
+
+static inline uint64_t tk__zone_pos(uint64_t h)
+{
+	unsigned __int128 p = (unsigned __int128)h * TKZ_POS_MUL;
+
+	return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+
+/* Position of a key of fingerprint @fp: its key bits, uniform already (a
+ * keyed hash's), times an odd constant, which keeps bits 0-55 a bijection
+ * of them (shard, windows) and carries them to the top (the turn): one
+ * multiply where a mix took two on the chain from the hash to the slot's
+ * load.  In-process tables only: a zone's placement is its format. */
 static inline uint64_t tk__table_pos(uint64_t fp)
 {
-	return tk__zone_mix(fp & TKZ_FP_KEY);
+	return (fp & TKZ_FP_KEY) * TKZ_POS_MUL;
 }
 
 /* A table of @cfg->capacity slots and @cfg->arena bytes of blocks that

@@ -72,9 +72,9 @@ ALWAYS void key_at(int kind, uint64_t h, int block, uint32_t alg,
 		   struct tk__zone_key *k)
 {
 	k->fp = tk__slot_fp(h, block, alg);
-	/* A zone's position mixes all 64 bits, so that two keys sharing a
+	/* A zone's position takes all 64 bits, so that two keys sharing a
 	 * window still differ in ~56 fingerprint bits. */
-	k->pos = kind == TK__SLOT_ZONE ? tk__zone_mix(h) : tk__table_pos(k->fp);
+	k->pos = kind == TK__SLOT_ZONE ? tk__zone_pos(h) : tk__table_pos(k->fp);
 }
 
 ALWAYS void key_of(const struct tk__slot_store *s, int kind,
