@@ -14,7 +14,9 @@
 #       WARNING, ERROR or worse) for any page that is not a ".so" alias;
 #   (d) the examples of tk_zone_create(3) and tk_strategy_register(3),
 #       built against the library of $top_builddir and run, print what
-#       their pages show (in a temporary directory).
+#       their pages show (in a temporary directory);
+#   (e) throttlekit(7) and docs/shm-protocol.md name the zone layout
+#       version shm/layout.h defines.
 #
 # Run by "make check" as a plain test (not TAP): exit 0 pass, 1 fail.  It
 # never skips (77): without mandoc it still runs (a) and (b).  The working
@@ -332,6 +334,26 @@ elif example_libdir >/dev/null; then
 	run_example tk_strategy_register
 else
 	say "(d) no shared library in ${top_builddir:-.}/lib/.libs: the examples are not run"
+fi
+
+# ---------------------------------------------------------------------------
+# (e) the zone layout version throttlekit(7) and docs/shm-protocol.md name
+#     is shm/layout.h's TKZ_VERSION: an upgrade across it takes a zone
+#     made again, and the pages say which release that is.
+
+layout=$(sed -n 's/^#define TKZ_VERSION \([0-9][0-9]*\).*/\1/p' \
+	"$srcdir/shm/layout.h")
+say "(e) the pages name zone layout version ${layout:-?}"
+man7=$(tr '\n' ' ' <"$mandir/throttlekit.7" |
+	sed -n 's/.*layout version (\([0-9][0-9]*\) in this release).*/\1/p')
+proto=$(sed -n 's/.*| layout version (\([0-9][0-9]*\);.*/\1/p' \
+	"$srcdir/docs/shm-protocol.md")
+if [ -z "$layout" ]; then
+	fail "shm/layout.h: no TKZ_VERSION"
+elif [ "$man7" != "$layout" ]; then
+	fail "throttlekit.7 names layout version '${man7}', layout.h $layout"
+elif [ "$proto" != "$layout" ]; then
+	fail "docs/shm-protocol.md names layout version '${proto}', layout.h $layout"
 fi
 
 # ---------------------------------------------------------------------------
