@@ -64,7 +64,7 @@
  *     only among keys he inserts himself, and a collision between two of
  *     his own keys only merges two of his own limits: it buys nothing
  *     against anyone else.
- *   - Positions (a bijective mix of the whole 64-bit hash, store-shm.c)
+ *   - Positions (a multiply-fold of the whole 64-bit hash, shm/zone.h)
  *     and the memory store's buckets are as uniform as the hash: aiming
  *     many keys at one window or chain means guessing outputs of a PRF.
  *   - The hash never leaves the process in a readable form: a zone's

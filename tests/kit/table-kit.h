@@ -47,7 +47,10 @@ static inline struct tk__zone_key kit_word_key(uint64_t i)
 {
 	struct tk__zone_key k;
 
-	k.fp = ((i + 1) * UINT64_C(0x9e3779b97f4a7c15)) & TKZ_FP_KEY;
+	/* fmix64, not a multiple of a constant: tk__table_pos() multiplies
+	 * by TKZ_POS_MUL, and keys in arithmetic progression would then sit
+	 * evenly spaced, never crowding a window as real keys do. */
+	k.fp = tk__zone_mix(i + 1) & TKZ_FP_KEY;
 	k.fp |= UINT64_C(1) << TKZ_FP_ALG_SHIFT;
 	k.pos = tk__table_pos(k.fp);
 	return k;

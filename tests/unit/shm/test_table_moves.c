@@ -37,7 +37,7 @@ static struct tk__zone_key key(uint64_t i, int block)
 {
 	struct tk__zone_key k;
 
-	k.fp = ((i + 1) * UINT64_C(0x9e3779b97f4a7c15)) & TKZ_FP_KEY;
+	k.fp = tk__zone_mix(i + 1) & TKZ_FP_KEY; /* why: table-kit.h */
 	k.fp |= block ? TKZ_FP_BLOCK | (UINT64_C(2) << TKZ_FP_ALG_SHIFT)
 		      : UINT64_C(1) << TKZ_FP_ALG_SHIFT;
 	k.pos = tk__table_pos(k.fp);
