@@ -90,6 +90,11 @@
  *     block used with that gen; the referenced block is always used with
  *     the reference's gen; a release never frees the block the slot
  *     references.
+ *   - P4 (INPLACE), no lost in-place update: a successful in-place CAS
+ *     either adds to the live state (the slot references the block, and
+ *     the value read is the ghost's count) or to a state a reset dropped
+ *     (that update is ordered before the reset, which forgets it with the
+ *     state); never to one a publish replaced.
  *
  * FLAW IN THE PROTOCOL AS WRITTEN (32-BIT TAGS), AND THE FIX MODELLED HERE
  *   The collector releases a block by a CAS on the header it read BEFORE
@@ -151,10 +156,36 @@
  *                         of {f, 0}: gens start again, and a write or a
  *                         release prepared in the earlier life lands.
  *
+ * IN-PLACE UPDATES (-DINPLACE): A DESIGN CHECKED BEFORE IT IS BUILT
+ *   docs/shm-protocol.md, "In-place updates (designed)": a window's check
+ *   in its state's newest tick changes one cell, that bucket's count, and
+ *   would take it by a CAS on that cell alone.  Modelled here: NIP
+ *   in-place updaters of IPU updates each (the process above the pager),
+ *   and the updaters become replacers that FREEZE the cell before they
+ *   compute from it: after the validated read (1), a CAS {RG(e), rv} ->
+ *   {RG(e) | hot, rv} (or the cell found hot with rv already), else start
+ *   again; a write (4) makes the cell cold again with the new gen.  A
+ *   reset (a reclaim, an eviction or a reset in the code) drops a state
+ *   without freezing it.  P2 is asserted where the value is read (a cell
+ *   may change after it while the slot holds e); P4 is the in-place
+ *   updater's (below).
+ *   Broken variants (each must be rejected):
+ *     NO_FREEZE        replacers do not freeze: an in-place update between
+ *                      a replacer's read and its publish is lost (P1).
+ *     FREEZE_BLIND     the mark set without comparing the value read (a
+ *                      fetch-or): the same loss.
+ *     CAS_VALUE_ONLY   the in-place CAS compares the value word alone,
+ *                      blind to the gen and the mark: the same loss.
+ *   Not modelled: pages (a page is formatted only once none of its blocks
+ *   is in use), and the other ways a state is carried forward (a
+ *   multi-key update, a move to a grown table, a change of shape), which
+ *   freeze as a replacer does: mcas.pml and grow.pml, when it is built.
+ *
  * KNOBS (-D on the spin command line)
  *   NB blocks (2..3), NU updaters, UPD updates each (UPD0 the first one),
  *   TRIES restarts per update, NC collector actions, NR resets; NODEATH;
- *   NOHIDDEN; TRUNC_TAG (32-bit tags), REBIND_NEWGEN (the fix).
+ *   NOHIDDEN; TRUNC_TAG (32-bit tags), REBIND_NEWGEN (the fix); INPLACE
+ *   with NIP and IPU.
  *   Broken variants (each must be rejected):
  *     PLAIN_WRITES     cells written by plain stores, no tag check: a
  *                      claimer stopped between claim and write, whose block
@@ -199,6 +230,12 @@
 #ifndef NP
 #define NP 1            /* page cycles of the pager (PAGES) */
 #endif
+#ifndef NIP
+#define NIP 1           /* in-place updaters (INPLACE) */
+#endif
+#ifndef IPU
+#define IPU 2           /* updates of each in-place updater */
+#endif
 
 #define NONE 255
 #define REF(b, g) (128 + 32 * (b) + (g))
@@ -229,6 +266,13 @@ byte hbd[NB];
 byte ct[NB];            /* data cells: tag, value */
 byte cv[NB];
 byte gcnt;              /* ghost: updates published since the last reset */
+#ifdef INPLACE
+bit cf[NB];             /* data cells: the hot mark (a bit of the tag word) */
+byte gdg[NB];           /* ghost: the gen of b a reset last dropped */
+#define HOT(b) cf[b]
+#else
+#define HOT(b) 0
+#endif
 #ifdef PAGES
 #define P_OPEN 0
 #define P_CLOSING 1
@@ -265,8 +309,13 @@ inline show_state()
 	fi;
 	do
 	:: hj < NB ->
+#ifdef INPLACE
+		printf(" %d[%d:%d:%d:{%d,%d}%d]", hj, hu[hj], hg[hj], hbd[hj],
+		       ct[hj], cv[hj], cf[hj]);
+#else
 		printf(" %d[%d:%d:%d:{%d,%d}]", hj, hu[hj], hg[hj], hbd[hj],
 		       ct[hj], cv[hj]);
+#endif
 		hj++
 	:: else -> break
 	od;
@@ -308,12 +357,22 @@ inline check_inv()
 #define U_DEAD 14       /* killed */
 #define U_CLP 15        /* PAGES claim: read the page word again */
 #define U_CLC 16        /* PAGES claim: CAS the header read */
+#define U_FRZ 17        /* INPLACE: mark the cell read hot (freeze it) */
+
+#ifdef INPLACE
+#define FORGET_WF wf = 0
+#define WF_SAME (cf[my] == wf)
+#else
+#define FORGET_WF skip
+#define WF_SAME true
+#endif
 
 /* ---- updater helpers; all run inside a d_step ---- */
 
 inline forget_read()
 {
-	e0 = 0; e = 0; ob = 0; rt = 0; rv = 0; v = 0; wt = 0; wx = 0
+	e0 = 0; e = 0; ob = 0; rt = 0; rv = 0; v = 0; wt = 0; wx = 0;
+	FORGET_WF
 }
 
 /* this update is over (published, or gave up) */
@@ -349,7 +408,7 @@ inline computed()
 /* lose the block held (taken from us), claim another */
 inline lost_claim()
 {
-	my = NONE; G = 0; mb = 0; wt = 0; wx = 0;
+	my = NONE; G = 0; mb = 0; wt = 0; wx = 0; FORGET_WF;
 	phase = U_CLAIM
 }
 
@@ -399,6 +458,9 @@ active [NU] proctype updater()
 	byte my = NONE;   /* the block claimed, its gen and binding */
 	byte G, mb;
 	byte wt, wx;      /* the cell as read before writing it */
+#ifdef INPLACE
+	bit wf;           /* ... and its hot mark */
+#endif
 #ifdef PAGES
 	byte cj, cpw, cg, cb, cm;   /* a claim's page word and header, read */
 	bit cu;
@@ -432,7 +494,17 @@ end:
 		phase == U_RT -> rt = ct[RB(e)]; phase = U_RV
 	   }
 	:: d_step {
-		phase == U_RV -> rv = cv[RB(e)]; phase = U_RS
+		phase == U_RV -> rv = cv[RB(e)];
+#ifdef INPLACE
+		/* P2 where a cell changes in place: a value read while the
+		 * slot holds e is its state at that instant (the slot held e
+		 * since it was read: w1 values never repeat) */
+		if
+		:: w1 == e -> assert(rt == RG(e) && rv == gcnt)  /* P2 */
+		:: else -> skip
+		fi;
+#endif
+		phase = U_RS
 	   }
 	:: d_step {
 		/* read (1): the values read are the state of e only if the slot
@@ -442,12 +514,44 @@ end:
 		:: w1 == e ->
 			printf("P%d read state {%d,%d} of ref(%d,%d)\n", _pid,
 			       rt, rv, RB(e), RG(e));
+#if defined(INPLACE) && !defined(NO_FREEZE)
+			phase = U_FRZ           /* rv may change in place yet */
+#else
+#ifndef INPLACE
 			assert(rt == RG(e) && rv == gcnt);      /* P2 */
+#endif
 			v = rv + 1; rt = 0; rv = 0;
 			computed()
+#endif
 		:: else -> retry()
 		fi
 	   }
+#ifdef INPLACE
+	:: d_step {
+		/* freeze: CAS the cell {RG(e), rv} -> {RG(e) | hot, rv} (or
+		 * find it so): in-place updates of it stop, so rv + 1 is what
+		 * a publish still comparing e installs.  A failure: the
+		 * value moved in place, or the block is not e's any more */
+		phase == U_FRZ ->
+#ifdef FREEZE_BLIND
+		/* BROKEN: the mark set by a fetch-or, without the value */
+		if
+		:: ct[RB(e)] == RG(e) ->
+#else
+		if
+		:: ct[RB(e)] == RG(e) && cv[RB(e)] == rv ->
+#endif
+			cf[RB(e)] = 1;
+			printf("P%d freezes block %d at %d\n", _pid, RB(e), rv);
+			show_state(); check_inv();
+			v = rv + 1; rt = 0; rv = 0;
+			computed()
+		:: else ->
+			printf("P%d freeze fails\n", _pid);
+			retry()
+		fi
+	   }
+#endif
 	CLAIM_OPT(0)
 	CLAIM_OPT(1)
 #if NB > 2
@@ -527,7 +631,11 @@ end:
 	   }
 #else
 	:: d_step {
-		phase == U_WT -> wt = ct[my]; phase = U_WV
+		phase == U_WT -> wt = ct[my];
+#ifdef INPLACE
+		wf = cf[my];    /* the tag word: gen and hot mark */
+#endif
+		phase = U_WV
 	   }
 	:: d_step {
 		/* write (4): a newer tag -> the claim was lost */
@@ -545,8 +653,11 @@ end:
 		/* write (4): CAS {t, x} -> {G, v}; read again if it fails */
 		phase == U_WC ->
 		if
-		:: ct[my] == wt && cv[my] == wx ->
+		:: ct[my] == wt && cv[my] == wx && WF_SAME ->
 			ct[my] = G; cv[my] = v;
+#ifdef INPLACE
+			cf[my] = 0;
+#endif
 			printf("P%d writes {%d,%d} in block %d\n", _pid, G, v, my);
 			show_state(); check_inv();
 			wt = 0; wx = 0;
@@ -733,7 +844,11 @@ end:
 			printf("P%d (collector) resets the key: ticket %d\n", _pid, tix);
 			show_state(); check_inv();
 			if
-			:: ISREF(s) -> cp = C_RREL
+			:: ISREF(s) ->
+#ifdef INPLACE
+				gdg[RB(s)] = RG(s);     /* dropped, not carried */
+#endif
+				cp = C_RREL
 			:: else -> cdone()
 			fi
 		:: else -> cdone()
@@ -762,6 +877,132 @@ end:
 #endif
 	od
 }
+
+#ifdef INPLACE
+#ifdef PAGES
+#error "INPLACE is modelled without PAGES: a page is formatted only once no block of it is in use, and an in-place update writes only a published block's cell, whose tag a formatting changes"
+#endif
+/*
+ * The in-place updater (INPLACE): a check of a window whose current tick
+ * is its state's newest adds its cost to that bucket's count, the one
+ * cell of the block that changes, by a CAS on that cell alone; no claim,
+ * no publish.  Read as (1): the slot (a reference e, else the check goes
+ * the replacing way: the updaters), the header (used with e's gen), the
+ * cell (tag, hot mark, value), the slot again (w1 still e).  A hot cell
+ * is a replacer's: go its way.  Then CAS {RG(e), cold, rv} ->
+ * {RG(e), cold, rv + 1}; on failure read again.
+ *
+ * P4: a successful CAS either counts on the live state (the slot still
+ * references the block: rv was the state, and the ghost counts it), or
+ * lands on a block a reset dropped (gdg): that update is ordered before
+ * the reset, which forgets it with the state.  It never lands on a block
+ * a publish replaced: the replacer froze the cell first (else -DNO_FREEZE
+ * loses the update: the publish installs rv + 1 over rv + 2, P1).
+ */
+#define I_RD 0          /* read slot w1 */
+#define I_RH 1          /* read the referenced block's header */
+#define I_RT 2          /* read its cell: tag and hot mark */
+#define I_RV 3          /* read its cell: value */
+#define I_RS 4          /* re-read slot w1 */
+#define I_CAS 5         /* CAS the cell */
+#define I_FIN 6
+#define I_DEAD 7
+
+inline idone()
+{
+	e = 0; rt = 0; rv = 0; rf = 0;
+	upd--;
+	if
+	:: upd > 0 -> tries = TRIES; ip = I_RD
+	:: else -> tries = 0; ip = I_FIN
+	fi
+}
+
+inline iretry()
+{
+	if
+	:: tries == 0 -> idone()
+	:: else -> tries--; e = 0; rt = 0; rv = 0; rf = 0; ip = I_RD
+	fi
+}
+
+active [NIP] proctype inplacer()
+{
+	byte ip = I_RD;
+	byte upd = IPU;
+	byte tries = TRIES;
+	byte e, rt, rv;
+	bit rf;
+
+end:
+	do
+	:: d_step {
+		ip == I_RD ->
+		e = w1;
+		if
+		:: ISREF(e) -> ip = I_RH
+		:: else -> idone()      /* no state: the replacing way */
+		fi
+	   }
+	:: d_step {
+		ip == I_RH ->
+		if
+		:: hu[RB(e)] == 1 && hg[RB(e)] == RG(e) -> ip = I_RT
+		:: else -> iretry()
+		fi
+	   }
+	:: d_step {
+		ip == I_RT -> rt = ct[RB(e)]; rf = cf[RB(e)]; ip = I_RV
+	   }
+	:: d_step {
+		ip == I_RV -> rv = cv[RB(e)]; ip = I_RS
+	   }
+	:: d_step {
+		ip == I_RS ->
+		if
+		:: w1 == e && (rf || rt != RG(e)) -> idone() /* a replacer's */
+		:: w1 == e && !rf && rt == RG(e) -> ip = I_CAS
+		:: else -> iretry()
+		fi
+	   }
+	:: d_step {
+		ip == I_CAS ->
+		if
+#ifdef CAS_VALUE_ONLY
+		/* BROKEN: an 8-byte CAS of the value word, blind to the tag
+		 * word's gen and hot mark */
+		:: cv[RB(e)] == rv ->
+#else
+		:: ct[RB(e)] == rt && cf[RB(e)] == 0 && cv[RB(e)] == rv ->
+#endif
+			if
+			:: w1 == e ->
+				assert(rv == gcnt);             /* P4 */
+				gcnt++
+			:: else ->
+				assert(gdg[RB(e)] == RG(e))     /* P4 */
+			fi;
+			cv[RB(e)] = rv + 1;
+			printf("P%d adds in place: block %d %d -> %d\n", _pid,
+			       RB(e), rv, rv + 1);
+			show_state(); check_inv();
+			idone()
+		:: else ->
+			printf("P%d in-place CAS fails\n", _pid);
+			iretry()
+		fi
+	   }
+#ifndef NODEATH
+	:: d_step {
+		ip < I_FIN ->
+		printf("P%d dies\n", _pid);
+		e = 0; rt = 0; rv = 0; rf = 0; upd = 0; tries = 0;
+		ip = I_DEAD
+	   }
+#endif
+	od
+}
+#endif
 
 #ifdef PAGES
 /* pager phases */

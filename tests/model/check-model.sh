@@ -54,6 +54,18 @@
 #               a collector read it, whose CAS then frees a published block)
 #               blocks.pml -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT
 #               (shm/blocks.c skips a rebind to an equal tag)
+#   in-place updates of a block's cell (-DINPLACE, a design checked before
+#   it is built; docs/shm-protocol.md, "In-place updates (designed)"):
+#   exhaustive, NU=1 UPD0=2 NIP=1 IPU=2 NC=2   a replacer against an
+#                                   in-place updater
+#   exhaustive, NU=1 UPD0=2 NIP=2 IPU=1 NC=2   two in-place updaters
+#   exhaustive, NU=2 UPD0=1 UPD=1 NIP=1 IPU=1 NC=1   two replacers freezing
+#   exhaustive, NU=1 UPD0=2 NIP=1 IPU=2 NC=3 -DTRUNC_TAG -DREBIND_NEWGEN
+#   must fail (NU=1 UPD0=2 NIP=1 IPU=2 NC=2):
+#               blocks.pml -DNO_FREEZE (replacers do not freeze the cell)
+#               blocks.pml -DFREEZE_BLIND (the mark set without the value)
+#               blocks.pml -DCAS_VALUE_ONLY (the in-place CAS blind to the
+#               tag word)
 #
 # Multi-key updates (two slots, all() updates of both keys, descriptors
 # from NDC=2 reusable cells, one collector of NC actions (collect a block
@@ -279,6 +291,23 @@ blocks() {
 		"$pages -DCLOSE_IGNORES_USED" "-DCOLLAPSE" "-m10000 -w22"
 	expect_violation blocks-pages-format-zero blocks.pml \
 		"$pages -DFORMAT_ZERO" "-DCOLLAPSE" "-m10000 -w22"
+	inplace="-DINPLACE -DNU=1 -DUPD0=2 -DNIP=1 -DIPU=2 -DNC=2"
+	expect_ok blocks-inplace blocks.pml "$inplace" "-DCOLLAPSE" "-m10000 -w22"
+	expect_ok blocks-inplace-2ip blocks.pml \
+		"-DINPLACE -DNU=1 -DUPD0=2 -DNIP=2 -DIPU=1 -DNC=2" \
+		"-DCOLLAPSE" "-m10000 -w24"
+	expect_ok blocks-inplace-2u blocks.pml \
+		"-DINPLACE -DNU=2 -DUPD0=1 -DUPD=1 -DNIP=1 -DIPU=1 -DNC=1" \
+		"-DCOLLAPSE" "-m10000 -w22"
+	expect_ok blocks-inplace-trunc blocks.pml \
+		"-DINPLACE -DNU=1 -DUPD0=2 -DNIP=1 -DIPU=2 -DNC=3 -DTRUNC_TAG -DREBIND_NEWGEN" \
+		"-DCOLLAPSE" "-m10000 -w23"
+	expect_violation blocks-inplace-no-freeze blocks.pml \
+		"$inplace -DNO_FREEZE" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-inplace-freeze-blind blocks.pml \
+		"$inplace -DFREEZE_BLIND" "-DCOLLAPSE" "-m10000 -w22"
+	expect_violation blocks-inplace-cas-value-only blocks.pml \
+		"$inplace -DCAS_VALUE_ONLY" "-DCOLLAPSE" "-m10000 -w22"
 }
 
 mcas() {
