@@ -18,6 +18,8 @@
 #define TK__NOT_HERE (-4096 - 16)
 /* An algorithm's check_unvalidated(): valid() refuses the state. */
 #define TK__INVALID (-4096 - 17)
+/* An algorithm's check_hot(): more than one word would change. */
+#define TK__NOT_HOT (-4096 - 18)
 /* tk__redis_command(): a cluster's MOVED and ASK redirections, the
  * target left in tk__redis_conn_redirect(). */
 #define TK__REDIS_MOVED (-4096 - 32)

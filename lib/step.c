@@ -96,6 +96,25 @@ int tk__forecast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	return single(ctx, TK__OP_FORECAST, old, next, expires_at);
 }
 
+int tk__check_hot_fn(void *ctx, const uint64_t *old, uint32_t *word,
+		     uint64_t *value, uint64_t *expires_at)
+{
+	struct tk__step *s = ctx;
+	const struct tk__policy *p = s->p;
+	int rc;
+
+	/* The expiry after is the decision's: no state to ask. */
+	*word = UINT32_MAX;
+	if (!p->alg->check_hot || !p->alg->expires_at_reset || !s->cost)
+		return TK__NOT_HOT;
+	s->corrupt = 0;
+	memset(&s->d, 0, sizeof(s->d));
+	rc = p->alg->check_hot(p, old, s->now, s->cost, word, value, &s->d);
+	if (rc == TK__PERSIST)
+		*expires_at = s->d.reset_at;
+	return rc;
+}
+
 /*
  * The representative decision of a composite (semantics: all() reports
  * the tightest admitting or the longest-waiting denying dimension, any()

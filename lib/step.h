@@ -42,6 +42,10 @@ int tk__check_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		 uint64_t *expires_at);
 int tk__forecast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		    uint64_t *expires_at);
+/* tk__check_fn() where the check changes one word of @old alone: the
+ * algorithm's check_hot(), else TK__NOT_HOT (a tk__zone_hot_fn). */
+int tk__check_hot_fn(void *ctx, const uint64_t *old, uint32_t *word,
+		     uint64_t *value, uint64_t *expires_at);
 int tk__composite_fn(void *ctx, const uint64_t *const *old,
 		     uint64_t *const *next, int *persist, uint64_t *expires_at);
 
@@ -68,6 +72,9 @@ tk__step_single(struct tk__step *s, enum tk__op op, const struct tk__policy *p,
 	s->corrupt = 0;
 	*t = (struct tk__transform){
 		.fn = op == TK__OP_CHECK ? tk__check_fn : tk__forecast_fn,
+		.hot = op == TK__OP_CHECK && p->alg->check_hot
+			       ? tk__check_hot_fn
+			       : NULL,
 		.ctx = s,
 		.words = p->state_words,
 		.flags = flags,

@@ -83,11 +83,12 @@ static int fits(struct tk__zone *z, uint64_t cell, uint64_t h0)
 }
 
 int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
-		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires)
+		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires,
+		 struct tk__blk_hot *hot)
 {
 	struct tkz_cell *cells = tk__zone_cells(z), *c;
-	uint64_t cell = tkz_ref_cell(w1), h0, h1, g, r0, r1, off = 0;
-	uint32_t n, i, m;
+	uint64_t cell = tkz_ref_cell(w1), h0, h1, g, r0, r1, t, off = 0;
+	uint32_t n, i, m, mark = 0;
 	int bad = 0;
 
 	if (!tkz_is_ref(w1) || cell >= arena_cells(z))
@@ -102,7 +103,11 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		bad = 1;
 	else {
 		*expires = ck_pr_load_64(&cells[cell + 1].w[1]);
-		bad |= ck_pr_load_64(&cells[cell + 1].w[0]) != g;
+		t = ck_pr_load_64(&cells[cell + 1].w[0]);
+		mark = (uint32_t)(t >> TKZ_CELL_HOT_SHIFT) & TKZ_CELL_HOT_MAX;
+		bad |= (t & ~((uint64_t)TKZ_CELL_HOT_MAX
+			      << TKZ_CELL_HOT_SHIFT)) != g;
+		bad |= mark > n;
 		/* Every word's cell must carry the gen: one test at the end,
 		 * two cells a turn (the loop's own steps were half of it). */
 		m = words ? (n < max ? n : max) : 0;
@@ -117,8 +122,18 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			words[i] = ck_pr_load_64(&c[i].w[1]);
 			off |= ck_pr_load_64(&c[i].w[0]) ^ g;
 		}
-		bad |= off != 0;
+		/* Only a hot word's cell is ever frozen. */
+		bad |= (off & ~TKZ_CELL_FROZEN) != 0;
+		if (hot && mark && !bad) {
+			c = &c[mark - 1];
+			hot->cell = (uint64_t)(c - cells);
+			hot->gen = g;
+			hot->value = mark <= m ? words[mark - 1]
+					       : ck_pr_load_64(&c->w[1]);
+		}
 	}
+	if (hot)
+		hot->mark = bad ? 0 : mark;
 	/* The values belong to the reference only if it is still there. */
 	ck_pr_fence_load();
 	tkz_read(s->w, &r0, &r1);
@@ -247,7 +262,7 @@ int tk__blk_press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 	if (tkz_state(w0) != TKZ_MEM || tkz_frozen(w0) ||
 	    w1 != tkz_ref(cell, gen_of(h0)))
 		return 0;
-	if (tk__blk_read(z, s, w0, w1, NULL, 0, &exp) < 0)
+	if (tk__blk_read(z, s, w0, w1, NULL, 0, &exp, NULL) < 0)
 		return 0;
 	at = exp <= UINT64_MAX - grace ? exp + grace : UINT64_MAX;
 	if (at > w->now) {
@@ -528,22 +543,24 @@ int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 	return 0;
 }
 
-/* tk__blk_put(), inlined where a block's cells are written in a row. */
+/* tk__blk_put(), inlined where a block's cells are written in a row:
+ * cell @c to {@tag, @v}, judged by the gen in @tag's low bits (a mark or
+ * a frozen bit above it is no newer gen). */
 static inline __attribute__((always_inline)) int put(struct tkz_cell *c,
-						     uint64_t g, uint64_t v)
+						     uint64_t tag, uint64_t v)
 {
-	uint64_t t, x;
+	uint64_t t, x, g = tag & TKZ_BLK_GEN_MASK;
 
 	for (;;) {
 		tkz_read(c->w, &t, &x);
-		if (__builtin_expect(t >= g, 0)) {
+		if (__builtin_expect((t & TKZ_BLK_GEN_MASK) >= g, 0)) {
 			/* Rarely: the cells of a fresh claim are older. */
-			if (t > g)
+			if ((t & TKZ_BLK_GEN_MASK) > g)
 				return -ESTALE;
-			if (x == v)
+			if (t == tag && x == v)
 				return 0;
 		}
-		if (__builtin_expect(tkz_cas(c->w, t, x, g, v), 1))
+		if (__builtin_expect(tkz_cas(c->w, t, x, tag, v), 1))
 			return 0;
 	}
 }
@@ -554,13 +571,15 @@ int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v)
 }
 
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
-		  const uint64_t *words)
+		  const uint64_t *words, uint32_t mark)
 {
 	struct tkz_cell *c = &tk__zone_cells(z)[b->cell];
 	uint64_t g = gen_of(b->h0);
 	uint32_t i, n = words_of(b->h0);
 
-	if (put(&c[1], g, expires))
+	if (mark > n || mark > TKZ_CELL_HOT_MAX)
+		mark = 0;
+	if (put(&c[1], g | (uint64_t)mark << TKZ_CELL_HOT_SHIFT, expires))
 		return -ESTALE;
 	/* Two cells a turn, as tk__blk_read() reads them. */
 	for (i = 0; i + 1 < n; i += 2)
@@ -572,11 +591,46 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
 	return 0;
 }
 
+int tk__blk_freeze(struct tk__zone *z, const struct tk__blk_hot *hot)
+{
+	uint64_t *w, now[2];
+
+	if (!hot || !hot->mark)
+		return 0;
+	w = tk__zone_cells(z)[hot->cell].w;
+	if (tkz_cas(w, hot->gen, hot->value, hot->gen | TKZ_CELL_FROZEN,
+		    hot->value))
+		return 0;
+	/* Frozen already by another with that value: as good. */
+	tkz_load2(w, now);
+	return now[0] == (hot->gen | TKZ_CELL_FROZEN) && now[1] == hot->value
+		       ? 0
+		       : -EAGAIN;
+}
+
+int tk__blk_read_carried(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+			 uint64_t w1, uint64_t *words, uint32_t max,
+			 uint64_t *expires)
+{
+	struct tk__blk_hot hot;
+	int rc = tk__blk_read(z, s, w0, w1, words, max, expires, &hot);
+
+	if (rc >= 0 && tk__blk_freeze(z, &hot) != 0)
+		return -EAGAIN;
+	return rc;
+}
+
 int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		    uint64_t now, uint32_t words, const uint64_t *next,
-		    uint64_t expires, struct tk__blk *held, int *holding)
+		    uint64_t expires, const struct tk__blk_hot *hot,
+		    uint32_t mark, struct tk__blk *held, int *holding)
 {
 	struct tkz_slot *s = &tk__zone_slots(z)[idx];
+
+	/* Before anything is computed into a claim's cells is published: no
+	 * in-place update of the replaced state lands after it. */
+	if (tk__blk_freeze(z, hot) != 0)
+		return -EAGAIN;
 
 	if (*holding && tk__blk_rebind(z, held, idx, w1) != 0)
 		*holding = 0;
@@ -587,7 +641,7 @@ int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 			return err;
 		*holding = 1;
 	}
-	if (tk__blk_write(z, held, expires, next) != 0) {
+	if (tk__blk_write(z, held, expires, next, mark) != 0) {
 		*holding = 0; /* taken from us: claim another */
 		return -EAGAIN;
 	}
@@ -689,8 +743,8 @@ void tk__blk_census(struct tk__zone *z, struct tk__zone_census *c)
 			c->violations++;
 		if (!tkz_is_ref(w1))
 			continue;
-		if (tk__blk_read(z, &slots[cell], w0, w1, NULL, 0, &exp) ==
-		    -EBADMSG)
+		if (tk__blk_read(z, &slots[cell], w0, w1, NULL, 0, &exp,
+				 NULL) == -EBADMSG)
 			c->violations++;
 		else if (ck_pr_load_64(&cells[tkz_ref_cell(w1)].w[1]) >> 32 !=
 				 cell &&

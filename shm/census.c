@@ -24,7 +24,7 @@ static int state_valid(struct tk__zone *z, const struct tk__zone_census *c,
 	if (!tkz_is_ref(w1))
 		return 1;
 	n = tk__blk_read(z, &tk__zone_slots(z)[i], w0, w1, words,
-			 TKZ_STATE_WORDS_MAX, &exp);
+			 TKZ_STATE_WORDS_MAX, &exp, NULL);
 	return n < 0 ||
 	       c->valid((unsigned int)tkz_fp_alg(w0), (uint32_t)n, words);
 }

@@ -8,8 +8,13 @@
  * Whatever else it meets (a multi-key update under way, a reference that
  * does not read, a state of another size) it leaves to tk__zone_apply()
  * before writing anything.
+ *
+ * A check that changes only the state's hot word, the one its writer
+ * marked, changes it in place by a CAS of that cell: no claim, no cell
+ * copied, no publish (docs/shm-protocol.md, "In-place updates";
+ * tests/model/blocks.pml -DINPLACE).
  */
-#include "word.h"
+#include "hot.h"
 
 #include <errno.h>
 
@@ -20,17 +25,19 @@
 
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,
-			tk__zone_fn fn, void *ctx, struct tk__blk *held,
-			int *holding)
+			tk__zone_fn fn, tk__zone_hot_fn hot_fn, void *ctx,
+			struct tk__blk *held, int *holding)
 {
 	uint64_t old[DIRECT_WORDS], next[DIRECT_WORDS], exp = 0;
 	const uint64_t *have = NULL;
+	struct tk__blk_hot hot = { 0 };
+	uint32_t mark;
 	int rc;
 
 	if (tkz_is_desc(w1) || words > DIRECT_WORDS)
 		return TK__ZONE_NOT_PLAIN;
 	if (tkz_is_ref(w1)) {
-		rc = tk__blk_read(z, s, w0, w1, old, words, &exp);
+		rc = tk__blk_read(z, s, w0, w1, old, words, &exp, &hot);
 		if (rc == -EAGAIN)
 			return rc;
 		if (rc != (int)words)
@@ -38,13 +45,16 @@ int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		/* An expired state is no state (update_block()). */
 		have = exp > now ? old : NULL;
 	}
+	rc = tkz_step_hot(z, s, w0, w1, have, &hot, hot_fn, ctx, &exp, &mark);
+	if (rc != TK__ZONE_NOT_HOT)
+		return rc;
 	rc = fn(ctx, have, next, &exp);
 	if (rc != TK__ZONE_PERSIST)
 		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
 	/* A claim kept from a lost publish is rebound, as update_block()
 	 * rebinds it: the same steps, so the same arena. */
 	rc = tk__blk_publish(z, (uint64_t)(s - tk__zone_slots(z)), w0, w1, now,
-			     words, next, exp, held, holding);
+			     words, next, exp, &hot, mark, held, holding);
 	if (rc == 0)
 		return TK__ZONE_PERSIST;
 	/* A full arena (the claim has reclaimed, and evicted if the zone

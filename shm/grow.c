@@ -265,8 +265,16 @@ static int import(struct tk__zone *nz, struct tk__zone *oz, uint64_t idx,
 	k.fp = tkz_fp(w0) & ~TKZ_FROZEN;
 	k.pos = tk__table_pos(k.fp);
 	if (w0 & TKZ_FP_BLOCK) {
-		rc = tk__blk_read(oz, &tk__zone_slots(oz)[idx], w0, w1, words,
-				  TKZ_STATE_WORDS_MAX, &im.expires);
+		/* The slot is frozen, but an in-place update that read it
+		 * before may still land: the hot word is frozen too, as read,
+		 * or read again (each such update fails its next look). */
+		do
+			rc = tk__blk_read_carried(
+				oz, &tk__zone_slots(oz)[idx], w0, w1, words,
+				TKZ_STATE_WORDS_MAX, &im.expires);
+		while (rc == -EAGAIN &&
+		       ck_pr_load_64(&tk__zone_slots(oz)[idx].w[1]) == w1 &&
+		       ck_pr_load_64(&tk__zone_slots(oz)[idx].w[0]) == w0);
 		if (rc <= 0)
 			return 0; /* a broken reference: nothing to move */
 		im.n = (uint32_t)rc;
@@ -657,6 +665,13 @@ static int again(struct tk__table *t, struct tk__zone *z, uint64_t now, int *rc)
 int tk__table_apply(struct tk__table *t, const struct tk__zone_key *key,
 		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx)
 {
+	return tk__table_apply_hot(t, key, now, words, fn, NULL, ctx);
+}
+
+int tk__table_apply_hot(struct tk__table *t, const struct tk__zone_key *key,
+			uint64_t now, uint32_t words, tk__zone_fn fn,
+			tk__zone_hot_fn hot_fn, void *ctx)
+{
 	struct tk__zone_key k = { key->fp, tk__table_pos(key->fp) };
 	struct tk__zone *z;
 	int round, rc = -EIO;
@@ -664,7 +679,8 @@ int tk__table_apply(struct tk__table *t, const struct tk__zone_key *key,
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		z = ready(t, &k, words, now, &rc);
 		if (rc == 0)
-			rc = tk__zone_apply(z, &k, now, words, fn, ctx);
+			rc = tk__zone_apply_hot(z, &k, now, words, fn, hot_fn,
+						ctx);
 		if (!again(t, z, now, &rc))
 			return rc;
 	}

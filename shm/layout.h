@@ -14,12 +14,16 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-/* 11: a key's position is tk__zone_pos() of its hash (zone.h), where 10
+/* 12: a cell's tag word may carry, above its gen, the hot mark of a
+ * block's expiry cell and the frozen bit of its hot cell (in-place
+ * updates, docs/shm-protocol.md), which a build of 11 takes for a broken
+ * state;
+ * 11: a key's position is tk__zone_pos() of its hash (zone.h), where 10
  * mixed it by fmix64: a build of 10 looks for a key elsewhere;
  * 10: a one-word state in a word key's slot or in a 1-word block, which
  * a build of 9 refuses (docs/shm-protocol.md, "One state, two shapes");
  * 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
-#define TKZ_VERSION 11
+#define TKZ_VERSION 12
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */
@@ -282,7 +286,10 @@ static inline uint64_t tkz_ref_cell(uint64_t w1)
  *   h1 = bound slot (32 bits) | expected tag (32 bits)
  * (free: used and words 0, h1 0; all zero is a free block of gen 0), and
  * cells 1.. are {tag = the gen that wrote it, value}: cell 1 the expiry
- * time of the state, then its words.
+ * time of the state, then its words.  Above the gen, cell 1's tag holds
+ * the hot mark (the index + 1 of the one word that may change in place,
+ * 0: none), and that word's cell the frozen bit once a process carries
+ * the state forward (docs/shm-protocol.md, "In-place updates").
  */
 struct tkz_cell {
 	_Alignas(16) uint64_t w[2];
@@ -295,6 +302,9 @@ _Static_assert(sizeof(struct tkz_cell) == 16, "layout");
 #define TKZ_BLK_WORDS_MAX ((1u << 11) - 1)
 #define TKZ_BLK_GEN_MASK ((UINT64_C(1) << TKZ_BLK_WORDS_SHIFT) - 1)
 #define TKZ_BLK_OVERHEAD 2 /* header and expiry cells */
+#define TKZ_CELL_FROZEN (UINT64_C(1) << 62)
+#define TKZ_CELL_HOT_SHIFT 52
+#define TKZ_CELL_HOT_MAX ((1u << 10) - 1) /* a mark: index + 1 */
 /* The words field of a descriptor's header: no state has that many. */
 #define TKZ_BLK_DESC TKZ_BLK_WORDS_MAX
 /* Most words a block state may have: the largest class, less overhead. */

@@ -257,8 +257,8 @@ static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
 		return tk__desc_help(z, p->w1, p->idx) == 0 ? -EAGAIN : 0;
 	if (!tkz_is_ref(p->w1))
 		return 0;
-	rc = tk__blk_read(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1, buf,
-			  words, &exp);
+	rc = tk__blk_read_carried(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1,
+				  buf, words, &exp);
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc >= 0 && rc != (int)words)
@@ -327,7 +327,7 @@ static int stage(struct tk__zone *z, struct part *p, uint32_t words,
 			return rc;
 		p->holding = 1;
 	}
-	if (tk__blk_write(z, &p->held, expires, next) != 0) {
+	if (tk__blk_write(z, &p->held, expires, next, 0) != 0) {
 		p->holding = 0;
 		return -EAGAIN;
 	}

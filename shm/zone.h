@@ -238,6 +238,8 @@ int tk__table_copy_stands(struct tk__zone *z, uint64_t fp);
  * could bring an evicted state back). */
 #define TK__ZONE_MOVE_FIRST (-4096 - 4)
 #define TK__ZONE_NOT_PLAIN (-4096 - 5) /* tk__zone_block_step(): not here */
+/* A tk__zone_hot_fn: more changes.  The limiter's TK__NOT_HOT (status.h). */
+#define TK__ZONE_NOT_HOT (-4096 - 18)
 
 /*
  * What a full arena does instead of evicting (blocks.c): 0 (evict),
@@ -346,6 +348,17 @@ int tk__zone_check_geo(const struct tkz_geo *g, uint64_t size);
  */
 typedef int (*tk__zone_fn)(void *ctx, const uint64_t *old, uint64_t *next,
 			   uint64_t *expires);
+/*
+ * The same transition where it changes one word of @old alone (an
+ * in-place update: tk__zone_block_step()): TK__ZONE_PERSIST with *@word
+ * that word's index, *@value its value after and *@expires the state's
+ * expiry after; TK__ZONE_KEEP; a negative errno; or TK__ZONE_NOT_HOT
+ * where it changes more, for the tk__zone_fn to run.
+ */
+typedef int (*tk__zone_hot_fn)(void *ctx, const uint64_t *old, uint32_t *word,
+			       uint64_t *value, uint64_t *expires);
+/* (*@word is set whatever the answer: the word to mark hot in a state
+ * written for this check, or UINT32_MAX for none; @old may be NULL.) */
 
 struct tk__zone_key {
 	uint64_t fp;  /* 61 bits, never 0; TKZ_FP_BLOCK: a block key */
@@ -359,6 +372,11 @@ struct tk__zone_key {
  */
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
+/* tk__zone_apply() with the in-place step of a block key's state where
+ * @hot_fn (if not NULL) finds one (tkz_step_hot(), hot.h). */
+int tk__zone_apply_hot(struct tk__zone *z, const struct tk__zone_key *k,
+		       uint64_t now, uint32_t words, tk__zone_fn fn,
+		       tk__zone_hot_fn hot_fn, void *ctx);
 /* As tk__zone_apply(), for the copy of a state frozen in @z's
  * predecessor (grow.c): an insert it makes is marked TKZ_COPY, and
  * commits only while that state is frozen there, counting no insert
@@ -423,12 +441,35 @@ struct tk__blk {
 /* Size class (index) of a state of @words words; -E2BIG if none. */
 int tk__blk_class(uint32_t words);
 /*
- * The state slot @s references as {@w0, @w1}: fills @words (if not NULL)
- * and *@expires.  Returns the state's word count, -EAGAIN if the slot
- * changed (look again), or -EBADMSG if the reference is not valid.
+ * The one word of a state that may change in place, as a read found it
+ * (docs/shm-protocol.md, "In-place updates"): @mark its index + 1 (0:
+ * none), @cell its cell, @gen the block's, @value what the read saw.
+ */
+struct tk__blk_hot {
+	uint32_t mark;
+	uint64_t cell, gen, value;
+};
+
+/*
+ * The state slot @s references as {@w0, @w1}: fills @words (if not NULL),
+ * *@expires and, if not NULL, *@hot.  Returns the state's word count,
+ * -EAGAIN if the slot changed (look again), or -EBADMSG if the reference
+ * is not valid.  A caller that carries the state forward freezes @hot
+ * before it publishes anything computed from it.
  */
 int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
-		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires);
+		 uint64_t w1, uint64_t *words, uint32_t max, uint64_t *expires,
+		 struct tk__blk_hot *hot);
+/*
+ * Freeze the hot word @hot found, if any: no in-place update changes it
+ * after this.  0; -EAGAIN if it changed since it was read (read again).
+ */
+int tk__blk_freeze(struct tk__zone *z, const struct tk__blk_hot *hot);
+/* tk__blk_read() and tk__blk_freeze(): a state read to carry it forward
+ * (a multi-key update, a move to a grown table). */
+int tk__blk_read_carried(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
+			 uint64_t w1, uint64_t *words, uint32_t max,
+			 uint64_t *expires);
 /* Claim a free block for a state of @words words computed from value
  * @e of slot @slot.  0, -ENOSPC. */
 int tk__blk_claim(struct tk__zone *z, uint32_t words, uint64_t slot, uint64_t e,
@@ -443,13 +484,17 @@ int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 		   uint64_t e);
 /* Write cell @c as gen @g, never over a newer gen's; -ESTALE if one. */
 int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v);
-/* Write the expiry and the words of a claim; -ESTALE if it was lost. */
+/* Write the expiry and the words of a claim, word @mark - 1 marked hot
+ * (0: none); -ESTALE if the claim was lost. */
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
-		  const uint64_t *words);
+		  const uint64_t *words, uint32_t mark);
 /*
  * direct.c: check the block key in MEM slot @s seen as {@w0, @w1} at
  * @now by @fn (as tk__zone_apply() runs it on a state of @words words),
- * in the plain case.  Returns @fn's TK__ZONE_PERSIST (published) or
+ * in the plain case: where @hot_fn (if not NULL) finds that the check
+ * changes the state's hot word alone, by a CAS of its cell (an in-place
+ * update); else by @fn and a new block, the word @hot_fn named marked
+ * hot.  Returns @fn's TK__ZONE_PERSIST (published) or
  * TK__ZONE_KEEP (confirmed), its negative result, -EAGAIN if the slot
  * changed (look again), -ENOSPC if no block was had (tk__zone_apply()'s
  * answer too), or TK__ZONE_NOT_PLAIN where tk__zone_apply() must decide
@@ -459,20 +504,23 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
  */
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,
-			tk__zone_fn fn, void *ctx, struct tk__blk *held,
-			int *holding);
+			tk__zone_fn fn, tk__zone_hot_fn hot_fn, void *ctx,
+			struct tk__blk *held, int *holding);
 /*
  * Publish @words words @next expiring at @expires as the state of MEM
  * slot @idx seen as {@w0, @w1}: a claim (or *@holding's @held, rebound),
  * its cells written, the slot's CAS, the replaced block released
- * (docs/shm-protocol.md, "State blocks", 2 to 6).  0; -EAGAIN if the
- * slot changed or the claim was lost (look again; *@holding says whether
- * @held is still this caller's, to rebind or release); or the claim's
- * error.
+ * (docs/shm-protocol.md, "State blocks", 2 to 6), after @hot (the
+ * replaced state's hot word as read, or NULL) is frozen; word @mark - 1
+ * of @next is marked hot (0: none).  0; -EAGAIN if the slot changed, the
+ * hot word moved or the claim was lost (look again; *@holding says
+ * whether @held is still this caller's, to rebind or release); or the
+ * claim's error.
  */
 int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		    uint64_t now, uint32_t words, const uint64_t *next,
-		    uint64_t expires, struct tk__blk *held, int *holding);
+		    uint64_t expires, const struct tk__blk_hot *hot,
+		    uint32_t mark, struct tk__blk *held, int *holding);
 uint64_t tk__blk_ref(const struct tk__blk *b);
 void tk__blk_release(struct tk__zone *z, const struct tk__blk *b);
 /* Release the block incarnation @w1 references, if still that one. */
@@ -648,6 +696,9 @@ uint64_t tk__table_keys(struct tk__table *t);
 /* As tk__zone_apply(), _apply_multi() and _reset(), on the table. */
 int tk__table_apply(struct tk__table *t, const struct tk__zone_key *k,
 		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
+int tk__table_apply_hot(struct tk__table *t, const struct tk__zone_key *k,
+			uint64_t now, uint32_t words, tk__zone_fn fn,
+			tk__zone_hot_fn hot_fn, void *ctx);
 int tk__table_reset(struct tk__table *t, const struct tk__zone_key *k,
 		    uint64_t now);
 int tk__table_apply_multi(struct tk__table *t, size_t n,

@@ -102,6 +102,20 @@ struct tk__algorithm {
 	 * (check.lua) check of a state against its policy is named here.
 	 */
 	size_t (*layout)(const struct tk__policy *p, unsigned char *buf);
+	/*
+	 * check_hot() - optional: check() where it changes one word of
+	 * @state alone (a window's count in its current bucket), decided
+	 * without copying the state: TK__PERSIST with *@value that word's
+	 * value after, TK__KEEP, -ERANGE, or TK__NOT_HOT (check() must run:
+	 * more would change, there is no state, or valid() must judge it).
+	 * *@word is set whatever the answer: the index of the word an
+	 * admission at @now changes alone while later ones fall in its
+	 * tick.  A store that changes words in place marks that word hot
+	 * (docs/shm-protocol.md, "In-place updates").
+	 */
+	int (*check_hot)(const struct tk__policy *p, const uint64_t *state,
+			 uint64_t now, uint64_t cost, uint32_t *word,
+			 uint64_t *value, struct tk_decision *d);
 };
 
 /* Most bytes layout() writes. */

@@ -185,13 +185,11 @@ static void report(const struct tk__policy *p, const struct view *v,
 	d->reset_at = (v->top + 1) * p->u.sliding.width + p->u.sliding.window;
 }
 
-/* check() on the state @v sums up, copied into @next by look(). */
-static int decide(const struct tk__policy *p, const struct view *v,
-		  uint64_t now, uint64_t cost, uint64_t *next,
-		  struct tk_decision *d)
+/* The decision of check() on the state @v sums up: TK__PERSIST for an
+ * admission, TK__KEEP, or -ERANGE. */
+static int verdict(const struct tk__policy *p, const struct view *v,
+		   uint64_t now, uint64_t cost, struct tk_decision *d)
 {
-	uint64_t i;
-
 	if (cost > p->limit)
 		return -ERANGE;
 	report(p, v, d);
@@ -204,6 +202,19 @@ static int decide(const struct tk__policy *p, const struct view *v,
 	d->allowed = true;
 	d->remaining = whole_units(p, room(p, v, cost));
 	d->retry_after = 0;
+	return TK__PERSIST;
+}
+
+/* check() on the state @v sums up, copied into @next by look(). */
+static int decide(const struct tk__policy *p, const struct view *v,
+		  uint64_t now, uint64_t cost, uint64_t *next,
+		  struct tk_decision *d)
+{
+	uint64_t i;
+	int rc = verdict(p, v, now, cost, d);
+
+	if (rc != TK__PERSIST)
+		return rc;
 	i = 2 * v->r;
 	if (next[i] == v->c || (next[i] > v->c && next[i + 1] > 0)) {
 		/* This tick's bucket, or a later one in its slot. */
@@ -246,6 +257,43 @@ static int sw_check_unvalidated(const struct tk__policy *p,
 	if (!sw_valid(p, p->state_words, state))
 		return TK__INVALID;
 	return sw_check(p, state, now, cost, next, d);
+}
+
+/*
+ * check() where it changes the count of the current tick's bucket alone:
+ * a state look() vouches for (nothing to empty, no later tick) whose
+ * bucket at this tick's ring index is this tick's; and a denial of any
+ * state look() vouches for.  No copy: the pass only sums.  The hot word,
+ * whatever the answer, is that count's.
+ */
+static int sw_check_hot(const struct tk__policy *p, const uint64_t *state,
+			uint64_t now, uint64_t cost, uint32_t *word,
+			uint64_t *value, struct tk_decision *d)
+{
+	struct view v;
+	uint64_t i;
+	int ok, rc;
+
+	if (!state) {
+		*word = (uint32_t)(2 * ring_of(p,
+					       tk__udiv(&p->u.sliding.per_width,
+							now)) +
+				   1);
+		return TK__NOT_HOT;
+	}
+	ok = look(p, state, now, &v, NULL, 0, 1);
+	i = 2 * v.r;
+	*word = (uint32_t)i + 1;
+	if (!ok)
+		return TK__NOT_HOT;
+	/* A denial changes nothing, whatever the buckets' ticks. */
+	rc = verdict(p, &v, now, cost, d);
+	if (rc != TK__PERSIST)
+		return rc;
+	if (state[i] != v.c)
+		return TK__NOT_HOT;
+	*value = state[i + 1] + cost;
+	return rc;
 }
 
 static int sw_forecast(const struct tk__policy *p, const uint64_t *state,
@@ -401,4 +449,5 @@ const struct tk__algorithm tk__sliding_window = {
 	.expires_at_reset = 1,
 	.check_unvalidated = sw_check_unvalidated,
 	.layout = sw_layout,
+	.check_hot = sw_check_hot,
 };

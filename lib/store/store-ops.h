@@ -40,6 +40,10 @@ struct tk__spelling {
 struct tk__transform {
 	int (*fn)(void *ctx, const uint64_t *old, uint64_t *next,
 		  uint64_t *expires_at);
+	/* NULL, or fn() where it changes one word of @old alone (an
+	 * in-place update: docs/shm-protocol.md; tk__check_hot_fn()). */
+	int (*hot)(void *ctx, const uint64_t *old, uint32_t *word,
+		   uint64_t *value, uint64_t *expires_at);
 	void *ctx;
 	uint32_t words;
 	uint32_t flags; /* TK__T_* */

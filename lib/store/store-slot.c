@@ -38,6 +38,12 @@
 #include "step.h"
 #include "test-hooks.h"
 
+/* The zone's in-place step hands a check's own results through. */
+_Static_assert(TK__ZONE_NOT_HOT == TK__NOT_HOT &&
+		       TK__ZONE_PERSIST == TK__PERSIST &&
+		       TK__ZONE_KEEP == TK__KEEP,
+	       "tk__check_hot_fn() results");
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -283,10 +289,10 @@ ALWAYS int apply(struct tk_store *base, const unsigned char *key, size_t len,
 	rc = guard(s, kind);
 	if (rc == 0) {
 		rc = kind == TK__SLOT_ZONE
-			     ? tk__zone_apply(s->zone, &k, now, t->words, t->fn,
-					      t->ctx)
-			     : tk__table_apply(s->table, &k, now, t->words,
-					       t->fn, t->ctx);
+			     ? tk__zone_apply_hot(s->zone, &k, now, t->words,
+						  t->fn, t->hot, t->ctx)
+			     : tk__table_apply_hot(s->table, &k, now, t->words,
+						   t->fn, t->hot, t->ctx);
 		tk__zone_maybe_sweep(zone_of(s, kind), &k, now);
 		grown(s, kind);
 		rc = result(s, kind, t->flags, rc, key, len);
@@ -337,7 +343,8 @@ __thread uint64_t tk__window_direct_decided;
  * counted: the key's slot found as tk__slot_direct() finds it, its state
  * stepped by the policy's own transition (tk__check_fn(), as apply()
  * runs it) and written as apply() writes it: a packed word in place
- * (update_word() in shm/slots.c), a block by tk__zone_block_step().
+ * (update_word() in shm/slots.c), a block by tk__zone_block_step(),
+ * in place where the admission changes its hot word alone.
  * What that does not decide is TK__NOT_HERE, nothing written.
  */
 ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
@@ -364,7 +371,7 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 		}
 		if (w.w0 & TKZ_FP_BLOCK) {
 			rc = tk__zone_block_step(z, w.slot, w.w0, w.w1, now,
-						 p->state_words, tk__check_fn,
+						 p->state_words, t.fn, t.hot,
 						 &st, &held, &holding);
 		} else {
 			rc = tk__check_fn(&st, w.w1 ? &w.w1 : NULL, next, &exp);

@@ -156,15 +156,18 @@
  *                         of {f, 0}: gens start again, and a write or a
  *                         release prepared in the earlier life lands.
  *
- * IN-PLACE UPDATES (-DINPLACE): A DESIGN CHECKED BEFORE IT IS BUILT
- *   docs/shm-protocol.md, "In-place updates (designed)": a window's check
- *   in its state's newest tick changes one cell, that bucket's count, and
- *   would take it by a CAS on that cell alone.  Modelled here: NIP
+ * IN-PLACE UPDATES (-DINPLACE)
+ *   docs/shm-protocol.md, "In-place updates" (tkz_step_hot() in
+ *   shm/hot.h): a window's check in its state's newest tick changes
+ *   one cell, that bucket's count, by a CAS on that cell alone; the
+ *   block's writer marked that cell hot.  Modelled here: NIP
  *   in-place updaters of IPU updates each (the process above the pager),
  *   and the updaters become replacers that FREEZE the cell before they
  *   compute from it: after the validated read (1), a CAS {RG(e), rv} ->
  *   {RG(e) | hot, rv} (or the cell found hot with rv already), else start
- *   again; a write (4) makes the cell cold again with the new gen.  A
+ *   again (the code freezes in tk__blk_publish(), before its claim, and
+ *   at the read of a multi-key update or a move); a write (4) makes the
+ *   cell unfrozen again with the new gen.  A
  *   reset (a reclaim, an eviction or a reset in the code) drops a state
  *   without freezing it.  P2 is asserted where the value is read (a cell
  *   may change after it while the slot holds e); P4 is the in-place
@@ -177,9 +180,9 @@
  *     CAS_VALUE_ONLY   the in-place CAS compares the value word alone,
  *                      blind to the gen and the mark: the same loss.
  *   Not modelled: pages (a page is formatted only once none of its blocks
- *   is in use), and the other ways a state is carried forward (a
- *   multi-key update, a move to a grown table, a change of shape), which
- *   freeze as a replacer does: mcas.pml and grow.pml, when it is built.
+ *   is in use), and the in-place step inside mcas.pml and grow.pml: a
+ *   multi-key update and a move freeze at their read, as the replacer
+ *   here does before it computes.
  *
  * KNOBS (-D on the spin command line)
  *   NB blocks (2..3), NU updaters, UPD updates each (UPD0 the first one),

@@ -54,8 +54,8 @@
 #               a collector read it, whose CAS then frees a published block)
 #               blocks.pml -DTRUNC_TAG -DREBIND_NEWGEN -DREBIND_SHORTCUT
 #               (shm/blocks.c skips a rebind to an equal tag)
-#   in-place updates of a block's cell (-DINPLACE, a design checked before
-#   it is built; docs/shm-protocol.md, "In-place updates (designed)"):
+#   in-place updates of a block's hot cell (-DINPLACE; docs/shm-protocol.md,
+#   "In-place updates"):
 #   exhaustive, NU=1 UPD0=2 NIP=1 IPU=2 NC=2   a replacer against an
 #                                   in-place updater
 #   exhaustive, NU=1 UPD0=2 NIP=2 IPU=1 NC=2   two in-place updaters

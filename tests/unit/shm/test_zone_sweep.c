@@ -93,8 +93,10 @@ static uint64_t new_slot(uint64_t x, uint64_t y)
 }
 
 /*
- * A process that claimed and wrote a block for the next update of the key
- * in slot @idx, and was killed before publishing it.
+ * A process that froze the hot word of the key in slot @idx (if its state
+ * has one), claimed and wrote a block for its next update, and was killed
+ * before publishing it: the key's next update replaces its state, and
+ * the claim is left to collect.
  */
 static void claim_and_die(struct tk__zone *z, uint64_t idx)
 {
@@ -103,10 +105,11 @@ static void claim_and_die(struct tk__zone *z, uint64_t idx)
 	struct tk__blk b;
 	int n;
 
-	n = tk__blk_read(z, s, w0, w1, words, TKZ_STATE_WORDS_MAX, &exp);
+	n = tk__blk_read_carried(z, s, w0, w1, words, TKZ_STATE_WORDS_MAX,
+				 &exp);
 	assert_true(n > 0);
 	assert_int_equal(tk__blk_claim(z, (uint32_t)n, idx, w1, T0, &b), 0);
-	assert_int_equal(tk__blk_write(z, &b, exp, words), 0);
+	assert_int_equal(tk__blk_write(z, &b, exp, words, 0), 0);
 }
 
 /* Blocks in use in zone "sweep", after checking that it verifies. */

@@ -18,6 +18,14 @@
  * processes (a zone) checking one hot key at limit L admit exactly L,
  * whichever path each takes.
  *
+ * In-place updates of a window's hot word (docs/shm-protocol.md): seen
+ * in the zone's bytes (the reference kept within a tick, the count in the
+ * marked cell, the replaced block's hot cell frozen with its count); a
+ * frozen cell left by a killed process never wedges a key; processes
+ * whose clocks cross ticks at different paces (in-place updates racing
+ * replacements, steps back) and a memory store growing under two threads
+ * admit exactly L.
+ *
  * White-box: linked statically for tk__limiter_generic().
  */
 #define DIRECT_POLICIES                                                        \
@@ -42,16 +50,30 @@
 #define DIRECT_MAX_KEYS 0
 #define DIRECT_EXTRA_TESTS                                                     \
 	cmocka_unit_test(test_processes_exact),                                \
-		cmocka_unit_test(test_fixed_block_exact),
+		cmocka_unit_test(test_fixed_block_exact),                      \
+		cmocka_unit_test(test_inplace_keeps_block),                    \
+		cmocka_unit_test(test_frozen_never_wedges),                    \
+		cmocka_unit_test(test_processes_ticking_exact),                \
+		cmocka_unit_test(test_growth_exact),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
+static void test_inplace_keeps_block(void **state);
+static void test_frozen_never_wedges(void **state);
+static void test_processes_ticking_exact(void **state);
+static void test_growth_exact(void **state);
 
 #include "test_direct_path.c"
 
 #define PROCS 3
 #define PROC_CHECKS 30000
 
-static void proc_worker(int i)
+/*
+ * A child's @checks checks of key "hot" through @policy on store @spec,
+ * its clock moving from T0 across @span ns as it goes (0: standing still),
+ * its admissions added to the shared count; the long way if @generic.
+ */
+static void proc_checks(const char *spec, const char *policy, int checks,
+			uint64_t span, int generic)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_limiter *l;
@@ -64,15 +86,17 @@ static void proc_worker(int i)
 	KIT_CHILD_CHECK(1, tk_clock_manual_new(&c, T0) == 0);
 	o.clock = c;
 	o.flags = TK_OPT_NO_RECLAIMER;
-	KIT_CHILD_CHECK(2, tk_store_open(&s, "shm:race-p", &o) == 0);
+	KIT_CHILD_CHECK(2, tk_store_open(&s, spec, &o) == 0);
 	o.store = s;
-	KIT_CHILD_CHECK(3,
-			tk_limiter_open(&l, DIRECT_RACE_POLICY, NULL, &o) == 0);
-	/* One process the long way: both paths race on one state. */
-	if (i == PROCS - 1)
+	KIT_CHILD_CHECK(3, tk_limiter_open(&l, policy, NULL, &o) == 0);
+	if (generic)
 		tk__limiter_generic(l);
-	for (k = 0; k < PROC_CHECKS; k++) {
-		KIT_CHILD_CHECK(4, tk_limiter_check(l, "hot", 3, 1, &d) == 0);
+	for (k = 0; k < checks; k++) {
+		KIT_CHILD_CHECK(
+			4,
+			tk_clock_set(c, T0 + (uint64_t)k * span /
+							(uint64_t)checks) == 0);
+		KIT_CHILD_CHECK(5, tk_limiter_check(l, "hot", 3, 1, &d) == 0);
 		n += d.allowed;
 	}
 	atomic_fetch_add(&kit_shared()->allowed, n);
@@ -81,23 +105,36 @@ static void proc_worker(int i)
 	tk_clock_free(c);
 }
 
+/* One process the long way: both paths race on one state. */
+static void proc_worker(int i)
+{
+	proc_checks("shm:race-p", DIRECT_RACE_POLICY, PROC_CHECKS, 0,
+		    i == PROCS - 1);
+}
+
+/* @n processes @worker on a fresh zone @name admit @limit in all. */
+static void procs_admit(const char *name, int n, void (*worker)(int),
+			uint64_t limit)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	tk_zone_destroy(name);
+	o.zone_capacity = CAP;
+	assert_rc(tk_zone_create(name, &o), 0);
+	assert_non_null(kit_shared());
+	kit_shared_reset(T0);
+	kit_run_workers(n, worker);
+	assert_int_equal(atomic_load(&kit_shared()->allowed), limit);
+	assert_rc(tk_zone_destroy(name), 0);
+}
+
 /* Processes on one zone check one hot key of a sliding window whose
  * window no check leaves (a manual clock that stands still): exactly
  * L admitted in all. */
 static void test_processes_exact(void **state)
 {
-	struct tk_options o = TK_OPTIONS_INIT;
-
 	(void)state;
-	tk_zone_destroy("race-p");
-	o.zone_capacity = CAP;
-	assert_rc(tk_zone_create("race-p", &o), 0);
-	assert_non_null(kit_shared());
-	kit_shared_reset(T0);
-	kit_run_workers(PROCS, proc_worker);
-	assert_int_equal(atomic_load(&kit_shared()->allowed),
-			 DIRECT_RACE_LIMIT);
-	assert_rc(tk_zone_destroy("race-p"), 0);
+	procs_admit("race-p", PROCS, proc_worker, DIRECT_RACE_LIMIT);
 }
 
 /* A fixed window in a block (windows of 10 ms do not pack), raced by
@@ -113,4 +150,261 @@ static void test_fixed_block_exact(void **state)
 	(void)state;
 	fixed_block_race("shm:race");
 	fixed_block_race("memory");
+}
+
+/*
+ * In-place updates (docs/shm-protocol.md, "In-place updates"), seen in
+ * the zone's bytes: the one block key of zone "inplace".
+ */
+struct seen {
+	struct tk__zone *z;
+	struct tkz_slot *s;
+	uint64_t w1;	    /* its reference */
+	struct tkz_cell *c; /* its block's cells */
+};
+
+static void look_at(struct seen *v)
+{
+	uint64_t i, n;
+
+	assert_int_equal(tk__zone_attach(&v->z, "inplace", NULL, 0), 0);
+	n = tk__zone_geo(v->z)->capacity;
+	v->s = NULL;
+	for (i = 0; i < n; i++) {
+		struct tkz_slot *s = &tk__zone_slots(v->z)[i];
+
+		if (tkz_state(s->w[0]) == TKZ_MEM && (s->w[0] & TKZ_FP_BLOCK)) {
+			assert_null(v->s);
+			v->s = s;
+		}
+	}
+	assert_non_null(v->s);
+	v->w1 = v->s->w[1];
+	assert_true(tkz_is_ref(v->w1));
+	v->c = &tk__zone_cells(v->z)[tkz_ref_cell(v->w1)];
+}
+
+/* The hot mark of @v's block: the index + 1 of its hot word. */
+static uint32_t mark_of(const struct seen *v)
+{
+	return (uint32_t)(v->c[1].w[0] >> TKZ_CELL_HOT_SHIFT) &
+	       TKZ_CELL_HOT_MAX;
+}
+
+static void admit(struct tk_limiter *l, uint64_t remaining)
+{
+	struct tk_decision d;
+
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, remaining);
+}
+
+static void open_inplace(struct tk_clock **c, struct tk_store **s,
+			 struct tk_limiter **l, const char *policy)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+
+	tk_zone_destroy("inplace");
+	o.zone_capacity = CAP;
+	assert_rc(tk_zone_create("inplace", &o), 0);
+	assert_rc(tk_clock_manual_new(c, T0), 0);
+	o.clock = *c;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_rc(tk_store_open(s, "shm:inplace", &o), 0);
+	o.store = *s;
+	assert_rc(tk_limiter_open(l, policy, NULL, &o), 0);
+}
+
+static void close_inplace(struct tk_clock *c, struct tk_store *s,
+			  struct tk_limiter *l)
+{
+	tk_limiter_close(l);
+	tk_store_close(s);
+	tk_clock_free(c);
+	assert_rc(tk_zone_destroy("inplace"), 0);
+}
+
+/*
+ * Within a tick every admission after the first adds to the block's hot
+ * word in place: the slot keeps its reference and the count is in the
+ * marked cell.  The next tick's admission replaces the block and freezes
+ * the old one's hot cell, value kept; then in place again.
+ */
+static void test_inplace_keeps_block(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v, w;
+	uint32_t m;
+	int i;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:100/10s");
+	admit(l, 99);
+	look_at(&v);
+	m = mark_of(&v);
+	/* The count of the bucket of T0's tick (a 1 s bucket). */
+	assert_true(m >= 2 && m % 2 == 0 && m <= 22);
+	assert_int_equal(v.c[1 + m].w[1], 1);
+	for (i = 2; i <= 20; i++) {
+		assert_rc(tk_clock_set(c, T0 + (uint64_t)i * 1000000), 0);
+		admit(l, (uint64_t)(100 - i));
+		assert_int_equal(v.s->w[1], v.w1);
+		assert_int_equal(v.c[1 + m].w[1], (uint64_t)i);
+		assert_int_equal(v.c[1 + m].w[0] & TKZ_CELL_FROZEN, 0);
+	}
+	assert_rc(tk_clock_set(c, T0 + SEC), 0);
+	admit(l, 79);
+	look_at(&w);
+	assert_true(w.w1 != v.w1);
+	/* The replaced block's hot cell: frozen, its count carried. */
+	assert_true(v.c[1 + m].w[0] & TKZ_CELL_FROZEN);
+	assert_int_equal(v.c[1 + m].w[1], 20);
+	assert_int_equal(mark_of(&w), m == 22 ? 2 : m + 2);
+	admit(l, 78);
+	assert_int_equal(w.s->w[1], w.w1);
+	tk__zone_detach(v.z);
+	tk__zone_detach(w.z);
+	close_inplace(c, s, l);
+}
+
+/*
+ * A process killed between its freeze and its publish leaves the hot
+ * cell frozen in the published block: checks go on exactly (the next one
+ * replaces the block), then in place again.  Also at the limit: no
+ * admission more than L.
+ */
+static void test_frozen_never_wedges(void **state)
+{
+	uint64_t words[TKZ_STATE_WORDS_MAX], exp;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v, w;
+	int i;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:10/10s");
+	admit(l, 9);
+	admit(l, 8);
+	look_at(&v);
+	assert_true(tk__blk_read_carried(v.z, v.s, v.s->w[0], v.w1, words,
+					 TKZ_STATE_WORDS_MAX, &exp) > 0);
+	assert_true(v.c[1 + mark_of(&v)].w[0] & TKZ_CELL_FROZEN);
+	admit(l, 7);
+	look_at(&w);
+	assert_true(w.w1 != v.w1);
+	assert_int_equal(w.c[1 + mark_of(&w)].w[0] & TKZ_CELL_FROZEN, 0);
+	for (i = 6; i >= 0; i--) {
+		admit(l, (uint64_t)i);
+		assert_int_equal(w.s->w[1], w.w1);
+	}
+	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_false(d.allowed);
+	tk__zone_detach(v.z);
+	tk__zone_detach(w.z);
+	close_inplace(c, s, l);
+}
+
+#define TICK_PROCS 3
+#define TICK_CHECKS 20000
+#define TICK_LIMIT 30000
+
+/* A worker whose clock crosses 50 one-second ticks as it checks: its
+ * admissions in a tick go in place, the first of each tick replaces the
+ * block, and other processes at other ticks do both at once; the last
+ * the long way. */
+static void tick_worker(int i)
+{
+	proc_checks("shm:inplace", "sliding-window:30000/100s,buckets=100",
+		    TICK_CHECKS, 50 * SEC, i == TICK_PROCS - 1);
+}
+
+/*
+ * Processes racing in-place updates against replacements of one key's
+ * state, each at its own tick (so some step back): every admission lies
+ * within the 100 s window of every check, so exactly L are admitted.  A
+ * replacement that carried a count an in-place update had moved past
+ * would admit more.
+ */
+static void test_processes_ticking_exact(void **state)
+{
+	(void)state;
+	procs_admit("inplace", TICK_PROCS, tick_worker, TICK_LIMIT);
+}
+
+#define GROW_LIMIT 20000
+#define GROW_CHECKS 15000
+#define FLOOD 60000
+
+struct grower {
+	struct tk_limiter *l;
+	int flood; /* 1: checks new keys, the table grows under the others */
+	uint64_t admitted;
+};
+
+static void *grow_worker(void *arg)
+{
+	struct grower *g = arg;
+	struct tk_decision d;
+	char key[32];
+	int i, n;
+
+	for (i = 0; i < (g->flood ? FLOOD : GROW_CHECKS); i++) {
+		n = g->flood ? snprintf(key, sizeof(key), "f%d", i)
+			     : snprintf(key, sizeof(key), "hot");
+		if (tk_limiter_check(g->l, key, (size_t)n, 1, &d) != 0)
+			return NULL; /* admitted stays short: fails below */
+		if (!g->flood)
+			g->admitted += d.allowed;
+	}
+	return NULL;
+}
+
+/*
+ * A memory store's table grows (and moves its keys) while two threads
+ * change one key's hot word in place: a move reads the state it carries
+ * with its hot word frozen, so no admission lands behind it.  Exactly L.
+ */
+static void test_growth_exact(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct grower g[3];
+	pthread_t th[3];
+	struct tk_clock *c;
+	struct tk_store *s;
+	uint64_t total = 0;
+	int i;
+
+	(void)state;
+	assert_rc(tk_clock_manual_new(&c, T0), 0);
+	o.clock = c;
+	o.flags = TK_OPT_NO_RECLAIMER;
+	assert_rc(tk_store_open(&s, "memory", &o), 0);
+	for (i = 0; i < 3; i++) {
+		struct tk_options lo = TK_OPTIONS_INIT;
+
+		lo.clock = c;
+		lo.store = s;
+		assert_rc(tk_limiter_open(&g[i].l, "sliding-window:20000/100s",
+					  NULL, &lo),
+			  0);
+		g[i].flood = i == 2;
+		g[i].admitted = 0;
+	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(
+			pthread_create(&th[i], NULL, grow_worker, &g[i]), 0);
+	for (i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		total += g[i].admitted;
+	}
+	assert_int_equal(total, GROW_LIMIT);
+	for (i = 0; i < 3; i++)
+		tk_limiter_close(g[i].l);
+	tk_store_close(s);
+	tk_clock_free(c);
 }
