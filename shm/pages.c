@@ -41,8 +41,12 @@ static void format(struct tk__zone *z, uint64_t p, uint64_t pw)
 			ck_pr_fence_load();
 			if (ck_pr_load_64(w) != pw)
 				return;
-			if (h0 >= f || tkz_cas(cells[cell].w, h0, h1,
-					       f & TKZ_BLK_GEN_MASK, 0))
+			/* By the gen alone: a data cell's tag may carry a hot
+			 * mark or a frozen bit above it (no header here is in
+			 * use, so none has its used bit or words). */
+			if ((h0 & TKZ_BLK_GEN_MASK) >= f ||
+			    tkz_cas(cells[cell].w, h0, h1, f & TKZ_BLK_GEN_MASK,
+				    0))
 				break;
 		}
 	}

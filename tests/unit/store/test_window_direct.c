@@ -54,13 +54,15 @@
 		cmocka_unit_test(test_inplace_keeps_block),                    \
 		cmocka_unit_test(test_frozen_never_wedges),                    \
 		cmocka_unit_test(test_processes_ticking_exact),                \
-		cmocka_unit_test(test_growth_exact),
+		cmocka_unit_test(test_growth_exact),                           \
+		cmocka_unit_test(test_format_by_gen),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
 static void test_inplace_keeps_block(void **state);
 static void test_frozen_never_wedges(void **state);
 static void test_processes_ticking_exact(void **state);
 static void test_growth_exact(void **state);
+static void test_format_by_gen(void **state);
 
 #include "test_direct_path.c"
 
@@ -407,4 +409,47 @@ static void test_growth_exact(void **state)
 		tk_limiter_close(g[i].l);
 	tk_store_close(s);
 	tk_clock_free(c);
+}
+
+/*
+ * A page whose blocks held in-place states (a hot mark in cell 1's tag, a
+ * frozen hot cell in the block a tick replaced) goes back to the pool
+ * once its key is reset and a sweep passes: formatting judges a cell by
+ * its gen alone, so every cell of the page is then {f, 0}, the bits
+ * above the gen gone with the rest.
+ */
+static void test_format_by_gen(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v;
+	uint64_t pw, f, i;
+	int frozen = 0;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:100/10s");
+	admit(l, 99);
+	admit(l, 98);
+	look_at(&v);
+	assert_true(mark_of(&v) > 0);
+	assert_rc(tk_clock_set(c, T0 + SEC), 0);
+	admit(l, 97);
+	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	/* Both blocks were in page 0; the first's hot cell is frozen. */
+	for (i = 0; i < TKZ_PAGE_CELLS; i++)
+		frozen |= !!(tk__zone_cells(v.z)[i].w[0] & TKZ_CELL_FROZEN);
+	assert_true(frozen);
+	assert_rc(tk_zone_sweep("inplace", T0 + SEC), 0);
+	pw = tk__zone_pagetable(v.z)[0];
+	assert_int_equal(tkz_page_size(pw), 0);
+	assert_int_equal(pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT), 0);
+	f = tk__zone_cells(v.z)[0].w[0];
+	assert_true(f > 0 && f <= TKZ_BLK_GEN_MASK);
+	for (i = 0; i < TKZ_PAGE_CELLS; i++) {
+		assert_int_equal(tk__zone_cells(v.z)[i].w[0], f);
+		assert_int_equal(tk__zone_cells(v.z)[i].w[1], 0);
+	}
+	tk__zone_detach(v.z);
+	close_inplace(c, s, l);
 }
