@@ -124,16 +124,16 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		}
 		/* Only a hot word's cell is ever frozen. */
 		bad |= (off & ~TKZ_CELL_FROZEN) != 0;
-		if (hot && mark && !bad) {
-			c = &c[mark - 1];
-			hot->cell = (uint64_t)(c - cells);
+		/* A hot word among those read, whose gen was checked: a
+		 * caller that read fewer words carries no state forward. */
+		if (hot && mark && mark <= m && !bad) {
+			hot->cell = cell + 1 + mark;
 			hot->gen = g;
-			hot->value = mark <= m ? words[mark - 1]
-					       : ck_pr_load_64(&c->w[1]);
+			hot->value = words[mark - 1];
 		}
 	}
 	if (hot)
-		hot->mark = bad ? 0 : mark;
+		hot->mark = bad || mark > m ? 0 : mark;
 	/* The values belong to the reference only if it is still there. */
 	ck_pr_fence_load();
 	tkz_read(s->w, &r0, &r1);
@@ -250,10 +250,12 @@ int tk__blk_press(struct tk__zone *z, uint64_t cell, uint64_t h0, uint64_t h1,
 	if (slot >= tk__zone_geo(z)->capacity || slot == w->bind >> 32)
 		return 0;
 	/* A live state, by its expiry cell alone (in the header's line):
-	 * a cell of the header's gen is of this incarnation. */
+	 * a cell of the header's gen is of this incarnation (by the gen
+	 * alone: a hot mark sits above it). */
 	tkz_load2(tk__zone_cells(z)[cell + 1].w, c);
 	at = c[1] <= UINT64_MAX - grace ? c[1] + grace : UINT64_MAX;
-	if (pass == TURN && c[0] == gen_of(h0) && at > w->now) {
+	if (pass == TURN && (c[0] & TKZ_BLK_GEN_MASK) == gen_of(h0) &&
+	    at > w->now) {
 		w->until = at < w->until ? at : w->until;
 		return 0;
 	}

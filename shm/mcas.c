@@ -248,6 +248,7 @@ struct part {
 static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
 		     uint32_t words, uint64_t now)
 {
+	struct tk__blk_hot hot;
 	uint64_t exp;
 	int rc;
 
@@ -257,12 +258,16 @@ static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
 		return tk__desc_help(z, p->w1, p->idx) == 0 ? -EAGAIN : 0;
 	if (!tkz_is_ref(p->w1))
 		return 0;
-	rc = tk__blk_read_carried(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1,
-				  buf, words, &exp);
+	rc = tk__blk_read(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1, buf,
+			  words, &exp, &hot);
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc >= 0 && rc != (int)words)
 		return -EPROTO;
+	/* Carried forward (docs/shm-protocol.md, "In-place updates"): the
+	 * state's hot word frozen as read, once the state is of this shape. */
+	if (rc >= 0 && tk__blk_freeze(z, &hot) != 0)
+		return -EAGAIN;
 	if (rc >= 0 && exp > now)
 		p->old = buf;
 	return 0;

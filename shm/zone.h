@@ -466,7 +466,7 @@ int tk__blk_read(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
  */
 int tk__blk_freeze(struct tk__zone *z, const struct tk__blk_hot *hot);
 /* tk__blk_read() and tk__blk_freeze(): a state read to carry it forward
- * (a multi-key update, a move to a grown table). */
+ * (a move to a grown table). */
 int tk__blk_read_carried(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			 uint64_t w1, uint64_t *words, uint32_t max,
 			 uint64_t *expires);

@@ -25,7 +25,7 @@
 
 #include <throttlekit.h>
 
-#include "../../shm/word.h"
+#include "../../shm/blocks.h"
 #include "table-kit.h"
 
 #define NOW KIT_T0
@@ -226,6 +226,45 @@ static void test_collector_keeps_conversion(void **unused)
 	tk__zone_detach(z);
 }
 
+/*
+ * A full turn over a class notes when a block it may not free (a claim
+ * whose publish may come) expires, by its expiry cell alone; a hot mark
+ * above the cell's gen (docs/shm-protocol.md, "In-place updates") changes
+ * nothing: without the note, a "full" verdict would outlast the state.
+ */
+static void test_turn_reads_marked_expiry(void **unused)
+{
+	struct tk__zone *z = zone_open();
+	uint64_t words[22] = { 0 }, until[2];
+	const uint32_t marks[2] = { 0, 2 };
+	struct tk__blk b;
+	struct want w;
+	int i;
+
+	(void)unused;
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(
+			tk__blk_claim(z, 22, 3, TKZ_NOSTATE | 1, NOW, &b), 0);
+		assert_int_equal(tk__blk_write(z, &b,
+					       NOW + UINT64_C(5000000000),
+					       words, marks[i]),
+				 0);
+		memset(&w, 0, sizeof(w));
+		w.k = tk__blk_class(22);
+		w.mark = 22;
+		w.bind = (uint64_t)5 << 32;
+		w.now = NOW;
+		w.until = UINT64_MAX;
+		assert_int_equal(tk__blk_press(z, b.cell, b.h0, b.h1, TURN, &w),
+				 0);
+		until[i] = w.until;
+		tk__blk_release(z, &b);
+	}
+	assert_true(until[0] < UINT64_MAX);
+	assert_int_equal(until[1], until[0]);
+	tk__zone_detach(z);
+}
+
 /* The count of @k in table @t, through either shape. */
 static uint64_t table_count(struct tk__table *t, const struct tk__zone_key *k)
 {
@@ -283,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_no_state_converts),
 		cmocka_unit_test(test_other_policies_refused),
 		cmocka_unit_test(test_collector_keeps_conversion),
+		cmocka_unit_test(test_turn_reads_marked_expiry),
 		cmocka_unit_test(test_shapes_survive_growth),
 	};
 

@@ -43,6 +43,7 @@
 #include "rnd.h"
 #include "workers.h"
 #include "../../shm/recent.h"
+#include "../../shm/slot.h"
 #include "../../shm/zone.h"
 
 #define T0 UINT64_C(1700000000000000000)

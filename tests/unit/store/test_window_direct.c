@@ -55,7 +55,8 @@
 		cmocka_unit_test(test_frozen_never_wedges),                    \
 		cmocka_unit_test(test_processes_ticking_exact),                \
 		cmocka_unit_test(test_growth_exact),                           \
-		cmocka_unit_test(test_format_by_gen),
+		cmocka_unit_test(test_format_by_gen),                          \
+		cmocka_unit_test(test_marks_read_bounded),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
 static void test_inplace_keeps_block(void **state);
@@ -63,6 +64,7 @@ static void test_frozen_never_wedges(void **state);
 static void test_processes_ticking_exact(void **state);
 static void test_growth_exact(void **state);
 static void test_format_by_gen(void **state);
+static void test_marks_read_bounded(void **state);
 
 #include "test_direct_path.c"
 
@@ -252,7 +254,12 @@ static void test_inplace_keeps_block(void **state)
 	assert_int_equal(v.c[1 + m].w[1], 1);
 	for (i = 2; i <= 20; i++) {
 		assert_rc(tk_clock_set(c, T0 + (uint64_t)i * 1000000), 0);
+		/* An evictor's second chance: the next use marks it again. */
+		if (i == 10)
+			assert_true(tkz_cas_slot(v.s, v.s->w[0], v.w1,
+						 v.s->w[0] & ~TKZ_REF, v.w1));
 		admit(l, (uint64_t)(100 - i));
+		assert_true(v.s->w[0] & TKZ_REF);
 		assert_int_equal(v.s->w[1], v.w1);
 		assert_int_equal(v.c[1 + m].w[1], (uint64_t)i);
 		assert_int_equal(v.c[1 + m].w[0] & TKZ_CELL_FROZEN, 0);
@@ -450,6 +457,56 @@ static void test_format_by_gen(void **state)
 		assert_int_equal(tk__zone_cells(v.z)[i].w[0], f);
 		assert_int_equal(tk__zone_cells(v.z)[i].w[1], 0);
 	}
+	tk__zone_detach(v.z);
+	close_inplace(c, s, l);
+}
+
+/*
+ * A hot mark is believed only within what a read checked: past the
+ * state's words it makes the reference broken (no write reaches a cell
+ * beyond the block); past the words a caller read, the read reports no
+ * hot word (a caller that read less carries nothing forward, and freezes
+ * no cell whose gen it did not check).
+ */
+static void test_marks_read_bounded(void **state)
+{
+	uint64_t words[TKZ_STATE_WORDS_MAX], exp, tag;
+	struct tk__blk_hot hot;
+	struct tk_limiter *l;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v;
+	uint32_t m;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:100/10s");
+	admit(l, 99);
+	look_at(&v);
+	m = mark_of(&v);
+	tag = v.c[1].w[0];
+	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words,
+				      TKZ_STATE_WORDS_MAX, &exp, &hot),
+			 22);
+	assert_int_equal(hot.mark, m);
+	assert_int_equal(hot.value, 1);
+	/* Read up to the word before the hot one: none reported. */
+	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words, m - 1,
+				      &exp, &hot),
+			 22);
+	assert_int_equal(hot.mark, 0);
+	/* A mark past the state's 22 words: broken. */
+	v.c[1].w[0] = (tag & TKZ_BLK_GEN_MASK) | (uint64_t)23
+							 << TKZ_CELL_HOT_SHIFT;
+	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words,
+				      TKZ_STATE_WORDS_MAX, &exp, &hot),
+			 -EBADMSG);
+	assert_int_equal(hot.mark, 0);
+	v.c[1].w[0] = (tag & TKZ_BLK_GEN_MASK) | (uint64_t)22
+							 << TKZ_CELL_HOT_SHIFT;
+	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words,
+				      TKZ_STATE_WORDS_MAX, &exp, &hot),
+			 22);
+	v.c[1].w[0] = tag;
 	tk__zone_detach(v.z);
 	close_inplace(c, s, l);
 }
