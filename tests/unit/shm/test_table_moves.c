@@ -270,12 +270,119 @@ static void test_moved_while_deciding(void **state)
 	tk__table_free(m.t);
 }
 
+static int hot_read(void *ctx, const uint64_t *old, uint64_t *next,
+		    uint64_t *expires)
+{
+	(void)next;
+	(void)expires;
+	*(uint64_t *)ctx = old ? old[1] : 0;
+	return TK__ZONE_KEEP;
+}
+
+static uint64_t hot_count(struct tk__table *t, const struct tk__zone_key *k)
+{
+	uint64_t n = UINT64_MAX;
+
+	assert_int_equal(tk__table_apply(t, k, T0, 2, hot_read, &n),
+			 TK__ZONE_KEEP);
+	return n;
+}
+
+/* A block state {0, count} whose count changes in place
+ * (docs/shm-protocol.md, "In-place updates"): the full transition and
+ * the hot one. */
+static int hot_full(void *ctx, const uint64_t *old, uint64_t *next,
+		    uint64_t *expires)
+{
+	(void)ctx;
+	next[0] = 0;
+	next[1] = old ? old[1] + 1 : 1;
+	*expires = T0 + HOUR;
+	return TK__ZONE_PERSIST;
+}
+
+static int hot_step(void *ctx, const uint64_t *old, uint32_t *word,
+		    uint64_t *value, uint64_t *expires)
+{
+	(void)ctx;
+	*word = 1;
+	if (!old)
+		return TK__ZONE_NOT_HOT;
+	*value = old[1] + 1;
+	*expires = T0 + HOUR;
+	return TK__ZONE_PERSIST;
+}
+
+static struct {
+	struct tk__zone_key k;
+	uint64_t cell, gen, value; /* the hot cell in the old table */
+	int fired, landed;
+} hc;
+
+/* The copy of hc.k's state is about to be written: an in-place update
+ * that read the slot before the growth froze it tries its CAS now. */
+static void cas_behind_copy(struct tk__zone *nz, const struct tk__zone_key *k,
+			    int landed)
+{
+	struct tkz_cell *c;
+
+	if (landed || k->fp != hc.k.fp)
+		return;
+	c = &tk__zone_cells(tk__zone_old(nz))[hc.cell];
+	hc.fired = 1;
+	/* (The copy's transition may run again: any landing counts.) */
+	hc.landed |= tkz_cas(c->w, hc.gen, hc.value, hc.gen, hc.value + 1);
+}
+
+/*
+ * A key's move to a grown table reads its state with the hot word
+ * frozen: an in-place update of the old block after that read fails
+ * (else it would be lost: the copy carries the value before it).
+ */
+static void test_move_freezes_hot_word(void **state)
+{
+	struct tk__table *t = table(1024);
+	struct tk__zone *z;
+	uint64_t i = 1000000, idx, w0, w1, ref; /* word keys: other bits */
+	int n;
+
+	(void)state;
+	memset(&hc, 0, sizeof(hc));
+	hc.k = key(kit_late_key(t, 7, 1), 1);
+	for (n = 0; n < 5; n++)
+		assert_int_equal(tk__table_apply_hot(t, &hc.k, T0, 2, hot_full,
+						     hot_step, NULL),
+				 TK__ZONE_PERSIST);
+	z = tk__table_zone(t);
+	assert_int_equal(tk__zone_locate(z, &hc.k, T0, 0, &idx, &w0, &w1), 0);
+	ref = tkz_ref_cell(w1);
+	/* Marked hot (word 1) by the first write, then changed in place. */
+	assert_int_equal(tk__zone_cells(z)[ref + 1].w[0] >> TKZ_CELL_HOT_SHIFT,
+			 2);
+	hc.cell = ref + 3;
+	hc.gen = tk__zone_cells(z)[ref].w[0] & TKZ_BLK_GEN_MASK;
+	hc.value = tk__zone_cells(z)[hc.cell].w[1];
+	assert_int_equal(hc.value, 5);
+	tk__table_copy_hook = cas_behind_copy;
+	grow_once(t, &i);
+	assert_int_equal(
+		tk__table_apply_hot(t, &hc.k, T0, 2, hot_full, hot_step, NULL),
+		TK__ZONE_PERSIST);
+	tk__table_copy_hook = NULL;
+	assert_true(hc.fired);
+	assert_false(hc.landed);
+	assert_int_equal(hot_count(t, &hc.k), 6);
+	tk__table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_growth_completes_without_count),
 		cmocka_unit_test(test_moved_key_not_absent),
 		cmocka_unit_test(test_moved_while_deciding),
+		cmocka_unit_test_teardown(test_move_freezes_hot_word,
+					  kit_no_hooks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
