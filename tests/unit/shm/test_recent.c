@@ -106,6 +106,7 @@ static void test_concurrent_writers(void **state)
 {
 	struct tk__recent_skips sk;
 	struct seen s;
+	uint64_t n;
 	int i;
 
 	(void)state;
@@ -118,14 +119,27 @@ static void test_concurrent_writers(void **state)
 		assert_int_equal(s.by_writer[i], N / WRITERS);
 	assert_true(s.ordered);
 	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
-	/* Many laps: the last N tickets, each whole. */
+	/*
+	 * Many laps: the last N tickets, each whole or refused by its sum.
+	 * A writer descheduled for a lap between its ticket and its stores
+	 * may store over the later ticket's record (test_lapped_writer makes
+	 * it happen); each writer has one put in flight, so at most WRITERS
+	 * records are lost so, and a reader after every writer has exited
+	 * finds no entry claimed, torn or of a later lap.
+	 */
 	fresh_ring();
 	per_writer = 3 * N;
 	kit_run_workers(WRITERS, writer);
 	s = read_all(&sk);
-	assert_int_equal(s.n, N);
-	assert_int_equal(s.last_ticket, (uint64_t)WRITERS * 3 * N - 1);
-	assert_int_equal(sk.busy + sk.torn + sk.bad + sk.lapped, 0);
+	assert_int_equal(sk.busy + sk.torn + sk.lapped, 0);
+	assert_in_range(sk.bad, 0, WRITERS);
+	assert_int_equal(s.n + sk.bad, N);
+	assert_true(s.ordered);
+	for (i = 0, n = 0; i < WRITERS; i++)
+		n += s.by_writer[i];
+	assert_int_equal(n, s.n);
+	if (sk.bad == 0)
+		assert_int_equal(s.last_ticket, (uint64_t)WRITERS * 3 * N - 1);
 }
 
 static void die(struct tkz_recent_entry *e)
