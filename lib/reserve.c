@@ -281,7 +281,7 @@ static int check(struct tk_reservation *r, uint64_t now,
 		wrapped = t;
 		wrapped.fn = capture_one;
 		/* Every state it writes goes through capture_one(). */
-		wrapped.hot = NULL;
+		wrapped.inplace = NULL;
 		wrapped.ctx = &c;
 		wrapped.spelling = &r->spelling;
 		rc = r->store->ops->apply(r->store, r->key[0], r->len[0], now,

@@ -18,6 +18,7 @@
 #include "algo/algo.h"
 #include "store/store-ops.h"
 #include "step.h"
+#include "../shm/zone.h"
 
 #include <string.h>
 
@@ -96,24 +97,32 @@ int tk__forecast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 	return single(ctx, TK__OP_FORECAST, old, next, expires_at);
 }
 
-int tk__check_hot_fn(void *ctx, const uint64_t *old, uint32_t *word,
+static int check_hot(void *ctx, const uint64_t *old, uint32_t *word,
 		     uint64_t *value, uint64_t *expires_at)
 {
 	struct tk__step *s = ctx;
 	const struct tk__policy *p = s->p;
 	int rc;
 
-	/* The expiry after is the decision's: no state to ask. */
-	*word = UINT32_MAX;
-	if (!p->alg->check_hot || !p->alg->expires_at_reset || !s->cost)
+	if (!tk__step_in_place(s, p->alg->check_hot != NULL, word))
 		return TK__NOT_HOT;
-	s->corrupt = 0;
-	memset(&s->d, 0, sizeof(s->d));
 	rc = p->alg->check_hot(p, old, s->now, s->cost, word, value, &s->d);
 	if (rc == TK__PERSIST)
 		*expires_at = s->d.reset_at;
 	return rc;
 }
+
+static int memo(void *ctx, const uint64_t *next, uint64_t *memo)
+{
+	struct tk__step *s = ctx;
+	const struct tk__policy *p = s->p;
+
+	return p->alg->memo && s->cost ? p->alg->memo(p, next, s->now, memo)
+				       : 0;
+}
+
+const struct tk__zone_inplace tk__check_inplace = { check_hot, memo,
+						    tk__step_check_memo };
 
 /*
  * The representative decision of a composite (semantics: all() reports

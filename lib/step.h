@@ -13,6 +13,8 @@
 #include "store/store-ops.h"
 #include "atomic.h"
 
+#include <string.h>
+
 enum tk__op { TK__OP_CHECK, TK__OP_FORECAST };
 
 struct tk__step {
@@ -42,10 +44,47 @@ int tk__check_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		 uint64_t *expires_at);
 int tk__forecast_fn(void *ctx, const uint64_t *old, uint64_t *next,
 		    uint64_t *expires_at);
-/* tk__check_fn() where the check changes one word of @old alone: the
- * algorithm's check_hot(), else TK__NOT_HOT (a tk__zone_hot_fn). */
-int tk__check_hot_fn(void *ctx, const uint64_t *old, uint32_t *word,
-		     uint64_t *value, uint64_t *expires_at);
+/* tk__check_fn()'s in-place steps (struct tk__zone_inplace): the
+ * algorithm's check_hot(), memo() and check_memo(), else TK__NOT_HOT. */
+extern const struct tk__zone_inplace tk__check_inplace;
+/*
+ * Whether an in-place step (an algorithm's check_hot() or check_memo(),
+ * @has_fn if it has it) may decide @s: a charged check of an algorithm
+ * whose expiry after is its decision's reset_at (no state to ask).  If
+ * so, @s is made ready for the decision.  *@word: none yet.
+ */
+static inline int tk__step_in_place(struct tk__step *s, int has_fn,
+				    uint32_t *word)
+{
+	*word = UINT32_MAX;
+	if (!has_fn || !s->p->alg->expires_at_reset || !s->cost)
+		return 0;
+	s->corrupt = 0;
+	memset(&s->d, 0, sizeof(s->d));
+	return 1;
+}
+
+/*
+ * tk__check_inplace's step_memo (a tk__zone_memo_fn): the algorithm's
+ * check_memo() on the step's policy, time and cost.  Inline: the
+ * window's direct path hands it to tkz_step_memo() (shm/hot.h) by name.
+ */
+static inline int tk__step_check_memo(void *ctx, const uint64_t *memo,
+				      uint64_t value, uint32_t *word,
+				      uint64_t *after, uint64_t *expires_at)
+{
+	struct tk__step *s = ctx;
+	const struct tk__policy *p = s->p;
+	int rc;
+
+	if (!tk__step_in_place(s, p->alg->check_memo != NULL, word))
+		return TK__NOT_HOT;
+	rc = p->alg->check_memo(p, memo, value, s->now, s->cost, word, after,
+				&s->d);
+	*expires_at = rc == TK__PERSIST ? s->d.reset_at : *expires_at;
+	return rc;
+}
+
 int tk__composite_fn(void *ctx, const uint64_t *const *old,
 		     uint64_t *const *next, int *persist, uint64_t *expires_at);
 
@@ -72,9 +111,9 @@ tk__step_single(struct tk__step *s, enum tk__op op, const struct tk__policy *p,
 	s->corrupt = 0;
 	*t = (struct tk__transform){
 		.fn = op == TK__OP_CHECK ? tk__check_fn : tk__forecast_fn,
-		.hot = op == TK__OP_CHECK && p->alg->check_hot
-			       ? tk__check_hot_fn
-			       : NULL,
+		.inplace = op == TK__OP_CHECK && p->alg->check_hot
+				   ? &tk__check_inplace
+				   : NULL,
 		.ctx = s,
 		.words = p->state_words,
 		.flags = flags,

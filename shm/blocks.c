@@ -573,11 +573,19 @@ int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v)
 }
 
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
-		  const uint64_t *words, uint32_t mark)
+		  const uint64_t *words, uint32_t mark, const uint64_t *memo)
 {
 	struct tkz_cell *c = &tk__zone_cells(z)[b->cell];
 	uint64_t g = gen_of(b->h0);
 	uint32_t i, n = words_of(b->h0);
+
+	/* The memo first: written before the words, it is as whole as they
+	 * are at the publish, and a reader checks its gens as theirs. */
+	if (memo &&
+	    n + TKZ_BLK_OVERHEAD + TKZ_BLK_MEMO <= page_class_cells(z, b->cell))
+		for (i = 0; i < TKZ_BLK_MEMO; i++)
+			if (put(&c[TKZ_BLK_OVERHEAD + n + i], g, memo[i]))
+				return -ESTALE;
 
 	if (mark > n || mark > TKZ_CELL_HOT_MAX)
 		mark = 0;
@@ -625,7 +633,8 @@ int tk__blk_read_carried(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		    uint64_t now, uint32_t words, const uint64_t *next,
 		    uint64_t expires, const struct tk__blk_hot *hot,
-		    uint32_t mark, struct tk__blk *held, int *holding)
+		    uint32_t mark, const uint64_t *memo, struct tk__blk *held,
+		    int *holding)
 {
 	struct tkz_slot *s = &tk__zone_slots(z)[idx];
 
@@ -643,7 +652,7 @@ int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 			return err;
 		*holding = 1;
 	}
-	if (tk__blk_write(z, held, expires, next, mark) != 0) {
+	if (tk__blk_write(z, held, expires, next, mark, memo) != 0) {
 		*holding = 0; /* taken from us: claim another */
 		return -EAGAIN;
 	}

@@ -12,7 +12,9 @@
  * A check that changes only the state's hot word, the one its writer
  * marked, changes it in place by a CAS of that cell: no claim, no cell
  * copied, no publish (docs/shm-protocol.md, "In-place updates";
- * tests/model/blocks.pml -DINPLACE).
+ * tests/model/blocks.pml -DINPLACE).  One that a block's memo decides
+ * never comes here: the caller asks the memo first (tkz_step_memo()),
+ * in its own frame.
  */
 #include "hot.h"
 
@@ -25,10 +27,11 @@
 
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,
-			tk__zone_fn fn, tk__zone_hot_fn hot_fn, void *ctx,
-			struct tk__blk *held, int *holding)
+			tk__zone_fn fn, const struct tk__zone_inplace *ip,
+			void *ctx, struct tk__blk *held, int *holding)
 {
 	uint64_t old[DIRECT_WORDS], next[DIRECT_WORDS], exp = 0;
+	uint64_t memo[TKZ_BLK_MEMO];
 	const uint64_t *have = NULL;
 	struct tk__blk_hot hot = { 0 };
 	uint32_t mark;
@@ -45,7 +48,7 @@ int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 		/* An expired state is no state (update_block()). */
 		have = exp > now ? old : NULL;
 	}
-	rc = tkz_step_hot(z, s, w0, w1, have, &hot, hot_fn, ctx, &exp, &mark);
+	rc = tkz_step_hot(z, s, w0, w1, have, &hot, ip, ctx, &exp, &mark);
 	if (rc != TK__ZONE_NOT_HOT)
 		return rc;
 	rc = fn(ctx, have, next, &exp);
@@ -54,7 +57,8 @@ int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	/* A claim kept from a lost publish is rebound, as update_block()
 	 * rebinds it: the same steps, so the same arena. */
 	rc = tk__blk_publish(z, (uint64_t)(s - tk__zone_slots(z)), w0, w1, now,
-			     words, next, exp, &hot, mark, held, holding);
+			     words, next, exp, &hot, mark,
+			     tkz_memo_of(ip, ctx, next, memo), held, holding);
 	if (rc == 0)
 		return TK__ZONE_PERSIST;
 	/* A full arena (the claim has reclaimed, and evicted if the zone

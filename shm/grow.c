@@ -670,7 +670,7 @@ int tk__table_apply(struct tk__table *t, const struct tk__zone_key *key,
 
 int tk__table_apply_hot(struct tk__table *t, const struct tk__zone_key *key,
 			uint64_t now, uint32_t words, tk__zone_fn fn,
-			tk__zone_hot_fn hot_fn, void *ctx)
+			const struct tk__zone_inplace *ip, void *ctx)
 {
 	struct tk__zone_key k = { key->fp, tk__table_pos(key->fp) };
 	struct tk__zone *z;
@@ -679,8 +679,7 @@ int tk__table_apply_hot(struct tk__table *t, const struct tk__zone_key *key,
 	for (round = 0; round < ROUNDS_MAX; round++) {
 		z = ready(t, &k, words, now, &rc);
 		if (rc == 0)
-			rc = tk__zone_apply_hot(z, &k, now, words, fn, hot_fn,
-						ctx);
+			rc = tk__zone_apply_hot(z, &k, now, words, fn, ip, ctx);
 		if (!again(t, z, now, &rc))
 			return rc;
 	}

@@ -305,6 +305,9 @@ _Static_assert(sizeof(struct tkz_cell) == 16, "layout");
 #define TKZ_CELL_FROZEN (UINT64_C(1) << 62)
 #define TKZ_CELL_HOT_SHIFT 52
 #define TKZ_CELL_HOT_MAX ((1u << 10) - 1) /* a mark: index + 1 */
+/* A block's memo: words after the state, written with it, never changed
+ * (docs/shm-protocol.md, "Memos"). */
+#define TKZ_BLK_MEMO 4
 /* The words field of a descriptor's header: no state has that many. */
 #define TKZ_BLK_DESC TKZ_BLK_WORDS_MAX
 /* Most words a block state may have: the largest class, less overhead. */

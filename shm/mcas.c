@@ -332,7 +332,7 @@ static int stage(struct tk__zone *z, struct part *p, uint32_t words,
 			return rc;
 		p->holding = 1;
 	}
-	if (tk__blk_write(z, &p->held, expires, next, 0) != 0) {
+	if (tk__blk_write(z, &p->held, expires, next, 0, NULL) != 0) {
 		p->holding = 0;
 		return -EAGAIN;
 	}

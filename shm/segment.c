@@ -66,14 +66,14 @@ struct tk__zone {
 	int may_grow_slots;
 	uint64_t budget[2];
 	uint64_t max_keys;
+	uint64_t *pagetable;
+	struct tkz_cell *cells;
 	char name[TKZ_PATH_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
 	ino_t ino;
 	void *base;
 	uint64_t size;
-	uint64_t *pagetable;
-	struct tkz_cell *cells;
 	struct tkz_recent *recent;
 };
 
@@ -102,7 +102,11 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, budget) ==
 			       offsetof(struct tk__zone_head, budget) &&
 		       offsetof(struct tk__zone, max_keys) ==
-			       offsetof(struct tk__zone_head, max_keys),
+			       offsetof(struct tk__zone_head, max_keys) &&
+		       offsetof(struct tk__zone, pagetable) ==
+			       offsetof(struct tk__zone_head, pagetable) &&
+		       offsetof(struct tk__zone, cells) ==
+			       offsetof(struct tk__zone_head, cells),
 	       "struct tk__zone_head");
 
 /* FNV-1a: the header check word catches corruption, not attackers. */
@@ -681,16 +685,6 @@ int tk__zone_current(const struct tk__zone *z,
 	     judge(&st, cfg, NULL, 0) == 0;
 	close(w.dir);
 	return ok;
-}
-
-uint64_t *tk__zone_pagetable(struct tk__zone *z)
-{
-	return z->pagetable;
-}
-
-struct tkz_cell *tk__zone_cells(struct tk__zone *z)
-{
-	return z->cells;
 }
 
 struct tkz_recent *tk__zone_recent(struct tk__zone *z)

@@ -496,11 +496,12 @@ static int update_word(struct tkz_slot *s, uint64_t w0, uint64_t w1,
 static __attribute__((noinline)) int
 update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	     uint64_t now, uint32_t words, tk__zone_fn fn,
-	     tk__zone_hot_fn hot_fn, void *ctx, struct tk__blk *held,
+	     const struct tk__zone_inplace *ip, void *ctx, struct tk__blk *held,
 	     int *holding)
 {
 	struct tkz_slot *s = &tk__zone_slots(z)[idx];
 	uint64_t old[TKZ_STATE_WORDS_MAX], next[TKZ_STATE_WORDS_MAX], exp = 0;
+	uint64_t memo[TKZ_BLK_MEMO];
 	const uint64_t *have = NULL;
 	struct tk__blk_hot hot = { 0 };
 	uint32_t mark;
@@ -509,6 +510,11 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	if (tkz_is_desc(w1) && tk__desc_help(z, w1, idx) == 0) {
 		return -EAGAIN;
 	} else if (tkz_is_ref(w1)) {
+		/* The same steps as the direct path's (hot.h). */
+		rc = tkz_step_memo(z, s, w0, w1, now, ip ? ip->step_memo : NULL,
+				   ctx);
+		if (rc != TK__ZONE_NOT_HOT)
+			return rc;
 		rc = tk__blk_read(z, s, w0, w1, old, words, &exp, &hot);
 		if (rc == -EAGAIN)
 			return rc;
@@ -519,15 +525,14 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		 * replaced. */
 		have = rc >= 0 && exp > now ? old : NULL;
 	}
-	/* The same in-place step as the direct path's (hot.h). */
-	rc = tkz_step_hot(z, s, w0, w1, have, &hot, hot_fn, ctx, &exp, &mark);
+	rc = tkz_step_hot(z, s, w0, w1, have, &hot, ip, ctx, &exp, &mark);
 	if (rc != TK__ZONE_NOT_HOT)
 		return rc;
 	rc = fn(ctx, have, next, &exp);
 	if (rc != TK__ZONE_PERSIST)
 		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
 	rc = tk__blk_publish(z, idx, w0, w1, now, words, next, exp, &hot, mark,
-			     held, holding);
+			     tkz_memo_of(ip, ctx, next, memo), held, holding);
 	return rc == 0 ? TK__ZONE_PERSIST : rc;
 }
 
@@ -562,7 +567,7 @@ int tk__zone_to_block(struct tk__zone *z, const struct tk__zone_key *k,
 	rc = tk__blk_claim(z, 1, idx, w1, now, &b);
 	if (rc)
 		return rc;
-	if (tk__blk_write(z, &b, w1 | TKZ_WORD_SLACK, &w1, 0) != 0)
+	if (tk__blk_write(z, &b, w1 | TKZ_WORD_SLACK, &w1, 0, NULL) != 0)
 		return -EAGAIN; /* taken from us */
 	tkz_before_publish();
 	nw1 = tk__blk_ref(&b);
@@ -582,14 +587,15 @@ int tk__zone_to_block(struct tk__zone *z, const struct tk__zone_key *k,
 static __attribute__((noinline)) int
 shaped(struct tk__zone *z, const struct tk__zone_key *k, uint64_t idx,
        uint64_t w0, uint64_t w1, uint64_t now, uint32_t words, tk__zone_fn fn,
-       tk__zone_hot_fn hot_fn, void *ctx, struct tk__blk *held, int *holding)
+       const struct tk__zone_inplace *ip, void *ctx, struct tk__blk *held,
+       int *holding)
 {
 	int rc;
 
 	if (other_alg(w0, k) || (!(w0 & TKZ_FP_BLOCK) && words != 1))
 		return -EPROTO;
 	if (w0 & TKZ_FP_BLOCK)
-		return update_block(z, idx, w0, w1, now, words, fn, hot_fn, ctx,
+		return update_block(z, idx, w0, w1, now, words, fn, ip, ctx,
 				    held, holding);
 	rc = tk__zone_to_block(z, k, idx, w0, w1, now);
 	return rc == 0 ? STEPPED : rc;
@@ -704,8 +710,8 @@ static int insert(struct tk__zone *z, const struct tkz_cand *c,
  * both, so that the hot path pays nothing for the copy's mark. */
 static inline __attribute__((always_inline)) int
 apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
-      uint32_t words, tk__zone_fn fn, tk__zone_hot_fn hot_fn, void *ctx,
-      uint64_t mark)
+      uint32_t words, tk__zone_fn fn, const struct tk__zone_inplace *ip,
+      void *ctx, uint64_t mark)
 {
 	uint64_t next[1], exp;
 	struct tk__blk held;
@@ -727,15 +733,15 @@ apply(struct tk__zone *z, const struct tk__zone_key *k, uint64_t now,
 		scan(z, &c, k->fp, 1, &v);
 		if (v.mem >= 0 && other_shape(v.w0[v.mem], k)) {
 			rc = shaped(z, k, tkz_at(&c, v.mem), v.w0[v.mem],
-				    v.w1[v.mem], now, words, fn, hot_fn, ctx,
-				    &held, &holding);
+				    v.w1[v.mem], now, words, fn, ip, ctx, &held,
+				    &holding);
 		} else if (v.mem >= 0 && !block) {
 			rc = update_word(&tk__zone_slots(z)[tkz_at(&c, v.mem)],
 					 v.w0[v.mem], v.w1[v.mem], fn, ctx);
 		} else if (v.mem >= 0) {
 			rc = update_block(z, tkz_at(&c, v.mem), v.w0[v.mem],
-					  v.w1[v.mem], now, words, fn, hot_fn,
-					  ctx, &held, &holding);
+					  v.w1[v.mem], now, words, fn, ip, ctx,
+					  &held, &holding);
 		} else if (tk__zone_next(z)) {
 			/* Grown: the key may have moved (a frozen slot
 			 * matches no key), and no state here is no answer. */
@@ -768,9 +774,9 @@ int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 
 int tk__zone_apply_hot(struct tk__zone *z, const struct tk__zone_key *k,
 		       uint64_t now, uint32_t words, tk__zone_fn fn,
-		       tk__zone_hot_fn hot_fn, void *ctx)
+		       const struct tk__zone_inplace *ip, void *ctx)
 {
-	return apply(z, k, now, words, fn, hot_fn, ctx, 0);
+	return apply(z, k, now, words, fn, ip, ctx, 0);
 }
 
 int tk__zone_copy(struct tk__zone *z, const struct tk__zone_key *k,

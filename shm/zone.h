@@ -133,6 +133,9 @@ struct tk__zone_head {
 	/* The live keys a private table holds at most (0: no bound; a zone
 	 * has none): see tk__zone_over_keys(). */
 	uint64_t max_keys;
+	/* The arena's page table and cells (fixed at attach). */
+	uint64_t *pagetable;
+	struct tkz_cell *cells;
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)
@@ -148,6 +151,16 @@ static inline struct tkz_header *tk__zone_header(struct tk__zone *z)
 static inline struct tkz_slot *tk__zone_slots(struct tk__zone *z)
 {
 	return ((struct tk__zone_head *)(void *)z)->slots;
+}
+
+static inline uint64_t *tk__zone_pagetable(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->pagetable;
+}
+
+static inline struct tkz_cell *tk__zone_cells(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->cells;
 }
 
 /*
@@ -324,8 +337,6 @@ static inline int tk__zone_run(struct tk__zone *z, int (*fn)(void *ctx),
 
 	return rc ? rc : tk__zone_leave(z, fn(ctx));
 }
-uint64_t *tk__zone_pagetable(struct tk__zone *z);
-struct tkz_cell *tk__zone_cells(struct tk__zone *z);
 const char *tk__zone_name(const struct tk__zone *z);
 /* Owner, group and permission bits of the zone's file. */
 int tk__zone_file_owner(struct tk__zone *z, uint32_t *uid, uint32_t *gid,
@@ -360,6 +371,24 @@ typedef int (*tk__zone_hot_fn)(void *ctx, const uint64_t *old, uint32_t *word,
 /* (*@word is set whatever the answer: the word to mark hot in a state
  * written for this check, or UINT32_MAX for none; @old may be NULL.) */
 
+/*
+ * The in-place steps of a check (docs/shm-protocol.md, "In-place updates"
+ * and "Memos"): @step is a tk__zone_hot_fn.  @memo (NULL: none) writes
+ * TKZ_BLK_MEMO words that a check at this time needs of @next beside its
+ * hot word, and returns 1, or 0 where @next is no state @step would change
+ * in place.  @step_memo is @step on the state such a memo was made of, its
+ * hot word now @value: the same answers, with *@after the hot word's new
+ * value; TK__ZONE_NOT_HOT also where the memo is not of this time.
+ */
+typedef int (*tk__zone_memo_fn)(void *ctx, const uint64_t *memo, uint64_t value,
+				uint32_t *word, uint64_t *after,
+				uint64_t *expires);
+struct tk__zone_inplace {
+	tk__zone_hot_fn step;
+	int (*memo)(void *ctx, const uint64_t *next, uint64_t *memo);
+	tk__zone_memo_fn step_memo;
+};
+
 struct tk__zone_key {
 	uint64_t fp;  /* 61 bits, never 0; TKZ_FP_BLOCK: a block key */
 	uint64_t pos; /* chooses the shard and the windows */
@@ -372,11 +401,11 @@ struct tk__zone_key {
  */
 int tk__zone_apply(struct tk__zone *z, const struct tk__zone_key *k,
 		   uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
-/* tk__zone_apply() with the in-place step of a block key's state where
- * @hot_fn (if not NULL) finds one (tkz_step_hot(), hot.h). */
+/* tk__zone_apply() with the in-place steps of a block key's state where
+ * @ip (if not NULL) finds one (tkz_step_hot(), hot.h). */
 int tk__zone_apply_hot(struct tk__zone *z, const struct tk__zone_key *k,
 		       uint64_t now, uint32_t words, tk__zone_fn fn,
-		       tk__zone_hot_fn hot_fn, void *ctx);
+		       const struct tk__zone_inplace *ip, void *ctx);
 /* As tk__zone_apply(), for the copy of a state frozen in @z's
  * predecessor (grow.c): an insert it makes is marked TKZ_COPY, and
  * commits only while that state is frozen there, counting no insert
@@ -485,16 +514,18 @@ int tk__blk_rebind(struct tk__zone *z, struct tk__blk *b, uint64_t slot,
 /* Write cell @c as gen @g, never over a newer gen's; -ESTALE if one. */
 int tk__blk_put(struct tkz_cell *c, uint64_t g, uint64_t v);
 /* Write the expiry and the words of a claim, word @mark - 1 marked hot
- * (0: none); -ESTALE if the claim was lost. */
+ * (0: none), and @memo's TKZ_BLK_MEMO words after them where the block has
+ * room (@memo NULL: none); -ESTALE if the claim was lost. */
 int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
-		  const uint64_t *words, uint32_t mark);
+		  const uint64_t *words, uint32_t mark, const uint64_t *memo);
 /*
  * direct.c: check the block key in MEM slot @s seen as {@w0, @w1} at
  * @now by @fn (as tk__zone_apply() runs it on a state of @words words),
- * in the plain case: where @hot_fn (if not NULL) finds that the check
+ * in the plain case: where @ip (if not NULL) finds that the check
  * changes the state's hot word alone, by a CAS of its cell (an in-place
- * update); else by @fn and a new block, the word @hot_fn named marked
- * hot.  Returns @fn's TK__ZONE_PERSIST (published) or
+ * update); else by @fn and a new block, the word @ip named marked hot,
+ * with @ip's memo.  Its caller has asked the block's memo first
+ * (tkz_step_memo(), hot.h).  Returns @fn's TK__ZONE_PERSIST (published) or
  * TK__ZONE_KEEP (confirmed), its negative result, -EAGAIN if the slot
  * changed (look again), -ENOSPC if no block was had (tk__zone_apply()'s
  * answer too), or TK__ZONE_NOT_PLAIN where tk__zone_apply() must decide
@@ -504,23 +535,24 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
  */
 int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 			uint64_t w1, uint64_t now, uint32_t words,
-			tk__zone_fn fn, tk__zone_hot_fn hot_fn, void *ctx,
-			struct tk__blk *held, int *holding);
+			tk__zone_fn fn, const struct tk__zone_inplace *ip,
+			void *ctx, struct tk__blk *held, int *holding);
 /*
  * Publish @words words @next expiring at @expires as the state of MEM
  * slot @idx seen as {@w0, @w1}: a claim (or *@holding's @held, rebound),
  * its cells written, the slot's CAS, the replaced block released
  * (docs/shm-protocol.md, "State blocks", 2 to 6), after @hot (the
  * replaced state's hot word as read, or NULL) is frozen; word @mark - 1
- * of @next is marked hot (0: none).  0; -EAGAIN if the slot changed, the
- * hot word moved or the claim was lost (look again; *@holding says
- * whether @held is still this caller's, to rebind or release); or the
- * claim's error.
+ * of @next is marked hot (0: none), @memo (NULL: none) written after it
+ * where its class has room.  0; -EAGAIN if the slot changed, the hot word
+ * moved or the claim was lost (look again; *@holding says whether @held
+ * is still this caller's, to rebind or release); or the claim's error.
  */
 int tk__blk_publish(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 		    uint64_t now, uint32_t words, const uint64_t *next,
 		    uint64_t expires, const struct tk__blk_hot *hot,
-		    uint32_t mark, struct tk__blk *held, int *holding);
+		    uint32_t mark, const uint64_t *memo, struct tk__blk *held,
+		    int *holding);
 uint64_t tk__blk_ref(const struct tk__blk *b);
 void tk__blk_release(struct tk__zone *z, const struct tk__blk *b);
 /* Release the block incarnation @w1 references, if still that one. */
@@ -698,7 +730,7 @@ int tk__table_apply(struct tk__table *t, const struct tk__zone_key *k,
 		    uint64_t now, uint32_t words, tk__zone_fn fn, void *ctx);
 int tk__table_apply_hot(struct tk__table *t, const struct tk__zone_key *k,
 			uint64_t now, uint32_t words, tk__zone_fn fn,
-			tk__zone_hot_fn hot_fn, void *ctx);
+			const struct tk__zone_inplace *ip, void *ctx);
 int tk__table_reset(struct tk__table *t, const struct tk__zone_key *k,
 		    uint64_t now);
 int tk__table_apply_multi(struct tk__table *t, size_t n,

@@ -116,7 +116,30 @@ struct tk__algorithm {
 	int (*check_hot)(const struct tk__policy *p, const uint64_t *state,
 			 uint64_t now, uint64_t cost, uint32_t *word,
 			 uint64_t *value, struct tk_decision *d);
+	/*
+	 * memo() - optional, with check_memo(): what check_hot() needs of
+	 * @state at @now's tick beside its hot word, as TK__MEMO_WORDS words
+	 * into @memo: 1, or 0 where check_hot() would not step @state in
+	 * place at @now.  A store keeps the memo with the state (in a block,
+	 * "Memos" in docs/shm-protocol.md); only the hot word changes in
+	 * place, so the memo holds while the state does.
+	 */
+	int (*memo)(const struct tk__policy *p, const uint64_t *state,
+		    uint64_t now, uint64_t *memo);
+	/*
+	 * check_memo() - check_hot() on a state a memo() was made of, its
+	 * hot word now @value: the same answers and decision, without the
+	 * state; TK__NOT_HOT also where @memo is not of @now's tick or of
+	 * this policy, or is out of bounds (a corrupt store).
+	 */
+	int (*check_memo)(const struct tk__policy *p, const uint64_t *memo,
+			  uint64_t value, uint64_t now, uint64_t cost,
+			  uint32_t *word, uint64_t *after,
+			  struct tk_decision *d);
 };
+
+/* Words of a memo (memo()). */
+#define TK__MEMO_WORDS 4
 
 /* Most bytes layout() writes. */
 #define TK__LAYOUT_MAX 24

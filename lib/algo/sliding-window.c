@@ -185,22 +185,34 @@ static void report(const struct tk__policy *p, const struct view *v,
 	d->reset_at = (v->top + 1) * p->u.sliding.width + p->u.sliding.window;
 }
 
-/* The decision of check() on the state @v sums up: TK__PERSIST for an
- * admission, TK__KEEP, or -ERANGE. */
-static int verdict(const struct tk__policy *p, const struct view *v,
-		   uint64_t now, uint64_t cost, struct tk_decision *d)
+/* A denial's decision on the state @v sums up. */
+static __attribute__((noinline)) int deny(const struct tk__policy *p,
+					  const struct view *v, uint64_t now,
+					  uint64_t cost, struct tk_decision *d)
 {
+	d->allowed = false;
+	d->remaining = whole_units(p, room(p, v, 0));
+	d->retry_after = wait_for(p, v, now, cost);
+	return TK__KEEP;
+}
+
+/* The decision of check() on the state @v sums up: TK__PERSIST for an
+ * admission, TK__KEEP, or -ERANGE.  Inline: an admission is the hot
+ * path's, and its room is worked out once. */
+static inline __attribute__((always_inline)) int
+verdict(const struct tk__policy *p, const struct view *v, uint64_t now,
+	uint64_t cost, struct tk_decision *d)
+{
+	i128 r;
+
 	if (cost > p->limit)
 		return -ERANGE;
 	report(p, v, d);
-	if (room(p, v, cost) < 0) {
-		d->allowed = false;
-		d->remaining = whole_units(p, room(p, v, 0));
-		d->retry_after = wait_for(p, v, now, cost);
-		return TK__KEEP;
-	}
+	r = room(p, v, cost);
+	if (r < 0)
+		return deny(p, v, now, cost, d);
 	d->allowed = true;
-	d->remaining = whole_units(p, room(p, v, cost));
+	d->remaining = whole_units(p, r);
 	d->retry_after = 0;
 	return TK__PERSIST;
 }
@@ -293,6 +305,52 @@ static int sw_check_hot(const struct tk__policy *p, const uint64_t *state,
 	if (state[i] != v.c)
 		return TK__NOT_HOT;
 	*value = state[i + 1] + cost;
+	return rc;
+}
+
+/*
+ * The memo of @state at @now's tick c (algo.h): c, the width, the counts
+ * that count in full but the current bucket's, and the bucket half out
+ * of the window; where look() vouches for @state and its current bucket
+ * is this tick's, as check_hot() steps it in place.  Within the tick only
+ * that bucket's count changes, and a vouched state's latest tick is c.
+ */
+static int sw_memo(const struct tk__policy *p, const uint64_t *state,
+		   uint64_t now, uint64_t *memo)
+{
+	struct view v;
+
+	if (!look(p, state, now, &v, NULL, 0, 1) || state[2 * v.r] != v.c)
+		return 0;
+	memo[0] = v.c;
+	memo[1] = p->u.sliding.width;
+	memo[2] = v.full - state[2 * v.r + 1];
+	memo[3] = v.old;
+	return 1;
+}
+
+static int sw_check_memo(const struct tk__policy *p, const uint64_t *memo,
+			 uint64_t value, uint64_t now, uint64_t cost,
+			 uint32_t *word, uint64_t *after, struct tk_decision *d)
+{
+	uint64_t w = p->u.sliding.width, s = p->u.sliding.buckets;
+	struct view v;
+	int rc;
+
+	v.c = tk__udiv(&p->u.sliding.per_width, now);
+	v.r = ring_of(p, v.c);
+	*word = (uint32_t)(2 * v.r + 1);
+	/* Sums of at most S + 1 counts of at most 2^48, as look() keeps
+	 * them: room() stays within 128 bits whatever a store held. */
+	if (memo[0] != v.c || memo[1] != w || memo[2] > s * LIMIT_MAX ||
+	    memo[3] > LIMIT_MAX || value > LIMIT_MAX)
+		return TK__NOT_HOT;
+	v.e = now - v.c * w;
+	v.full = memo[2] + value;
+	v.old = memo[3];
+	v.top = v.c;
+	rc = verdict(p, &v, now, cost, d);
+	*after = value + cost;
 	return rc;
 }
 
@@ -450,4 +508,6 @@ const struct tk__algorithm tk__sliding_window = {
 	.check_unvalidated = sw_check_unvalidated,
 	.layout = sw_layout,
 	.check_hot = sw_check_hot,
+	.memo = sw_memo,
+	.check_memo = sw_check_memo,
 };

@@ -32,6 +32,8 @@ struct tk__spelling {
 	uint64_t now; /* ns */
 };
 
+struct tk__zone_inplace; /* shm/zone.h */
+
 /*
  * A transition as a store sees it.  fn() is pure and may run several
  * times for one apply (each CAS retry); only the last run's side effects
@@ -41,9 +43,8 @@ struct tk__transform {
 	int (*fn)(void *ctx, const uint64_t *old, uint64_t *next,
 		  uint64_t *expires_at);
 	/* NULL, or fn() where it changes one word of @old alone (an
-	 * in-place update: docs/shm-protocol.md; tk__check_hot_fn()). */
-	int (*hot)(void *ctx, const uint64_t *old, uint32_t *word,
-		   uint64_t *value, uint64_t *expires_at);
+	 * in-place update: docs/shm-protocol.md; tk__check_inplace). */
+	const struct tk__zone_inplace *inplace;
 	void *ctx;
 	uint32_t words;
 	uint32_t flags; /* TK__T_* */

@@ -37,12 +37,14 @@
 #include "atomic.h"
 #include "step.h"
 #include "test-hooks.h"
+#include "../../shm/hot.h"
 
 /* The zone's in-place step hands a check's own results through. */
 _Static_assert(TK__ZONE_NOT_HOT == TK__NOT_HOT &&
 		       TK__ZONE_PERSIST == TK__PERSIST &&
 		       TK__ZONE_KEEP == TK__KEEP,
-	       "tk__check_hot_fn() results");
+	       "tk__check_inplace results");
+_Static_assert(TK__MEMO_WORDS == TKZ_BLK_MEMO, "a memo fills a block's");
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -290,9 +292,9 @@ ALWAYS int apply(struct tk_store *base, const unsigned char *key, size_t len,
 	if (rc == 0) {
 		rc = kind == TK__SLOT_ZONE
 			     ? tk__zone_apply_hot(s->zone, &k, now, t->words,
-						  t->fn, t->hot, t->ctx)
+						  t->fn, t->inplace, t->ctx)
 			     : tk__table_apply_hot(s->table, &k, now, t->words,
-						   t->fn, t->hot, t->ctx);
+						   t->fn, t->inplace, t->ctx);
 		tk__zone_maybe_sweep(zone_of(s, kind), &k, now);
 		grown(s, kind);
 		rc = result(s, kind, t->flags, rc, key, len);
@@ -370,9 +372,15 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 			break;
 		}
 		if (w.w0 & TKZ_FP_BLOCK) {
-			rc = tk__zone_block_step(z, w.slot, w.w0, w.w1, now,
-						 p->state_words, t.fn, t.hot,
-						 &st, &held, &holding);
+			/* Most checks of a window: its memo decides. */
+			rc = tkz_step_memo(
+				z, w.slot, w.w0, w.w1, now,
+				t.inplace ? tk__step_check_memo : NULL, &st);
+			if (rc == TK__ZONE_NOT_HOT)
+				rc = tk__zone_block_step(z, w.slot, w.w0, w.w1,
+							 now, p->state_words,
+							 t.fn, t.inplace, &st,
+							 &held, &holding);
 		} else {
 			rc = tk__check_fn(&st, w.w1 ? &w.w1 : NULL, next, &exp);
 			if (rc == TK__PERSIST)

@@ -480,6 +480,151 @@ static void test_short_cuts_are_the_long_way(void **unused)
 	assert_true(flagged >= 2);
 }
 
+/*
+ * @p's check_hot() on @state at @now is check(): where it answers, check()
+ * (valid() then check()) answers the same with the same decision, and an
+ * admission's next state is @state with the hot word alone changed, to
+ * the value check_hot() gives.  The hot word is this tick's count's,
+ * whatever the answer.  Returns check_hot()'s answer, *@value its value.
+ */
+static int hot_is_check(const struct tk__policy *p, const uint64_t *state,
+			uint64_t now, uint64_t cost, uint64_t *value,
+			struct tk_decision *dh, const char *what)
+{
+	uint64_t next[WORDS], want[WORDS];
+	uint64_t c = now / p->u.sliding.width;
+	struct tk_decision d;
+	uint32_t word = UINT32_MAX;
+	int rc, rc2;
+
+	memset(dh, 0, sizeof(*dh));
+	memset(&d, 0, sizeof(d));
+	rc = p->alg->check_hot(p, state, now, cost, &word, value, dh);
+	assert_int_equal(word, 2 * (c % (p->u.sliding.buckets + 1)) + 1);
+	if (rc == TK__NOT_HOT)
+		return rc;
+	rc2 = p->alg->check_unvalidated(p, state, now, cost, next, &d);
+	if (rc != rc2)
+		fail_msg("%s: check_hot() %d, check() %d", what, rc, rc2);
+	if (rc < 0)
+		return rc;
+	assert_same_decision(dh, &d, what);
+	if (rc == TK__PERSIST) {
+		memcpy(want, state, p->state_words * sizeof(*want));
+		want[word] = *value;
+		assert_memory_equal(next, want, p->state_words * sizeof(*want));
+	}
+	return rc;
+}
+
+/*
+ * check_hot() and check_memo() are check() (hot_is_check()).  Where
+ * memo() makes a memo of a state at a time, check_hot() steps that state
+ * in place then, and check_memo() at any time of that tick answers as
+ * check_hot() on the state, with the same value, also after admissions
+ * in place; at any other tick, or with a memo out of bounds or of
+ * another width, it answers TK__NOT_HOT.  A stub that never answers
+ * fails the counts.
+ */
+static void test_in_place_is_check(void **unused)
+{
+	uint64_t seed = 0x5eed0005, state[WORDS], next[WORDS], memo[4], bad[4];
+	uint64_t c, now, cost, value, after, w, s;
+	struct tk_decision d, dm, dh;
+	const struct tk__policy *p;
+	struct tk_policy *pol;
+	uint32_t word;
+	size_t k;
+	int n, j, rc, rm, hot[3] = { 0 }, memos = 0, memo_keeps = 0;
+
+	(void)unused;
+	for (k = 0; k < ARRAY_SIZE(sliding); k++) {
+		p = open_policy(&pol, sliding[k]);
+		w = p->u.sliding.width;
+		s = p->u.sliding.buckets;
+		for (n = 0; n < 20000; n++) {
+			c = some_tick(&seed, p);
+			some_state(&seed, p, c, state);
+			now = at_tick(&seed, p, c);
+			c = now / w; /* clamped */
+			/* Mostly after an admission of this tick. */
+			memset(&d, 0, sizeof(d));
+			if (rnd_range(&seed, 0, 3) &&
+			    p->alg->check(p, state, now, 1, next, &d) ==
+				    TK__PERSIST)
+				memcpy(state, next, p->state_words * 8);
+			cost = rnd_range(&seed, 0, 15) ? rnd_range(&seed, 1, 3)
+						       : p->limit + 1;
+			rc = hot_is_check(p, state, now, cost, &value, &dh,
+					  sliding[k]);
+			hot[rc == TK__PERSIST ? 0 : rc == TK__KEEP ? 1 : 2]++;
+			if (!p->alg->memo(p, state, now, memo))
+				continue;
+			memos++;
+			if (rc == TK__NOT_HOT)
+				fail_msg("%s: a memo of a state check_hot() "
+					 "does not step",
+					 sliding[k]);
+			/* Later in the tick, admissions in place between. */
+			word = UINT32_MAX;
+			for (j = 0; j < 4; j++) {
+				now = at_tick(&seed, p, c);
+				cost = rnd_range(&seed, 0, 15)
+					       ? rnd_range(&seed, 1, 3)
+					       : p->limit + 1;
+				memset(&dm, 0, sizeof(dm));
+				rm = p->alg->check_memo(
+					p, memo, state[2 * (c % (s + 1)) + 1],
+					now, cost, &word, &after, &dm);
+				rc = hot_is_check(p, state, now, cost, &value,
+						  &dh, sliding[k]);
+				if (rm != rc)
+					fail_msg("%s: check_memo() %d, "
+						 "check_hot() %d",
+						 sliding[k], rm, rc);
+				assert_int_equal(word, 2 * (c % (s + 1)) + 1);
+				if (rm < 0)
+					continue;
+				assert_same_decision(&dm, &dh, sliding[k]);
+				memo_keeps += rm == TK__KEEP;
+				if (rm == TK__PERSIST) {
+					assert_int_equal(after, value);
+					state[word] = after;
+				}
+			}
+			/* Another tick; a memo out of bounds or of another
+			 * width. */
+			now = at_tick(&seed, p,
+				      rnd_range(&seed, 0, 1) && c > 0 ? c - 1
+								      : c + 1);
+			if (now / w != c)
+				assert_int_equal(
+					p->alg->check_memo(p, memo, 0, now, 1,
+							   &word, &after, &dm),
+					TK__NOT_HOT);
+			now = at_tick(&seed, p, c);
+			memcpy(bad, memo, sizeof(bad));
+			bad[rnd_range(&seed, 1, 3)] =
+				rnd_range(&seed, 0, 1) ? w + 1
+						       : s * SW_LIMIT_MAX + 1;
+			if (bad[1] != w || bad[2] > s * SW_LIMIT_MAX ||
+			    bad[3] > SW_LIMIT_MAX)
+				assert_int_equal(
+					p->alg->check_memo(p, bad, 0, now, 1,
+							   &word, &after, &dm),
+					TK__NOT_HOT);
+			assert_int_equal(
+				p->alg->check_memo(p, memo, SW_LIMIT_MAX + 1,
+						   now, 1, &word, &after, &dm),
+				TK__NOT_HOT);
+		}
+		tk_policy_free(pol);
+	}
+	/* Every way taken, many times. */
+	assert_true(hot[0] > 10000 && hot[1] > 1000 && hot[2] > 1000);
+	assert_true(memos > 10000 && memo_keeps > 1000);
+}
+
 /* A limiter of @policy on @store at @clock. */
 static struct tk_limiter *limiter_on(const char *policy, struct tk_store *s,
 				     struct tk_clock *clock)
@@ -624,6 +769,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sliding_against_reference),
 		cmocka_unit_test(test_short_cuts_are_the_long_way),
+		cmocka_unit_test(test_in_place_is_check),
 		cmocka_unit_test(test_refused_state_is_cold),
 		cmocka_unit_test(test_expiry_is_the_algorithms),
 		cmocka_unit_test(test_div128),

@@ -205,7 +205,7 @@ static void test_collector_keeps_conversion(void **unused)
 	assert_int_equal(tk__zone_locate(z, &a, NOW, 0, &idx, &w0, &w1), 0);
 	/* The converter's claim and write (tk__zone_to_block()). */
 	assert_int_equal(tk__blk_claim(z, 1, idx, w1, NOW, &b), 0);
-	assert_int_equal(tk__blk_write(z, &b, w1 | TKZ_WORD_SLACK, &w1, 0), 0);
+	assert_int_equal(tk__blk_write(z, &b, w1 | TKZ_WORD_SLACK, &w1, 0, NULL), 0);
 	/* The word moves on, a sweep passes, the word comes back. */
 	assert_int_equal(count_word(z, &a), TK__ZONE_PERSIST);
 	tk__zone_sweep_all(z, NOW);
@@ -247,7 +247,7 @@ static void test_turn_reads_marked_expiry(void **unused)
 			tk__blk_claim(z, 22, 3, TKZ_NOSTATE | 1, NOW, &b), 0);
 		assert_int_equal(tk__blk_write(z, &b,
 					       NOW + UINT64_C(5000000000),
-					       words, marks[i]),
+					       words, marks[i], NULL),
 				 0);
 		memset(&w, 0, sizeof(w));
 		w.k = tk__blk_class(22);

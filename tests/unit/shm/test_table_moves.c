@@ -313,6 +313,8 @@ static int hot_step(void *ctx, const uint64_t *old, uint32_t *word,
 	return TK__ZONE_PERSIST;
 }
 
+static const struct tk__zone_inplace hot_ops = { hot_step, NULL, NULL };
+
 static struct {
 	struct tk__zone_key k;
 	uint64_t cell, gen, value; /* the hot cell in the old table */
@@ -351,7 +353,7 @@ static void test_move_freezes_hot_word(void **state)
 	hc.k = key(kit_late_key(t, 7, 1), 1);
 	for (n = 0; n < 5; n++)
 		assert_int_equal(tk__table_apply_hot(t, &hc.k, T0, 2, hot_full,
-						     hot_step, NULL),
+						     &hot_ops, NULL),
 				 TK__ZONE_PERSIST);
 	z = tk__table_zone(t);
 	assert_int_equal(tk__zone_locate(z, &hc.k, T0, 0, &idx, &w0, &w1), 0);
@@ -366,7 +368,7 @@ static void test_move_freezes_hot_word(void **state)
 	tk__table_copy_hook = cas_behind_copy;
 	grow_once(t, &i);
 	assert_int_equal(
-		tk__table_apply_hot(t, &hc.k, T0, 2, hot_full, hot_step, NULL),
+		tk__table_apply_hot(t, &hc.k, T0, 2, hot_full, &hot_ops, NULL),
 		TK__ZONE_PERSIST);
 	tk__table_copy_hook = NULL;
 	assert_true(hc.fired);

@@ -109,7 +109,7 @@ static void claim_and_die(struct tk__zone *z, uint64_t idx)
 				 &exp);
 	assert_true(n > 0);
 	assert_int_equal(tk__blk_claim(z, (uint32_t)n, idx, w1, T0, &b), 0);
-	assert_int_equal(tk__blk_write(z, &b, exp, words, 0), 0);
+	assert_int_equal(tk__blk_write(z, &b, exp, words, 0, NULL), 0);
 }
 
 /* Blocks in use in zone "sweep", after checking that it verifies. */

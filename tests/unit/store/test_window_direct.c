@@ -56,7 +56,9 @@
 		cmocka_unit_test(test_processes_ticking_exact),                \
 		cmocka_unit_test(test_growth_exact),                           \
 		cmocka_unit_test(test_format_by_gen),                          \
-		cmocka_unit_test(test_marks_read_bounded),
+		cmocka_unit_test(test_marks_read_bounded),                     \
+		cmocka_unit_test(test_memo_decides),                           \
+		cmocka_unit_test(test_memo_needs_room),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
 static void test_inplace_keeps_block(void **state);
@@ -65,6 +67,8 @@ static void test_processes_ticking_exact(void **state);
 static void test_growth_exact(void **state);
 static void test_format_by_gen(void **state);
 static void test_marks_read_bounded(void **state);
+static void test_memo_decides(void **state);
+static void test_memo_needs_room(void **state);
 
 #include "test_direct_path.c"
 
@@ -507,6 +511,125 @@ static void test_marks_read_bounded(void **state)
 				      TKZ_STATE_WORDS_MAX, &exp, &hot),
 			 22);
 	v.c[1].w[0] = tag;
+	tk__zone_detach(v.z);
+	close_inplace(c, s, l);
+}
+
+/* The memo cells of @v's block of @n words: {tick, width, the counts in
+ * full but the hot one, the bucket half out} (sliding-window.c). */
+static void assert_memo(const struct seen *v, uint32_t n, uint64_t tick,
+			uint64_t width, uint64_t others, uint64_t old)
+{
+	const struct tkz_cell *m = &v->c[TKZ_BLK_OVERHEAD + n];
+	uint64_t g = v->c[0].w[0] & TKZ_BLK_GEN_MASK, i;
+
+	for (i = 0; i < TKZ_BLK_MEMO; i++)
+		assert_int_equal(m[i].w[0], g);
+	assert_int_equal(m[0].w[1], tick);
+	assert_int_equal(m[1].w[1], width);
+	assert_int_equal(m[2].w[1], others);
+	assert_int_equal(m[3].w[1], old);
+}
+
+/*
+ * The memo (docs/shm-protocol.md, "Memos"): a block published for a
+ * check carries one of its tick, and checks within that tick decide from
+ * it and the hot word alone.  Seen by a state word's cell made of another
+ * gen: the memo's checks never read it (the block is kept, the count
+ * goes on), where a read of the state finds the reference broken and
+ * replaces it.  A memo cell of another gen, or a memo out of bounds, is
+ * no memo: the check reads the state, and finds that cell.
+ */
+static void test_memo_decides(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v, w;
+	uint32_t m, j;
+	uint64_t keep;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:100/10s");
+	admit(l, 99);
+	look_at(&v);
+	m = mark_of(&v);
+	assert_memo(&v, 22, T0 / SEC, SEC, 0, 0);
+	/* A state word that is not the hot one, of another gen. */
+	j = m == 2 ? 2 : 1;
+	v.c[1 + j].w[0] ^= 1;
+	admit(l, 98);
+	admit(l, 97);
+	assert_int_equal(v.s->w[1], v.w1);
+	assert_int_equal(v.c[1 + m].w[1], 3);
+	/* Out of bounds: more than 10 buckets of 2^48 each. */
+	keep = v.c[TKZ_BLK_OVERHEAD + 22 + 2].w[1];
+	v.c[TKZ_BLK_OVERHEAD + 22 + 2].w[1] = UINT64_C(10) << 48 | 1;
+	admit(l, 99); /* a broken reference: no state */
+	look_at(&w);
+	assert_true(w.w1 != v.w1);
+	v.c[TKZ_BLK_OVERHEAD + 22 + 2].w[1] = keep;
+	tk__zone_detach(v.z);
+	v = w;
+	/* A memo cell of another gen. */
+	m = mark_of(&v);
+	assert_memo(&v, 22, T0 / SEC, SEC, 0, 0);
+	admit(l, 98);
+	assert_int_equal(v.s->w[1], v.w1);
+	v.c[TKZ_BLK_OVERHEAD + 22 + 3].w[0] ^= 1;
+	v.c[1 + j].w[0] ^= 1;
+	admit(l, 99);
+	look_at(&w);
+	assert_true(w.w1 != v.w1);
+	tk__zone_detach(v.z);
+	/* The next tick: a memo of it, the last tick's count in full. */
+	assert_rc(tk_clock_set(c, T0 + SEC), 0);
+	admit(l, 98);
+	tk__zone_detach(w.z);
+	look_at(&w);
+	assert_memo(&w, 22, T0 / SEC + 1, SEC, 1, 0);
+	admit(l, 97);
+	assert_int_equal(w.s->w[1], w.w1);
+	/* Ten ticks on: that count is half out of the window. */
+	assert_rc(tk_clock_set(c, T0 + 11 * SEC), 0);
+	admit(l, 97);
+	tk__zone_detach(w.z);
+	look_at(&w);
+	assert_memo(&w, 22, T0 / SEC + 11, SEC, 0, 2);
+	tk__zone_detach(w.z);
+	close_inplace(c, s, l);
+}
+
+/*
+ * A memo takes no more room than the state's class has spare: a window
+ * whose state fills its class with no 4 cells to spare (14 buckets: 30
+ * words and 2 cells of overhead in 32) has none, and goes in place from
+ * its state read whole, as before.
+ */
+static void test_memo_needs_room(void **state)
+{
+	struct tk_limiter *l;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v;
+	uint64_t g;
+	int i;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:100/14s,buckets=14");
+	admit(l, 99);
+	look_at(&v);
+	assert_int_equal(tkz_page_size(tk__zone_pagetable(
+				 v.z)[tkz_ref_cell(v.w1) / TKZ_PAGE_CELLS]),
+			 32);
+	g = v.c[0].w[0] & TKZ_BLK_GEN_MASK;
+	for (i = 0; i < TKZ_BLK_MEMO; i++)
+		assert_true((v.c[32 + i].w[0] & TKZ_BLK_GEN_MASK) != g ||
+			    v.c[32 + i].w[1] != T0 / SEC);
+	admit(l, 98);
+	admit(l, 97);
+	assert_int_equal(v.s->w[1], v.w1);
+	assert_int_equal(v.c[1 + mark_of(&v)].w[1], 3);
 	tk__zone_detach(v.z);
 	close_inplace(c, s, l);
 }
