@@ -69,9 +69,9 @@ static inline int tk__step_in_place(struct tk__step *s, int has_fn,
  * check_memo() on the step's policy, time and cost.  Inline: the
  * window's direct path hands it to tkz_step_memo() (shm/hot.h) by name.
  */
-static inline int tk__step_check_memo(void *ctx, const uint64_t *memo,
-				      uint64_t value, uint32_t *word,
-				      uint64_t *after, uint64_t *expires_at)
+static inline __attribute__((always_inline)) int
+tk__step_check_memo(void *ctx, const uint64_t *memo, uint64_t value,
+		    uint32_t *word, uint64_t *after, uint64_t *expires_at)
 {
 	struct tk__step *s = ctx;
 	const struct tk__policy *p = s->p;

@@ -237,10 +237,11 @@ int tk__desc_garbage(struct tk__zone *z, uint64_t cell, uint64_t h0,
 
 /* One key of a multi-key update, as located and read. */
 struct part {
-	int absent;	      /* no slot: no state */
-	uint64_t idx, w0, w1; /* its slot */
-	const uint64_t *old;  /* its state, or NULL */
-	struct tk__blk held;  /* the block of its new state */
+	int absent;		/* no slot: no state */
+	uint64_t idx, w0, w1;	/* its slot */
+	const uint64_t *old;	/* its state, or NULL */
+	struct tk__blk_hot hot; /* its hot word as read (mark 0: none) */
+	struct tk__blk held;	/* the block of its new state */
 	int holding;
 };
 
@@ -248,26 +249,24 @@ struct part {
 static int read_part(struct tk__zone *z, struct part *p, uint64_t *buf,
 		     uint32_t words, uint64_t now)
 {
-	struct tk__blk_hot hot;
 	uint64_t exp;
 	int rc;
 
 	p->old = NULL;
+	p->hot.mark = 0;
 	/* A reference to no descriptor is broken: replaced as no state. */
 	if (tkz_is_desc(p->w1))
 		return tk__desc_help(z, p->w1, p->idx) == 0 ? -EAGAIN : 0;
 	if (!tkz_is_ref(p->w1))
 		return 0;
 	rc = tk__blk_read(z, &tk__zone_slots(z)[p->idx], p->w0, p->w1, buf,
-			  words, &exp, &hot);
+			  words, &exp, &p->hot);
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc >= 0 && rc != (int)words)
 		return -EPROTO;
-	/* Carried forward (docs/shm-protocol.md, "In-place updates"): the
-	 * state's hot word frozen as read, once the state is of this shape. */
-	if (rc >= 0 && tk__blk_freeze(z, &hot) != 0)
-		return -EAGAIN;
+	if (rc < 0)
+		p->hot.mark = 0;
 	if (rc >= 0 && exp > now)
 		p->old = buf;
 	return 0;
@@ -413,6 +412,7 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 				     &p[i].w1);
 		p[i].absent = rc == -ENOENT;
 		p[i].old = NULL;
+		p[i].hot.mark = 0;
 		if (rc == 0 && !(p[i].w0 & TKZ_FP_BLOCK))
 			return to_block(z, &k[i], &p[i], words[i], now);
 		if (rc == 0)
@@ -439,6 +439,13 @@ static int attempt(struct tk__zone *z, size_t n, const struct tk__zone_key *k,
 		return rc;
 	for (i = 0; i < n; i++)
 		if (p[i].absent)
+			return -EAGAIN;
+	/* Carried forward (docs/shm-protocol.md, "In-place updates"): the
+	 * hot word of each state this writes frozen as read, before anything
+	 * computed from it is staged; a part this does not write keeps its
+	 * hot word (its slot comes back to the same value). */
+	for (i = 0; i < n; i++)
+		if (persist[i] && tk__blk_freeze(z, &p[i].hot) != 0)
 			return -EAGAIN;
 	for (i = 0; i < n; i++) {
 		if (persist[i]) {

@@ -373,9 +373,10 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 		}
 		if (w.w0 & TKZ_FP_BLOCK) {
 			/* Most checks of a window: its memo decides. */
-			rc = tkz_step_memo(
-				z, w.slot, w.w0, w.w1, now,
-				t.inplace ? tk__step_check_memo : NULL, &st);
+			rc = t.inplace
+				     ? tkz_step_memo(z, w.slot, w.w0, w.w1, now,
+						     tk__step_check_memo, &st)
+				     : TK__ZONE_NOT_HOT;
 			if (rc == TK__ZONE_NOT_HOT)
 				rc = tk__zone_block_step(z, w.slot, w.w0, w.w1,
 							 now, p->state_words,

@@ -483,8 +483,9 @@ static void test_processes_mixed(void **state)
 
 /* A sliding window's single checks change its hot word in place while
  * group checks replace its block (docs/shm-protocol.md, "In-place
- * updates"): a group's read freezes that word before it computes.  A
- * limit of most of the checks keeps them racing to the end. */
+ * updates"): a group freezes that word, with the value it read, before
+ * it stages its new state.  A limit of most of the checks keeps them
+ * racing to the end. */
 static void test_processes_mixed_window(void **state)
 {
 	(void)state;

@@ -24,7 +24,13 @@
  * frozen cell left by a killed process never wedges a key; processes
  * whose clocks cross ticks at different paces (in-place updates racing
  * replacements, steps back) and a memory store growing under two threads
- * admit exactly L.
+ * admit exactly L; a group check freezes the hot word of a state it
+ * writes, and of no other.
+ *
+ * Memos (docs/shm-protocol.md, "Memos"): a block published for a check
+ * carries one of its tick, in the zone's bytes; checks within the tick
+ * decide from it and the hot word alone; a memo cell of another gen or
+ * out of bounds is none; a state with no room for one has none.
  *
  * White-box: linked statically for tk__limiter_generic().
  */
@@ -58,7 +64,8 @@
 		cmocka_unit_test(test_format_by_gen),                          \
 		cmocka_unit_test(test_marks_read_bounded),                     \
 		cmocka_unit_test(test_memo_decides),                           \
-		cmocka_unit_test(test_memo_needs_room),
+		cmocka_unit_test(test_memo_needs_room),                        \
+		cmocka_unit_test(test_group_freezes_what_it_writes),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
 static void test_inplace_keeps_block(void **state);
@@ -69,6 +76,7 @@ static void test_format_by_gen(void **state);
 static void test_marks_read_bounded(void **state);
 static void test_memo_decides(void **state);
 static void test_memo_needs_room(void **state);
+static void test_group_freezes_what_it_writes(void **state);
 
 #include "test_direct_path.c"
 
@@ -630,6 +638,56 @@ static void test_memo_needs_room(void **state)
 	admit(l, 97);
 	assert_int_equal(v.s->w[1], v.w1);
 	assert_int_equal(v.c[1 + mark_of(&v)].w[1], 3);
+	tk__zone_detach(v.z);
+	close_inplace(c, s, l);
+}
+
+/*
+ * A group check (a multi-key update, shm/mcas.c) freezes the hot word of
+ * a state it writes, before it stages anything computed from it, and of
+ * no other: one denied by its other limiter leaves the window's hot word
+ * as it was, and the single checks after it go on in place.  One that
+ * admits replaces the window's block, its old hot cell frozen with the
+ * count it carried.
+ */
+static void test_group_freezes_what_it_writes(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_key keys[2] = { { "k", 1 }, { "k", 1 } };
+	struct tk_limiter *l, *ls[2];
+	struct tk_decision d;
+	struct tk_store *s;
+	struct tk_clock *c;
+	struct seen v;
+	uint32_t m;
+
+	(void)state;
+	open_inplace(&c, &s, &l, "sliding-window:100/10s");
+	o.clock = c;
+	o.store = s;
+	o.prefix = "g";
+	ls[0] = l;
+	assert_rc(tk_limiter_open(&ls[1], "gcra:1/1h", NULL, &o), 0);
+	admit(l, 99);
+	admit(l, 98);
+	look_at(&v);
+	m = mark_of(&v);
+	assert_rc(tk_limiter_check(ls[1], "k", 1, 1, &d), 0);
+	assert_true(d.allowed);
+	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
+	assert_false(d.allowed);
+	assert_int_equal(v.c[1 + m].w[0] & TKZ_CELL_FROZEN, 0);
+	admit(l, 97);
+	assert_int_equal(v.s->w[1], v.w1);
+	assert_int_equal(v.c[1 + m].w[1], 3);
+	/* The other limiter's hour over: the group admits, and writes. */
+	assert_rc(tk_clock_set(c, T0 + 3600 * SEC), 0);
+	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
+	assert_true(d.allowed);
+	assert_true(v.s->w[1] != v.w1);
+	assert_true(v.c[1 + m].w[0] & TKZ_CELL_FROZEN);
+	assert_int_equal(v.c[1 + m].w[1], 3);
+	tk_limiter_close(ls[1]);
 	tk__zone_detach(v.z);
 	close_inplace(c, s, l);
 }
