@@ -216,28 +216,34 @@ static void admit(struct tk_limiter *l, uint64_t remaining)
 	assert_int_equal(d.remaining, remaining);
 }
 
-static void open_inplace(struct tk_clock **c, struct tk_store **s,
-			 struct tk_limiter **l, const char *policy)
+/* A zone "inplace" of CAP slots, a manual clock at T0, a store on it and
+ * a limiter of @policy. */
+struct inplace {
+	struct tk_clock *c;
+	struct tk_store *s;
+	struct tk_limiter *l;
+};
+
+static void open_inplace(struct inplace *f, const char *policy)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 
 	tk_zone_destroy("inplace");
 	o.zone_capacity = CAP;
 	assert_rc(tk_zone_create("inplace", &o), 0);
-	assert_rc(tk_clock_manual_new(c, T0), 0);
-	o.clock = *c;
+	assert_rc(tk_clock_manual_new(&f->c, T0), 0);
+	o.clock = f->c;
 	o.flags = TK_OPT_NO_RECLAIMER;
-	assert_rc(tk_store_open(s, "shm:inplace", &o), 0);
-	o.store = *s;
-	assert_rc(tk_limiter_open(l, policy, NULL, &o), 0);
+	assert_rc(tk_store_open(&f->s, "shm:inplace", &o), 0);
+	o.store = f->s;
+	assert_rc(tk_limiter_open(&f->l, policy, NULL, &o), 0);
 }
 
-static void close_inplace(struct tk_clock *c, struct tk_store *s,
-			  struct tk_limiter *l)
+static void close_inplace(struct inplace *f)
 {
-	tk_limiter_close(l);
-	tk_store_close(s);
-	tk_clock_free(c);
+	tk_limiter_close(f->l);
+	tk_store_close(f->s);
+	tk_clock_free(f->c);
 	assert_rc(tk_zone_destroy("inplace"), 0);
 }
 
@@ -249,46 +255,44 @@ static void close_inplace(struct tk_clock *c, struct tk_store *s,
  */
 static void test_inplace_keeps_block(void **state)
 {
-	struct tk_limiter *l;
-	struct tk_store *s;
-	struct tk_clock *c;
+	struct inplace f;
 	struct seen v, w;
 	uint32_t m;
 	int i;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:100/10s");
-	admit(l, 99);
+	open_inplace(&f, "sliding-window:100/10s");
+	admit(f.l, 99);
 	look_at(&v);
 	m = mark_of(&v);
 	/* The count of the bucket of T0's tick (a 1 s bucket). */
 	assert_true(m >= 2 && m % 2 == 0 && m <= 22);
 	assert_int_equal(v.c[1 + m].w[1], 1);
 	for (i = 2; i <= 20; i++) {
-		assert_rc(tk_clock_set(c, T0 + (uint64_t)i * 1000000), 0);
+		assert_rc(tk_clock_set(f.c, T0 + (uint64_t)i * 1000000), 0);
 		/* An evictor's second chance: the next use marks it again. */
 		if (i == 10)
 			assert_true(tkz_cas_slot(v.s, v.s->w[0], v.w1,
 						 v.s->w[0] & ~TKZ_REF, v.w1));
-		admit(l, (uint64_t)(100 - i));
+		admit(f.l, (uint64_t)(100 - i));
 		assert_true(v.s->w[0] & TKZ_REF);
 		assert_int_equal(v.s->w[1], v.w1);
 		assert_int_equal(v.c[1 + m].w[1], (uint64_t)i);
 		assert_int_equal(v.c[1 + m].w[0] & TKZ_CELL_FROZEN, 0);
 	}
-	assert_rc(tk_clock_set(c, T0 + SEC), 0);
-	admit(l, 79);
+	assert_rc(tk_clock_set(f.c, T0 + SEC), 0);
+	admit(f.l, 79);
 	look_at(&w);
 	assert_true(w.w1 != v.w1);
 	/* The replaced block's hot cell: frozen, its count carried. */
 	assert_true(v.c[1 + m].w[0] & TKZ_CELL_FROZEN);
 	assert_int_equal(v.c[1 + m].w[1], 20);
 	assert_int_equal(mark_of(&w), m == 22 ? 2 : m + 2);
-	admit(l, 78);
+	admit(f.l, 78);
 	assert_int_equal(w.s->w[1], w.w1);
 	tk__zone_detach(v.z);
 	tk__zone_detach(w.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
 
 /*
@@ -299,35 +303,33 @@ static void test_inplace_keeps_block(void **state)
  */
 static void test_frozen_never_wedges(void **state)
 {
+	struct inplace f;
 	uint64_t words[TKZ_STATE_WORDS_MAX], exp;
-	struct tk_limiter *l;
 	struct tk_decision d;
-	struct tk_store *s;
-	struct tk_clock *c;
 	struct seen v, w;
 	int i;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:10/10s");
-	admit(l, 9);
-	admit(l, 8);
+	open_inplace(&f, "sliding-window:10/10s");
+	admit(f.l, 9);
+	admit(f.l, 8);
 	look_at(&v);
 	assert_true(tk__blk_read_carried(v.z, v.s, v.s->w[0], v.w1, words,
 					 TKZ_STATE_WORDS_MAX, &exp) > 0);
 	assert_true(v.c[1 + mark_of(&v)].w[0] & TKZ_CELL_FROZEN);
-	admit(l, 7);
+	admit(f.l, 7);
 	look_at(&w);
 	assert_true(w.w1 != v.w1);
 	assert_int_equal(w.c[1 + mark_of(&w)].w[0] & TKZ_CELL_FROZEN, 0);
 	for (i = 6; i >= 0; i--) {
-		admit(l, (uint64_t)i);
+		admit(f.l, (uint64_t)i);
 		assert_int_equal(w.s->w[1], w.w1);
 	}
-	assert_rc(tk_limiter_check(l, "k", 1, 1, &d), 0);
+	assert_rc(tk_limiter_check(f.l, "k", 1, 1, &d), 0);
 	assert_false(d.allowed);
 	tk__zone_detach(v.z);
 	tk__zone_detach(w.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
 
 #define TICK_PROCS 3
@@ -434,27 +436,25 @@ static void test_growth_exact(void **state)
  * A page whose blocks held in-place states (a hot mark in cell 1's tag, a
  * frozen hot cell in the block a tick replaced) goes back to the pool
  * once its key is reset and a sweep passes: formatting judges a cell by
- * its gen alone, so every cell of the page is then {f, 0}, the bits
+ * its gen alone, so every cell of the page is then {g, 0}, the bits
  * above the gen gone with the rest.
  */
 static void test_format_by_gen(void **state)
 {
-	struct tk_limiter *l;
-	struct tk_store *s;
-	struct tk_clock *c;
+	struct inplace f;
 	struct seen v;
-	uint64_t pw, f, i;
+	uint64_t pw, g, i;
 	int frozen = 0;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:100/10s");
-	admit(l, 99);
-	admit(l, 98);
+	open_inplace(&f, "sliding-window:100/10s");
+	admit(f.l, 99);
+	admit(f.l, 98);
 	look_at(&v);
 	assert_true(mark_of(&v) > 0);
-	assert_rc(tk_clock_set(c, T0 + SEC), 0);
-	admit(l, 97);
-	assert_rc(tk_limiter_reset(l, "k", 1), 0);
+	assert_rc(tk_clock_set(f.c, T0 + SEC), 0);
+	admit(f.l, 97);
+	assert_rc(tk_limiter_reset(f.l, "k", 1), 0);
 	/* Both blocks were in page 0; the first's hot cell is frozen. */
 	for (i = 0; i < TKZ_PAGE_CELLS; i++)
 		frozen |= !!(tk__zone_cells(v.z)[i].w[0] & TKZ_CELL_FROZEN);
@@ -463,14 +463,14 @@ static void test_format_by_gen(void **state)
 	pw = tk__zone_pagetable(v.z)[0];
 	assert_int_equal(tkz_page_size(pw), 0);
 	assert_int_equal(pw & (TKZ_PAGE_CLOSING | TKZ_PAGE_FORMAT), 0);
-	f = tk__zone_cells(v.z)[0].w[0];
-	assert_true(f > 0 && f <= TKZ_BLK_GEN_MASK);
+	g = tk__zone_cells(v.z)[0].w[0];
+	assert_true(g > 0 && g <= TKZ_BLK_GEN_MASK);
 	for (i = 0; i < TKZ_PAGE_CELLS; i++) {
-		assert_int_equal(tk__zone_cells(v.z)[i].w[0], f);
+		assert_int_equal(tk__zone_cells(v.z)[i].w[0], g);
 		assert_int_equal(tk__zone_cells(v.z)[i].w[1], 0);
 	}
 	tk__zone_detach(v.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
 
 /*
@@ -482,17 +482,15 @@ static void test_format_by_gen(void **state)
  */
 static void test_marks_read_bounded(void **state)
 {
+	struct inplace f;
 	uint64_t words[TKZ_STATE_WORDS_MAX], exp, tag;
 	struct tk__blk_hot hot;
-	struct tk_limiter *l;
-	struct tk_store *s;
-	struct tk_clock *c;
 	struct seen v;
 	uint32_t m;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:100/10s");
-	admit(l, 99);
+	open_inplace(&f, "sliding-window:100/10s");
+	admit(f.l, 99);
 	look_at(&v);
 	m = mark_of(&v);
 	tag = v.c[1].w[0];
@@ -520,7 +518,7 @@ static void test_marks_read_bounded(void **state)
 			 22);
 	v.c[1].w[0] = tag;
 	tk__zone_detach(v.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
 
 /* The memo cells of @v's block of @n words: {tick, width, the counts in
@@ -550,30 +548,28 @@ static void assert_memo(const struct seen *v, uint32_t n, uint64_t tick,
  */
 static void test_memo_decides(void **state)
 {
-	struct tk_limiter *l;
-	struct tk_store *s;
-	struct tk_clock *c;
+	struct inplace f;
 	struct seen v, w;
 	uint32_t m, j;
 	uint64_t keep;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:100/10s");
-	admit(l, 99);
+	open_inplace(&f, "sliding-window:100/10s");
+	admit(f.l, 99);
 	look_at(&v);
 	m = mark_of(&v);
 	assert_memo(&v, 22, T0 / SEC, SEC, 0, 0);
 	/* A state word that is not the hot one, of another gen. */
 	j = m == 2 ? 2 : 1;
 	v.c[1 + j].w[0] ^= 1;
-	admit(l, 98);
-	admit(l, 97);
+	admit(f.l, 98);
+	admit(f.l, 97);
 	assert_int_equal(v.s->w[1], v.w1);
 	assert_int_equal(v.c[1 + m].w[1], 3);
 	/* Out of bounds: more than 10 buckets of 2^48 each. */
 	keep = v.c[TKZ_BLK_OVERHEAD + 22 + 2].w[1];
 	v.c[TKZ_BLK_OVERHEAD + 22 + 2].w[1] = UINT64_C(10) << 48 | 1;
-	admit(l, 99); /* a broken reference: no state */
+	admit(f.l, 99); /* a broken reference: no state */
 	look_at(&w);
 	assert_true(w.w1 != v.w1);
 	v.c[TKZ_BLK_OVERHEAD + 22 + 2].w[1] = keep;
@@ -582,30 +578,30 @@ static void test_memo_decides(void **state)
 	/* A memo cell of another gen. */
 	m = mark_of(&v);
 	assert_memo(&v, 22, T0 / SEC, SEC, 0, 0);
-	admit(l, 98);
+	admit(f.l, 98);
 	assert_int_equal(v.s->w[1], v.w1);
 	v.c[TKZ_BLK_OVERHEAD + 22 + 3].w[0] ^= 1;
 	v.c[1 + j].w[0] ^= 1;
-	admit(l, 99);
+	admit(f.l, 99);
 	look_at(&w);
 	assert_true(w.w1 != v.w1);
 	tk__zone_detach(v.z);
 	/* The next tick: a memo of it, the last tick's count in full. */
-	assert_rc(tk_clock_set(c, T0 + SEC), 0);
-	admit(l, 98);
+	assert_rc(tk_clock_set(f.c, T0 + SEC), 0);
+	admit(f.l, 98);
 	tk__zone_detach(w.z);
 	look_at(&w);
 	assert_memo(&w, 22, T0 / SEC + 1, SEC, 1, 0);
-	admit(l, 97);
+	admit(f.l, 97);
 	assert_int_equal(w.s->w[1], w.w1);
 	/* Ten ticks on: that count is half out of the window. */
-	assert_rc(tk_clock_set(c, T0 + 11 * SEC), 0);
-	admit(l, 97);
+	assert_rc(tk_clock_set(f.c, T0 + 11 * SEC), 0);
+	admit(f.l, 97);
 	tk__zone_detach(w.z);
 	look_at(&w);
 	assert_memo(&w, 22, T0 / SEC + 11, SEC, 0, 2);
 	tk__zone_detach(w.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
 
 /*
@@ -616,16 +612,14 @@ static void test_memo_decides(void **state)
  */
 static void test_memo_needs_room(void **state)
 {
-	struct tk_limiter *l;
-	struct tk_store *s;
-	struct tk_clock *c;
+	struct inplace f;
 	struct seen v;
 	uint64_t g;
 	int i;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:100/14s,buckets=14");
-	admit(l, 99);
+	open_inplace(&f, "sliding-window:100/14s,buckets=14");
+	admit(f.l, 99);
 	look_at(&v);
 	assert_int_equal(tkz_page_size(tk__zone_pagetable(
 				 v.z)[tkz_ref_cell(v.w1) / TKZ_PAGE_CELLS]),
@@ -634,12 +628,12 @@ static void test_memo_needs_room(void **state)
 	for (i = 0; i < TKZ_BLK_MEMO; i++)
 		assert_true((v.c[32 + i].w[0] & TKZ_BLK_GEN_MASK) != g ||
 			    v.c[32 + i].w[1] != T0 / SEC);
-	admit(l, 98);
-	admit(l, 97);
+	admit(f.l, 98);
+	admit(f.l, 97);
 	assert_int_equal(v.s->w[1], v.w1);
 	assert_int_equal(v.c[1 + mark_of(&v)].w[1], 3);
 	tk__zone_detach(v.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
 
 /*
@@ -652,24 +646,23 @@ static void test_memo_needs_room(void **state)
  */
 static void test_group_freezes_what_it_writes(void **state)
 {
+	struct inplace f;
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct tk_key keys[2] = { { "k", 1 }, { "k", 1 } };
-	struct tk_limiter *l, *ls[2];
+	struct tk_limiter *ls[2];
 	struct tk_decision d;
-	struct tk_store *s;
-	struct tk_clock *c;
 	struct seen v;
 	uint32_t m;
 
 	(void)state;
-	open_inplace(&c, &s, &l, "sliding-window:100/10s");
-	o.clock = c;
-	o.store = s;
+	open_inplace(&f, "sliding-window:100/10s");
+	o.clock = f.c;
+	o.store = f.s;
 	o.prefix = "g";
-	ls[0] = l;
+	ls[0] = f.l;
 	assert_rc(tk_limiter_open(&ls[1], "gcra:1/1h", NULL, &o), 0);
-	admit(l, 99);
-	admit(l, 98);
+	admit(f.l, 99);
+	admit(f.l, 98);
 	look_at(&v);
 	m = mark_of(&v);
 	assert_rc(tk_limiter_check(ls[1], "k", 1, 1, &d), 0);
@@ -677,11 +670,11 @@ static void test_group_freezes_what_it_writes(void **state)
 	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
 	assert_false(d.allowed);
 	assert_int_equal(v.c[1 + m].w[0] & TKZ_CELL_FROZEN, 0);
-	admit(l, 97);
+	admit(f.l, 97);
 	assert_int_equal(v.s->w[1], v.w1);
 	assert_int_equal(v.c[1 + m].w[1], 3);
 	/* The other limiter's hour over: the group admits, and writes. */
-	assert_rc(tk_clock_set(c, T0 + 3600 * SEC), 0);
+	assert_rc(tk_clock_set(f.c, T0 + 3600 * SEC), 0);
 	assert_rc(tk_limiter_check_group(ls, keys, 2, 1, &d, NULL, 0), 0);
 	assert_true(d.allowed);
 	assert_true(v.s->w[1] != v.w1);
@@ -689,5 +682,5 @@ static void test_group_freezes_what_it_writes(void **state)
 	assert_int_equal(v.c[1 + m].w[1], 3);
 	tk_limiter_close(ls[1]);
 	tk__zone_detach(v.z);
-	close_inplace(c, s, l);
+	close_inplace(&f);
 }
