@@ -117,6 +117,23 @@ tk__keyhash_load16(const unsigned char *p, size_t len, uint64_t pad)
 #define TK__AESENC(x, r) __asm__("aesenc %1, %0" : "+x"(x) : "m"(r))
 #define TK__AESENCLAST(x, r) __asm__("aesenclast %1, %0" : "+x"(x) : "m"(r))
 
+/* AES-128's ten rounds of @x, the first round key already xored in. */
+static inline __attribute__((always_inline)) __m128i
+tk__aes_rounds(__m128i x, const __m128i *rk)
+{
+	TK__AESENC(x, rk[1]);
+	TK__AESENC(x, rk[2]);
+	TK__AESENC(x, rk[3]);
+	TK__AESENC(x, rk[4]);
+	TK__AESENC(x, rk[5]);
+	TK__AESENC(x, rk[6]);
+	TK__AESENC(x, rk[7]);
+	TK__AESENC(x, rk[8]);
+	TK__AESENC(x, rk[9]);
+	TK__AESENCLAST(x, rk[10]);
+	return x;
+}
+
 /*
  * CMAC's one block of a message of @len (at most 16) bytes, @m: the
  * bytes, already padded with 10* when short; masked with K2 when short,
@@ -134,16 +151,35 @@ tk__keyhash_block(const struct tk__keyhash_key *k, unsigned __int128 m,
 	/* m ^ K1 (or K2), then AES's first round key: one xor. */
 	x = _mm_xor_si128(x,
 			  _mm_load_si128((const __m128i *)(const void *)sub));
-	TK__AESENC(x, rk[1]);
-	TK__AESENC(x, rk[2]);
-	TK__AESENC(x, rk[3]);
-	TK__AESENC(x, rk[4]);
-	TK__AESENC(x, rk[5]);
-	TK__AESENC(x, rk[6]);
-	TK__AESENC(x, rk[7]);
-	TK__AESENC(x, rk[8]);
-	TK__AESENC(x, rk[9]);
-	TK__AESENCLAST(x, rk[10]);
+	x = tk__aes_rounds(x, rk);
+	return (uint64_t)_mm_cvtsi128_si64(x);
+}
+
+/*
+ * CMAC's two blocks of a message of @len (17 to 32) bytes: @m1 the first
+ * 16, @m2 the rest, already padded with 10* when short; the first block
+ * encrypted, xored into the last (masked with K2 when short, K1 when
+ * whole), and that encrypted (AES-NI).
+ */
+static inline __attribute__((always_inline)) uint64_t
+tk__keyhash_blocks2(const struct tk__keyhash_key *k, unsigned __int128 m1,
+		    unsigned __int128 m2, size_t len)
+{
+	const __m128i *rk = (const __m128i *)(const void *)k->rk;
+	const unsigned char *sub = len == 32 ? k->k1r : k->k2r;
+	__m128i x = _mm_set_epi64x((long long)(uint64_t)(m1 >> 64),
+				   (long long)(uint64_t)m1);
+	__m128i y = _mm_set_epi64x((long long)(uint64_t)(m2 >> 64),
+				   (long long)(uint64_t)m2);
+
+	x = _mm_xor_si128(x, rk[0]);
+	x = tk__aes_rounds(x, rk);
+	/* The last block, its subkey and the first round key (one xor
+	 * prepared, off the chain), then the chain's value. */
+	y = _mm_xor_si128(y,
+			  _mm_load_si128((const __m128i *)(const void *)sub));
+	x = _mm_xor_si128(x, y);
+	x = tk__aes_rounds(x, rk);
 	return (uint64_t)_mm_cvtsi128_si64(x);
 }
 
@@ -175,27 +211,40 @@ tk__keyhash_fast(const struct tk__keyhash_key *k, const void *data, size_t len)
  * at @tail, tk__keyhash()'s bit for bit, without the two ever being
  * joined in memory: @head is the first bytes as a little-endian integer
  * (its first 16, zero above @head_len).  Sets *@h and returns 1 where it
- * can (AES-NI, at most 16 bytes in all: one CMAC block, built in
- * registers from @head and loads of @tail); else returns 0 and the caller
- * joins the bytes and calls tk__keyhash().  Why: a block built in memory
- * by several stores and read back at once by wider loads waits for the
- * stores to retire (a failed store-to-load forward, about 5 ns).
+ * can (AES-NI, a head below 16 bytes and at most 32 bytes in all: CMAC's
+ * one or two blocks, built in registers from @head and loads of @tail);
+ * else returns 0 and the caller joins the bytes and calls tk__keyhash().
+ * Why: a block built in memory by several stores and read back at once by
+ * wider loads waits for the stores to retire (a failed store-to-load
+ * forward, about 5 ns).
  */
 static inline __attribute__((always_inline)) int
 tk__keyhash_join(const struct tk__keyhash_key *k, unsigned __int128 head,
 		 size_t head_len, const void *tail, size_t len, uint64_t *h)
 {
-	size_t n = head_len + len;
-	unsigned __int128 m;
+	size_t n = head_len + len, first;
+	unsigned __int128 m, m2;
 
-	if (!k->hw || n > 16 || head_len >= 16)
+	if (!k->hw || head_len >= 16)
 		return 0;
-	/* The tail and its 10* padding (where the block is short), moved
-	 * up past the head: by a constant for most keys' head, 2 bytes (no
-	 * prefix, no tag). */
-	m = tk__keyhash_load16(tail, len, n < 16 ? 0x80 : 0);
-	m = head_len == 2 ? m << 16 : m << (8 * head_len);
-	*h = tk__keyhash_block(k, head | m, n);
+	if (__builtin_expect(n <= 16, 1)) {
+		/* The tail and its 10* padding (where the block is short),
+		 * moved up past the head: by a constant for most keys' head,
+		 * 2 bytes (no prefix, no tag). */
+		m = tk__keyhash_load16(tail, len, n < 16 ? 0x80 : 0);
+		m = head_len == 2 ? m << 16 : m << (8 * head_len);
+		*h = tk__keyhash_block(k, head | m, n);
+		return 1;
+	}
+	if (n > 32)
+		return 0;
+	/* Two blocks: the tail's first 16 - head_len bytes after the head;
+	 * the rest, padded when short. */
+	first = 16 - head_len;
+	m = tk__keyhash_load16(tail, first, 0) << (8 * head_len);
+	m2 = tk__keyhash_load16((const unsigned char *)tail + first,
+				len - first, n < 32 ? 0x80 : 0);
+	*h = tk__keyhash_blocks2(k, head | m, m2, n);
 	return 1;
 }
 #else

@@ -7,11 +7,11 @@
  * before): the same 64 bits for random secrets, heads of 0 to 284 bytes
  * and keys of 0 to 1024, across the 4-, 8- and 16-byte boundaries, for
  * each kind of key (AES-NI CMAC, software CMAC, SipHash-1-3), reading
- * only the key's bytes; the in-register path (CMAC's block, SipHash's
- * two words) taken exactly where it is documented to be; and the limiter's head
- * (store-key.h) spelled as tk__store_key_encode() spells it.  Zones written
- * before must find their keys: a differing bit would be a key never found
- * again.
+ * only the key's bytes; the in-register path (CMAC's one or two blocks,
+ * SipHash's two words) taken exactly where it is documented to be; and the
+ * limiter's head (store-key.h) spelled as tk__store_key_encode() spells it.
+ * Zones written before must find their keys: a differing bit would be a key
+ * never found again.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,8 +65,9 @@ static const size_t tail_lens[] = { 0,	1,  2,	3,  4,	5,  6,	7,   8,	  9,
  * right before an inaccessible page: the joined hash equals tk__keyhash()
  * and tk__keyhash_fast() of the joined bytes wherever it answers.  Returns
  * how many it answered; *@wrong_path counts answers given (or refused)
- * against the documented rule: AES-NI or SipHash-1-3, at most 16 bytes,
- * head below 16.
+ * against the documented rule: a head below 16 bytes, and AES-NI with at
+ * most 32 bytes in all (one or two CMAC blocks) or SipHash-1-3 with at
+ * most 16.
  */
 static size_t compare_all(const struct tk__keyhash_key *k, uint64_t *s,
 			  unsigned char *lo, unsigned char *page_end,
@@ -97,9 +98,10 @@ static size_t compare_all(const struct tk__keyhash_key *k, uint64_t *s,
 				ok += tk__keyhash_join_sip13(
 					k, head_word(joined, hl), hl,
 					tail[side], tl, &h);
-				if (ok !=
-				    ((k->hw || k->kind == TK__KEYHASH_SIP13) &&
-				     n <= 16 && hl < 16))
+				if (ok != (hl < 16 &&
+					   ((k->hw && n <= 32) ||
+					    (k->kind == TK__KEYHASH_SIP13 &&
+					     n <= 16))))
 					(*wrong_path)++;
 				if (!ok)
 					continue;
