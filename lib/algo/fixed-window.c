@@ -238,6 +238,36 @@ static int fw_check_unvalidated(const struct tk__policy *p,
 	return check_unpacked(p, st, now, cost, next, d);
 }
 
+/*
+ * check() where it changes the count alone (algo.h): a two-word state of
+ * the window at @now, an admission; and a denial of any state check()
+ * takes.  The count, word 1, is the hot word whatever the answer (a
+ * packed state is a word key's, changed in its slot: none).
+ */
+static int fw_check_hot(const struct tk__policy *p, const uint64_t *state,
+			uint64_t now, uint64_t cost, uint32_t *word,
+			uint64_t *value, struct tk_decision *d)
+{
+	uint64_t st[2], nx[2], start;
+	int rc;
+
+	if (p->word_is_expiry)
+		return TK__NOT_HOT;
+	*word = 1;
+	if (!state || !tk__window_shape_valid(p->state_words, state) ||
+	    unpack(p, state, st) != 0)
+		return TK__NOT_HOT;
+	start = window_start(p, st, now);
+	rc = tk__window_check(p->limit, st, start, start + p->u.window.window,
+			      now, cost, nx, d);
+	if (rc != TK__PERSIST)
+		return rc;
+	if (st[0] != start)
+		return TK__NOT_HOT; /* a new window: its start too */
+	*value = nx[1];
+	return rc;
+}
+
 static int fw_forecast(const struct tk__policy *p, const uint64_t *state,
 		       uint64_t now, uint64_t cost, struct tk_decision *d)
 {
@@ -289,4 +319,5 @@ const struct tk__algorithm tk__fixed_window = {
 	/* end = start + W: what expires() finds in {start, count >= 1}. */
 	.expires_at_reset = 1,
 	.check_unvalidated = fw_check_unvalidated,
+	.check_hot = fw_check_hot,
 };

@@ -17,7 +17,9 @@
  *   - expires_at_reset: after a check that persists a cost of 1 or more,
  *     expires(next) must be the decision's reset_at, for every algorithm
  *     that says so;
- *   - tk__div128() must be the 128-bit division wherever its quotient fits.
+ *   - tk__div128() must be the 128-bit division wherever its quotient fits;
+ *   - check_hot() (both windows) and the sliding window's check_memo()
+ *     must be check() wherever they answer, changing the hot word alone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -492,7 +494,6 @@ static int hot_is_check(const struct tk__policy *p, const uint64_t *state,
 			struct tk_decision *dh, const char *what)
 {
 	uint64_t next[WORDS], want[WORDS];
-	uint64_t c = now / p->u.sliding.width;
 	struct tk_decision d;
 	uint32_t word = UINT32_MAX;
 	int rc, rc2;
@@ -500,7 +501,12 @@ static int hot_is_check(const struct tk__policy *p, const uint64_t *state,
 	memset(dh, 0, sizeof(*dh));
 	memset(&d, 0, sizeof(d));
 	rc = p->alg->check_hot(p, state, now, cost, &word, value, dh);
-	assert_int_equal(word, 2 * (c % (p->u.sliding.buckets + 1)) + 1);
+	if (p->alg == &tk__sliding_window)
+		assert_int_equal(word, 2 * (now / p->u.sliding.width %
+					    (p->u.sliding.buckets + 1)) +
+					       1);
+	else /* a fixed window's count, or none where it packs */
+		assert_int_equal(word, p->word_is_expiry ? UINT32_MAX : 1);
 	if (rc == TK__NOT_HOT)
 		return rc;
 	rc2 = p->alg->check_unvalidated(p, state, now, cost, next, &d);
@@ -623,6 +629,69 @@ static void test_in_place_is_check(void **unused)
 	/* Every way taken, many times. */
 	assert_true(hot[0] > 10000 && hot[1] > 1000 && hot[2] > 1000);
 	assert_true(memos > 10000 && memo_keeps > 1000);
+}
+
+/*
+ * A fixed window's check_hot() is check() (hot_is_check()): on states of
+ * this window, the last, a later one (a step back), counts around the
+ * limit, and corrupt ones; a window that packs into its word has none.
+ */
+static void test_fixed_in_place_is_check(void **unused)
+{
+	static const char *const fixed[] = {
+		"fixed-window:10/10ms", "fixed-window:3/1ns",
+		"fixed-window:16777216/1s", "fixed-window:1000/1s", /* packs */
+	};
+	uint64_t seed = 0x5eed0006, state[2], value, now, w, start, cost;
+	struct tk_decision dh;
+	const struct tk__policy *p;
+	struct tk_policy *pol;
+	size_t k;
+	int n, rc, hot[4] = { 0 };
+
+	(void)unused;
+	for (k = 0; k < ARRAY_SIZE(fixed); k++) {
+		p = open_policy(&pol, fixed[k]);
+		w = p->u.window.window;
+		for (n = 0; n < 20000; n++) {
+			now = rnd_range(&seed, 0, TK__NOW_LIMIT - 1);
+			start = now - now % w;
+			switch (rnd_range(&seed, 0, 5)) {
+			case 0: /* the last window */
+				start = start >= w ? start - w : start;
+				break;
+			case 1: /* a later one: the clock stepped back */
+				start = start + w < TK__NOW_LIMIT ? start + w
+								  : start;
+				break;
+			case 2: /* not a window's start */
+				start += rnd_range(&seed, 1, w - 1 ? w - 1 : 1);
+				break;
+			default:
+				break;
+			}
+			state[0] = start;
+			state[1] = rnd_range(&seed, 0, 3)
+					   ? rnd_range(&seed, 0, p->limit)
+					   : rnd_next(&seed);
+			cost = rnd_range(&seed, 0, 15)
+				       ? rnd_range(&seed, 1,
+						   min_u64(p->limit, 3))
+				       : p->limit + 1;
+			rc = hot_is_check(p,
+					  p->word_is_expiry ? &state[1] : state,
+					  now, cost, &value, &dh, fixed[k]);
+			hot[rc == TK__PERSIST	? 0
+			    : rc == TK__KEEP	? 1
+			    : rc == TK__NOT_HOT ? 2
+						: 3]++;
+			if (p->word_is_expiry)
+				assert_int_equal(rc, TK__NOT_HOT);
+		}
+		tk_policy_free(pol);
+	}
+	assert_true(hot[0] > 10000 && hot[1] > 5000 && hot[2] > 20000 &&
+		    hot[3] > 1000);
 }
 
 /* A limiter of @policy on @store at @clock. */
@@ -770,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_sliding_against_reference),
 		cmocka_unit_test(test_short_cuts_are_the_long_way),
 		cmocka_unit_test(test_in_place_is_check),
+		cmocka_unit_test(test_fixed_in_place_is_check),
 		cmocka_unit_test(test_refused_state_is_cold),
 		cmocka_unit_test(test_expiry_is_the_algorithms),
 		cmocka_unit_test(test_div128),

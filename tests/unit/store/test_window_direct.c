@@ -25,7 +25,7 @@
  * whose clocks cross ticks at different paces (in-place updates racing
  * replacements, steps back) and a memory store growing under two threads
  * admit exactly L; a group check freezes the hot word of a state it
- * writes, and of no other.
+ * writes, and of no other; a fixed window in a block counts in place.
  *
  * Memos (docs/shm-protocol.md, "Memos"): a block published for a check
  * carries one of its tick, in the zone's bytes; checks within the tick
@@ -65,7 +65,8 @@
 		cmocka_unit_test(test_marks_read_bounded),                     \
 		cmocka_unit_test(test_memo_decides),                           \
 		cmocka_unit_test(test_memo_needs_room),                        \
-		cmocka_unit_test(test_group_freezes_what_it_writes),
+		cmocka_unit_test(test_group_freezes_what_it_writes),           \
+		cmocka_unit_test(test_fixed_block_in_place),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
 static void test_inplace_keeps_block(void **state);
@@ -77,6 +78,7 @@ static void test_marks_read_bounded(void **state);
 static void test_memo_decides(void **state);
 static void test_memo_needs_room(void **state);
 static void test_group_freezes_what_it_writes(void **state);
+static void test_fixed_block_in_place(void **state);
 
 #include "test_direct_path.c"
 
@@ -239,6 +241,16 @@ static void open_inplace(struct inplace *f, const char *policy)
 	assert_rc(tk_limiter_open(&f->l, policy, NULL, &o), 0);
 }
 
+/* open_inplace(), a first admission of key "k" (@remaining after it),
+ * and @v on its block. */
+static void open_looking(struct inplace *f, struct seen *v, const char *policy,
+			 uint64_t remaining)
+{
+	open_inplace(f, policy);
+	admit(f->l, remaining);
+	look_at(v);
+}
+
 static void close_inplace(struct inplace *f)
 {
 	tk_limiter_close(f->l);
@@ -261,9 +273,7 @@ static void test_inplace_keeps_block(void **state)
 	int i;
 
 	(void)state;
-	open_inplace(&f, "sliding-window:100/10s");
-	admit(f.l, 99);
-	look_at(&v);
+	open_looking(&f, &v, "sliding-window:100/10s", 99);
 	m = mark_of(&v);
 	/* The count of the bucket of T0's tick (a 1 s bucket). */
 	assert_true(m >= 2 && m % 2 == 0 && m <= 22);
@@ -489,9 +499,7 @@ static void test_marks_read_bounded(void **state)
 	uint32_t m;
 
 	(void)state;
-	open_inplace(&f, "sliding-window:100/10s");
-	admit(f.l, 99);
-	look_at(&v);
+	open_looking(&f, &v, "sliding-window:100/10s", 99);
 	m = mark_of(&v);
 	tag = v.c[1].w[0];
 	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words,
@@ -554,9 +562,7 @@ static void test_memo_decides(void **state)
 	uint64_t keep;
 
 	(void)state;
-	open_inplace(&f, "sliding-window:100/10s");
-	admit(f.l, 99);
-	look_at(&v);
+	open_looking(&f, &v, "sliding-window:100/10s", 99);
 	m = mark_of(&v);
 	assert_memo(&v, 22, T0 / SEC, SEC, 0, 0);
 	/* A state word that is not the hot one, of another gen. */
@@ -618,9 +624,7 @@ static void test_memo_needs_room(void **state)
 	int i;
 
 	(void)state;
-	open_inplace(&f, "sliding-window:100/14s,buckets=14");
-	admit(f.l, 99);
-	look_at(&v);
+	open_looking(&f, &v, "sliding-window:100/14s,buckets=14", 99);
 	assert_int_equal(tkz_page_size(tk__zone_pagetable(
 				 v.z)[tkz_ref_cell(v.w1) / TKZ_PAGE_CELLS]),
 			 32);
@@ -682,5 +686,38 @@ static void test_group_freezes_what_it_writes(void **state)
 	assert_int_equal(v.c[1 + m].w[1], 3);
 	tk_limiter_close(ls[1]);
 	tk__zone_detach(v.z);
+	close_inplace(&f);
+}
+
+/*
+ * A fixed window in a block (windows under 16.8 ms do not pack) counts in
+ * place within its window: the block kept, the count in the marked cell
+ * (word 1).  The next window's admission replaces the block, the old
+ * count frozen.
+ */
+static void test_fixed_block_in_place(void **state)
+{
+	struct inplace f;
+	struct seen v, w;
+	int i;
+
+	(void)state;
+	open_looking(&f, &v, "fixed-window:100/10ms", 99);
+	assert_int_equal(mark_of(&v), 2);
+	for (i = 2; i <= 5; i++) {
+		admit(f.l, (uint64_t)(100 - i));
+		assert_int_equal(v.s->w[1], v.w1);
+		assert_int_equal(v.c[3].w[1], (uint64_t)i);
+	}
+	assert_rc(tk_clock_set(f.c, T0 + 10 * MS), 0);
+	admit(f.l, 99);
+	look_at(&w);
+	assert_true(w.w1 != v.w1);
+	assert_true(v.c[3].w[0] & TKZ_CELL_FROZEN);
+	assert_int_equal(v.c[3].w[1], 5);
+	admit(f.l, 98);
+	assert_int_equal(w.s->w[1], w.w1);
+	tk__zone_detach(v.z);
+	tk__zone_detach(w.z);
 	close_inplace(&f);
 }
