@@ -211,9 +211,9 @@ tk__keyhash_fast(const struct tk__keyhash_key *k, const void *data, size_t len)
  * at @tail, tk__keyhash()'s bit for bit, without the two ever being
  * joined in memory: @head is the first bytes as a little-endian integer
  * (its first 16, zero above @head_len).  Sets *@h and returns 1 where it
- * can (AES-NI, a head below 16 bytes and at most 32 bytes in all: CMAC's
- * one or two blocks, built in registers from @head and loads of @tail);
- * else returns 0 and the caller joins the bytes and calls tk__keyhash().
+ * can (AES-NI, at most 16 bytes in all: one CMAC block, built in
+ * registers from @head and loads of @tail); else returns 0, and the caller
+ * tries tk__keyhash_join2(), else joins the bytes and calls tk__keyhash().
  * Why: a block built in memory by several stores and read back at once by
  * wider loads waits for the stores to retire (a failed store-to-load
  * forward, about 5 ns).
@@ -222,25 +222,37 @@ static inline __attribute__((always_inline)) int
 tk__keyhash_join(const struct tk__keyhash_key *k, unsigned __int128 head,
 		 size_t head_len, const void *tail, size_t len, uint64_t *h)
 {
-	size_t n = head_len + len, first;
+	size_t n = head_len + len;
+	unsigned __int128 m;
+
+	if (!k->hw || n > 16 || head_len >= 16)
+		return 0;
+	/* The tail and its 10* padding (where the block is short), moved
+	 * up past the head: by a constant for most keys' head, 2 bytes (no
+	 * prefix, no tag). */
+	m = tk__keyhash_load16(tail, len, n < 16 ? 0x80 : 0);
+	m = head_len == 2 ? m << 16 : m << (8 * head_len);
+	*h = tk__keyhash_block(k, head | m, n);
+	return 1;
+}
+
+/*
+ * tk__keyhash_join() of 17 to 32 bytes: CMAC's two blocks, the tail's
+ * first 16 - @head_len bytes after the head, then the rest, padded when
+ * short.  1 and *@h where it can (AES-NI, a head below 16 bytes, at most
+ * 32 in all), else 0.  Apart from tk__keyhash_join(): a caller keeps it
+ * off the one-block path, a hot key's, whose code it would otherwise
+ * rearrange.
+ */
+static inline __attribute__((always_inline)) int
+tk__keyhash_join2(const struct tk__keyhash_key *k, unsigned __int128 head,
+		  size_t head_len, const void *tail, size_t len, uint64_t *h)
+{
+	size_t n = head_len + len, first = 16 - head_len;
 	unsigned __int128 m, m2;
 
-	if (!k->hw || head_len >= 16)
+	if (!k->hw || n <= 16 || n > 32 || head_len >= 16)
 		return 0;
-	if (__builtin_expect(n <= 16, 1)) {
-		/* The tail and its 10* padding (where the block is short),
-		 * moved up past the head: by a constant for most keys' head,
-		 * 2 bytes (no prefix, no tag). */
-		m = tk__keyhash_load16(tail, len, n < 16 ? 0x80 : 0);
-		m = head_len == 2 ? m << 16 : m << (8 * head_len);
-		*h = tk__keyhash_block(k, head | m, n);
-		return 1;
-	}
-	if (n > 32)
-		return 0;
-	/* Two blocks: the tail's first 16 - head_len bytes after the head;
-	 * the rest, padded when short. */
-	first = 16 - head_len;
 	m = tk__keyhash_load16(tail, first, 0) << (8 * head_len);
 	m2 = tk__keyhash_load16((const unsigned char *)tail + first,
 				len - first, n < 32 ? 0x80 : 0);
@@ -267,6 +279,13 @@ static inline int tk__keyhash_join(const struct tk__keyhash_key *k,
 	(void)len;
 	(void)h;
 	return 0;
+}
+
+static inline int tk__keyhash_join2(const struct tk__keyhash_key *k,
+				    unsigned __int128 head, size_t head_len,
+				    const void *tail, size_t len, uint64_t *h)
+{
+	return tk__keyhash_join(k, head, head_len, tail, len, h);
 }
 #endif
 

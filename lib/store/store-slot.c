@@ -93,8 +93,8 @@ ALWAYS void key_of(const struct tk__slot_store *s, int kind,
 }
 
 /* The hash of @head + @key where tk__keyhash_join() leaves it to its
- * caller: SipHash's words in registers if they can be, else the bytes
- * joined in memory. */
+ * caller: CMAC's two blocks or SipHash's words in registers if they can
+ * be, else the bytes joined in memory. */
 static __attribute__((noinline)) uint64_t
 hash_joined(const struct tk__slot_store *s, const struct tk__store_head *head,
 	    const char *key, size_t key_len)
@@ -102,22 +102,27 @@ hash_joined(const struct tk__slot_store *s, const struct tk__store_head *head,
 	unsigned char buf[TK__STORE_KEY_MAX];
 	uint64_t h;
 
-	if (tk__keyhash_join_sip13(&s->kh, head->w, head->len, key, key_len,
+	if (tk__keyhash_join2(&s->kh, head->w, head->len, key, key_len, &h) ||
+	    tk__keyhash_join_sip13(&s->kh, head->w, head->len, key, key_len,
 				   &h))
 		return h;
 	return tk__keyhash(&s->kh, buf,
 			   tk__store_key_join(buf, head, key, key_len));
 }
 
-/* key_of() of the store key @head + @key, hashed as it comes. */
+/* key_of() of the store key @head + @key, hashed as it comes.  @win (a
+ * constant: a window's path) also takes CMAC's two blocks inline, as a
+ * window's tag makes most of its keys longer than one block. */
 ALWAYS void key_of_parts(const struct tk__slot_store *s, int kind,
 			 const struct tk__store_head *head, const char *key,
-			 size_t key_len, int block, uint32_t alg,
+			 size_t key_len, int block, uint32_t alg, int win,
 			 struct tk__zone_key *k)
 {
 	uint64_t h;
 
-	if (!tk__keyhash_join(&s->kh, head->w, head->len, key, key_len, &h))
+	if (!tk__keyhash_join(&s->kh, head->w, head->len, key, key_len, &h) &&
+	    !(win &&
+	      tk__keyhash_join2(&s->kh, head->w, head->len, key, key_len, &h)))
 		h = hash_joined(s, head, key, key_len);
 	key_at(kind, h, block, alg, k);
 }
@@ -445,7 +450,7 @@ ALWAYS int check(struct tk_store *base, const struct tk__store_head *head,
 	before(s, kind);
 	key_of_parts(s, kind, head, key, len,
 		     win && (p->state_words != 1 || !p->word_is_expiry),
-		     p->alg->id, &k);
+		     p->alg->id, win, &k);
 	ctr = section(kind, light);
 	z = zone_of(s, kind);
 	if (kind == TK__SLOT_TABLE && tk__zone_old(z)) {

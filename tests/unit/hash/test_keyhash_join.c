@@ -94,6 +94,11 @@ static size_t compare_all(const struct tk__keyhash_key *k, uint64_t *s,
 				h = ~want;
 				ok = tk__keyhash_join(k, head_word(joined, hl),
 						      hl, tail[side], tl, &h);
+				/* Two blocks where one is not. */
+				if (!ok)
+					ok = tk__keyhash_join2(
+						k, head_word(joined, hl), hl,
+						tail[side], tl, &h);
 				/* Never both: one kind of key each. */
 				ok += tk__keyhash_join_sip13(
 					k, head_word(joined, hl), hl,
