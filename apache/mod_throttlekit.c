@@ -677,7 +677,9 @@ static void register_hooks(apr_pool_t *p)
 	ap_hook_header_parser(header_parser, NULL, NULL, APR_HOOK_FIRST);
 	ap_hook_handler(late_check, NULL, NULL, APR_HOOK_REALLY_FIRST);
 	ap_hook_handler(status_handler, NULL, NULL, APR_HOOK_MIDDLE);
-	ap_hook_log_transaction(log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
+	/* Before mod_log_config writes the line: a request in the access
+	 * log has been counted. */
+	ap_hook_log_transaction(log_transaction, NULL, NULL, APR_HOOK_FIRST);
 }
 
 AP_DECLARE_MODULE(throttlekit) = { STANDARD20_MODULE_STUFF,

@@ -578,11 +578,16 @@ int tk__blk_write(struct tk__zone *z, const struct tk__blk *b, uint64_t expires,
 	struct tkz_cell *c = &tk__zone_cells(z)[b->cell];
 	uint64_t g = gen_of(b->h0);
 	uint32_t i, n = words_of(b->h0);
+	int k;
 
 	/* The memo first: written before the words, it is as whole as they
-	 * are at the publish, and a reader checks its gens as theirs. */
-	if (memo &&
-	    n + TKZ_BLK_OVERHEAD + TKZ_BLK_MEMO <= page_class_cells(z, b->cell))
+	 * are at the publish, and a reader checks its gens as theirs.  Room
+	 * by the class the claim was made in (tk__blk_claim(): the words'),
+	 * never the page word: a writer stopped since its claim may find its
+	 * page reopened for larger blocks, and must not write past its own. */
+	k = tk__blk_class(n);
+	if (memo && k >= 0 &&
+	    n + TKZ_BLK_OVERHEAD + TKZ_BLK_MEMO <= class_cells(k))
 		for (i = 0; i < TKZ_BLK_MEMO; i++)
 			if (put(&c[TKZ_BLK_OVERHEAD + n + i], g, memo[i]))
 				return -ESTALE;

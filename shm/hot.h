@@ -163,9 +163,14 @@ tkz_step_memo(struct tk__zone *z, struct tkz_slot *s, uint64_t w0, uint64_t w1,
 		return TK__ZONE_NOT_HOT;
 	was = exp;
 	rc = step_memo(ctx, memo, hot.value, &i, &v, &exp);
+	/* The hot word the memo's check means, whatever its answer: else
+	 * the block's mark and memo disagree (a corrupt zone), and the state
+	 * is read. */
+	if (rc >= 0 && hot.mark != i + 1)
+		return TK__ZONE_NOT_HOT;
 	if (rc == TK__ZONE_KEEP)
 		return tkz_confirm(s, w0, w1, rc);
-	if (rc == TK__ZONE_PERSIST && hot.mark == i + 1 && exp == was)
+	if (rc == TK__ZONE_PERSIST && exp == was)
 		return tkz_put_hot(z, s, w0, w1, &hot, v);
 	return rc < 0 ? rc : TK__ZONE_NOT_HOT;
 }

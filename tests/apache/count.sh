@@ -9,6 +9,10 @@
 # limit is spent the client is refused before authentication runs, right
 # password or not.  A status outside the set (404) counts nothing.
 #
+# Each request waits for the last one's access log line (as_counted):
+# a count= rule counts after the response, so only then is the last
+# request surely counted.
+#
 # Run by "make check" (see lib.sh); exit 0 pass, 1 fail, 77 skip.
 
 . "${srcdir:-.}/tests/apache/lib.sh"
@@ -47,14 +51,14 @@ start_server prefork "$BODY" || { fail "httpd did not start"; finish; }
 say "httpd $PID on port $PORT"
 
 check "right passwords never consume" "200 200 200 200 200 200 200 200" \
-	"$(as alice:apw /login/x 8)"
+	"$(as_counted alice:apw /login/x 8)"
 check "a status outside the set counts nothing" "404 404 404 404 404 404" \
-	"$(as alice:apw /login/nosuch 6)"
+	"$(as_counted alice:apw /login/nosuch 6)"
 check "five wrong passwords consume the limit" "401 401 401 401 401" \
-	"$(as alice:wrong /login/x 5)"
+	"$(as_counted alice:wrong /login/x 5)"
 check "then a right password is refused, before authentication" "429" \
-	"$(as alice:apw /login/x 1)"
-check "and a wrong one too" "429" "$(as alice:wrong /login/x 1)"
+	"$(as_counted alice:apw /login/x 1)"
+check "and a wrong one too" "429" "$(as_counted alice:wrong /login/x 1)"
 # The refusal carries the rule's fields: nothing left.
 curl -s -o /dev/null -D "$ROOT/h" -u alice:apw "http://127.0.0.1:$PORT/login/x"
 check "the refusal's X-RateLimit-Remaining" 0 \
@@ -62,12 +66,12 @@ check "the refusal's X-RateLimit-Remaining" 0 \
 # An ErrorDocument answers the 401 with a page: the status the client got
 # still counts, once per client request.
 check "wrong passwords answered by an ErrorDocument" "401 401 429" \
-	"$(as alice:wrong /errdoc/x 3)"
+	"$(as_counted alice:wrong /errdoc/x 3)"
 # A front controller's internal redirect to a place that asks for a
 # password: the redirected request's 401 is the client's status (the
 # first request_rec still says 200).
 check "wrong passwords through an internal redirect" "401 401 429" \
-	"$(as alice:wrong /go/x 3)"
+	"$(as_counted alice:wrong /go/x 3)"
 wait_log /login/x 15 || fail "the access log lacks /login/x"
 check "access log: THROTTLE_STATUS of the refusals" "REJECTED REJECTED REJECTED" \
 	"$(awk '$4 == "/login/x" && $2 == 429 { print $3 }' "$ROOT/logs/access.log" | paste -s -d' ' -)"

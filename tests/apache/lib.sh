@@ -423,6 +423,24 @@ as()
 	done | paste -s -d' ' -
 }
 
+# as_counted CREDENTIALS PATH N: as(), each request's access log line
+# awaited before the next.  A count= rule counts a request in the log
+# phase, after the client has its response, and before the line is
+# written (mod_throttlekit's hook runs first): without the wait the next
+# request may be checked before the last one is counted.
+as_counted()
+{
+	logged=$(grep -c " $2 " "$ROOT/logs/access.log" 2>/dev/null)
+	logged=${logged:-0}
+	sent=0
+	while [ $sent -lt "$3" ]; do
+		sent=$((sent + 1))
+		curl -s -o /dev/null -u "$1" -w '%{http_code}\n' \
+			"http://127.0.0.1:$PORT$2"
+		wait_log "$2" $((logged + sent)) || echo unlogged
+	done | paste -s -d' ' -
+}
+
 # count PATTERN: lines of stdin matching PATTERN.
 count() { grep -c -- "$1" || true; }
 

@@ -66,7 +66,9 @@
 		cmocka_unit_test(test_memo_decides),                           \
 		cmocka_unit_test(test_memo_needs_room),                        \
 		cmocka_unit_test(test_group_freezes_what_it_writes),           \
-		cmocka_unit_test(test_fixed_block_in_place),
+		cmocka_unit_test(test_fixed_block_in_place),                   \
+		cmocka_unit_test(test_memo_stays_in_block),                    \
+		cmocka_unit_test(test_memo_mark_disagrees),
 static void test_processes_exact(void **state);
 static void test_fixed_block_exact(void **state);
 static void test_inplace_keeps_block(void **state);
@@ -79,6 +81,8 @@ static void test_memo_decides(void **state);
 static void test_memo_needs_room(void **state);
 static void test_group_freezes_what_it_writes(void **state);
 static void test_fixed_block_in_place(void **state);
+static void test_memo_stays_in_block(void **state);
+static void test_memo_mark_disagrees(void **state);
 
 #include "test_direct_path.c"
 
@@ -207,6 +211,13 @@ static uint32_t mark_of(const struct seen *v)
 {
 	return (uint32_t)(v->c[1].w[0] >> TKZ_CELL_HOT_SHIFT) &
 	       TKZ_CELL_HOT_MAX;
+}
+
+/* Forge @v's block's hot mark (a corrupt zone), its gen kept. */
+static void set_mark(const struct seen *v, uint32_t mark)
+{
+	v->c[1].w[0] = (v->c[1].w[0] & TKZ_BLK_GEN_MASK) |
+		       (uint64_t)mark << TKZ_CELL_HOT_SHIFT;
 }
 
 static void admit(struct tk_limiter *l, uint64_t remaining)
@@ -513,14 +524,12 @@ static void test_marks_read_bounded(void **state)
 			 22);
 	assert_int_equal(hot.mark, 0);
 	/* A mark past the state's 22 words: broken. */
-	v.c[1].w[0] = (tag & TKZ_BLK_GEN_MASK) | (uint64_t)23
-							 << TKZ_CELL_HOT_SHIFT;
+	set_mark(&v, 23);
 	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words,
 				      TKZ_STATE_WORDS_MAX, &exp, &hot),
 			 -EBADMSG);
 	assert_int_equal(hot.mark, 0);
-	v.c[1].w[0] = (tag & TKZ_BLK_GEN_MASK) | (uint64_t)22
-							 << TKZ_CELL_HOT_SHIFT;
+	set_mark(&v, 22);
 	assert_int_equal(tk__blk_read(v.z, v.s, v.s->w[0], v.w1, words,
 				      TKZ_STATE_WORDS_MAX, &exp, &hot),
 			 22);
@@ -719,5 +728,66 @@ static void test_fixed_block_in_place(void **state)
 	assert_int_equal(w.s->w[1], w.w1);
 	tk__zone_detach(v.z);
 	tk__zone_detach(w.z);
+	close_inplace(&f);
+}
+
+/*
+ * A writer bounds its memo by the class its claim was made in, never by
+ * the page word: one stopped since its claim may find the page reopened
+ * for larger blocks (here forged so), and must write nothing past its own
+ * block.  A state of 6 buckets (14 words) fills its 16 cells but 2: no
+ * memo.
+ */
+static void test_memo_stays_in_block(void **state)
+{
+	uint64_t words[14] = { 0 }, memo[TKZ_BLK_MEMO] = { 1, 2, 3, 4 };
+	uint64_t *pw, was, after[2 * TKZ_BLK_MEMO];
+	struct inplace f;
+	struct tk__blk b;
+	struct seen v;
+	int i;
+
+	(void)state;
+	open_looking(&f, &v, "sliding-window:60/6s,buckets=6", 59);
+	assert_int_equal(tk__blk_claim(v.z, 14,
+				       (uint64_t)(v.s - tk__zone_slots(v.z)),
+				       v.s->w[1], T0, &b),
+			 0);
+	pw = &tk__zone_pagetable(v.z)[b.cell / TKZ_PAGE_CELLS];
+	assert_int_equal(tkz_page_size(*pw), 16);
+	was = *pw;
+	*pw = (was & ~TKZ_PAGE_SIZE_MASK) | 32;
+	memcpy(after, &tk__zone_cells(v.z)[b.cell + 16], sizeof(after));
+	assert_int_equal(tk__blk_write(v.z, &b, T0 + SEC, words, 2, memo), 0);
+	for (i = 0; i < TKZ_BLK_MEMO; i++) {
+		assert_int_equal(tk__zone_cells(v.z)[b.cell + 16 + i].w[0],
+				 after[2 * i]);
+		assert_int_equal(tk__zone_cells(v.z)[b.cell + 16 + i].w[1],
+				 after[2 * i + 1]);
+	}
+	*pw = was;
+	tk__blk_release(v.z, &b);
+	tk__zone_detach(v.z);
+	close_inplace(&f);
+}
+
+/*
+ * A block whose mark names another word than its memo's check means (a
+ * corrupt zone) is read whole, for a denial as for an admission: here the
+ * mark forged onto the current bucket's tick, whose value, taken for a
+ * count, would deny a check the state admits.
+ */
+static void test_memo_mark_disagrees(void **state)
+{
+	struct inplace f;
+	struct seen v;
+
+	(void)state;
+	open_looking(&f, &v, "sliding-window:2/10s", 1);
+	/* The word before the count: its bucket's tick. */
+	assert_int_equal(v.c[mark_of(&v)].w[1], T0 / SEC);
+	set_mark(&v, mark_of(&v) - 1);
+	admit(f.l, 0);
+	tk__zone_detach(v.z);
 	close_inplace(&f);
 }
