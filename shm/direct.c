@@ -58,7 +58,8 @@ int tk__zone_block_step(struct tk__zone *z, struct tkz_slot *s, uint64_t w0,
 	 * rebinds it: the same steps, so the same arena. */
 	rc = tk__blk_publish(z, (uint64_t)(s - tk__zone_slots(z)), w0, w1, now,
 			     words, next, exp, &hot, mark,
-			     tkz_memo_of(ip, ctx, next, memo), held, holding);
+			     tkz_memo_of(ip, ctx, words, next, memo), held,
+			     holding);
 	if (rc == 0)
 		return TK__ZONE_PERSIST;
 	/* A full arena (the claim has reclaimed, and evicted if the zone

@@ -175,12 +175,20 @@ tkz_step_memo(struct tk__zone *z, struct tkz_slot *s, uint64_t w0, uint64_t w1,
 	return rc < 0 ? rc : TK__ZONE_NOT_HOT;
 }
 
-/* The memo of @next for the block a check publishes: @memo, or NULL. */
+/* The memo of @next, a state of @words words, for the block a check
+ * publishes: @memo, or NULL (none, or no room for one in its class, where
+ * tk__blk_write() would not write it). */
 static inline __attribute__((always_inline)) const uint64_t *
-tkz_memo_of(const struct tk__zone_inplace *ip, void *ctx, const uint64_t *next,
-	    uint64_t *memo)
+tkz_memo_of(const struct tk__zone_inplace *ip, void *ctx, uint32_t words,
+	    const uint64_t *next, uint64_t *memo)
 {
-	return ip && ip->memo && ip->memo(ctx, next, memo) ? memo : NULL;
+	int k = tk__blk_class(words);
+
+	if (!ip || !ip->memo || k < 0 ||
+	    words + TKZ_BLK_OVERHEAD + TKZ_BLK_MEMO > (uint32_t)TKZ_CLASS_MIN
+							      << k)
+		return NULL;
+	return ip->memo(ctx, next, memo) ? memo : NULL;
 }
 
 #endif /* TK_SHM_HOT_H */

@@ -532,7 +532,8 @@ update_block(struct tk__zone *z, uint64_t idx, uint64_t w0, uint64_t w1,
 	if (rc != TK__ZONE_PERSIST)
 		return rc < 0 ? rc : tkz_confirm(s, w0, w1, rc);
 	rc = tk__blk_publish(z, idx, w0, w1, now, words, next, exp, &hot, mark,
-			     tkz_memo_of(ip, ctx, next, memo), held, holding);
+			     tkz_memo_of(ip, ctx, words, next, memo), held,
+			     holding);
 	return rc == 0 ? TK__ZONE_PERSIST : rc;
 }
 

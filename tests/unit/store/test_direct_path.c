@@ -523,8 +523,13 @@ static void test_far_same_as_generic(void **state)
  * a third forces the generic path on the same store (a zone, memory); every
  * admission is counted once (exactness), whichever path made it.
  */
+/* Checks of new keys by a flooding thread: its table grows under the
+ * others (a memory store). */
+#define DIRECT_FLOOD 60000
+
 struct race {
 	struct tk_limiter *l;
+	int flood; /* 1: checks DIRECT_FLOOD new keys, not "hot" */
 	int admitted;
 };
 
@@ -532,16 +537,25 @@ static void *race_worker(void *arg)
 {
 	struct race *r = arg;
 	struct tk_decision d;
-	int i;
+	char key[32];
+	int i, n;
 
-	for (i = 0; i < DIRECT_RACE_CHECKS; i++)
-		if (tk_limiter_check(r->l, "hot", 3, 1, &d) == 0 && d.allowed)
-			r->admitted++;
+	for (i = 0; i < (r->flood ? DIRECT_FLOOD : DIRECT_RACE_CHECKS); i++) {
+		n = r->flood ? snprintf(key, sizeof(key), "f%d", i)
+			     : snprintf(key, sizeof(key), "hot");
+		if (tk_limiter_check(r->l, key, (size_t)n, 1, &d) != 0)
+			return NULL; /* admitted stays short: fails below */
+		if (!r->flood)
+			r->admitted += d.allowed;
+	}
 	return NULL;
 }
 
-/* On store @spec, policy @policy, the thread @generic the long way. */
-static void race_on(const char *spec, const char *policy, int generic)
+/* On store @spec, policy @policy, three threads admit @limit of "hot" in
+ * all: the thread @generic the long way, the thread @flood checking new
+ * keys instead (-1: none). */
+static void race_on(const char *spec, const char *policy, int generic,
+		    int flood, int limit)
 {
 	struct tk_options o = TK_OPTIONS_INIT;
 	struct race r[3];
@@ -564,6 +578,7 @@ static void race_on(const char *spec, const char *policy, int generic)
 		assert_rc(tk_limiter_open(&r[i].l, policy, NULL, &lo), 0);
 		if (i == generic)
 			tk__limiter_generic(r[i].l);
+		r[i].flood = i == flood;
 		r[i].admitted = 0;
 	}
 	for (i = 0; i < 3; i++)
@@ -573,7 +588,7 @@ static void race_on(const char *spec, const char *policy, int generic)
 		pthread_join(th[i], NULL);
 		total += r[i].admitted;
 	}
-	assert_int_equal(total, DIRECT_RACE_LIMIT);
+	assert_int_equal(total, limit);
 	for (i = 0; i < 3; i++)
 		tk_limiter_close(r[i].l);
 	tk_store_close(s);
@@ -583,7 +598,7 @@ static void race_on(const char *spec, const char *policy, int generic)
 
 static void contended(const char *spec)
 {
-	race_on(spec, DIRECT_RACE_POLICY, 2);
+	race_on(spec, DIRECT_RACE_POLICY, 2, -1, DIRECT_RACE_LIMIT);
 }
 
 static void test_contended_exact(void **state)
