@@ -38,6 +38,8 @@
 #include "hash/siphash.h"
 #include "hash/keyhash.h"
 
+#include <throttlekit.h>
+
 #include "../bench/bench.h"
 #include "../bench/baselines/table.h"
 
