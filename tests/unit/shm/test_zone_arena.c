@@ -539,6 +539,14 @@ static void test_foreign_descriptor_in_slot(void **state)
 	in_zone_child("foreign", foreign_in_slot);
 }
 
+/* A churn worker's failure, counted and told (which call, its key, its
+ * result), so that a failure under load says what failed. */
+static void churn_error(int i, const char *what, const char *key, int rc)
+{
+	fprintf(stderr, "churn worker %d: %s %s: rc %d\n", i, what, key, rc);
+	atomic_fetch_add(&sh->errors, 1);
+}
+
 /* Phase 1: fill and reset keys of one size; phase 2: other sizes. */
 static void churn_worker(int i)
 {
@@ -546,16 +554,16 @@ static void churn_worker(int i)
 	struct tk_limiter *win = open_on("churn", WINDOW, 0);
 	struct tk_limiter *combo = open_on("churn", COMBO, 0);
 	char key[32], other[32];
-	int k, t, allowed, n;
+	int k, t, allowed, n, rc;
 
 	if (!log || !win || !combo)
 		_exit(2);
 	for (k = 0; k < 7; k++) {
 		snprintf(key, sizeof(key), "l%d-%d", i, k);
-		if (check(log, key, &allowed) != 0 || !allowed)
-			atomic_fetch_add(&sh->errors, 1);
-		if (check(log, "hot", &allowed) != 0)
-			atomic_fetch_add(&sh->errors, 1);
+		if ((rc = check(log, key, &allowed)) != 0 || !allowed)
+			churn_error(i, "log", key, rc);
+		if ((rc = check(log, "hot", &allowed)) != 0)
+			churn_error(i, "log", "hot", rc);
 		else if (allowed)
 			atomic_fetch_add(&sh->allowed, 1);
 	}
@@ -569,20 +577,20 @@ static void churn_worker(int i)
 	for (k = 0; k < 12; k++) {
 		snprintf(key, sizeof(key), "w%d-%d", i, k);
 		for (t = n = 0; t < 7; t++) {
-			if (check(win, key, &allowed) != 0)
-				atomic_fetch_add(&sh->errors, 1);
+			if ((rc = check(win, key, &allowed)) != 0)
+				churn_error(i, "window", key, rc);
 			n += allowed;
 		}
 		snprintf(key, sizeof(key), "x%d-%d", i, k);
 		snprintf(other, sizeof(other), "y%d", k);
-		if (check2(combo, key, other, &allowed) != 0)
-			atomic_fetch_add(&sh->errors, 1);
+		if ((rc = check2(combo, key, other, &allowed)) != 0)
+			churn_error(i, "composite", key, rc);
 		if (n != 5)
-			atomic_fetch_add(&sh->errors, 1);
+			churn_error(i, "window admitted not 5 of", key, n);
 		if (allowed)
 			atomic_fetch_add(&sh->per_key[k], 1);
-		if (check(log, "hot", &allowed) != 0)
-			atomic_fetch_add(&sh->errors, 1);
+		if ((rc = check(log, "hot", &allowed)) != 0)
+			churn_error(i, "log", "hot", rc);
 		else if (allowed)
 			atomic_fetch_add(&sh->allowed, 1);
 		if (k % 4 == 3)
