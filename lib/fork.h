@@ -7,11 +7,14 @@
 #define TK_FORK_H
 
 #include "config.h"
+#include "atomic.h"
 
 #include <stdint.h>
 
 /* rcu.c: the liburcu flavour and fork handling, in one place. */
 void tk__rcu_setup(void);
 uint64_t tk__fork_generation(void);
+/* What tk__fork_generation() reads, for an inline read. */
+extern tk_atomic_u64 tk__fork_gen;
 
 #endif /* TK_FORK_H */

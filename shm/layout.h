@@ -14,7 +14,10 @@
 #include <stdint.h>
 
 #define TKZ_MAGIC UINT64_C(0x0100454e4f5a4b54) /* "TKZONE\0\1" */
-/* 12: a cell's tag word may carry, above its gen, the hot mark of a
+/* 13: a ring of recent keys' count word carries its record's lap above the
+ * count (recent.h), where 12 kept the bare count and added to it
+ * atomically;
+ * 12: a cell's tag word may carry, above its gen, the hot mark of a
  * block's expiry cell and the frozen bit of its hot cell (in-place
  * updates, docs/shm-protocol.md), which a build of 11 takes for a broken
  * state;
@@ -23,7 +26,7 @@
  * 10: a one-word state in a word key's slot or in a 1-word block, which
  * a build of 9 refuses (docs/shm-protocol.md, "One state, two shapes");
  * 9: the rings of recent keys (recent.h), the rule directory (rules.h) */
-#define TKZ_VERSION 12
+#define TKZ_VERSION 13
 #define TKZ_HEADER_SIZE 4096
 #define TKZ_WINDOW 16	    /* slots per candidate window */
 #define TKZ_SHARDS_MAX 32   /* the shard lines must fit the header */

@@ -11,10 +11,12 @@
  *   then publishes by a CAS from 2t + 1 to 2t + 2: one that fails means a
  *   later ticket took the entry meanwhile, whose record is then the
  *   entry's.
- * - A thread whose next event is of the key of its last record adds one
- *   to that record's count while the entry still holds it (tk__recent_
+ * - A thread whose next event is of the key of its last record counts
+ *   it in that record while the entry still holds it (tk__recent_
  *   repeat()): a flood of one key's denials writes one line the thread
- *   already has, not the head every process writes.
+ *   already has, not the head every process writes, and by a plain store
+ *   of the count it keeps, tagged with the record's lap so that a store
+ *   one lap late is known for one.
  * - A reader expects 2t + 2 in the entry of ticket t: it loads the
  *   sequence, copies, loads it again (a seqlock's read), and checks the
  *   sum.  The sum is what catches a writer delayed a whole lap: claimed
@@ -24,7 +26,6 @@
  * odd one costs a reader one skip until it is reused.
  */
 #include "recent.h"
-#include "zone.h"
 
 #include <ck_pr.h>
 #include <string.h>
@@ -73,7 +74,7 @@ uint64_t tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)
 	 * fence before its second load of the sequence. */
 	ck_pr_fence_store();
 	ck_pr_store_64(&e->len, len);
-	ck_pr_store_64(&e->count, 1);
+	ck_pr_store_64(&e->count, tkz_recent_count_word(t, 1));
 	for (i = 0; i < n; i++) {
 		if (i == n / 2 && tk__recent_write_hook)
 			tk__recent_write_hook(e);
@@ -87,32 +88,20 @@ uint64_t tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len)
 	return t;
 }
 
-/* This thread's last record through tk__recent_repeat(): its ring,
- * ticket and key as kept. */
-static __thread struct {
-	struct tkz_recent_ring *ring;
-	uint64_t ticket, len;
-	unsigned char key[TKZ_RECENT_KEY];
-} last;
+__thread struct tk__recent_last tk__recent_last
+	__attribute__((tls_model("initial-exec")));
 
-void tk__recent_repeat(struct tkz_recent_ring *r, const void *key, size_t len)
+void tk__recent_first(struct tkz_recent_ring *r, uint64_t id, const void *key,
+		      size_t len)
 {
-	size_t kept = len < TKZ_RECENT_KEY ? len : TKZ_RECENT_KEY;
-	struct tkz_recent_entry *e;
+	struct tk__recent_last *last = &tk__recent_last;
 
-	if (last.ring == r && last.len == len &&
-	    memcmp(last.key, key, kept) == 0) {
-		e = &r->e[last.ticket & (TKZ_RECENT_ENTRIES - 1)];
-		/* Still our record: published, not taken since. */
-		if (ck_pr_load_64(&e->seq) == 2 * last.ticket + 2) {
-			ck_pr_faa_64(&e->count, 1);
-			return;
-		}
-	}
-	last.ticket = tk__recent_put(r, key, len);
-	last.ring = last.ticket == UINT64_MAX ? NULL : r;
-	last.len = len;
-	memcpy(last.key, key, kept);
+	last->ticket = tk__recent_put(r, key, len);
+	last->ring = last->ticket == UINT64_MAX ? NULL : r;
+	last->count = 1;
+	last->id = id;
+	last->len = len;
+	last->gen = tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED);
 }
 
 /* Copy the record of ticket @t from @e into @rec: 0, or the skip. */
@@ -133,6 +122,11 @@ static int copy(struct tkz_recent_entry *e, uint64_t t,
 	}
 	len = ck_pr_load_64(&e->len);
 	rec->count = ck_pr_load_64(&e->count);
+	/* A count of an earlier lap: a repeat's store one lap late. */
+	if (rec->count >> TKZ_RECENT_COUNT_BITS != tkz_recent_lap(t))
+		rec->count = 1;
+	else
+		rec->count &= TKZ_RECENT_COUNT_MAX;
 	n = words_of(len);
 	for (i = 0; i < n; i++) {
 		if (i == n / 2 && tk__recent_read_hook)
@@ -183,10 +177,4 @@ void tk__zone_recent_put(struct tk__zone *z, int id, const void *key,
 			 size_t len)
 {
 	(void)tk__recent_put(&tk__zone_recent(z)->ring[id], key, len);
-}
-
-void tk__zone_recent_deny(struct tk__zone *z, const void *key, size_t len)
-{
-	tk__recent_repeat(&tk__zone_recent(z)->ring[TKZ_RECENT_DENIED], key,
-			  len);
 }

@@ -28,10 +28,16 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "zone.h"
+#include "../lib/fork.h"
+
+#include <ck_pr.h>
 
 #define TKZ_RECENT_ENTRIES 512 /* records per ring, a power of two */
 #define TKZ_RECENT_KEY 96      /* bytes of a key kept */
 #define TKZ_RECENT_WORDS (TKZ_RECENT_KEY / 8)
+#define TKZ_RECENT_COUNT_BITS 40 /* of a count word; the lap above */
+#define TKZ_RECENT_COUNT_MAX ((UINT64_C(1) << TKZ_RECENT_COUNT_BITS) - 1)
 /* Checks of a thread per sampled one, on average (lib/store/store-slot.c;
  * not part of the layout). */
 #define TK__RECENT_SAMPLE 64
@@ -47,7 +53,11 @@ enum tkz_recent_ring_id {
  * (or its writer died), 2t + 2 once it is complete.  sum: of the ticket,
  * len and the kept words (recent.c, sum()).  count: the events the record
  * stands for, 1 and then one more for each repeat its writer's thread
- * added (tk__recent_repeat()); not in the sum.  key: the first
+ * added (tk__recent_repeat()), in the low TKZ_RECENT_COUNT_BITS, under
+ * the record's lap (t / TKZ_RECENT_ENTRIES, its low bits) in the high
+ * ones; not in the sum.  Only the record's writer stores it, so a plain
+ * store will do, and the lap tells a reader when the store was a writer's
+ * one lap late, into an entry a later ticket took.  key: the first
  * min(len, TKZ_RECENT_KEY) bytes, the rest of the last word zero.
  */
 struct tkz_recent_entry {
@@ -57,6 +67,18 @@ struct tkz_recent_entry {
 	uint64_t count; /* events */
 	uint64_t key[TKZ_RECENT_WORDS];
 };
+
+/* The lap of ticket @t, as a count word keeps it. */
+static inline uint64_t tkz_recent_lap(uint64_t t)
+{
+	return (t / TKZ_RECENT_ENTRIES) & (UINT64_MAX >> TKZ_RECENT_COUNT_BITS);
+}
+
+/* Ticket @t's count word of @count events. */
+static inline uint64_t tkz_recent_count_word(uint64_t t, uint64_t count)
+{
+	return tkz_recent_lap(t) << TKZ_RECENT_COUNT_BITS | count;
+}
 
 struct tkz_recent_ring {
 	struct tkz_line head; /* tickets taken, ever */
@@ -105,15 +127,27 @@ struct tk__recent_skips {
 uint64_t tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len);
 
 /*
- * The same, but if this thread's last record through here is of @key
- * (its length and kept bytes), in @r, and still whole in its entry, one
- * more to its count (an atomic add to a line the thread wrote itself)
- * instead of a record.  So a flood of denials of one key costs a
- * thread one record and then no shared line; a key's events stay
- * counted whatever their order.  A repeat that races a writer lapping
- * the ring may count one event to the record that took the entry.
+ * A repeat: if this thread's last record through tk__recent_first() is in
+ * @r, of a key of @len bytes and id @id, made in this process (not its
+ * parent before a fork()) and still whole in its entry, its count one more
+ * (a plain store to a line the thread wrote itself) and 1; else 0, and
+ * the caller records the key with tk__recent_first(), which remembers it.
+ * @id is the key's fingerprint (the TKZ_FP_KEY bits of its zone key,
+ * which its slot keeps), so that a repeat neither copies nor compares the
+ * key's bytes, and a caller does not even join them: a flood of denials
+ * of one key costs a thread one record, then a load and a store to its
+ * own line per denial, no atomic read-modify-write.  Two keys of one
+ * fingerprint would count the second to the first's record, as they
+ * would share one slot: the zone tells keys apart by nothing more, and
+ * its keyed hash is what keeps an attacker from aiming for that.  A count
+ * stored by a repeat that raced a writer lapping the ring is of the old lap,
+ * which readers take as a count of 1 until the new record's writer stores its
+ * own.
  */
-void tk__recent_repeat(struct tkz_recent_ring *r, const void *key, size_t len);
+static inline int tk__recent_repeat(struct tkz_recent_ring *r, uint64_t id,
+				    size_t len);
+void tk__recent_first(struct tkz_recent_ring *r, uint64_t id, const void *key,
+		      size_t len);
 
 /*
  * Call @fn(@ctx, rec) for each complete record of @r, oldest first, the
@@ -130,15 +164,46 @@ int tk__recent_read(struct tkz_recent_ring *r, struct tk__recent_skips *skips,
 extern void (*tk__recent_write_hook)(struct tkz_recent_entry *e);
 extern void (*tk__recent_read_hook)(struct tkz_recent_entry *e);
 
-/* The rings of zone @z (segment.c). */
-struct tk__zone;
-struct tkz_recent *tk__zone_recent(struct tk__zone *z);
+/* The rings of zone @z (fixed at attach, segment.c). */
+static inline struct tkz_recent *tk__zone_recent(struct tk__zone *z)
+{
+	return ((struct tk__zone_head *)(void *)z)->recent;
+}
 
-/* tk__recent_put() into ring @id of zone @z, and tk__recent_repeat()
- * into its ring of denials; the caller holds its guard
- * (tk__zone_enter()). */
+/* tk__recent_put() into ring @id of zone @z; the caller holds the zone's
+ * guard (tk__zone_enter()). */
 void tk__zone_recent_put(struct tk__zone *z, int id, const void *key,
 			 size_t len);
-void tk__zone_recent_deny(struct tk__zone *z, const void *key, size_t len);
+
+/* This thread's last record through tk__recent_first() (recent.c): its
+ * ring, ticket and count, the key's id and length, and the fork
+ * generation it was made in.  Initial-exec, as the tally's slot: read
+ * inline at every denial. */
+struct tk__recent_last {
+	struct tkz_recent_ring *ring;
+	uint64_t ticket, count, id, len, gen;
+};
+extern __thread struct tk__recent_last tk__recent_last
+	__attribute__((tls_model("initial-exec")));
+
+static inline int tk__recent_repeat(struct tkz_recent_ring *r, uint64_t id,
+				    size_t len)
+{
+	struct tk__recent_last *last = &tk__recent_last;
+	struct tkz_recent_entry *e;
+
+	if (last->ring != r || last->id != id || last->len != len ||
+	    last->gen != tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED))
+		return 0;
+	e = &r->e[last->ticket & (TKZ_RECENT_ENTRIES - 1)];
+	/* Still our record: published, not taken since. */
+	if (ck_pr_load_64(&e->seq) != 2 * last->ticket + 2)
+		return 0;
+	if (last->count < TKZ_RECENT_COUNT_MAX)
+		last->count++;
+	ck_pr_store_64(&e->count,
+		       tkz_recent_count_word(last->ticket, last->count));
+	return 1;
+}
 
 #endif /* TK_SHM_RECENT_H */

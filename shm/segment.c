@@ -68,13 +68,13 @@ struct tk__zone {
 	uint64_t max_keys;
 	uint64_t *pagetable;
 	struct tkz_cell *cells;
+	struct tkz_recent *recent;
 	char name[TKZ_PATH_MAX_LEN + 1];
 	uint32_t uid, gid, mode; /* of the file, when attached */
 	dev_t dev;		 /* and which file it was */
 	ino_t ino;
 	void *base;
 	uint64_t size;
-	struct tkz_recent *recent;
 };
 
 _Static_assert(offsetof(struct tk__zone, geo) ==
@@ -106,7 +106,9 @@ _Static_assert(offsetof(struct tk__zone, geo) ==
 		       offsetof(struct tk__zone, pagetable) ==
 			       offsetof(struct tk__zone_head, pagetable) &&
 		       offsetof(struct tk__zone, cells) ==
-			       offsetof(struct tk__zone_head, cells),
+			       offsetof(struct tk__zone_head, cells) &&
+		       offsetof(struct tk__zone, recent) ==
+			       offsetof(struct tk__zone_head, recent),
 	       "struct tk__zone_head");
 
 /* FNV-1a: the header check word catches corruption, not attackers. */
@@ -685,11 +687,6 @@ int tk__zone_current(const struct tk__zone *z,
 	     judge(&st, cfg, NULL, 0) == 0;
 	close(w.dir);
 	return ok;
-}
-
-struct tkz_recent *tk__zone_recent(struct tk__zone *z)
-{
-	return z->recent;
 }
 
 const char *tk__zone_name(const struct tk__zone *z)

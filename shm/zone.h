@@ -133,9 +133,11 @@ struct tk__zone_head {
 	/* The live keys a private table holds at most (0: no bound; a zone
 	 * has none): see tk__zone_over_keys(). */
 	uint64_t max_keys;
-	/* The arena's page table and cells (fixed at attach). */
+	/* The arena's page table and cells, and the rings of recent keys
+	 * (fixed at attach). */
 	uint64_t *pagetable;
 	struct tkz_cell *cells;
+	struct tkz_recent *recent;
 };
 
 static inline const struct tkz_geo *tk__zone_geo(const struct tk__zone *z)

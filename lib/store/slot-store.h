@@ -112,12 +112,14 @@ struct tk__slot_name {
 	size_t len;			   /* bytes at @key */
 };
 
-/* Record @name in @z's ring @id (shm/recent.h), or as a denial; the
- * store key joined first if it comes in two parts. */
+/* Record @name in @z's ring @id (shm/recent.h), or as a denial (a
+ * repeat of this thread's last one counted to it, known by the key's
+ * fingerprint @id: tk__recent_repeat()); the store key joined first if it
+ * comes in two parts. */
 void tk__slot_name_put(struct tk__zone *z, int id,
 		       const volatile struct tk__slot_name *name);
 void tk__slot_name_deny(struct tk__zone *z,
-			const volatile struct tk__slot_name *name);
+			const volatile struct tk__slot_name *name, uint64_t id);
 
 /*
  * A check of GCRA or the token bucket in one call chain: the key's slot
@@ -164,7 +166,7 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 			/* Where the denial is known, so that an admission
 			 * tests nothing more. */
 			if (name)
-				tk__slot_name_deny(z, name);
+				tk__slot_name_deny(z, name, w.w0 & TKZ_FP_KEY);
 		}
 		memset(out, 0, sizeof(*out));
 		tk__gcra_explain(p, &step, rc, now, out);

@@ -216,14 +216,30 @@ void tk__slot_name_put(struct tk__zone *z, int id,
 	tk__zone_recent_put(z, id, key, len);
 }
 
-void tk__slot_name_deny(struct tk__zone *z,
-			const volatile struct tk__slot_name *name)
+/* A denial's first record (tk__slot_name_deny()), out of line: the
+ * key's buffer is not on a repeat's path. */
+static __attribute__((noinline)) void
+name_first(struct tkz_recent_ring *r, const volatile struct tk__slot_name *name,
+	   uint64_t id)
 {
 	unsigned char buf[TK__STORE_KEY_MAX];
 	const unsigned char *key;
 	size_t len = name_bytes(name, buf, &key);
 
-	tk__zone_recent_deny(z, key, len);
+	tk__recent_first(r, id, key, len);
+}
+
+void tk__slot_name_deny(struct tk__zone *z,
+			const volatile struct tk__slot_name *name, uint64_t id)
+{
+	struct tkz_recent_ring *r =
+		&tk__zone_recent(z)->ring[TKZ_RECENT_DENIED];
+
+	/* A repeat first: the bytes joined only for a record. */
+	if (!tk__recent_repeat(r, id,
+			       name->head ? name->head->len + name->len
+					  : name->len))
+		name_first(r, name, id);
 }
 
 /* A check of @key decided (@denied: a denial), counted; a zone's batch
@@ -266,14 +282,15 @@ ALWAYS void grown(struct tk__slot_store *s, int kind)
 /* What a table's step @rc (counted if it decided a check of @key, @flags
  * having TK__T_CHECK) means to the limiter. */
 ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc,
-		  const unsigned char *key, size_t len)
+		  const unsigned char *key, size_t len,
+		  const struct tk__zone_key *k)
 {
 	struct tk__slot_name name = { NULL, key, len };
 
 	if (rc >= 0 && (flags & TK__T_CHECK)) {
 		counted(s, kind, rc == TK__ZONE_KEEP, &name);
 		if (kind == TK__SLOT_ZONE && rc == TK__ZONE_KEEP)
-			tk__zone_recent_deny(s->zone, key, len);
+			tk__slot_name_deny(s->zone, &name, k->fp & TKZ_FP_KEY);
 	}
 	if (rc == -E2BIG)
 		return -ENOTSUP; /* a state larger than a block holds */
@@ -302,7 +319,7 @@ ALWAYS int apply(struct tk_store *base, const unsigned char *key, size_t len,
 						   t->fn, t->inplace, t->ctx);
 		tk__zone_maybe_sweep(zone_of(s, kind), &k, now);
 		grown(s, kind);
-		rc = result(s, kind, t->flags, rc, key, len);
+		rc = result(s, kind, t->flags, rc, key, len, &k);
 		rc = guard_end(s, kind, rc);
 	}
 	section_end(kind, 0, ctr);
@@ -413,7 +430,7 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 		tk__window_direct_decided++;
 #endif
 		if (kind == TK__SLOT_ZONE && rc == TK__KEEP)
-			tk__slot_name_deny(z, name);
+			tk__slot_name_deny(z, name, k->fp & TKZ_FP_KEY);
 		counted(s, kind, rc == TK__KEEP, name);
 		*d = st.d;
 		rc = 0;
@@ -566,9 +583,9 @@ ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,
 			tk__zone_maybe_sweep(zone_of(s, kind), &k[i], now);
 		grown(s, kind);
 		/* A composite's records name its first dimension's key. */
-		rc = guard_end(
-			s, kind,
-			result(s, kind, m->flags, rc, m->key[0], m->len[0]));
+		rc = guard_end(s, kind,
+			       result(s, kind, m->flags, rc, m->key[0],
+				      m->len[0], &k[0]));
 	}
 	section_end(kind, 0, ctr);
 	return rc;

@@ -45,9 +45,6 @@ struct tk__zone_tally {
 	tk_atomic_u64 gen; /* fork generation the counts belong to */
 };
 
-/* rcu.c: tk__fork_generation(), for an inline read. */
-extern tk_atomic_u64 tk__fork_gen;
-
 /* This thread's shard + 1 (0: none yet; TK__TALLY_SHARDS + 1: the
  * shared one); zone-registry.c.  Initial-exec, as guard.c's: read inline,
  * not through a TLS descriptor call, on every check. */

@@ -6,7 +6,9 @@
  * one lap later takes; a reader copying while a writer laps it skips the
  * entry for its sequence, and a writer storing into an entry taken from
  * it is caught by the sum; a writer late to claim by a lap gives its record
- * up; a thread's events of one key in a row add to one record's count;
+ * up; a thread's events of one key in a row add to one record's count,
+ * which only that thread stores, so that a store one lap late is no
+ * count of the next record and a fork() child keeps a record of its own;
  * long keys are kept truncated; through a zone,
  * denials and only denials reach the ring of denials, with their prefix
  * and key, checks a sample of them; a zone of the previous layout is
@@ -33,6 +35,7 @@
 #include <throttlekit.h>
 
 #include "workers.h"
+#include "../../lib/fork.h"
 #include "../../shm/recent.h"
 #include "../../shm/zone.h"
 
@@ -302,12 +305,32 @@ static int add_counts(void *ctx, const struct tk__recent_rec *r)
 	return 0;
 }
 
+/* @key's id for tk__recent_repeat(): any hash of its bytes will do. */
+static uint64_t id_of(const char *key)
+{
+	uint64_t h = 1469598103934665603u;
+
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 1099511628211u;
+	return h;
+}
+
+/* An event of @key as a zone's denial records it: a repeat of this
+ * thread's last record, or a record. */
+static void note(const char *key)
+{
+	size_t len = strlen(key);
+
+	if (!tk__recent_repeat(ring, id_of(key), len))
+		tk__recent_first(ring, id_of(key), key, len);
+}
+
 static void repeater(int i)
 {
 	int j;
 
 	for (j = 0; j < per_writer; j++)
-		tk__recent_repeat(ring, i % 2 ? "a" : "b", 1);
+		note(i % 2 ? "a" : "b");
 }
 
 /* A thread's events of one key in a row: one record, counted. */
@@ -320,13 +343,17 @@ static void test_repeats(void **state)
 	(void)state;
 	fresh_ring();
 	for (i = 0; i < 100; i++)
-		tk__recent_repeat(ring, "a", 1);
+		note("a");
 	memset(&c, 0, sizeof(c));
 	tk__recent_read(ring, NULL, add_counts, &c);
 	assert_int_equal(c.records, 1);
 	assert_int_equal(c.a, 100);
-	tk__recent_repeat(ring, "b", 1);
-	tk__recent_repeat(ring, "a", 1);
+	/* A repeat is of the last record's ring, id and length, all three. */
+	assert_false(tk__recent_repeat(ring, id_of("b"), 1));
+	assert_false(tk__recent_repeat(ring, id_of("a"), 2));
+	assert_false(tk__recent_repeat(ring + 1, id_of("a"), 1));
+	note("b");
+	note("a");
 	memset(&c, 0, sizeof(c));
 	tk__recent_read(ring, NULL, add_counts, &c);
 	assert_int_equal(c.records, 3);
@@ -337,7 +364,8 @@ static void test_repeats(void **state)
 		snprintf(key, sizeof(key), "other %d", i);
 		put(key);
 	}
-	tk__recent_repeat(ring, "a", 1);
+	assert_false(tk__recent_repeat(ring, id_of("a"), 1));
+	note("a");
 	memset(&c, 0, sizeof(c));
 	tk__recent_read(ring, NULL, add_counts, &c);
 	assert_int_equal(c.a, 1);
@@ -351,6 +379,54 @@ static void test_repeats(void **state)
 	assert_int_equal(c.a + c.b, (uint64_t)WRITERS * 1000);
 	assert_int_equal(c.a, (uint64_t)WRITERS / 2 * 1000);
 	assert_true(c.records <= WRITERS);
+}
+
+/*
+ * A record's count is its writer's alone: a count stored one lap late,
+ * into an entry a later ticket took, is not that record's; and a fork()
+ * child counts its repeats in a record of its own, not in the one it
+ * inherited the memory of.
+ */
+static void test_repeat_owner(void **state)
+{
+	struct counts c;
+	pid_t pid;
+	int i, st;
+
+	(void)state;
+	tk__rcu_setup(); /* the fork generation, as a zone store has it */
+	fresh_ring();
+	for (i = 0; i < 3; i++)
+		note("a");
+	for (i = 0; i < N; i++)
+		put("other");
+	/* The repeat's store of "a"'s writer, one lap late (lap 0, ticket
+	 * 0's entry, now ticket N's). */
+	ck_pr_store_64(&ring->e[0].count, 3);
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.records, N);
+	assert_int_equal(c.a, 0);
+	assert_int_equal(c.other, N);
+
+	fresh_ring();
+	for (i = 0; i < 5; i++)
+		note("a");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (i = 0; i < 3; i++)
+			note("a");
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	note("a");
+	note("a");
+	memset(&c, 0, sizeof(c));
+	tk__recent_read(ring, NULL, add_counts, &c);
+	assert_int_equal(c.records, 2);
+	assert_int_equal(c.a, 10);
 }
 
 static int keep_one(void *ctx, const struct tk__recent_rec *r)
@@ -445,6 +521,80 @@ static void test_zone_records(void **state)
 	tk_limiter_close(l);
 }
 
+struct by_key {
+	uint64_t x, y, records, other;
+};
+
+static int denials_by_key(void *ctx, const struct tk_zone_recent *r)
+{
+	struct by_key *b = ctx;
+
+	if (!r->denied)
+		return 0;
+	b->records++;
+	if (r->key_len == 1 && r->key[0] == 'x')
+		b->x += r->count;
+	else if (r->key_len == 1 && r->key[0] == 'y')
+		b->y += r->count;
+	else
+		b->other += r->count;
+	return 0;
+}
+
+/*
+ * Denials through every path that decides them (GCRA's and a window's
+ * direct paths, the store's apply): a thread's run of one key's denials
+ * is one record, two keys in turn a record each time, and every denial
+ * is counted to its own key.
+ */
+static void test_zone_denials(void **state)
+{
+	static const char *const policies[] = { "gcra:2/1h",
+						"sliding-window:2/1h",
+						"fixed-window:2/1h",
+						"sliding-log:2/1h" };
+	struct tk_options o = TK_OPTIONS_INIT;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct by_key b;
+	size_t i;
+	int j;
+
+	(void)state;
+	o.prefix = "p|";
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		tk_zone_destroy("d");
+		assert_int_equal(tk_limiter_open(&l, policies[i], "shm:d", &o),
+				 0);
+		for (j = 0; j < 4; j++) {
+			assert_int_equal(tk_limiter_check(l, j % 2 ? "x" : "y",
+							  1, 1, &d),
+					 0);
+			assert_true(d.allowed);
+		}
+		for (j = 0; j < 10; j++) {
+			assert_int_equal(tk_limiter_check(l, "x", 1, 1, &d), 0);
+			assert_false(d.allowed);
+		}
+		for (j = 0; j < 6; j++) {
+			assert_int_equal(tk_limiter_check(l, j % 2 ? "x" : "y",
+							  1, 1, &d),
+					 0);
+			assert_false(d.allowed);
+		}
+		memset(&b, 0, sizeof(b));
+		assert_int_equal(tk_zone_recent("d", denials_by_key, &b), 0);
+		print_message("%s: %llu records\n", policies[i],
+			      (unsigned long long)b.records);
+		assert_int_equal(b.x, 13);
+		assert_int_equal(b.y, 3);
+		assert_int_equal(b.other, 0);
+		assert_int_equal(b.records, 7);
+		tk_limiter_close(l);
+	}
+	tk_zone_destroy("d");
+}
+
 /* A zone as the previous layout made it: refused, typed. */
 static void test_old_layout(void **state)
 {
@@ -478,8 +628,10 @@ int main(void)
 		cmocka_unit_test(test_lapped_writer),
 		cmocka_unit_test(test_late_claim),
 		cmocka_unit_test(test_repeats),
+		cmocka_unit_test(test_repeat_owner),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_zone_records),
+		cmocka_unit_test(test_zone_denials),
 		cmocka_unit_test(test_old_layout),
 	};
 
