@@ -94,14 +94,16 @@ __thread struct tk__recent_last tk__recent_last
 void tk__recent_first(struct tkz_recent_ring *r, uint64_t id, const void *key,
 		      size_t len)
 {
-	struct tk__recent_last *last = &tk__recent_last;
+	uint64_t t = tk__recent_put(r, key, len);
 
-	last->ticket = tk__recent_put(r, key, len);
-	last->ring = last->ticket == UINT64_MAX ? NULL : r;
-	last->count = 1;
-	last->id = id;
-	last->len = len;
-	last->gen = tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED);
+	tk__recent_last =
+		(struct tk__recent_last){ t == UINT64_MAX ? NULL : r,
+					  t,
+					  1,
+					  id,
+					  len,
+					  tk_atomic_load_u64(&tk__fork_gen,
+							     TK_MO_RELAXED) };
 }
 
 /* Copy the record of ticket @t from @e into @rec: 0, or the skip. */

@@ -189,20 +189,25 @@ extern __thread struct tk__recent_last tk__recent_last
 static inline int tk__recent_repeat(struct tkz_recent_ring *r, uint64_t id,
 				    size_t len)
 {
-	struct tk__recent_last *last = &tk__recent_last;
 	struct tkz_recent_entry *e;
+	uint64_t t = tk__recent_last.ticket;
 
-	if (last->ring != r || last->id != id || last->len != len ||
-	    last->gen != tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED))
+	/* The fields by name, not through a pointer to the variable: the
+	 * undefined behaviour sanitizer takes the address of an initial-exec
+	 * variable in a static executable for a null pointer. */
+	if (tk__recent_last.ring != r || tk__recent_last.id != id ||
+	    tk__recent_last.len != len ||
+	    tk__recent_last.gen !=
+		    tk_atomic_load_u64(&tk__fork_gen, TK_MO_RELAXED))
 		return 0;
-	e = &r->e[last->ticket & (TKZ_RECENT_ENTRIES - 1)];
+	e = &r->e[t & (TKZ_RECENT_ENTRIES - 1)];
 	/* Still our record: published, not taken since. */
-	if (ck_pr_load_64(&e->seq) != 2 * last->ticket + 2)
+	if (ck_pr_load_64(&e->seq) != 2 * t + 2)
 		return 0;
-	if (last->count < TKZ_RECENT_COUNT_MAX)
-		last->count++;
+	if (tk__recent_last.count < TKZ_RECENT_COUNT_MAX)
+		tk__recent_last.count++;
 	ck_pr_store_64(&e->count,
-		       tkz_recent_count_word(last->ticket, last->count));
+		       tkz_recent_count_word(t, tk__recent_last.count));
 	return 1;
 }
 
