@@ -5,7 +5,7 @@
  * (throttlectl top) although the slots keep only fingerprints.
  *
  * The region follows the arena (tkz_segment_size()); its bytes are
- * pinned here.  Nothing here includes lib/ headers.
+ * pinned here.  Of lib/, only fork.h: a repeat's fork generation.
  *
  * Contract:
  * - Writers take no lock and never wait for one another: one fetch-add
@@ -137,12 +137,14 @@ uint64_t tk__recent_put(struct tkz_recent_ring *r, const void *key, size_t len);
  * key's bytes, and a caller does not even join them: a flood of denials
  * of one key costs a thread one record, then a load and a store to its
  * own line per denial, no atomic read-modify-write.  Two keys of one
- * fingerprint would count the second to the first's record, as they
- * would share one slot: the zone tells keys apart by nothing more, and
- * its keyed hash is what keeps an attacker from aiming for that.  A count
- * stored by a repeat that raced a writer lapping the ring is of the old lap,
- * which readers take as a count of 1 until the new record's writer stores its
- * own.
+ * fingerprint and length would count the second to the first's record:
+ * about 2^-56 for two given keys, and the hash is keyed, so an attacker
+ * cannot aim for it.  A repeat that read the sequence just before a writer
+ * one lap ahead took the entry may store its count after that writer's:
+ * a word of the old lap, which readers take as a count of 1, so that the
+ * new record's count until then is lost unless its writer repeats again.
+ * The window is two adjacent instructions, held open for a whole lap of
+ * 512 records.
  */
 static inline int tk__recent_repeat(struct tkz_recent_ring *r, uint64_t id,
 				    size_t len);
