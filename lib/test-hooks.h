@@ -34,6 +34,11 @@ extern uint64_t tk__slot_near_test;
  * the window's direct path is taken, not only that it agrees). */
 extern __thread uint64_t tk__window_direct_decided;
 
+/* store-slot.c.  Tests: non-zero makes every new denial record, not
+ * paced (tk__slot_name_deny()), so that two zones one thread checks in
+ * turn keep the same records. */
+extern int tk__deny_unpaced;
+
 /* The key hash of memory store @s, as prepared (tests). */
 struct tk__keyhash_key;
 const struct tk__keyhash_key *tk__memory_keyhash(struct tk_store *s);
@@ -98,6 +103,7 @@ extern void *tk__pg_locked_pause_arg;
 #define tk__slot_near_test ((uint64_t)0)
 #define tk__memory_secret ((const uint64_t[2]){ 0, 0 })
 #define tk__keyhash_no_aesni 0
+#define tk__deny_unpaced 0
 #define tk__tsc_no_tsc 0
 #define tk__tsc_period_cap_ns ((uint64_t)0)
 #define tk__tsc_realtime_shift_ns ((int64_t)0)

@@ -19,7 +19,8 @@
  *   later writer took).
  * - Records are hints for people, not counters: a record may be lost (a
  *   writer lapped before its claim, a reader racing a writer), never
- *   invented or torn.
+ *   invented or torn; and a caller may leave some out (the slot store
+ *   paces a thread's new denial records: lib/store/slot-store.h).
  */
 #ifndef TK_SHM_RECENT_H
 #define TK_SHM_RECENT_H

@@ -112,14 +112,23 @@ struct tk__slot_name {
 	size_t len;			   /* bytes at @key */
 };
 
-/* Record @name in @z's ring @id (shm/recent.h), or as a denial (a
- * repeat of this thread's last one counted to it, known by the key's
- * fingerprint @id: tk__recent_repeat()); the store key joined first if it
- * comes in two parts. */
+/*
+ * Record @name in @z's ring @id (shm/recent.h), or as a denial at @now:
+ * a repeat of this thread's last one counted to it, known by the key's
+ * fingerprint @id (tk__recent_repeat()), else a new record, paced: a
+ * thread makes TK__DENY_BURST new records at once, then one every
+ * TK__DENY_GAP ns of its checks' clock, so that a flood of denials of
+ * distinct keys (many clients over their limits) does not pay a record
+ * each (35 ns: bench/README.md, "2026-11-28 late").  Repeats are not
+ * paced.  The store key is joined first if it comes in two parts.
+ */
+#define TK__DENY_BURST 64
+#define TK__DENY_GAP 1000 /* ns */
 void tk__slot_name_put(struct tk__zone *z, int id,
 		       const volatile struct tk__slot_name *name);
 void tk__slot_name_deny(struct tk__zone *z,
-			const volatile struct tk__slot_name *name, uint64_t id);
+			const volatile struct tk__slot_name *name, uint64_t id,
+			uint64_t now);
 
 /*
  * A check of GCRA or the token bucket in one call chain: the key's slot
@@ -166,7 +175,8 @@ tk__slot_direct(struct tk__zone *z, const struct tk__zone_key *k,
 			/* Where the denial is known, so that an admission
 			 * tests nothing more. */
 			if (name)
-				tk__slot_name_deny(z, name, w.w0 & TKZ_FP_KEY);
+				tk__slot_name_deny(z, name, w.w0 & TKZ_FP_KEY,
+						   now);
 		}
 		memset(out, 0, sizeof(*out));
 		tk__gcra_explain(p, &step, rc, now, out);

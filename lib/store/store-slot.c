@@ -229,8 +229,40 @@ name_first(struct tkz_recent_ring *r, const volatile struct tk__slot_name *name,
 	tk__recent_first(r, id, key, len);
 }
 
+/*
+ * This thread's pace of new denial records (tk__slot_name_deny()), the
+ * theoretical arrival time of a GCRA: TK__DENY_BURST records at once,
+ * then one every TK__DENY_GAP ns.  Initial-exec, as sample_left.
+ */
+static __thread uint64_t deny_tat __attribute__((tls_model("initial-exec")));
+
+#if TK_TEST_HOOKS
+int tk__deny_unpaced;
+#endif
+
+/* May this thread make a new denial record at @now? */
+static int deny_paced(uint64_t now)
+{
+	const uint64_t tol = (TK__DENY_BURST - 1) * TK__DENY_GAP;
+	uint64_t tat = deny_tat;
+
+	if (tk__deny_unpaced)
+		return 1;
+	/* Under one clock, tat is never more than tol + one gap ahead of
+	 * now: further ahead, it is another clock's time (a second limiter
+	 * on a manual clock), and this one starts afresh. */
+	if (tat > now && tat - now > tol) {
+		if (tat - now <= tol + TK__DENY_GAP)
+			return 0;
+		tat = now;
+	}
+	deny_tat = (tat > now ? tat : now) + TK__DENY_GAP;
+	return 1;
+}
+
 void tk__slot_name_deny(struct tk__zone *z,
-			const volatile struct tk__slot_name *name, uint64_t id)
+			const volatile struct tk__slot_name *name, uint64_t id,
+			uint64_t now)
 {
 	struct tkz_recent_ring *r =
 		&tk__zone_recent(z)->ring[TKZ_RECENT_DENIED];
@@ -238,7 +270,8 @@ void tk__slot_name_deny(struct tk__zone *z,
 	/* A repeat first: the bytes joined only for a record. */
 	if (!tk__recent_repeat(r, id,
 			       name->head ? name->head->len + name->len
-					  : name->len))
+					  : name->len) &&
+	    deny_paced(now))
 		name_first(r, name, id);
 }
 
@@ -283,14 +316,15 @@ ALWAYS void grown(struct tk__slot_store *s, int kind)
  * having TK__T_CHECK) means to the limiter. */
 ALWAYS int result(struct tk__slot_store *s, int kind, uint32_t flags, int rc,
 		  const unsigned char *key, size_t len,
-		  const struct tk__zone_key *k)
+		  const struct tk__zone_key *k, uint64_t now)
 {
 	struct tk__slot_name name = { NULL, key, len };
 
 	if (rc >= 0 && (flags & TK__T_CHECK)) {
 		counted(s, kind, rc == TK__ZONE_KEEP, &name);
 		if (kind == TK__SLOT_ZONE && rc == TK__ZONE_KEEP)
-			tk__slot_name_deny(s->zone, &name, k->fp & TKZ_FP_KEY);
+			tk__slot_name_deny(s->zone, &name, k->fp & TKZ_FP_KEY,
+					   now);
 	}
 	if (rc == -E2BIG)
 		return -ENOTSUP; /* a state larger than a block holds */
@@ -319,7 +353,7 @@ ALWAYS int apply(struct tk_store *base, const unsigned char *key, size_t len,
 						   t->fn, t->inplace, t->ctx);
 		tk__zone_maybe_sweep(zone_of(s, kind), &k, now);
 		grown(s, kind);
-		rc = result(s, kind, t->flags, rc, key, len, &k);
+		rc = result(s, kind, t->flags, rc, key, len, &k, now);
 		rc = guard_end(s, kind, rc);
 	}
 	section_end(kind, 0, ctr);
@@ -430,7 +464,7 @@ ALWAYS int window(struct tk__slot_store *s, int kind, struct tk__zone *z,
 		tk__window_direct_decided++;
 #endif
 		if (kind == TK__SLOT_ZONE && rc == TK__KEEP)
-			tk__slot_name_deny(z, name, k->fp & TKZ_FP_KEY);
+			tk__slot_name_deny(z, name, k->fp & TKZ_FP_KEY, now);
 		counted(s, kind, rc == TK__KEEP, name);
 		*d = st.d;
 		rc = 0;
@@ -585,7 +619,7 @@ ALWAYS int apply_multi(struct tk__slot_store *s, int kind, uint64_t now,
 		/* A composite's records name its first dimension's key. */
 		rc = guard_end(s, kind,
 			       result(s, kind, m->flags, rc, m->key[0],
-				      m->len[0], &k[0]));
+				      m->len[0], &k[0], now));
 	}
 	section_end(kind, 0, ctr);
 	return rc;

@@ -11,8 +11,9 @@
  * count of the next record and a fork() child keeps a record of its own;
  * long keys are kept truncated; through a zone,
  * denials and only denials reach the ring of denials, with their prefix
- * and key, checks a sample of them; a zone of the previous layout is
- * refused with -EPROTO.
+ * and key, checks a sample of them; a thread's new denial records are
+ * paced (64 at once, then one a microsecond), its repeats not; a zone of
+ * the previous layout is refused with -EPROTO.
  *
  * White-box (statically linked): the ring's functions and test hooks.
  */
@@ -593,6 +594,105 @@ static void test_zone_denials(void **state)
 	tk_zone_destroy("d");
 }
 
+/* A zone's denial records, and the events they stand for. */
+struct paced {
+	uint64_t records, events;
+};
+
+static int add_paced(void *ctx, const struct tk_zone_recent *r)
+{
+	struct paced *p = ctx;
+
+	if (r->denied) {
+		p->records++;
+		p->events += r->count;
+	}
+	return 0;
+}
+
+static struct paced paced_now(void)
+{
+	struct paced p = { 0, 0 };
+
+	assert_int_equal(tk_zone_recent("pace", add_paced, &p), 0);
+	return p;
+}
+
+/* @n denials of the keys k<first> to k<first + n - 1>, in turn. */
+static void deny_keys(struct tk_limiter *l, int first, int n)
+{
+	struct tk_decision d;
+	char key[16];
+	int i, len;
+
+	for (i = first; i < first + n; i++) {
+		len = snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(tk_limiter_check(l, key, (size_t)len, 1, &d),
+				 0);
+		assert_false(d.allowed);
+	}
+}
+
+/*
+ * A flood of denials of distinct keys: a thread makes 64 new records at
+ * once, then one per microsecond of its checks' clock; a repeat of its
+ * last record is counted whatever the pace; a clock far behind the pace
+ * (another limiter's) starts it afresh; the zone's counters count every
+ * denial.
+ */
+static void test_denial_pace(void **state)
+{
+	struct tk_options o = TK_OPTIONS_INIT;
+	const uint64_t t0 = UINT64_C(1000000000000);
+	struct tk_zone_info info;
+	struct tk_clock *clk;
+	struct tk_limiter *l;
+	struct tk_decision d;
+	struct paced p;
+	char key[16];
+	int i, len;
+
+	(void)state;
+	tk_zone_destroy("pace");
+	assert_int_equal(tk_clock_manual_new(&clk, t0), 0);
+	o.clock = clk;
+	assert_int_equal(tk_limiter_open(&l, "gcra:1/1h", "shm:pace", &o), 0);
+	for (i = 0; i < 200; i++) {
+		len = snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(tk_limiter_check(l, key, (size_t)len, 1, &d),
+				 0);
+		assert_true(d.allowed);
+	}
+	/* Whatever set this thread's pace before (the system clock's
+	 * checks of the tests above, far ahead of this clock), a burst of
+	 * 64 at once. */
+	deny_keys(l, 0, 200);
+	p = paced_now();
+	assert_int_equal(p.records, 64);
+	assert_int_equal(p.events, 64);
+	/* 10 us later: 10 more, then none. */
+	assert_int_equal(tk_clock_advance(clk, 10000), 0);
+	deny_keys(l, 0, 12);
+	p = paced_now();
+	assert_int_equal(p.records, 74);
+	/* k9 made the last record: its repeat is counted, not paced. */
+	deny_keys(l, 9, 1);
+	p = paced_now();
+	assert_int_equal(p.records, 74);
+	assert_int_equal(p.events, 75);
+	/* A second back: another clock's time, a record again. */
+	assert_int_equal(tk_clock_set(clk, t0 - 1000000000), 0);
+	deny_keys(l, 20, 1);
+	p = paced_now();
+	assert_int_equal(p.records, 75);
+	/* Every denial counted, recorded or not. */
+	assert_int_equal(tk_zone_info("pace", &info, sizeof(info)), 0);
+	assert_int_equal(info.denies, 214);
+	tk_limiter_close(l);
+	tk_clock_free(clk);
+	tk_zone_destroy("pace");
+}
+
 /* A zone as the previous layout made it: refused, typed. */
 static void test_old_layout(void **state)
 {
@@ -630,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_zone_records),
 		cmocka_unit_test(test_zone_denials),
+		cmocka_unit_test(test_denial_pace),
 		cmocka_unit_test(test_old_layout),
 	};
 
