@@ -189,6 +189,14 @@ struct tk__recent_last {
 extern __thread struct tk__recent_last tk__recent_last
 	__attribute__((tls_model("initial-exec")));
 
+/* This thread denied a key it did not record (the caller paces its
+ * records): its last record's run of one key ends, and the next denial of
+ * that key is no repeat of it. */
+static inline void tk__recent_forget(void)
+{
+	tk__recent_last.ring = NULL;
+}
+
 static inline int tk__recent_repeat(struct tkz_recent_ring *r, uint64_t id,
 				    size_t len)
 {

@@ -120,7 +120,11 @@ struct tk__slot_name {
  * TK__DENY_GAP ns of its checks' clock, so that a flood of denials of
  * distinct keys (many clients over their limits) does not pay a record
  * each (35 ns: bench/README.md, "2026-11-28 late").  Repeats are not
- * paced.  The store key is joined first if it comes in two parts.
+ * paced; a denial left unrecorded ends the last record's run, so that a
+ * record still counts only denials of its key with none of another
+ * between them.  The pace is the thread's, across every zone and clock
+ * it checks with.  The store key is joined first if it comes in two
+ * parts.
  */
 #define TK__DENY_BURST 64
 #define TK__DENY_GAP 1000 /* ns */

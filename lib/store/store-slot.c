@@ -248,9 +248,10 @@ static int deny_paced(uint64_t now)
 
 	if (tk__deny_unpaced)
 		return 1;
-	/* Under one clock, tat is never more than tol + one gap ahead of
-	 * now: further ahead, it is another clock's time (a second limiter
-	 * on a manual clock), and this one starts afresh. */
+	/* Under one clock that does not step back, tat is never more than
+	 * tol + one gap ahead of now.  Further ahead, now is another clock's
+	 * (a second limiter on a manual or coarse clock) or the system clock
+	 * stepped back, and the pace starts afresh. */
 	if (tat > now && tat - now > tol) {
 		if (tat - now <= tol + TK__DENY_GAP)
 			return 0;
@@ -268,11 +269,14 @@ void tk__slot_name_deny(struct tk__zone *z,
 		&tk__zone_recent(z)->ring[TKZ_RECENT_DENIED];
 
 	/* A repeat first: the bytes joined only for a record. */
-	if (!tk__recent_repeat(r, id,
-			       name->head ? name->head->len + name->len
-					  : name->len) &&
-	    deny_paced(now))
+	if (tk__recent_repeat(r, id,
+			      name->head ? name->head->len + name->len
+					 : name->len))
+		return;
+	if (deny_paced(now))
 		name_first(r, name, id);
+	else
+		tk__recent_forget();
 }
 
 /* A check of @key decided (@denied: a denial), counted; a zone's batch

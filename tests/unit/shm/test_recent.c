@@ -12,8 +12,8 @@
  * long keys are kept truncated; through a zone,
  * denials and only denials reach the ring of denials, with their prefix
  * and key, checks a sample of them; a thread's new denial records are
- * paced (64 at once, then one a microsecond), its repeats not; a zone of
- * the previous layout is refused with -EPROTO.
+ * paced (64 at once, then one a microsecond, a pace of its own), its
+ * repeats not; a zone of the previous layout is refused with -EPROTO.
  *
  * White-box (statically linked): the ring's functions and test hooks.
  */
@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -618,78 +619,115 @@ static struct paced paced_now(void)
 	return p;
 }
 
-/* @n denials of the keys k<first> to k<first + n - 1>, in turn. */
-static void deny_keys(struct tk_limiter *l, int first, int n)
+/* @n checks of the keys <c><first> to <c><first + n - 1>, in turn, each
+ * expected to be @allowed or not: the checks that were not. */
+static int check_keys(struct tk_limiter *l, char c, int first, int n,
+		      int allowed)
 {
 	struct tk_decision d;
 	char key[16];
-	int i, len;
+	int i, len, wrong = 0;
 
 	for (i = first; i < first + n; i++) {
-		len = snprintf(key, sizeof(key), "k%d", i);
-		assert_int_equal(tk_limiter_check(l, key, (size_t)len, 1, &d),
-				 0);
-		assert_false(d.allowed);
+		len = snprintf(key, sizeof(key), "%c%d", c, i);
+		if (tk_limiter_check(l, key, (size_t)len, 1, &d) != 0 ||
+		    d.allowed != allowed)
+			wrong++;
 	}
+	return wrong;
+}
+
+static void deny_keys(struct tk_limiter *l, int first, int n)
+{
+	assert_int_equal(check_keys(l, 'k', first, n, 0), 0);
+}
+
+/* Another thread's ten keys, each admitted and then denied. */
+static void *other_thread(void *l)
+{
+	int wrong = check_keys(l, 'x', 0, 10, 1) + check_keys(l, 'x', 0, 10, 0);
+
+	return (void *)(intptr_t)wrong;
 }
 
 /*
- * A flood of denials of distinct keys: a thread makes 64 new records at
- * once, then one per microsecond of its checks' clock; a repeat of its
- * last record is counted whatever the pace; a clock far behind the pace
- * (another limiter's) starts it afresh; the zone's counters count every
- * denial.
+ * A flood of denials of distinct keys, through each path that records a
+ * denial (GCRA's direct path, a window's, the store's apply, a
+ * composite's): a thread makes 64 new records at once, then one per
+ * microsecond of its checks' clock; repeats of its last record are
+ * counted and take none of that pace; a denial left unrecorded ends the
+ * last record's run; another thread has a pace of its own; a clock more
+ * than a burst behind the pace (another clock's) starts it afresh; the
+ * zone's counters count every denial.
  */
 static void test_denial_pace(void **state)
 {
+	static const char *const policies[] = {
+		"gcra:1/1h", "sliding-window:1/1h", "sliding-log:1/1h",
+		"all(gcra:1/1h,sliding-window:1/1h)"
+	};
 	struct tk_options o = TK_OPTIONS_INIT;
-	const uint64_t t0 = UINT64_C(1000000000000);
 	struct tk_zone_info info;
 	struct tk_clock *clk;
 	struct tk_limiter *l;
-	struct tk_decision d;
 	struct paced p;
-	char key[16];
-	int i, len;
+	pthread_t th;
+	void *wrong;
+	uint64_t t0;
+	size_t i;
+	int j;
 
 	(void)state;
-	tk_zone_destroy("pace");
-	assert_int_equal(tk_clock_manual_new(&clk, t0), 0);
-	o.clock = clk;
-	assert_int_equal(tk_limiter_open(&l, "gcra:1/1h", "shm:pace", &o), 0);
-	for (i = 0; i < 200; i++) {
-		len = snprintf(key, sizeof(key), "k%d", i);
-		assert_int_equal(tk_limiter_check(l, key, (size_t)len, 1, &d),
-				 0);
-		assert_true(d.allowed);
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		/* Each policy 1000 s after the last: whatever this thread's
+		 * pace was, a burst again. */
+		t0 = UINT64_C(1000000000000) * (i + 1);
+		tk_zone_destroy("pace");
+		assert_int_equal(tk_clock_manual_new(&clk, t0), 0);
+		o.clock = clk;
+		assert_int_equal(
+			tk_limiter_open(&l, policies[i], "shm:pace", &o), 0);
+		assert_int_equal(check_keys(l, 'k', 0, 200, 1), 0);
+		/* Six denials of k0: one record, and none of the pace. */
+		for (j = 0; j < 6; j++)
+			deny_keys(l, 0, 1);
+		p = paced_now();
+		assert_int_equal(p.records, 1);
+		assert_int_equal(p.events, 6);
+		deny_keys(l, 1, 199);
+		p = paced_now();
+		assert_int_equal(p.records, 64);
+		assert_int_equal(p.events, 69);
+		/* Another thread, the same instant: a burst of its own. */
+		assert_int_equal(pthread_create(&th, NULL, other_thread, l), 0);
+		assert_int_equal(pthread_join(th, &wrong), 0);
+		assert_int_equal((intptr_t)wrong, 0);
+		p = paced_now();
+		assert_int_equal(p.records, 74);
+		/* k63 made this thread's last record, then k64 to k199 went
+		 * unrecorded: k63 again is no repeat, and the pace holds it. */
+		deny_keys(l, 63, 1);
+		p = paced_now();
+		assert_int_equal(p.records, 74);
+		assert_int_equal(p.events, 79);
+		/* 10 us later: 10 more, then none. */
+		assert_int_equal(tk_clock_advance(clk, 10000), 0);
+		deny_keys(l, 0, 12);
+		p = paced_now();
+		assert_int_equal(p.records, 84);
+		/* 1 ns back: the pace 1 ns more than a burst and a gap ahead,
+		 * another clock's time: a record again. */
+		assert_int_equal(tk_clock_set(clk, t0 + 10000 - 1), 0);
+		deny_keys(l, 20, 1);
+		p = paced_now();
+		assert_int_equal(p.records, 85);
+		assert_int_equal(p.events, 90);
+		/* Every denial counted, recorded or not. */
+		assert_int_equal(tk_zone_info("pace", &info, sizeof(info)), 0);
+		assert_int_equal(info.denies, 6 + 199 + 10 + 1 + 12 + 1);
+		tk_limiter_close(l);
+		tk_clock_free(clk);
 	}
-	/* Whatever set this thread's pace before (the system clock's
-	 * checks of the tests above, far ahead of this clock), a burst of
-	 * 64 at once. */
-	deny_keys(l, 0, 200);
-	p = paced_now();
-	assert_int_equal(p.records, 64);
-	assert_int_equal(p.events, 64);
-	/* 10 us later: 10 more, then none. */
-	assert_int_equal(tk_clock_advance(clk, 10000), 0);
-	deny_keys(l, 0, 12);
-	p = paced_now();
-	assert_int_equal(p.records, 74);
-	/* k9 made the last record: its repeat is counted, not paced. */
-	deny_keys(l, 9, 1);
-	p = paced_now();
-	assert_int_equal(p.records, 74);
-	assert_int_equal(p.events, 75);
-	/* A second back: another clock's time, a record again. */
-	assert_int_equal(tk_clock_set(clk, t0 - 1000000000), 0);
-	deny_keys(l, 20, 1);
-	p = paced_now();
-	assert_int_equal(p.records, 75);
-	/* Every denial counted, recorded or not. */
-	assert_int_equal(tk_zone_info("pace", &info, sizeof(info)), 0);
-	assert_int_equal(info.denies, 214);
-	tk_limiter_close(l);
-	tk_clock_free(clk);
 	tk_zone_destroy("pace");
 }
 
