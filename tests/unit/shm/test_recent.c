@@ -314,6 +314,16 @@ static int add_counts(void *ctx, const struct tk__recent_rec *r)
 	return 0;
 }
 
+/* The records of the test's ring, counted. */
+static struct counts ring_counts(void)
+{
+	struct counts c;
+
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tk__recent_read(ring, NULL, add_counts, &c), 0);
+	return c;
+}
+
 /* @key's id for tk__recent_repeat(): any hash of its bytes will do. */
 static uint64_t id_of(const char *key)
 {
@@ -353,8 +363,7 @@ static void test_repeats(void **state)
 	fresh_ring();
 	for (i = 0; i < 100; i++)
 		note("a");
-	memset(&c, 0, sizeof(c));
-	tk__recent_read(ring, NULL, add_counts, &c);
+	c = ring_counts();
 	assert_int_equal(c.records, 1);
 	assert_int_equal(c.a, 100);
 	/* A repeat is of the last record's ring, id and length, all three. */
@@ -363,8 +372,7 @@ static void test_repeats(void **state)
 	assert_false(tk__recent_repeat(ring + 1, id_of("a"), 1));
 	note("b");
 	note("a");
-	memset(&c, 0, sizeof(c));
-	tk__recent_read(ring, NULL, add_counts, &c);
+	c = ring_counts();
 	assert_int_equal(c.records, 3);
 	assert_int_equal(c.a, 101);
 	assert_int_equal(c.b, 1);
@@ -377,16 +385,14 @@ static void test_repeats(void **state)
 	/* Its repeats in a later lap: the count of that lap's record. */
 	for (i = 0; i < 5; i++)
 		note("a");
-	memset(&c, 0, sizeof(c));
-	tk__recent_read(ring, NULL, add_counts, &c);
+	c = ring_counts();
 	assert_int_equal(c.a, 5);
 	assert_int_equal(c.other, N - 1);
 	/* Processes repeating at once, some of them one key: all counted. */
 	fresh_ring();
 	per_writer = 1000;
 	kit_run_workers(WRITERS, repeater);
-	memset(&c, 0, sizeof(c));
-	tk__recent_read(ring, NULL, add_counts, &c);
+	c = ring_counts();
 	assert_int_equal(c.a + c.b, (uint64_t)WRITERS * 1000);
 	assert_int_equal(c.a, (uint64_t)WRITERS / 2 * 1000);
 	assert_true(c.records <= WRITERS);
@@ -414,8 +420,7 @@ static void test_repeat_owner(void **state)
 	/* The repeat's store of "a"'s writer, one lap late (lap 0, ticket
 	 * 0's entry, now ticket N's). */
 	ck_pr_store_64(&ring->e[0].count, 3);
-	memset(&c, 0, sizeof(c));
-	tk__recent_read(ring, NULL, add_counts, &c);
+	c = ring_counts();
 	assert_int_equal(c.records, N);
 	assert_int_equal(c.a, 0);
 	assert_int_equal(c.other, N);
@@ -434,8 +439,7 @@ static void test_repeat_owner(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	note("a");
 	note("a");
-	memset(&c, 0, sizeof(c));
-	tk__recent_read(ring, NULL, add_counts, &c);
+	c = ring_counts();
 	assert_int_equal(c.records, 2);
 	assert_int_equal(c.a, 10);
 }
